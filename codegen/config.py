@@ -1,0 +1,82 @@
+"""Where the generator reads and writes, and every datamodel-code-generator flag, in one place.
+
+A target is one generated module built from one or more spec files. The ACP schema and the Muse
+extension schema form one module (the extensions refer to ACP content blocks); each MSP host
+version under ``spec/msp/<version>/`` forms a module of its own, so a newly exported host schema
+dropped into that folder is picked up without touching this file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+SPEC_DIR: Final = REPO_ROOT / "spec"
+LOCK_FILE: Final = SPEC_DIR / "lock.json"
+PACKAGE_DIR: Final = REPO_ROOT / "generated" / "muse_acp_wire"
+TEMPLATES_DIR: Final = Path(__file__).resolve().parent / "templates"
+
+REGENERATE_COMMAND: Final = "nox -s codegen"
+"""What a generated header tells a reader to run after changing a spec file."""
+
+DATAMODEL_CODEGEN_VERSION: Final = "0.89.0"
+"""The exact generator release the committed output was made with (pinned in pyproject)."""
+
+# Every flag handed to datamodel-code-generator. Formatting is left to ruff afterwards so the
+# check compares the same text that is committed.
+DATAMODEL_CODEGEN_FLAGS: Final[tuple[str, ...]] = (
+    "--input-file-type=jsonschema",
+    "--output-model-type=pydantic_v2.BaseModel",
+    "--target-python-version=3.11",
+    "--base-class=muse_acp_wire._base.WireModel",
+    "--class-name=CodegenRoot",
+    "--use-annotated",
+    "--use-field-description",
+    "--use-schema-description",
+    "--snake-case-field",
+    "--disable-timestamp",
+    "--collapse-root-models",
+    "--use-union-operator",
+    "--use-standard-collections",
+    "--enum-field-as-literal=all",
+    "--use-title-as-name",
+    "--union-mode=left_to_right",
+    "--use-double-quotes",
+    "--no-formatters",
+)
+
+ROOT_CLASS_NAME: Final = "CodegenRoot"
+"""Name given to the schema root, which carries only ``$defs`` and is dropped after generation."""
+
+_MSP_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One generated module and the spec files it is built from (paths relative to spec/)."""
+
+    module: str
+    inputs: tuple[str, ...]
+    family: Literal["acp", "msp"]
+    host_version: str | None = None
+
+    @property
+    def output(self) -> Path:
+        return PACKAGE_DIR / f"{self.module}.py"
+
+
+def discover_targets(spec_dir: Path = SPEC_DIR) -> tuple[Target, ...]:
+    """Return every target, ACP first and then MSP versions in ascending order."""
+    targets = [Target("acp", ("acp/acp.schema.json", "extensions/muse.schema.json"), "acp")]
+    versions = sorted(
+        (p.name for p in (spec_dir / "msp").iterdir() if p.is_dir() and _MSP_VERSION.match(p.name)),
+        key=lambda v: tuple(int(part) for part in v.split(".")),
+    )
+    for version in versions:
+        module = "msp_" + version.replace(".", "_")
+        inputs = (f"msp/{version}/msp.schema.json", f"msp/{version}/manifest.json")
+        targets.append(Target(module, inputs, "msp", host_version=version))
+    return tuple(targets)

@@ -1,0 +1,111 @@
+"""The lock on the generator inputs: each spec file's sha256 and provenance in ``spec/lock.json``.
+
+Generation refuses to run while any spec file differs from its recorded hash, so a schema change
+is always a deliberate, reviewed step: edit the spec, run ``python -m codegen lock``, regenerate,
+and commit the three together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Final
+
+from codegen.config import LOCK_FILE, SPEC_DIR
+
+LOCK_VERSION: Final = 1
+
+_DEFAULT_PROVENANCE: Final = {
+    "acp": (
+        "Written for muse-acp from the Agent Client Protocol v1 specification "
+        "(schema release 1.21.0); covers the subset muse-acp speaks."
+    ),
+    "extensions": "Written for muse-acp: the Muse extensions muse-acp negotiates over ACP.",
+    "msp": (
+        "Written for muse-acp from observed Muse {version} host traffic, in the layout of a "
+        "`muse schema generate-json-schema` export."
+    ),
+}
+
+
+class LockMismatchError(Exception):
+    """A spec file and ``spec/lock.json`` disagree; the message says what to do."""
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def spec_files(spec_dir: Path = SPEC_DIR) -> list[Path]:
+    """Every locked input: the JSON files under spec/, except the lock itself."""
+    lock = spec_dir / LOCK_FILE.name
+    return sorted(p for p in spec_dir.rglob("*.json") if p != lock)
+
+
+def _relative(path: Path, spec_dir: Path) -> str:
+    return path.relative_to(spec_dir).as_posix()
+
+
+def _default_provenance(relative: str) -> str:
+    family = relative.split("/", 1)[0]
+    if family == "msp":
+        return _DEFAULT_PROVENANCE["msp"].format(version=relative.split("/")[1])
+    return _DEFAULT_PROVENANCE.get(family, "Written for muse-acp.")
+
+
+def read_lock(lock_file: Path = LOCK_FILE) -> dict[str, dict[str, str]]:
+    if not lock_file.exists():
+        return {}
+    data = json.loads(lock_file.read_text(encoding="utf-8"))
+    if data.get("lockVersion") != LOCK_VERSION:
+        raise LockMismatchError(f"{lock_file.name} has an unsupported lockVersion")
+    files: dict[str, dict[str, str]] = data["files"]
+    return files
+
+
+def write_lock(spec_dir: Path = SPEC_DIR, lock_file: Path = LOCK_FILE) -> list[str]:
+    """Record the current hashes, keeping existing provenance; return the entries that changed."""
+    old = read_lock(lock_file) if lock_file.exists() else {}
+    files: dict[str, dict[str, str]] = {}
+    for path in spec_files(spec_dir):
+        relative = _relative(path, spec_dir)
+        previous = old.get(relative, {})
+        files[relative] = {
+            "sha256": sha256_of(path),
+            "provenance": previous.get("provenance") or _default_provenance(relative),
+        }
+    changed = sorted(
+        name
+        for name in set(old) | set(files)
+        if old.get(name, {}).get("sha256") != files.get(name, {}).get("sha256")
+    )
+    document = {"lockVersion": LOCK_VERSION, "files": files}
+    lock_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return changed
+
+
+def verify_lock(spec_dir: Path = SPEC_DIR, lock_file: Path = LOCK_FILE) -> None:
+    """Raise LockMismatchError unless every spec file matches the lock and vice versa."""
+    locked = read_lock(lock_file)
+    present = {_relative(p, spec_dir): p for p in spec_files(spec_dir)}
+    problems: list[str] = []
+    for name, path in present.items():
+        entry = locked.get(name)
+        if entry is None:
+            problems.append(f"spec/{name} is not in spec/lock.json")
+        elif entry["sha256"] != sha256_of(path):
+            problems.append(
+                f"spec/{name} changed since it was locked "
+                f"(locked {entry['sha256'][:12]}, now {sha256_of(path)[:12]})"
+            )
+    problems.extend(
+        f"spec/lock.json lists spec/{name}, which does not exist"
+        for name in sorted(set(locked) - set(present))
+    )
+    if problems:
+        raise LockMismatchError(
+            "refusing to generate from unlocked inputs:\n  "
+            + "\n  ".join(problems)
+            + "\nReview the spec change, then record it with `python -m codegen lock`."
+        )

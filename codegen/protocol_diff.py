@@ -1,0 +1,161 @@
+"""A readable protocol diff between two MSP schema bundles (``python -m codegen diff OLD NEW``).
+
+Maintainers read it when a new Muse release is exported into ``spec/msp/<version>/``: which
+methods, notifications, types, members, enum values, errors and capabilities were added,
+removed or changed. Member types are summarised, not dumped, so the diff stays short.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+
+def load_bundle(path: Path) -> JsonObject:
+    bundle_path = path / "msp.schema.json" if path.is_dir() else path
+    loaded: JsonObject = json.loads(bundle_path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _label(path: Path) -> str:
+    return path.name if path.is_dir() else path.parent.name
+
+
+def summarise(schema: Any) -> str:
+    """A one-line description of a member schema: ``string|null``, ``Session``, ``array of X``."""
+    if not isinstance(schema, dict):
+        return "any"
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "enum" in schema:
+        return "enum"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return "|".join(summarise(member) for member in schema[key])
+    declared = schema.get("type")
+    if declared == "array":
+        return f"array of {summarise(schema.get('items'))}"
+    if isinstance(declared, list):
+        return "|".join(str(t) for t in declared)
+    return str(declared) if declared else "any"
+
+
+def _enum_sets(node: Any, path: str) -> Iterator[tuple[str, frozenset[str]]]:
+    if isinstance(node, dict):
+        if isinstance(node.get("enum"), list):
+            yield path, frozenset(json.dumps(v) for v in node["enum"])
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, member in value.items():
+                    yield from _enum_sets(member, f"{path}.{name}")
+            elif key != "enum":
+                yield from _enum_sets(value, path)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _enum_sets(value, path)
+
+
+def _method_line(name: str, spec: JsonObject) -> str:
+    side = spec.get("handledBy", "?")
+    kind = "command" if spec.get("command") else "request" if "result" in spec else "notification"
+    return f"{name}  ({side}, {kind})"
+
+
+def _compare_tables(old: JsonObject, new: JsonObject) -> list[str]:
+    lines = [f"  + {_method_line(n, new[n])}" for n in new if n not in old]
+    lines += [f"  - {_method_line(n, old[n])}" for n in old if n not in new]
+    for name in (n for n in new if n in old and new[n] != old[n]):
+        changes = [
+            f"{key}: {summarise(old[name].get(key))} -> {summarise(new[name].get(key))}"
+            if key in ("params", "result")
+            else f"{key}: {old[name].get(key)} -> {new[name].get(key)}"
+            for key in sorted(set(old[name]) | set(new[name]))
+            if old[name].get(key) != new[name].get(key)
+        ]
+        lines.append(f"  ~ {name}  ({'; '.join(changes)})")
+    return lines
+
+
+def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
+    lines = [f"  + {name}" for name in new if name not in old]
+    lines += [f"  - {name}" for name in old if name not in new]
+    for name in (n for n in new if n in old and new[n] != old[n]):
+        old_props, new_props = old[name].get("properties", {}), new[name].get("properties", {})
+        old_req, new_req = set(old[name].get("required", [])), set(new[name].get("required", []))
+        members: list[str] = []
+        for prop in new_props:
+            need = "required" if prop in new_req else "optional"
+            if prop not in old_props:
+                members.append(f"      + {prop}: {summarise(new_props[prop])} ({need})")
+            elif summarise(old_props[prop]) != summarise(new_props[prop]):
+                members.append(
+                    f"      ~ {prop}: {summarise(old_props[prop])} -> {summarise(new_props[prop])}"
+                )
+            elif (prop in old_req) != (prop in new_req):
+                members.append(f"      ~ {prop}: now {need}")
+        members += [f"      - {prop}" for prop in old_props if prop not in new_props]
+        if not members:
+            members.append("      ~ (description or constraints changed)")
+        lines.append(f"  ~ {name}")
+        lines.extend(members)
+    return lines
+
+
+def _compare_enums(old: JsonObject, new: JsonObject) -> list[str]:
+    """Enum value changes in the definitions both bundles share, by ``Def.member`` path."""
+    old_sets = {p: s for name, d in old.items() for p, s in _enum_sets(d, name)}
+    new_sets = {p: s for name, d in new.items() for p, s in _enum_sets(d, name)}
+    lines = []
+    for path in new_sets:
+        if path in old_sets and old_sets[path] != new_sets[path]:
+            added = ", ".join(sorted(new_sets[path] - old_sets[path]))
+            removed = ", ".join(sorted(old_sets[path] - new_sets[path]))
+            parts = ([f"+ {added}"] if added else []) + ([f"- {removed}"] if removed else [])
+            lines.append(f"  ~ {path}: {'; '.join(parts)}")
+    return lines
+
+
+def diff_bundles(old_path: Path, new_path: Path) -> str:
+    old, new = load_bundle(old_path), load_bundle(new_path)
+    sections: list[tuple[str, list[str]]] = [
+        ("Methods", _compare_tables(old.get("methods", {}), new.get("methods", {}))),
+        (
+            "Notifications",
+            _compare_tables(old.get("notifications", {}), new.get("notifications", {})),
+        ),
+        ("Types", _compare_defs(old.get("$defs", {}), new.get("$defs", {}))),
+        (
+            "Enum values",
+            _compare_enums(
+                {k: v for k, v in old.get("$defs", {}).items() if k in new.get("$defs", {})},
+                {k: v for k, v in new.get("$defs", {}).items() if k in old.get("$defs", {})},
+            ),
+        ),
+    ]
+    old_errors = {(e["code"], e["kind"]) for e in old.get("errors", [])}
+    new_errors = {(e["code"], e["kind"]) for e in new.get("errors", [])}
+    sections.append(
+        (
+            "Errors",
+            [f"  + {c} {k}" for c, k in sorted(new_errors - old_errors)]
+            + [f"  - {c} {k}" for c, k in sorted(old_errors - new_errors)],
+        )
+    )
+    old_caps = set(old.get("capabilities", {}).get("grantable", []))
+    new_caps = set(new.get("capabilities", {}).get("grantable", []))
+    sections.append(
+        (
+            "Grantable capabilities",
+            [f"  + {c}" for c in sorted(new_caps - old_caps)]
+            + [f"  - {c}" for c in sorted(old_caps - new_caps)],
+        )
+    )
+    header = f"MSP protocol diff: {_label(old_path)} -> {_label(new_path)}\n"
+    body = "".join(f"\n{title}\n" + "\n".join(lines) + "\n" for title, lines in sections if lines)
+    return header + (body or "\nno protocol differences\n")

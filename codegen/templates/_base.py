@@ -1,0 +1,55 @@
+"""The base model and the table entry types every generated wire module uses.
+
+Written by ``python -m codegen generate`` from ``codegen/templates/_base.py``; do not edit here.
+
+Wire models parse by alias only (the camelCase wire names), accept snake_case names when code
+constructs them, ignore members they do not know (peers evolve additively), and serialize by
+alias. Dump with ``exclude_unset=True`` so that optional members a peer never sent stay absent
+while required-nullable members that were set to ``None`` are written as ``null``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WireModel(BaseModel):
+    """Base class of every generated wire model."""
+
+    model_config = ConfigDict(
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="ignore",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """A request method: the models of its params (None when it takes none) and its result."""
+
+    method: str
+    params: type[WireModel] | None
+    result: type[WireModel]
+    command: bool = False
+    """True for MSP commands, whose params carry a client-minted UUIDv7 ``commandId``."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationSpec:
+    """A notification method and the model of its params (None when it takes none)."""
+
+    method: str
+    params: type[WireModel] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    """One row of a protocol's error registry."""
+
+    code: int
+    kind: str
+    retryable: bool | None
+    description: str

@@ -1,0 +1,1 @@
+"""muse-acp: an Agent Client Protocol agent for the Muse Code host."""

@@ -1,0 +1,70 @@
+"""``python -m codegen diff`` reports what a new MSP release adds, removes and changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from codegen.config import SPEC_DIR
+from codegen.protocol_diff import diff_bundles, summarise
+
+
+def _bundle(tmp_path: Path, name: str, document: dict[str, Any]) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "msp.schema.json").write_text(json.dumps(document), encoding="utf-8")
+    return folder
+
+
+def test_the_shipped_bundles_show_read_output_and_rename_as_added_in_1_2_1() -> None:
+    text = diff_bundles(SPEC_DIR / "msp" / "1.1.1", SPEC_DIR / "msp" / "1.2.1")
+    added_methods = {
+        line.split()[1] for line in text.splitlines() if line.startswith("  + ") and "(host" in line
+    }
+    assert {"item/readOutput", "session/rename"} <= added_methods
+    assert text.startswith("MSP protocol diff: 1.1.1 -> 1.2.1\n")
+
+
+def test_members_enum_values_errors_and_capabilities_are_compared(tmp_path: Path) -> None:
+    status = {"type": "string", "enum": ["idle", "running"]}
+    old = {
+        "methods": {"a/b": {"handledBy": "host", "result": {"$ref": "#/$defs/R"}}},
+        "$defs": {"R": {"type": "object", "properties": {"status": status, "gone": {}}}},
+        "errors": [{"code": -1, "kind": "old"}],
+        "capabilities": {"grantable": ["userShell"]},
+    }
+    new_status = {"type": "string", "enum": ["idle", "paused"]}
+    new = {
+        "methods": {"a/b": {"handledBy": "host", "result": {"$ref": "#/$defs/R2"}}},
+        "$defs": {
+            "R": {
+                "type": "object",
+                "properties": {"status": new_status, "name": {"type": "string"}},
+                "required": ["name"],
+            }
+        },
+        "errors": [{"code": -2, "kind": "new"}],
+        "capabilities": {"grantable": ["userShell", "rawLog"]},
+    }
+    text = diff_bundles(_bundle(tmp_path, "1.0.0", old), _bundle(tmp_path, "2.0.0", new))
+    assert "  ~ a/b  (result: R -> R2)" in text
+    assert "      + name: string (required)" in text
+    assert "      - gone" in text
+    assert '  ~ R.status: + "paused"; - "running"' in text
+    assert "  + -2 new" in text
+    assert "  - -1 old" in text
+    assert "  + rawLog" in text
+
+
+def test_identical_bundles_say_so(tmp_path: Path) -> None:
+    document = {"methods": {}, "$defs": {"R": {"type": "object"}}}
+    text = diff_bundles(_bundle(tmp_path, "1.0.0", document), _bundle(tmp_path, "1.0.1", document))
+    assert text.endswith("no protocol differences\n")
+
+
+def test_member_types_are_summarised_in_one_line() -> None:
+    assert summarise({"$ref": "#/$defs/Session"}) == "Session"
+    assert summarise({"type": ["string", "null"]}) == "string|null"
+    assert summarise({"type": "array", "items": {"$ref": "#/$defs/Item"}}) == "array of Item"
+    assert summarise({"anyOf": [{"type": "string"}, {"type": "null"}]}) == "string|null"

@@ -1,0 +1,312 @@
+"""Golden MSP messages against the generated ``muse_acp_wire.msp_*`` bindings.
+
+Each file under ``tests/golden/msp/valid`` is one params or result object, registered below with
+the host version whose bindings parse it and its model; it must validate and dump back to the
+same JSON. Each file under ``tests/golden/msp/invalid`` must be refused by its model. The other
+tests pin the tolerance rules MSP relies on (unknown item kinds, open enums, unknown members)
+and the differences between the 1.1.1 and 1.2.1 bundles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from pydantic import ValidationError
+
+from muse_acp_wire import msp_1_1_1 as v111
+from muse_acp_wire import msp_1_2_1 as v121
+from muse_acp_wire._base import WireModel
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+GOLDEN_DIR: Final = REPO_ROOT / "tests" / "golden" / "msp"
+SPEC_DIR: Final = REPO_ROOT / "spec" / "msp"
+
+Case = tuple[str, type[WireModel]]
+
+VALID: Final[dict[str, Case]] = {
+    "initialize_params": ("1.1.1", v111.InitializeParams),
+    "initialize_result": ("1.1.1", v111.InitializeResult),
+    "session_start_params": ("1.1.1", v111.SessionStartParams),
+    "session_start_result": ("1.1.1", v111.SessionStartResult),
+    "session_started": ("1.1.1", v111.SessionStartedParams),
+    "session_resume_result": ("1.1.1", v111.SessionHistoryResult),
+    "session_resume_result_snapshot": ("1.1.1", v111.SessionHistoryResult),
+    "session_read_result_inline": ("1.1.1", v111.SessionHistoryResult),
+    "session_fork_result": ("1.1.1", v111.SessionHistoryResult),
+    "session_list_result": ("1.2.1", v121.SessionListResult),
+    "session_set_model_params": ("1.1.1", v111.SessionSetModelParams),
+    "session_set_approval_mode_result": ("1.1.1", v111.SessionSetApprovalModeResult),
+    "session_rename_params": ("1.2.1", v121.SessionRenameParams),
+    "session_rename_result": ("1.2.1", v121.SessionRenameResult),
+    "session_name_changed": ("1.2.1", v121.SessionNameChangedParams),
+    "model_list_result": ("1.1.1", v111.ModelListResult),
+    "turn_start_params": ("1.1.1", v111.TurnStartParams),
+    "turn_start_result": ("1.1.1", v111.TurnStartResult),
+    "turn_start_result_queued": ("1.1.1", v111.TurnStartResult),
+    "turn_steer_params": ("1.1.1", v111.TurnSteerParams),
+    "turn_command_result": ("1.1.1", v111.TurnCommandResult),
+    "turn_started": ("1.1.1", v111.TurnStartedParams),
+    "turn_completed": ("1.1.1", v111.TurnCompletedParams),
+    "turn_completed_failed": ("1.1.1", v111.TurnCompletedParams),
+    "turn_completed_cancelled": ("1.1.1", v111.TurnCompletedParams),
+    "item_user_message": ("1.1.1", v111.UserMessageItem),
+    "item_agent_message": ("1.1.1", v111.AgentMessageItem),
+    "item_agent_message_started": ("1.1.1", v111.AgentMessageItem),
+    "item_reasoning": ("1.1.1", v111.ReasoningItem),
+    "item_tool_call": ("1.1.1", v111.ToolCallItem),
+    "item_tool_call_output_ref": ("1.2.1", v121.ToolCallItem),
+    "item_user_shell": ("1.1.1", v111.UserShellItem),
+    "item_workflow": ("1.1.1", v111.WorkflowItem),
+    "item_subagent": ("1.1.1", v111.SubagentItem),
+    "item_compaction": ("1.1.1", v111.CompactionItem),
+    "item_unknown_kind": ("1.1.1", v111.UnknownItem),
+    "item_completed": ("1.1.1", v111.ItemEventParams),
+    "item_started_ephemeral": ("1.1.1", v111.ItemEventParams),
+    "item_delta": ("1.1.1", v111.ItemDeltaParams),
+    "approval_requested": ("1.1.1", v111.ApprovalRequestedParams),
+    "approval_requested_file_access": ("1.2.1", v121.ApprovalRequestedParams),
+    "approval_updated": ("1.1.1", v111.ApprovalUpdatedParams),
+    "approval_resolved": ("1.1.1", v111.ApprovalResolvedParams),
+    "approval_resolved_by_policy": ("1.1.1", v111.ApprovalResolvedParams),
+    "approval_decide_params": ("1.1.1", v111.ApprovalDecideParams),
+    "approval_decide_result": ("1.1.1", v111.ApprovalDecideResult),
+    "request_receipt": ("1.1.1", v111.RequestReceipt),
+    "user_input_requested": ("1.1.1", v111.UserInputRequestedParams),
+    "user_input_answer_params": ("1.1.1", v111.UserInputAnswerParams),
+    "user_input_cancel_params": ("1.1.1", v111.UserInputCancelParams),
+    "user_input_command_result": ("1.1.1", v111.UserInputCommandResult),
+    "user_input_settled": ("1.1.1", v111.UserInputSettledParams),
+    "view_page_params": ("1.1.1", v111.ViewPageParams),
+    "view_page_result": ("1.1.1", v111.ViewPageResult),
+    "view_page_result_end": ("1.1.1", v111.ViewPageResult),
+    "view_gap": ("1.1.1", v111.ViewGapParams),
+    "read_output_params": ("1.2.1", v121.ItemReadOutputParams),
+    "read_output_result": ("1.2.1", v121.ItemReadOutputResult),
+    "token_usage": ("1.1.1", v111.SessionTokenUsageParams),
+    "context_usage": ("1.1.1", v111.SessionContextUsageParams),
+    "todo_list_changed": ("1.1.1", v111.SessionTodoListChangedParams),
+    "model_changed": ("1.1.1", v111.SessionModelChangedParams),
+    "approval_mode_changed": ("1.1.1", v111.SessionApprovalModeChangedParams),
+    "branch_changed": ("1.1.1", v111.SessionBranchChangedParams),
+    "goal_changed_cleared": ("1.1.1", v111.SessionGoalChangedParams),
+    "error_data_command_rejected": ("1.1.1", v111.ErrorData),
+    "error_data_approval_already_resolved": ("1.1.1", v111.ErrorData),
+    "error_data_output_unavailable": ("1.2.1", v121.ErrorData),
+    "jsonrpc_notification": ("1.1.1", v111.JsonRpcNotification),
+    "jsonrpc_error_response": ("1.1.1", v111.JsonRpcErrorResponse),
+}
+
+INVALID: Final[dict[str, Case]] = {
+    "initialize_params_client_name_not_an_identifier": ("1.1.1", v111.InitializeParams),
+    "turn_start_params_empty_input": ("1.1.1", v111.TurnStartParams),
+    "turn_start_params_unknown_part_type": ("1.1.1", v111.TurnStartParams),
+    "turn_start_params_unknown_reasoning_effort": ("1.1.1", v111.TurnStartParams),
+    "turn_start_params_image_without_media_type": ("1.1.1", v111.TurnStartParams),
+    "view_page_params_limit_above_maximum": ("1.1.1", v111.ViewPageParams),
+    "view_page_params_unknown_direction": ("1.1.1", v111.ViewPageParams),
+    "session_list_params_limit_zero": ("1.1.1", v111.SessionListParams),
+    "item_tool_call_args_as_object": ("1.1.1", v111.ToolCallItem),
+    "session_missing_active_turn_id": ("1.1.1", v111.Session),
+    "session_history_result_missing_pending_requests": ("1.1.1", v111.SessionHistoryResult),
+    "approval_decide_params_missing_requirement_id": ("1.1.1", v111.ApprovalDecideParams),
+    "user_input_answer_params_free_text_too_long": ("1.1.1", v111.UserInputAnswerParams),
+    "turn_completed_missing_terminal": ("1.1.1", v111.TurnCompletedParams),
+    "error_data_missing_kind": ("1.1.1", v111.ErrorData),
+    "read_output_params_negative_offset": ("1.2.1", v121.ItemReadOutputParams),
+    "read_output_result_missing_eof": ("1.2.1", v121.ItemReadOutputResult),
+    "approval_stage_position_zero": ("1.1.1", v111.ApprovalStage),
+}
+
+_MODULE_OF_VERSION: Final = {"1.1.1": v111.__name__, "1.2.1": v121.__name__}
+
+
+def _load(kind: str, stem: str) -> Any:
+    return json.loads((GOLDEN_DIR / kind / f"{stem}.json").read_text(encoding="utf-8"))
+
+
+def _stems(kind: str) -> set[str]:
+    return {path.stem for path in (GOLDEN_DIR / kind).glob("*.json")}
+
+
+def _dump(model: WireModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+@pytest.mark.parametrize("kind", ["valid", "invalid"])
+def test_registry_lists_exactly_the_golden_files(kind: str) -> None:
+    registry = VALID if kind == "valid" else INVALID
+    assert _stems(kind) == set(registry)
+
+
+@pytest.mark.parametrize(("stem", "case"), sorted(VALID.items()) + sorted(INVALID.items()))
+def test_registered_model_comes_from_the_bindings_of_its_version(stem: str, case: Case) -> None:
+    version, model = case
+    assert model.__module__ == _MODULE_OF_VERSION[version], stem
+
+
+@pytest.mark.parametrize(("stem", "case"), sorted(VALID.items()))
+def test_valid_golden_validates_and_round_trips(stem: str, case: Case) -> None:
+    _, model = case
+    raw = _load("valid", stem)
+    dumped = _dump(model.model_validate(raw))
+    assert dumped == raw
+    # Goldens are written in wire member order, which the models must reproduce.
+    assert json.dumps(dumped) == json.dumps(raw)
+
+
+@pytest.mark.parametrize(("stem", "case"), sorted(INVALID.items()))
+def test_invalid_golden_fails_validation(stem: str, case: Case) -> None:
+    _, model = case
+    raw = _load("invalid", stem)
+    with pytest.raises(ValidationError) as refused:
+        model.model_validate(raw)
+    # Each invalid golden carries exactly one defect, so it cannot pass for the wrong reason.
+    assert len(refused.value.errors()) == 1
+
+
+_BARE_ITEMS: Final = sorted(
+    stem
+    for stem, (_, model) in VALID.items()
+    if stem.startswith("item_") and model.__name__.endswith("Item")
+)
+
+
+@pytest.mark.parametrize("stem", _BARE_ITEMS)
+def test_item_inside_an_item_event_keeps_its_own_class(stem: str) -> None:
+    version, model = VALID[stem]
+    event = {"sessionId": "s", "viewCursor": "v:s:1", "item": _load("valid", stem)}
+    item: WireModel = (
+        v111.ItemEventParams.model_validate(event).item
+        if version == "1.1.1"
+        else v121.ItemEventParams.model_validate(event).item
+    )
+    assert type(item) is model
+
+
+def test_unknown_item_kind_parses_as_unknown_item() -> None:
+    item = {
+        "itemId": "i-1",
+        "kind": "sideChat",
+        "turnId": None,
+        "revision": 1,
+        "status": "completed",
+        "fallbackText": "a side conversation",
+        "participants": 2,
+    }
+    raw = {"sessionId": "s", "viewCursor": "v:s:2", "item": item}
+    old = v111.ItemEventParams.model_validate(raw)
+    new = v121.ItemEventParams.model_validate(raw)
+    assert isinstance(old.item, v111.UnknownItem)
+    assert isinstance(new.item, v121.UnknownItem)
+    assert old.item.kind == "sideChat"
+    assert old.item.fallback_text == "a side conversation"
+    assert _dump(old)["item"] == {k: v for k, v in item.items() if k != "participants"}
+
+
+def test_known_item_kind_with_a_broken_member_falls_back_rather_than_failing() -> None:
+    # A kind the bindings know but whose members do not fit still parses (as UnknownItem), so one
+    # odd item never drops the whole event; the capture test checks real items keep their class.
+    raw = {**_load("valid", "item_tool_call"), "callId": 7}
+    parsed = v111.ItemEventParams.model_validate({"sessionId": "s", "viewCursor": "", "item": raw})
+    assert isinstance(parsed.item, v111.UnknownItem)
+
+
+def test_unknown_open_enum_values_parse() -> None:
+    raw = _load("valid", "turn_completed") | {"terminal": "expired"}
+    raw["sourceRange"]["stream"]["kind"] = "workflowChild"
+    parsed = v111.TurnCompletedParams.model_validate(raw)
+    assert parsed.terminal == "expired"
+    assert parsed.source_range is not None
+    assert parsed.source_range.stream.kind == "workflowChild"
+    item = v111.ToolCallItem.model_validate(_load("valid", "item_tool_call") | {"status": "paused"})
+    assert item.status == "paused"
+
+
+def test_closed_enum_rejects_unknown_value() -> None:
+    raw = _load("valid", "session_set_approval_mode_result")
+    raw["effectiveMode"]["mode"] = "yolo"
+    with pytest.raises(ValidationError):
+        v111.SessionSetApprovalModeResult.model_validate(raw)
+
+
+def test_unknown_members_are_tolerated_at_every_level() -> None:
+    raw = _load("valid", "approval_requested")
+    raw["riskScore"] = 0.4
+    raw["subject"]["sandboxProfile"] = "strict"
+    raw["availableChoices"][0]["hotkey"] = "y"
+    parsed = v111.ApprovalRequestedParams.model_validate(raw)
+    assert parsed.available_choices[0].choice_id == "allow_once"
+    assert "riskScore" not in _dump(parsed)
+
+
+def test_required_nullable_members_are_written_as_null() -> None:
+    parsed = v111.Session.model_validate(_load("valid", "session_started")["session"])
+    dumped = _dump(parsed)
+    assert dumped["activeTurnId"] is None
+    assert dumped["forkedFrom"] is None
+
+
+def test_tool_call_args_stay_a_json_string() -> None:
+    item = v111.ToolCallItem.model_validate(_load("valid", "item_tool_call"))
+    assert json.loads(item.args) == {"command": "ls -1", "description": "List workspace files"}
+
+
+def test_stored_output_and_rename_exist_only_in_the_1_2_1_bindings() -> None:
+    only_in_121 = {"item/readOutput", "session/rename", "session/setReasoningEffort"}
+    assert only_in_121 <= set(v121.HOST_REQUESTS)
+    assert only_in_121.isdisjoint(v111.HOST_REQUESTS)
+    late_events = {"session/nameChanged", "session/reasoningEffortChanged"}
+    assert late_events <= set(v121.CLIENT_NOTIFICATIONS)
+    assert late_events.isdisjoint(v111.CLIENT_NOTIFICATIONS)
+    assert "output_ref" in v121.ToolCallItem.model_fields
+    assert "output_ref" not in v111.ToolCallItem.model_fields
+    assert {"name", "title", "first_user_prompt", "branch"} <= set(v121.Session.model_fields)
+    assert {"name", "title", "first_user_prompt", "branch"}.isdisjoint(v111.Session.model_fields)
+
+
+def _bundle(version: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(
+        (SPEC_DIR / version / "msp.schema.json").read_text(encoding="utf-8")
+    )
+    return document
+
+
+def test_bundles_differ_only_in_the_1_2_1_additions() -> None:
+    old, new = _bundle("1.1.1"), _bundle("1.2.1")
+    added = {
+        "OutputRef",
+        "OutputRefKind",
+        "OutputEncoding",
+        "ItemReadOutputParams",
+        "ItemReadOutputResult",
+        "SessionRenameParams",
+        "SessionRenameResult",
+        "SessionSetReasoningEffortParams",
+        "SessionNameChangedParams",
+        "SessionReasoningEffortChangedParams",
+    }
+    changed = {"Session", "ToolCallItem", "UserShellItem", "PendingRequest"}
+    assert set(new["$defs"]) - set(old["$defs"]) == added
+    assert set(old["$defs"]) <= set(new["$defs"])
+    differing = {name for name, schema in old["$defs"].items() if new["$defs"][name] != schema}
+    assert differing == changed
+    for table in ("errors", "capabilities", "reserved"):
+        assert old[table] == new[table]
+
+
+@pytest.mark.parametrize(
+    ("version", "fingerprint"),
+    [("1.1.1", v111.SCHEMA_FINGERPRINT), ("1.2.1", v121.SCHEMA_FINGERPRINT)],
+)
+def test_manifest_fingerprint_is_the_hash_of_the_canonical_bundle(
+    version: str, fingerprint: str
+) -> None:
+    canonical = json.dumps(_bundle(version), sort_keys=True, separators=(",", ":"))
+    expected = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    manifest = json.loads((SPEC_DIR / version / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest == {"experimental": False, "fingerprint": expected, "schemaVersion": 1}
+    assert fingerprint == expected
