@@ -1,0 +1,95 @@
+"""The JSON-RPC 2.0 runtime muse-acp runs on: framing, dispatch, typed routing.
+
+It knows nothing about ACP or MSP: methods are strings and params are JSON values until a
+``Router`` validates them into the pydantic models its routes name. Layers, bottom up:
+``transport`` (NDJSON frames over anyio byte streams), ``stdio`` and ``memory`` (byte streams to
+run on), ``dispatcher`` (``Connection``: requests, notifications, responses, cancellation),
+``router`` (typed routes and typed calls), with ``errors`` shared by all of them.
+"""
+
+from muse_acp.rpc.dispatcher import (
+    DEFAULT_CANCEL_METHOD,
+    Connection,
+    FrameObserver,
+    MessageHandler,
+    RequestContext,
+    Result,
+)
+from muse_acp.rpc.errors import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    RESOURCE_NOT_FOUND,
+    ConnectionClosed,
+    RpcError,
+    error_from_exception,
+)
+from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
+from muse_acp.rpc.memory import Endpoint, FragmentingSendStream, memory_stream_pair
+from muse_acp.rpc.router import NotificationRoute, RequestRoute, Router, call, send_notification
+from muse_acp.rpc.stdio import open_stdio
+from muse_acp.rpc.transport import (
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameReader,
+    FrameWriter,
+    OversizedFrame,
+    Payload,
+    RawJson,
+    encode_error,
+    encode_message,
+    encode_notification,
+    encode_request,
+    encode_result,
+    encode_value,
+)
+from muse_acp.rpc.validation import describe_validation_error
+
+__all__ = [
+    "AUTH_REQUIRED",
+    "DEFAULT_CANCEL_METHOD",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "Connection",
+    "ConnectionClosed",
+    "Endpoint",
+    "FragmentingSendStream",
+    "FrameObserver",
+    "FrameReader",
+    "FrameWriter",
+    "JsonInput",
+    "JsonObject",
+    "JsonValue",
+    "MessageHandler",
+    "NotificationRoute",
+    "OversizedFrame",
+    "Payload",
+    "RawJson",
+    "RequestContext",
+    "RequestId",
+    "RequestRoute",
+    "Result",
+    "Router",
+    "RpcError",
+    "call",
+    "describe_validation_error",
+    "encode_error",
+    "encode_message",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "encode_value",
+    "error_from_exception",
+    "memory_stream_pair",
+    "open_stdio",
+    "send_notification",
+]

@@ -1,0 +1,362 @@
+"""A protocol-agnostic JSON-RPC 2.0 connection over a frame reader and writer.
+
+Contract: ``Connection.serve`` reads frames until end of input and answers every incoming
+request exactly once: with the handler's result, with the error it raised (mapped by
+``error_from_exception``), with REQUEST_CANCELLED when the peer cancelled it through
+``cancel_method``, or with INVALID_REQUEST / PARSE_ERROR when the frame itself is unusable (with
+``id: null`` unless a valid id could be read). Batches are not supported and are refused.
+
+Each incoming request runs in its own task, so a slow request never holds up others.
+Notifications and responses are handled inline, strictly in arrival order: a caller awaiting
+``request`` resumes only after every notification that preceded the response has been handled.
+Notification handlers must therefore return quickly (hand longer work to a bounded queue);
+their exceptions are logged and never answered.
+
+``request`` and ``notify`` send to the peer. ``request`` returns the raw ``result``, raises the
+peer's error as ``RpcError``, and raises ``ConnectionClosed`` when the connection ends first. A
+cancelled caller's request is withdrawn and, when ``cancel_method`` is set, the peer is told.
+At most ``max_pending_outgoing`` requests are outstanding; further callers wait for a slot.
+
+When input ends (or fails), or ``aclose`` is called, outstanding outgoing requests fail with
+``ConnectionClosed``, in-flight request handlers are cancelled, ``serve`` returns and ``closed``
+is set. ``aclose`` also closes the writer so the peer sees end of input; the reader's stream is
+left to its owner.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from muse_acp.rpc.errors import ConnectionClosed, RpcError, error_from_exception
+from muse_acp.rpc.jsonvalue import JsonValue, RequestId
+from muse_acp.rpc.transport import (
+    FrameReader,
+    FrameWriter,
+    OversizedFrame,
+    Payload,
+    encode_error,
+    encode_notification,
+    encode_request,
+    encode_result,
+)
+
+__all__ = [
+    "DEFAULT_CANCEL_METHOD",
+    "Connection",
+    "FrameObserver",
+    "MessageHandler",
+    "RequestContext",
+    "Result",
+]
+
+logger: Final = logging.getLogger("muse_acp.rpc")
+
+DEFAULT_CANCEL_METHOD: Final = "$/cancel_request"
+"""The notification ACP uses to withdraw a request: ``{"requestId": <id>}``."""
+
+CANCEL_NOTICE_TIMEOUT: Final = 5.0
+"""Seconds a withdrawn request may spend telling the peer before giving up."""
+
+CLOSE_TIMEOUT: Final = 5.0
+"""Seconds ``aclose`` may spend closing the writer."""
+
+_WRITE_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+_READ_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+Result: TypeAlias = Payload
+"""What a request handler returns: a pydantic model, ``RawJson`` or a JSON value."""
+
+FrameObserver: TypeAlias = Callable[[Literal["in", "out"], bytes], None]
+"""Called with every frame read or written (without its LF); must not raise or block."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What a request handler knows about the request it is serving."""
+
+    request_id: RequestId
+    method: str
+
+
+class MessageHandler(Protocol):
+    """Receives a connection's incoming requests and notifications."""
+
+    async def handle_request(
+        self, method: str, params: JsonValue | None, ctx: RequestContext
+    ) -> Result: ...
+
+    async def handle_notification(self, method: str, params: JsonValue | None) -> None: ...
+
+
+class _Pending:
+    """The slot an outgoing request's response is delivered to."""
+
+    __slots__ = ("done", "error", "method", "result")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.done = anyio.Event()
+        self.result: JsonValue = None
+        self.error: RpcError | None = None
+
+
+class Connection:
+    """One JSON-RPC 2.0 peer connection (see the module contract)."""
+
+    def __init__(
+        self,
+        reader: FrameReader,
+        writer: FrameWriter,
+        handler: MessageHandler,
+        *,
+        name: str,
+        cancel_method: str | None = DEFAULT_CANCEL_METHOD,
+        max_pending_outgoing: int = 1024,
+        first_request_id: int = 1,
+        on_frame: FrameObserver | None = None,
+    ) -> None:
+        if max_pending_outgoing < 1:
+            raise ValueError("max_pending_outgoing must be at least 1")
+        self.name = name
+        self._reader = reader
+        self._writer = writer
+        self._handler = handler
+        self._cancel_method = cancel_method
+        self._on_frame = on_frame
+        self._next_id = first_request_id
+        self._outgoing: dict[int, _Pending] = {}
+        self._incoming: dict[RequestId, anyio.CancelScope] = {}
+        self._slots = anyio.Semaphore(max_pending_outgoing, fast_acquire=True)
+        self._task_group: TaskGroup | None = None
+        self._closing = False
+        self._closed = anyio.Event()
+
+    @property
+    def closed(self) -> anyio.Event:
+        """Set once the connection has stopped (input ended or ``aclose`` was called)."""
+        return self._closed
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Read and handle frames until end of input or ``aclose``; call once."""
+        if self._task_group is not None:
+            raise RuntimeError(f"connection {self.name} is already being served")
+        try:
+            async with anyio.create_task_group() as task_group:
+                self._task_group = task_group
+                task_status.started()
+                if not self._closing:
+                    await self._read_loop()
+                self._shutdown()
+                task_group.cancel_scope.cancel()
+        finally:
+            self._shutdown()
+
+    async def aclose(self) -> None:
+        """Stop serving, fail outstanding requests and close the writer; idempotent."""
+        self._shutdown()
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
+            try:
+                await self._writer.aclose()
+            except _WRITE_ERRORS:
+                logger.debug("%s: writer was already unusable at close", self.name)
+
+    async def request(self, method: str, params: Payload = None) -> JsonValue:
+        """Send a request and return its raw ``result``.
+
+        Waits while ``max_pending_outgoing`` requests are outstanding.
+
+        Raises:
+            RpcError: the peer answered with an error.
+            ConnectionClosed: the connection ended before the response arrived.
+        """
+        if self._closing:
+            raise ConnectionClosed()
+        async with self._slots:
+            if self._closing:
+                raise ConnectionClosed()
+            request_id = self._next_id
+            self._next_id += 1
+            frame = encode_request(request_id, method, params)
+            pending = _Pending(method)
+            self._outgoing[request_id] = pending
+            sent = False
+            try:
+                await self._send(frame)
+                sent = True
+                await pending.done.wait()
+            except _WRITE_ERRORS as exc:
+                raise ConnectionClosed() from exc
+            except anyio.get_cancelled_exc_class():
+                if sent and request_id in self._outgoing:
+                    await self._withdraw(request_id)
+                raise
+            finally:
+                self._outgoing.pop(request_id, None)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    async def notify(self, method: str, params: Payload = None) -> None:
+        """Send a notification.
+
+        Raises:
+            ConnectionClosed: the connection has ended or the peer stopped reading.
+        """
+        if self._closing:
+            raise ConnectionClosed()
+        try:
+            await self._send(encode_notification(method, params))
+        except _WRITE_ERRORS as exc:
+            raise ConnectionClosed() from exc
+
+    async def _withdraw(self, request_id: int) -> None:
+        if self._cancel_method is None or self._closing:
+            return
+        notice = encode_notification(self._cancel_method, {"requestId": request_id})
+        with anyio.move_on_after(CANCEL_NOTICE_TIMEOUT, shield=True):
+            await self._send_quietly(notice)
+
+    def _shutdown(self) -> None:
+        self._closing = True
+        pending = list(self._outgoing.values())
+        self._outgoing.clear()
+        for entry in pending:
+            entry.error = ConnectionClosed()
+            entry.done.set()
+        self._closed.set()
+
+    async def _send(self, frame: bytes) -> None:
+        if self._on_frame is not None:
+            self._on_frame("out", frame)
+        await self._writer.send(frame)
+
+    async def _send_quietly(self, frame: bytes) -> None:
+        try:
+            await self._send(frame)
+        except _WRITE_ERRORS:
+            logger.debug("%s: dropped a frame, the peer is gone", self.name)
+
+    async def _reply_error(self, request_id: RequestId | None, error: RpcError) -> None:
+        await self._send_quietly(encode_error(request_id, error))
+
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        while True:
+            try:
+                frame = await reader.__anext__()
+            except StopAsyncIteration:
+                return
+            except _READ_ERRORS as exc:
+                logger.warning("%s: input failed, closing: %r", self.name, exc)
+                return
+            if isinstance(frame, OversizedFrame):
+                limit = reader.max_frame_bytes
+                message = f"frame of {frame.size_seen} bytes exceeds the {limit}-byte limit"
+                await self._reply_error(None, RpcError.invalid_request(message))
+                continue
+            if self._on_frame is not None:
+                self._on_frame("in", frame)
+            try:
+                message_obj = json.loads(frame)
+            except (ValueError, RecursionError):
+                await self._reply_error(None, RpcError.parse_error())
+                continue
+            await self._dispatch(message_obj)
+
+    async def _dispatch(self, message: JsonValue) -> None:
+        if type(message) is not dict:
+            await self._reply_error(None, RpcError.invalid_request("expected one message object"))
+            return
+        request_id = message.get("id")
+        is_response = "result" in message or "error" in message
+        if is_response and "method" not in message and "id" in message:
+            self._handle_response(message, request_id)
+            return
+        reply_id = request_id if type(request_id) is int or type(request_id) is str else None
+        if message.get("jsonrpc") != "2.0":
+            await self._reply_error(reply_id, RpcError.invalid_request('jsonrpc must be "2.0"'))
+            return
+        method = message.get("method")
+        if type(method) is not str:
+            await self._reply_error(reply_id, RpcError.invalid_request("method must be a string"))
+            return
+        params = message.get("params")
+        if "id" not in message:
+            await self._handle_notification(method, params)
+        elif reply_id is None:
+            error = RpcError.invalid_request("id must be a string or an integer")
+            await self._reply_error(None, error)
+        elif reply_id in self._incoming:
+            error = RpcError.invalid_request("id is already used by a request in progress")
+            await self._reply_error(reply_id, error)
+        else:
+            self._start_request(reply_id, method, params)
+
+    def _handle_response(self, message: dict[str, JsonValue], request_id: JsonValue) -> None:
+        pending = self._outgoing.pop(request_id, None) if type(request_id) is int else None
+        if pending is None:
+            if request_id is None:
+                logger.warning("%s: peer could not read a frame: %.300r", self.name, message)
+            else:
+                logger.warning("%s: response to unknown id %.100r ignored", self.name, request_id)
+            return
+        if message.get("jsonrpc") != "2.0" or ("result" in message and "error" in message):
+            logger.warning("%s: malformed response to %s", self.name, pending.method)
+            pending.error = RpcError.internal_error(f"malformed response to {pending.method}")
+        elif "error" in message:
+            pending.error = RpcError.from_object(message["error"])
+        else:
+            pending.result = message["result"]
+        pending.done.set()
+
+    async def _handle_notification(self, method: str, params: JsonValue) -> None:
+        if method == self._cancel_method:
+            target = params.get("requestId") if isinstance(params, dict) else None
+            if type(target) is int or type(target) is str:
+                scope = self._incoming.get(target)
+                if scope is not None:
+                    scope.cancel()
+            return
+        try:
+            await self._handler.handle_notification(method, params)
+        except Exception:
+            logger.exception("%s: handler for notification %s failed", self.name, method)
+
+    def _start_request(self, request_id: RequestId, method: str, params: JsonValue) -> None:
+        assert self._task_group is not None  # only called from serve's read loop
+        scope = anyio.CancelScope()
+        self._incoming[request_id] = scope
+        self._task_group.start_soon(self._run_request, request_id, method, params, scope)
+
+    async def _run_request(
+        self, request_id: RequestId, method: str, params: JsonValue, scope: anyio.CancelScope
+    ) -> None:
+        try:
+            frame = await self._answer(request_id, method, params, scope)
+        finally:
+            del self._incoming[request_id]
+        await self._send_quietly(frame)
+
+    async def _answer(
+        self, request_id: RequestId, method: str, params: JsonValue, scope: anyio.CancelScope
+    ) -> bytes:
+        try:
+            with scope:
+                result = await self._handler.handle_request(
+                    method, params, RequestContext(request_id, method)
+                )
+                return encode_result(request_id, result)
+            # Only reached when the scope absorbed the peer's own cancellation.
+            error = RpcError.request_cancelled()
+        except Exception as exc:
+            error = error_from_exception(exc, method=method)
+        return encode_error(request_id, error)

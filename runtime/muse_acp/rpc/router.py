@@ -1,0 +1,154 @@
+"""Typed method routing on top of ``Connection``.
+
+Contract: a ``Router`` is a ``MessageHandler`` built from typed routes, each tying a method name
+to a pydantic params model and a handler. Incoming params are validated by alias only (a missing
+``params`` validates as ``{}``) before the handler sees them, so handlers always receive a model.
+For requests, an unknown method (extension methods starting with ``_`` included) is answered
+METHOD_NOT_FOUND, and params that are not an object or do not validate are answered
+INVALID_PARAMS with a short message of our own. Unknown notifications are ignored and
+notifications with invalid params are dropped; both are logged, never answered.
+
+``call`` and ``send_notification`` are the typed outgoing counterparts: ``call`` validates the
+peer's result into the given model and turns a malformed result into an INTERNAL_ERROR.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from muse_acp.rpc.dispatcher import Connection, RequestContext, Result
+from muse_acp.rpc.errors import RpcError, error_from_exception
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.rpc.validation import describe_validation_error
+
+__all__ = ["NotificationRoute", "RequestRoute", "Router", "call", "send_notification"]
+
+logger: Final = logging.getLogger("muse_acp.rpc")
+
+_P = TypeVar("_P", bound=BaseModel)
+_R = TypeVar("_R", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRoute(Generic[_P]):
+    """Serves ``method`` requests: params validated as ``params``, answered by ``handler``."""
+
+    method: str
+    params: type[_P]
+    handler: Callable[[_P, RequestContext], Awaitable[Result]]
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationRoute(Generic[_P]):
+    """Handles ``method`` notifications: params validated as ``params``, given to ``handler``."""
+
+    method: str
+    params: type[_P]
+    handler: Callable[[_P], Awaitable[None]]
+
+
+_RouteT = TypeVar("_RouteT", RequestRoute[Any], NotificationRoute[Any])
+
+
+def _table(routes: Iterable[_RouteT], kind: str) -> MappingProxyType[str, _RouteT]:
+    table: dict[str, _RouteT] = {}
+    for route in routes:
+        if route.method in table:
+            raise ValueError(f"duplicate {kind} route for {route.method}")
+        table[route.method] = route
+    return MappingProxyType(table)
+
+
+def _validate(model: type[_P], params: JsonValue, method: str) -> _P:
+    data: JsonValue = {} if params is None else params
+    if not isinstance(data, dict):
+        raise RpcError.invalid_params(f"invalid params for {method}: params must be an object")
+    try:
+        return model.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise error_from_exception(exc, method=method, params=data) from None
+
+
+class Router:
+    """A ``MessageHandler`` dispatching to typed routes (see the module contract).
+
+    Raises:
+        ValueError: at construction, when two routes of the same kind share a method.
+    """
+
+    def __init__(
+        self,
+        requests: Iterable[RequestRoute[Any]] = (),
+        notifications: Iterable[NotificationRoute[Any]] = (),
+    ) -> None:
+        self._requests: Mapping[str, RequestRoute[Any]] = _table(requests, "request")
+        self._notifications: Mapping[str, NotificationRoute[Any]] = _table(
+            notifications, "notification"
+        )
+
+    @property
+    def requests(self) -> Mapping[str, RequestRoute[Any]]:
+        """The request routes by method (read-only)."""
+        return self._requests
+
+    @property
+    def notifications(self) -> Mapping[str, NotificationRoute[Any]]:
+        """The notification routes by method (read-only)."""
+        return self._notifications
+
+    async def handle_request(
+        self, method: str, params: JsonValue | None, ctx: RequestContext
+    ) -> Result:
+        route = self._requests.get(method)
+        if route is None:
+            raise RpcError.method_not_found(method)
+        return await route.handler(_validate(route.params, params, method), ctx)
+
+    async def handle_notification(self, method: str, params: JsonValue | None) -> None:
+        route = self._notifications.get(method)
+        if route is None:
+            logger.debug("ignored notification %s: no route", method)
+            return
+        try:
+            model = _validate(route.params, params, method)
+        except RpcError as exc:
+            logger.warning("dropped notification: %s", exc.message)
+            return
+        await route.handler(model)
+
+
+async def call(
+    conn: Connection, method: str, params: BaseModel | None, result_type: type[_R]
+) -> _R:
+    """Send a request and validate its result as ``result_type``.
+
+    A ``null`` result validates as ``{}``, for peers that answer empty results with ``null``.
+
+    Raises:
+        RpcError: the peer answered with an error, or its result did not validate
+            (INTERNAL_ERROR).
+        ConnectionClosed: the connection ended before the response arrived.
+    """
+    raw = await conn.request(method, params)
+    data: JsonValue = {} if raw is None else raw
+    try:
+        return result_type.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        detail = describe_validation_error(exc, data)
+        logger.warning("%s: invalid result for %s: %s", conn.name, method, detail)
+        raise RpcError.internal_error(f"invalid result for {method}: {detail}") from None
+
+
+async def send_notification(conn: Connection, method: str, params: BaseModel | None) -> None:
+    """Send a notification whose params are a model (or nothing).
+
+    Raises:
+        ConnectionClosed: the connection has ended or the peer stopped reading.
+    """
+    await conn.notify(method, params)

@@ -1,0 +1,161 @@
+"""This process's standard input and output as anyio byte streams.
+
+Contract: ``open_stdio()`` yields ``(receive, send)`` streams over file descriptors 0 and 1 (or
+the ones given) for the duration of the ``async with`` block. Pipes and sockets are switched to
+non-blocking mode and driven by the event loop (``anyio.wait_readable``/``wait_writable`` with
+``os.read``/``os.write``); anything that cannot be polled (a regular file, a terminal,
+``/dev/null``, any descriptor on Windows) is read and written from worker threads instead. The
+original blocking mode is restored on exit, and the descriptors are never closed: they belong to
+the process. A frame is written whole or the send stream is marked broken: a cancellation that
+lands after part of a write leaves the stream unusable rather than letting the next write splice
+into the middle of a line.
+
+stdout is the protocol channel: nothing in the runtime prints, and any buffered ``sys.stdout``
+text is flushed before the first frame so it cannot land in the middle of one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.lowlevel import checkpoint
+
+__all__ = ["WRITES_PER_YIELD", "FdReceiveStream", "FdSendStream", "open_stdio"]
+
+WRITES_PER_YIELD: Final = 16
+"""Writes that complete at once in a row before a send yields to the event loop anyway.
+
+Yielding on every write would cost a full event-loop pass per frame; never yielding would let a
+task streaming notifications starve every other task (and its own cancellation) while the pipe
+keeps up.
+"""
+
+
+def _can_poll(fd: int) -> bool:
+    if sys.platform == "win32":
+        return False
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class FdReceiveStream(ByteReceiveStream):
+    """Reads a file descriptor; ``pollable`` selects event-loop polling over worker threads."""
+
+    def __init__(self, fd: int, *, pollable: bool) -> None:
+        self._fd = fd
+        self._pollable = pollable
+        self._closed = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._pollable:
+            while True:
+                try:
+                    data = os.read(self._fd, max_bytes)
+                except BlockingIOError:
+                    await anyio.wait_readable(self._fd)
+                    continue
+                # Data was already there: still yield once so a busy peer cannot starve others.
+                await checkpoint()
+                break
+        else:
+            # Abandoning is safe: a blocked read of stdin only ends with the process or the peer.
+            data = await anyio.to_thread.run_sync(
+                os.read, self._fd, max_bytes, abandon_on_cancel=True
+            )
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
+class FdSendStream(ByteSendStream):
+    """Writes a file descriptor; ``pollable`` selects event-loop polling over worker threads."""
+
+    def __init__(self, fd: int, *, pollable: bool) -> None:
+        self._fd = fd
+        self._pollable = pollable
+        self._closed = False
+        self._broken = False
+        self._unyielded = 0
+
+    async def send(self, item: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        if not self._pollable:
+            try:
+                await anyio.to_thread.run_sync(_write_all, self._fd, item)
+            except BrokenPipeError as exc:
+                self._broken = True
+                raise anyio.BrokenResourceError from exc
+            return
+        view = memoryview(item)
+        started = False
+        try:
+            while view:
+                try:
+                    written = os.write(self._fd, view)
+                except BlockingIOError:
+                    written = 0
+                if written:
+                    started = True
+                    view = view[written:]
+                if view:
+                    await anyio.wait_writable(self._fd)
+        except BrokenPipeError as exc:
+            self._broken = True
+            raise anyio.BrokenResourceError from exc
+        except BaseException:
+            # Part of the frame is out; anything written after it would corrupt the line.
+            if started:
+                self._broken = True
+            raise
+        self._unyielded += 1
+        if self._unyielded >= WRITES_PER_YIELD:
+            self._unyielded = 0
+            await checkpoint()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
+@asynccontextmanager
+async def open_stdio(
+    *, read_fd: int = 0, write_fd: int = 1
+) -> AsyncIterator[tuple[ByteReceiveStream, ByteSendStream]]:
+    """Open ``(receive, send)`` streams over ``read_fd`` and ``write_fd`` (stdin and stdout)."""
+    if write_fd == 1 and sys.stdout is not None:
+        sys.stdout.flush()
+    read_poll = _can_poll(read_fd)
+    write_poll = _can_poll(write_fd)
+    saved: list[tuple[int, bool]] = []
+    try:
+        for fd, poll in ((read_fd, read_poll), (write_fd, write_poll)):
+            if poll:
+                saved.append((fd, os.get_blocking(fd)))
+                os.set_blocking(fd, False)
+        yield (
+            FdReceiveStream(read_fd, pollable=read_poll),
+            FdSendStream(write_fd, pollable=write_poll),
+        )
+    finally:
+        for fd, blocking in saved:
+            os.set_blocking(fd, blocking)

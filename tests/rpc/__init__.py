@@ -1,0 +1,1 @@
+"""Tests of the JSON-RPC runtime ``muse_acp.rpc``."""

@@ -1,0 +1,195 @@
+"""Standard input and output as streams: pipes polled by the event loop, files via threads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import anyio
+import pytest
+
+from muse_acp.rpc import (
+    Connection,
+    FrameReader,
+    FrameWriter,
+    JsonValue,
+    RequestContext,
+    Result,
+    RpcError,
+    encode_message,
+    open_stdio,
+)
+from muse_acp.rpc.stdio import WRITES_PER_YIELD, FdReceiveStream, FdSendStream
+
+from .harness import WAIT
+
+pytestmark = pytest.mark.anyio
+
+ECHO_PEER = Path(__file__).with_name("echo_peer.py")
+CHILD_WAIT = 60.0
+"""A child interpreter importing pydantic can be slow to start on a loaded machine."""
+
+
+@contextmanager
+def os_pipe() -> Iterator[tuple[int, int]]:
+    read_fd, write_fd = os.pipe()
+    try:
+        yield read_fd, write_fd
+    finally:
+        for fd in (read_fd, write_fd):
+            with suppress(OSError):
+                os.close(fd)
+
+
+class Parent:
+    def __init__(self) -> None:
+        self.notifications: list[tuple[str, JsonValue]] = []
+
+    async def handle_request(
+        self, method: str, params: JsonValue | None, ctx: RequestContext
+    ) -> Result:
+        if method == "name":
+            return "muse"
+        raise RpcError.method_not_found(method)
+
+    async def handle_notification(self, method: str, params: JsonValue | None) -> None:
+        self.notifications.append((method, params))
+
+
+async def test_a_child_process_serves_over_its_stdio_pipes() -> None:
+    parent = Parent()
+    command = [sys.executable, str(ECHO_PEER)]
+    with anyio.fail_after(CHILD_WAIT):
+        async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            conn = Connection(
+                FrameReader(process.stdout), FrameWriter(process.stdin), parent, name="parent"
+            )
+            async with anyio.create_task_group() as task_group:
+                await task_group.start(conn.serve)
+                big = {"text": "x" * (1 << 20) + "é\n漢"}
+                echoed = await conn.request("echo", big)
+                greeting = await conn.request("ask")
+                await conn.aclose()
+            exit_code = await process.wait()
+    assert echoed == big
+    assert greeting == {"hello": "muse"}
+    assert parent.notifications == [("progress", {"size": len(encode_message(big))})]
+    assert exit_code == 0
+
+
+async def test_pipes_are_non_blocking_while_open_and_restored_after() -> None:
+    with os_pipe() as (read_fd, write_fd):
+        async with open_stdio(read_fd=read_fd, write_fd=write_fd) as (receive, send):
+            assert not os.get_blocking(read_fd)
+            assert not os.get_blocking(write_fd)
+            with anyio.fail_after(WAIT):
+                await send.send(b"hello\n")
+                assert await receive.receive() == b"hello\n"
+        assert os.get_blocking(read_fd)
+        assert os.get_blocking(write_fd)
+
+
+async def test_a_frame_larger_than_the_pipe_buffer_is_written_whole() -> None:
+    frame = bytes(range(256)) * 8192
+    with os_pipe() as (read_fd, write_fd):
+        async with open_stdio(read_fd=read_fd, write_fd=write_fd) as (receive, send):
+            received = bytearray()
+
+            async def drain() -> None:
+                while len(received) < len(frame):
+                    received.extend(await receive.receive())
+
+            with anyio.fail_after(WAIT):
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(drain)
+                    await send.send(frame)
+    assert bytes(received) == frame
+
+
+async def test_a_write_cancelled_midway_leaves_the_stream_broken() -> None:
+    with os_pipe() as (read_fd, write_fd):
+        async with open_stdio(read_fd=read_fd, write_fd=write_fd) as (_, send):
+            with anyio.fail_after(WAIT):
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(send.send, b"x" * (4 << 20))
+                    await anyio.wait_all_tasks_blocked()
+                    task_group.cancel_scope.cancel()
+                with pytest.raises(anyio.BrokenResourceError):
+                    await send.send(b"next\n")
+
+
+@pytest.mark.parametrize("pollable", [True, False])
+async def test_writing_to_a_pipe_nobody_reads_is_a_broken_resource(pollable: bool) -> None:
+    with os_pipe() as (read_fd, write_fd):
+        os.close(read_fd)
+        os.set_blocking(write_fd, not pollable)
+        send = FdSendStream(write_fd, pollable=pollable)
+        with anyio.fail_after(WAIT), pytest.raises(anyio.BrokenResourceError):
+            await send.send(b"lost\n")
+        with pytest.raises(anyio.BrokenResourceError):
+            await send.send(b"lost again\n")
+
+
+async def test_regular_files_are_read_and_written_through_worker_threads(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "in.ndjson"
+    source.write_bytes(b'{"a":1}\r\n\n{"b":2}')
+    target = tmp_path / "out.ndjson"
+    with source.open("rb") as read_file, target.open("wb") as write_file:
+        read_fd, write_fd = read_file.fileno(), write_file.fileno()
+        async with open_stdio(read_fd=read_fd, write_fd=write_fd) as (receive, send):
+            with anyio.fail_after(WAIT):
+                frames = [frame async for frame in FrameReader(receive)]
+                writer = FrameWriter(send)
+                await writer.send(b'{"c":3}')
+                await writer.send(b'{"d":4}')
+                await writer.aclose()
+                with pytest.raises(anyio.ClosedResourceError):
+                    await writer.send(b"{}")
+            assert os.get_blocking(read_fd)
+            assert os.get_blocking(write_fd)
+    assert frames == [b'{"a":1}', b'{"b":2}']
+    assert target.read_bytes() == b'{"c":3}\n{"d":4}\n'
+
+
+async def test_a_blocked_threaded_read_can_be_cancelled() -> None:
+    with os_pipe() as (read_fd, write_fd):
+        receive = FdReceiveStream(read_fd, pollable=False)
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(receive.receive)
+                await anyio.wait_all_tasks_blocked()
+                task_group.cancel_scope.cancel()
+        # Lets the abandoned worker thread finish its read.
+        os.write(write_fd, b"wake\n")
+        await receive.aclose()
+        with pytest.raises(anyio.ClosedResourceError):
+            await receive.receive()
+
+
+async def test_writes_that_never_block_still_let_other_tasks_run() -> None:
+    written = 0
+    seen_by_other_task: list[int] = []
+
+    async def other_task() -> None:
+        seen_by_other_task.append(written)
+
+    with os_pipe() as (read_fd, write_fd):
+        async with open_stdio(read_fd=read_fd, write_fd=write_fd) as (_, send):
+            with anyio.fail_after(WAIT):
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(other_task)
+                    for _ in range(100):
+                        await send.send(b"{}\n")
+                        written += 1
+                await send.send(b"")
+            assert os.read(read_fd, 1000) == b"{}\n" * 100
+    assert seen_by_other_task
+    assert 0 < seen_by_other_task[0] <= WRITES_PER_YIELD
