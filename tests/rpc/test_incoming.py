@@ -14,7 +14,10 @@ from muse_acp.rpc import (
     PARSE_ERROR,
     REQUEST_CANCELLED,
     RESOURCE_NOT_FOUND,
+    Connection,
     JsonObject,
+    JsonValue,
+    RequestContext,
     RequestId,
 )
 
@@ -285,3 +288,28 @@ async def test_the_frame_observer_sees_every_frame_both_ways() -> None:
         ("in", b'{"jsonrpc":"2.0","id":"ping","method":"echo","params":{"p":1}}'),
         ("out", b'{"jsonrpc":"2.0","id":"ping","result":{"p":1}}'),
     ]
+
+
+async def test_follow_ups_run_after_the_response_is_written() -> None:
+    connections: list[Connection] = []
+
+    class Handler:
+        async def handle_request(
+            self, method: str, params: JsonValue | None, ctx: RequestContext
+        ) -> JsonValue:
+            async def follow() -> None:
+                await connections[0].notify("after", {"n": 1})
+
+            ctx.after_response(follow)
+            return {"ok": 1}
+
+        async def handle_notification(self, method: str, params: JsonValue | None) -> None:
+            return None
+
+    async with serving(Handler()) as (conn, peer):
+        connections.append(conn)
+        await peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "x"})
+        response = await peer.receive()
+        follow_up = await peer.receive()
+    assert response == {"jsonrpc": "2.0", "id": 7, "result": {"ok": 1}}
+    assert follow_up == {"jsonrpc": "2.0", "method": "after", "params": {"n": 1}}

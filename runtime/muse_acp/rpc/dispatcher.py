@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias
 
 import anyio
@@ -83,6 +83,14 @@ class RequestContext:
 
     request_id: RequestId
     method: str
+    followups: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Work to run after a successful response was written, in order, in the same task.
+
+    Lets a handler send notifications that must reach the peer after the response (for example
+    updates about a session the response just created)."""
+
+    def after_response(self, work: Callable[[], Awaitable[None]]) -> None:
+        self.followups.append(work)
 
 
 class MessageHandler(Protocol):
@@ -340,23 +348,29 @@ class Connection:
     async def _run_request(
         self, request_id: RequestId, method: str, params: JsonValue, scope: anyio.CancelScope
     ) -> None:
+        context = RequestContext(request_id, method)
         try:
-            frame = await self._answer(request_id, method, params, scope)
+            frame, succeeded = await self._answer(context, params, scope)
         finally:
             del self._incoming[request_id]
         await self._send_quietly(frame)
+        if succeeded:
+            for work in context.followups:
+                try:
+                    await work()
+                except Exception:
+                    logger.exception("%s: follow-up of %s failed", self.name, method)
 
     async def _answer(
-        self, request_id: RequestId, method: str, params: JsonValue, scope: anyio.CancelScope
-    ) -> bytes:
+        self, context: RequestContext, params: JsonValue, scope: anyio.CancelScope
+    ) -> tuple[bytes, bool]:
+        request_id, method = context.request_id, context.method
         try:
             with scope:
-                result = await self._handler.handle_request(
-                    method, params, RequestContext(request_id, method)
-                )
-                return encode_result(request_id, result)
+                result = await self._handler.handle_request(method, params, context)
+                return encode_result(request_id, result), True
             # Only reached when the scope absorbed the peer's own cancellation.
             error = RpcError.request_cancelled()
         except Exception as exc:
             error = error_from_exception(exc, method=method)
-        return encode_error(request_id, error)
+        return encode_error(request_id, error), False

@@ -1,0 +1,439 @@
+"""Local commands: ``/models``, ``/skills``, ``/rename TITLE`` and ``/logout``.
+
+Contract: a local command never starts a model turn. ``recognise`` finds one only when the
+first top-level text block of a prompt, trimmed, is ``/<name>`` or ``/<name> <argument>`` for a
+built-in name (any case); anything else (a command mentioned mid-text, an unknown ``/word``, a
+skill id) is ordinary prompt text. ``run`` answers every command with one
+``agent_message_chunk`` and ``end_turn``, or ``cancelled`` when ``session/cancel`` stopped a
+wait; a command sent with other blocks, or an argument to a command that takes none, runs
+nothing and the reply says so. ``/rename`` fails with ``INVALID_PARAMS`` for an unusable title
+(and ``INTERNAL_ERROR`` when the title cannot be stored); every other failure (Muse unreachable,
+a bad skills listing, a failed logout) is told in the reply. ``advertise`` sends
+``available_commands_update``: the built-ins, then the Muse skills whose activation is on (best
+effort: a skills listing that fails leaves the built-ins alone). Skills are not run here;
+``/<skill-id> ...`` reaches Muse as the user typed it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import anyio
+
+from muse_acp.acp_types import ContentBlock, StopReason
+from muse_acp.agent.config_options import ModelCatalog, config_options
+from muse_acp.agent.session import AcpSession
+from muse_acp.agent.titles import check_user_title
+from muse_acp.msp_types import msp
+from muse_acp.redact import clip, redact
+from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp_wire import acp
+
+if TYPE_CHECKING:
+    from muse_acp.agent.context import AgentContext
+
+__all__ = [
+    "BUILTINS",
+    "MAX_SKILLS_SHOWN",
+    "Builtin",
+    "CommandInvocation",
+    "Skill",
+    "SkillsUnavailable",
+    "advertise",
+    "available_commands",
+    "list_skills",
+    "parse_skills",
+    "recognise",
+    "refusal",
+    "run",
+    "skills_reply",
+]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+T = TypeVar("T")
+
+MAX_SKILLS_SHOWN: Final = 200
+"""Most skills listed by ``/skills`` and advertised as commands."""
+DESCRIPTION_LIMIT: Final = 200
+"""Longest skill description shown or advertised, in characters."""
+SKILL_ID_LIMIT: Final = 128
+SKILLS_TIMEOUT: Final = 15.0
+"""Seconds ``muse skills list`` may take."""
+SKILLS_OUTPUT_LIMIT: Final = 1024 * 1024
+"""Bytes of ``muse skills list`` output read; a longer listing is refused, not cut."""
+REASON_LIMIT: Final = 500
+
+_COMMAND_LINE: Final = re.compile(r"/([\w-]+)(?:\s+(.*))?", re.DOTALL)
+
+CommandHandler = Callable[["AgentContext", AcpSession, "str | None"], Awaitable[StopReason]]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInvocation:
+    """A built-in command as the user sent it."""
+
+    name: str
+    """The built-in's name, in lower case."""
+    argument: str | None = None
+    """What followed the name, trimmed; None when nothing did."""
+    alone: bool = True
+    """False when other blocks came with the command; then nothing is run."""
+
+    def __post_init__(self) -> None:
+        if self.name not in BUILTINS:
+            raise ValueError(f"{self.name!r} is not a built-in command")
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One entry of Muse's skills catalog."""
+
+    id: str
+    description: str
+    scope: str
+    activation: str
+
+
+class SkillsUnavailable(Exception):
+    """The skills catalog could not be read; the message says why."""
+
+
+def recognise(prompt: Sequence[ContentBlock]) -> CommandInvocation | None:
+    """The built-in command the prompt invokes, or None for an ordinary prompt."""
+    first = next((block for block in prompt if isinstance(block, acp.TextContentBlock)), None)
+    if first is None:
+        return None
+    match = _COMMAND_LINE.fullmatch(first.text.strip())
+    if match is None or match.group(1).lower() not in BUILTINS:
+        return None
+    return CommandInvocation(match.group(1).lower(), match.group(2), alone=len(prompt) == 1)
+
+
+def refusal(command: CommandInvocation) -> str | None:
+    """The reply for a command that must not run as sent, or None when it may run."""
+    name = command.name
+    if not command.alone:
+        return (
+            f"/{name} was not run: local commands only run when sent on their own, and this "
+            "message also carried other text or attachments, none of which was acted on. Send "
+            f"/{name} by itself, then the rest as a separate message."
+        )
+    if command.argument is not None and BUILTINS[name].hint is None:
+        return f"/{name} takes no argument, so it was not run. Send /{name} by itself."
+    return None
+
+
+async def run(ctx: AgentContext, session: AcpSession, command: CommandInvocation) -> StopReason:
+    """Run a recognised command on a claimed session; no model turn is ever started."""
+    refused = refusal(command)
+    if refused is not None:
+        await _reply(ctx, session, refused)
+        return "end_turn"
+    return await BUILTINS[command.name].handler(ctx, session, command.argument)
+
+
+async def _reply(ctx: AgentContext, session: AcpSession, text: str) -> None:
+    await ctx.send_update(
+        session,
+        acp.AgentMessageChunkSessionUpdate(
+            session_update="agent_message_chunk",
+            content=acp.TextContentBlock(type="text", text=text),
+        ),
+    )
+
+
+async def _interruptible(session: AcpSession, work: Callable[[], Awaitable[T]]) -> T | None:
+    """Run ``work`` where ``session/cancel`` can stop it; None when it was cancelled."""
+    outcome: T | None = None
+    with anyio.CancelScope() as scope:
+        session.starting = scope
+        try:
+            outcome = await work()
+        finally:
+            session.starting = None
+    if scope.cancelled_caught or session.cancel_pending:
+        return None
+    return outcome
+
+
+def _reason(ctx: AgentContext, text: str) -> str:
+    return redact(" ".join(text.split()), environ=ctx.environ, limit=REASON_LIMIT)
+
+
+async def _refresh_models(ctx: AgentContext, session: AcpSession) -> msp.ModelListResult | str:
+    """The host's model list, or why it could not be had."""
+    budget, execution = ctx.config.deadlines.startup, session.host
+    host = None if execution is None else execution.host
+    try:
+        with anyio.fail_after(budget):
+            if execution is None or host is None:
+                async with ctx.read_host(session.cwd) as reader:
+                    params = msp.ModelListParams()
+                    return await reader.call("model/list", params, msp.ModelListResult)
+            # Holding the host keeps its idle timer from closing it under the request.
+            execution.acquire()
+            try:
+                params = msp.ModelListParams(session_id=session.session_id)
+                return await host.call("model/list", params, msp.ModelListResult)
+            finally:
+                execution.release()
+    except TimeoutError:
+        return f"Muse did not list its models within {budget:g} seconds"
+    except ConnectionClosed:
+        return "the Muse host exited before it listed its models"
+    except RpcError as error:
+        return _reason(ctx, error.message)
+    except OSError as error:
+        return f"the Muse executable could not be started ({error.strerror or error})"
+
+
+async def _models(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
+    outcome = await _interruptible(session, partial(_refresh_models, ctx, session))
+    if outcome is None:
+        return "cancelled"
+    if isinstance(outcome, str):
+        await _reply(ctx, session, f"The model menu was not refreshed and is unchanged: {outcome}.")
+        return "end_turn"
+    before = config_options(session.settings, ctx.catalog)
+    ctx.catalog = ModelCatalog.from_result(outcome)
+    after = config_options(session.settings, ctx.catalog)
+    if after != before:
+        await ctx.send_update(
+            session,
+            acp.ConfigOptionUpdateSessionUpdate(
+                session_update="config_option_update", config_options=after
+            ),
+        )
+    count = len(outcome.models)
+    if count == 0:
+        text = "Muse lists no models right now. Check that Muse is signed in, then run /models."
+    else:
+        plural = "model" if count == 1 else "models"
+        text = f"Model menu refreshed: Muse lists {count} {plural}. Pick one in the Model setting."
+    await _reply(ctx, session, text)
+    return "end_turn"
+
+
+def _fold(text: str, limit: int) -> str:
+    return clip(" ".join(text.split()), limit)
+
+
+def parse_skills(raw: bytes) -> tuple[Skill, ...]:
+    """The skills in ``muse skills list --json`` output; rows without an id are skipped.
+
+    Raises:
+        SkillsUnavailable: the output is not a JSON object with a ``skills`` array.
+    """
+    try:
+        document = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise SkillsUnavailable("Muse's skills listing is not JSON") from None
+    rows = document.get("skills") if isinstance(document, dict) else None
+    if not isinstance(rows, list):
+        raise SkillsUnavailable("Muse's skills listing has no skills array")
+
+    def member(row: Mapping[str, object], key: str, limit: int) -> str:
+        value = row.get(key)
+        return _fold(value, limit) if isinstance(value, str) else ""
+
+    return tuple(
+        Skill(
+            row["id"],
+            member(row, "description", DESCRIPTION_LIMIT),
+            member(row, "scope", 40),
+            member(row, "activation", 40),
+        )
+        for row in rows
+        if isinstance(row, dict) and isinstance(row.get("id"), str) and row["id"].strip()
+    )
+
+
+async def _capture(argv: list[str], *, cwd: str, env: Mapping[str, str]) -> tuple[int, bytes]:
+    """Exit status and standard output of a short command whose output is bounded."""
+    output = bytearray()
+    # stderr is discarded: it is unbounded and may quote secrets the reply must not carry.
+    async with await anyio.open_process(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as process:
+        assert process.stdout is not None
+        async for chunk in process.stdout:
+            output.extend(chunk)
+            if len(output) > SKILLS_OUTPUT_LIMIT:
+                process.kill()
+                raise SkillsUnavailable(f"the listing exceeds {SKILLS_OUTPUT_LIMIT} bytes")
+        status = await process.wait()
+    return status, bytes(output)
+
+
+async def list_skills(
+    ctx: AgentContext, cwd: str, *, budget: float = SKILLS_TIMEOUT
+) -> tuple[Skill, ...]:
+    """Muse's skills catalog for workspace ``cwd`` (``muse skills list --json``).
+
+    Raises:
+        SkillsUnavailable: Muse is missing, the command failed or ran out of time, or its
+            output was too large or not a skills listing.
+    """
+    try:
+        binary = await ctx.muse()
+        argv = [binary.path, "skills", "list", "--json", "--workspace", cwd]
+        with anyio.fail_after(budget):
+            status, stdout = await _capture(argv, cwd=cwd, env=ctx.environ)
+    except TimeoutError:
+        raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds") from None
+    except RpcError as error:
+        raise SkillsUnavailable(_reason(ctx, error.message)) from None
+    except OSError as error:
+        raise SkillsUnavailable(f"`muse skills list` could not be started ({error})") from None
+    if status != 0:
+        raise SkillsUnavailable(
+            f"`muse skills list` exited with status {status}; run it in a terminal to see why"
+        )
+    return parse_skills(stdout)
+
+
+def skills_reply(skills: Sequence[Skill]) -> str:
+    """The ``/skills`` answer: one line per skill, at most ``MAX_SKILLS_SHOWN`` of them."""
+    if not skills:
+        return "Muse reports no skills for this workspace."
+    lines = [f"Muse skills for this workspace ({len(skills)}):"]
+    for skill in skills[:MAX_SKILLS_SHOWN]:
+        line = f"- {_fold(skill.id, SKILL_ID_LIMIT)} ({skill.scope or 'unknown scope'}; "
+        line += f"activation {skill.activation or 'unknown'})"
+        lines.append(f"{line}: {skill.description}" if skill.description else line)
+    if len(skills) > MAX_SKILLS_SHOWN:
+        lines.append(f"…and {len(skills) - MAX_SKILLS_SHOWN} more, not shown.")
+    return "\n".join(lines)
+
+
+async def _skills(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
+    async def listing() -> str:
+        try:
+            return skills_reply(await list_skills(ctx, session.cwd))
+        except SkillsUnavailable as error:
+            return f"Muse's skills could not be listed: {error}."
+
+    text = await _interruptible(session, listing)
+    if text is None:
+        return "cancelled"
+    await _reply(ctx, session, text)
+    return "end_turn"
+
+
+async def _rename(ctx: AgentContext, session: AcpSession, argument: str | None) -> StopReason:
+    title = check_user_title(argument)
+    # The write ends with fsync, which must not stall every other session's traffic.
+    saved = await anyio.to_thread.run_sync(
+        ctx.preferences.save_user_title, session.session_id, title
+    )
+    session.user_title = saved.user_title
+    await ctx.send_update(
+        session,
+        acp.SessionInfoUpdateSessionUpdate(
+            session_update="session_info_update", title=title, updated_at=saved.title_updated_at
+        ),
+    )
+    note = "muse-acp keeps this title itself; Muse's own session records are unchanged."
+    await _reply(ctx, session, f"This session is now titled: {title}\n{note}")
+    return "end_turn"
+
+
+async def _logout(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
+    # Imported here because auth imports lifecycle, which imports this module.
+    from muse_acp.agent import auth
+
+    try:
+        await auth.run_muse_logout(ctx)
+        lines = ["Signed out: `muse logout` removed Muse's stored credentials."]
+    except (RpcError, OSError) as error:
+        detail = _reason(ctx, error.message if isinstance(error, RpcError) else str(error))
+        lines = [f"`muse logout` did not complete ({detail}); stored credentials may remain."]
+    key = auth.API_KEY_VARIABLE
+    if auth.api_key_configured(ctx):
+        lines.append(
+            f"{key} is still exported in the environment muse-acp runs in, so Muse can keep "
+            "using it; unset it and restart the agent to sign out completely."
+        )
+    else:
+        lines.append(f"No {key} is exported to muse-acp.")
+    lines.append("Every muse-acp session, this one included, was closed; start or load one.")
+    await _reply(ctx, session, "\n".join(lines))
+    return "end_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A built-in local command: how it is advertised, and what runs it."""
+
+    name: str
+    description: str
+    hint: str | None
+    """The input hint when the command takes an argument; None when it takes none."""
+    handler: CommandHandler
+
+    def advertised(self) -> acp.AvailableCommand:
+        command = acp.AvailableCommand(name=self.name, description=self.description)
+        if self.hint is not None:
+            command.input = acp.UnstructuredCommandInput(hint=self.hint)
+        return command
+
+
+BUILTINS: Final[Mapping[str, Builtin]] = MappingProxyType(
+    {
+        builtin.name: builtin
+        for builtin in (
+            Builtin("models", "Refresh the model menu from Muse", None, _models),
+            Builtin("skills", "List Muse's skills for this workspace", None, _skills),
+            Builtin("rename", "Give this session a title of your own", "new title", _rename),
+            Builtin("logout", "Sign out of Muse and close every session", None, _logout),
+        )
+    }
+)
+
+
+def available_commands(skills: Sequence[Skill]) -> list[acp.AvailableCommand]:
+    """The built-ins, then each active skill not named like a built-in or an earlier skill."""
+    commands = [builtin.advertised() for builtin in BUILTINS.values()]
+    taken = set(BUILTINS)
+    for skill in skills:
+        key = skill.id.lower()
+        usable = len(skill.id) <= SKILL_ID_LIMIT and not any(c.isspace() for c in skill.id)
+        if skill.activation != "on" or key in taken or not usable:
+            continue
+        taken.add(key)
+        commands.append(
+            acp.AvailableCommand(
+                name=skill.id,
+                description=skill.description or f"Muse {skill.scope or 'workspace'} skill",
+                input=acp.UnstructuredCommandInput(hint="what the skill should work on"),
+            )
+        )
+        if len(commands) - len(BUILTINS) >= MAX_SKILLS_SHOWN:
+            break
+    return commands
+
+
+async def advertise(ctx: AgentContext, session: AcpSession) -> None:
+    """Send the session's ``available_commands_update``; skills are added when Muse lists them."""
+    try:
+        skills = await list_skills(ctx, session.cwd)
+    except SkillsUnavailable as error:
+        logger.info("advertising built-in commands only: %s", error)
+        skills = ()
+    if session.closed:
+        return
+    await ctx.send_update(
+        session,
+        acp.AvailableCommandsUpdateSessionUpdate(
+            session_update="available_commands_update",
+            available_commands=available_commands(skills),
+        ),
+    )

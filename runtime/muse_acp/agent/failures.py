@@ -1,0 +1,271 @@
+"""The one place that turns a failed or interrupted turn into an ACP stop reason or error.
+
+Contract: a turn either ends with a ``StopReason`` or fails with an ``RpcError`` whose ``data``
+is ``{"failure": {...}}`` as built by ``Failure.data``: ``kind`` (the host's error kind, or one
+of the adapter's kinds below), ``source`` (who failed: ``provider``, ``host``, ``adapter`` or
+``client``), ``retryable`` (sending the prompt again may succeed without other changes),
+``phase`` (what the adapter was doing) and, where it applies, ``execution`` (whether a model
+turn may have been submitted to Muse). Every message is passed through ``redact`` and bounded,
+so host text never carries a secret onto the wire. All functions here are pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias
+
+from muse_acp.acp_types import StopReason
+from muse_acp.msp_types import msp
+from muse_acp.redact import clip, redact
+from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, RpcError
+from muse_acp.rpc.jsonvalue import JsonObject
+
+__all__ = [
+    "Execution",
+    "Failure",
+    "FailureSource",
+    "Phase",
+    "automatic_unavailable",
+    "deadline_exceeded",
+    "host_exited",
+    "host_rejected",
+    "permission_failed",
+    "stop_reason",
+    "user_input_unsupported",
+]
+
+Phase: TypeAlias = Literal[
+    "starting", "handshake", "preparing", "submitting", "running", "cancelling", "reading"
+]
+FailureSource: TypeAlias = Literal["provider", "host", "adapter", "client"]
+Execution: TypeAlias = Literal["notSubmitted", "possiblySubmitted"]
+
+HOST_TEXT_LIMIT: Final = 1000
+"""Longest piece of host-written text (an error message) quoted in a failure message."""
+STDERR_LINE_LIMIT: Final = 200
+"""Longest stderr line quoted when the host exits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The structured description of a failed turn carried in ``error.data.failure``."""
+
+    kind: str
+    source: FailureSource
+    retryable: bool
+    phase: Phase
+    execution: Execution | None = None
+
+    def data(self) -> JsonObject:
+        """Return ``{"failure": {...}}``; ``execution`` appears only when it is known."""
+        failure: JsonObject = {
+            "kind": self.kind,
+            "source": self.source,
+            "retryable": self.retryable,
+            "phase": self.phase,
+        }
+        if self.execution is not None:
+            failure["execution"] = self.execution
+        return {"failure": failure}
+
+    def error(self, message: str, code: int = INTERNAL_ERROR) -> RpcError:
+        """Return the ``RpcError`` for this failure with ``message`` redacted."""
+        return RpcError(code, redact(message), self.data())
+
+
+_COMPLETED_STOP_REASONS: Final[MappingProxyType[str, StopReason]] = MappingProxyType(
+    {"completed": "end_turn", "cancelled": "cancelled", "interrupted": "cancelled"}
+)
+
+_AUTH_HINT: Final = (
+    "Log in to Muse (run `muse login`) or set META_API_KEY in the adapter's environment, "
+    "then send the prompt again."
+)
+_SETTINGS_HINT: Final = (
+    "Check the session's model and provider settings and that the workspace is usable, "
+    "then send the prompt again."
+)
+_INSPECT_HINT: Final = (
+    "Look over the session's history for what went wrong, then send the prompt again."
+)
+_RECOVERY_HINTS: Final[MappingProxyType[str, str]] = MappingProxyType(
+    {
+        "authRequired": _AUTH_HINT,
+        "configError": _SETTINGS_HINT,
+        "environmentError": _SETTINGS_HINT,
+    }
+)
+_PROVIDER_KINDS: Final = frozenset({"modelError", "authRequired"})
+
+_PHASE_WORDS: Final[MappingProxyType[Phase, str]] = MappingProxyType(
+    {
+        "starting": "starting the Muse host",
+        "handshake": "completing the handshake with the Muse host",
+        "preparing": "preparing the Muse session",
+        "submitting": "submitting the turn to Muse",
+        "running": "running the turn",
+        "cancelling": "cancelling the turn",
+        "reading": "reading the session from Muse",
+    }
+)
+# Phases that end before a turn is handed to the host: a failure there cannot have run a model.
+_BEFORE_SUBMISSION: Final[frozenset[Phase]] = frozenset(
+    {"starting", "handshake", "preparing", "reading"}
+)
+
+
+def _execution_in(phase: Phase) -> Execution:
+    return "notSubmitted" if phase in _BEFORE_SUBMISSION else "possiblySubmitted"
+
+
+def _sentence(text: str, limit: int = HOST_TEXT_LIMIT) -> str:
+    text = clip(text.strip(), limit)
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+def stop_reason(params: msp.TurnCompletedParams) -> StopReason | RpcError:
+    """Map the host's ``turn/completed`` to the prompt's stop reason, or to the turn's error.
+
+    A step-limit failure is a normal stop (``max_turn_requests``); other failures are errors
+    with ``phase`` ``running``. An unknown ``terminal`` value is treated as a failure of kind
+    ``unknownTerminal`` rather than guessed at.
+    """
+    known = _COMPLETED_STOP_REASONS.get(params.terminal)
+    if known is not None:
+        return known
+    error = params.error
+    if params.terminal != "failed":
+        failure = Failure("unknownTerminal", "host", retryable=False, phase="running")
+        detail = f"it reported an outcome this adapter does not know ({params.terminal!r})"
+        return failure.error(f"Muse could not finish the turn: {_sentence(detail)} {_INSPECT_HINT}")
+    if error is not None and error.kind == "stepLimit":
+        return "max_turn_requests"
+    kind = "unspecified" if error is None else error.kind
+    failure = Failure(
+        kind,
+        "provider" if kind in _PROVIDER_KINDS else "host",
+        retryable=False if error is None else error.retryable,
+        phase="running",
+    )
+    detail = error.message if error is not None else params.reason or "Muse gave no reason"
+    hint = _RECOVERY_HINTS.get(kind, _INSPECT_HINT)
+    code = AUTH_REQUIRED if kind == "authRequired" else INTERNAL_ERROR
+    return failure.error(f"Muse could not finish the turn: {_sentence(detail)} {hint}", code)
+
+
+def deadline_exceeded(phase: Phase, seconds: float, submitted: bool) -> RpcError:
+    """The adapter stopped waiting for the host in ``phase`` after ``seconds``."""
+    failure = Failure(
+        "deadlineExceeded",
+        "adapter",
+        retryable=True,
+        phase=phase,
+        execution="possiblySubmitted" if submitted else "notSubmitted",
+    )
+    if submitted:
+        consequence = (
+            "A model turn may already have been submitted and may still run in Muse; look at "
+            "the session's history before sending the prompt again."
+        )
+    else:
+        consequence = (
+            "No model turn was submitted, so sending the prompt again is safe once the host "
+            "responds."
+        )
+    return failure.error(
+        f"Muse did not respond in time: {_PHASE_WORDS[phase]} took longer than "
+        f"{seconds:g} s. {consequence}"
+    )
+
+
+def _last_line(stderr_tail: str) -> str | None:
+    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
+    return _sentence(redact(lines[-1]), STDERR_LINE_LIMIT) if lines else None
+
+
+def host_exited(phase: Phase, exit_code: int | None, stderr_tail: str) -> RpcError:
+    """The host process ended while the adapter was in ``phase``.
+
+    Only the last non-empty stderr line is quoted, redacted and cut to 200 characters: a host
+    that dies usually states why on its final line, and the user needs that reason to recover,
+    while the rest of stderr may hold workspace content and belongs in the adapter's log only.
+    """
+    failure = Failure(
+        "hostExited", "host", retryable=True, phase=phase, execution=_execution_in(phase)
+    )
+    status = "without an exit status" if exit_code is None else f"with exit code {exit_code}"
+    message = f"The Muse host exited {status} while {_PHASE_WORDS[phase]}."
+    line = _last_line(stderr_tail)
+    if line is not None:
+        message += f" Its last output line was: {line}"
+    message += (
+        " The session's saved history is intact; load it again with session/load to continue."
+    )
+    return failure.error(message)
+
+
+def host_rejected(method: str, code: int, message: str, *, phase: Phase = "running") -> RpcError:
+    """The host answered the adapter's ``method`` request with an MSP error."""
+    failure = Failure(
+        "hostRejected", "host", retryable=False, phase=phase, execution=_execution_in(phase)
+    )
+    detail = _sentence(message) if message.strip() else "It gave no reason."
+    return failure.error(
+        f"Muse refused the {clip(method, 100)} request (MSP error {code}): {detail} {_INSPECT_HINT}"
+    )
+
+
+_POLICY_WORDS: Final[MappingProxyType[Literal["approve", "reject"], tuple[str, str]]] = (
+    MappingProxyType(
+        {"approve": ("approve", "one-time allow"), "reject": ("reject", "one-time deny")}
+    )
+)
+
+
+def automatic_unavailable(policy: Literal["approve", "reject"]) -> RpcError:
+    """The session's mode answers approvals itself, but Muse offered no choice it may pick."""
+    verb, choice = _POLICY_WORDS[policy]
+    failure = Failure(
+        "automaticDecisionUnavailable",
+        "adapter",
+        retryable=False,
+        phase="running",
+        execution="possiblySubmitted",
+    )
+    return failure.error(
+        f"This session's mode answers approvals automatically ({verb}), but Muse offered no "
+        f"{choice} choice for this action, so the turn was stopped without answering. Switch "
+        "the session to the Ask mode to decide such approvals yourself."
+    )
+
+
+def user_input_unsupported() -> RpcError:
+    """Muse asked the user a question, but the client cannot show elicitation forms."""
+    failure = Failure(
+        "userInputUnsupported",
+        "client",
+        retryable=False,
+        phase="running",
+        execution="possiblySubmitted",
+    )
+    return failure.error(
+        "Muse asked a question that needs an answer, but this ACP client did not advertise "
+        "form elicitation, so the question was cancelled and the turn stopped. Use a client "
+        "that supports elicitation forms to answer Muse's questions."
+    )
+
+
+def permission_failed(reason: str) -> RpcError:
+    """The client's answer to a permission request could not be used; ``reason`` says why."""
+    failure = Failure(
+        "permissionFailed",
+        "client",
+        retryable=True,
+        phase="running",
+        execution="possiblySubmitted",
+    )
+    return failure.error(
+        f"No permission decision could be obtained from the client: {_sentence(reason)} The "
+        "turn was stopped without granting permission; send the prompt again to retry."
+    )

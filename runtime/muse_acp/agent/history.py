@@ -1,0 +1,80 @@
+"""Reading a session back from Muse's durable view for ``session/load``.
+
+History is paged forward from the first event with ``view/page`` and translated with the same
+translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
+completed messages, thoughts and tool cards in full, plans as ``plan``. Pages are translated and
+sent one at a time, so memory stays bounded by a page however long the session is; the number
+of pages read is bounded too, and hitting that bound is logged rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+from pydantic import ValidationError
+
+from muse_acp.agent.tool_cards import output_reference_update
+from muse_acp.agent.translate import OutputPolicy, TurnTranslator
+from muse_acp.host.client import MspHost
+from muse_acp.msp_types import msp
+
+if TYPE_CHECKING:
+    from muse_acp.agent.context import AgentContext
+    from muse_acp.agent.session import AcpSession
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+PAGE_SIZE: Final = 1000
+MAX_PAGES: Final = 500
+"""At most 500,000 durable events are replayed; longer histories are cut and logged."""
+MAX_REANNOUNCED: Final = 256
+"""Stored-output references re-announced after a replay (the latest items win)."""
+
+
+async def replay_history(
+    ctx: AgentContext, session: AcpSession, host: MspHost, output: OutputPolicy
+) -> None:
+    """Send the session's history to the client as ``session/update`` notifications."""
+    translator = TurnTranslator(session_id=session.session_id, replay=True, output=output)
+    latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await host.call(
+            "view/page",
+            msp.ViewPageParams(
+                session_id=session.session_id, limit=PAGE_SIZE, cursor=cursor, direction="forward"
+            ),
+            msp.ViewPageResult,
+        )
+        for event in page.events:
+            spec = msp.CLIENT_NOTIFICATIONS.get(event.method)
+            if spec is None or spec.params is None:
+                continue
+            try:
+                params = spec.params.model_validate(event.params, by_alias=True, by_name=False)
+            except ValidationError:
+                logger.warning("skipped an unreadable %s event in history", event.method)
+                continue
+            if isinstance(params, msp.ItemEventParams) and isinstance(
+                params.item, msp.ToolCallItem | msp.UserShellItem
+            ):
+                if getattr(params.item, "output_ref", None) is not None:
+                    latest_outputs.pop(params.item.item_id, None)
+                    latest_outputs[params.item.item_id] = params.item
+                    while len(latest_outputs) > MAX_REANNOUNCED:
+                        latest_outputs.pop(next(iter(latest_outputs)))
+            for update in translator.on_notification(event.method, params):
+                await ctx.send_update(session, update)
+        if page.next_cursor is None or page.next_cursor == cursor:
+            break
+        cursor = page.next_cursor
+    else:
+        logger.warning(
+            "history of %s exceeds %d pages; replay was cut", session.session_id, MAX_PAGES
+        )
+    if output.references:
+        for item in latest_outputs.values():
+            reference = output_reference_update(session.session_id, item, output)
+            if reference is not None:
+                await ctx.send_update(session, reference)

@@ -1,0 +1,205 @@
+"""What the adapter remembers about a session on its own: today, the user's title.
+
+Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session_id>.json``::
+
+    {"schemaVersion": 1, "userTitle": {"text": "...", "updatedAt": "<RFC 3339 UTC>"}}
+
+A missing file means no preferences. A file that cannot be read, is not JSON, has another
+``schemaVersion`` or a malformed member is reported as ``RpcError`` ``INTERNAL_ERROR`` naming
+the file and asking the user to fix or remove it; it is never reset behind their back, and it
+is not overwritten either. Rewrites keep every member this version does not know, so a newer
+adapter's additions survive. Writes are atomic (a temporary file in the same directory,
+flushed with ``fsync``, then ``os.replace``), and both the directory (0700) and the files
+(0600) are created private to the user rather than restricted afterwards. The store refuses a
+session id that is not a plain file name, even though callers already check ids, because the
+id becomes part of a path. Muse's own session files are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from muse_acp.agent.titles import title_problem
+from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+
+__all__ = ["MAX_FILE_BYTES", "SCHEMA_VERSION", "PreferenceStore", "SessionPreferences"]
+
+SCHEMA_VERSION: Final = 1
+MAX_FILE_BYTES: Final = 1024 * 1024
+"""Largest preference file read; anything bigger is reported rather than loaded."""
+SESSIONS_DIRECTORY: Final = "sessions"
+
+# One path component only: a leading letter or digit rules out ".", ".." and hidden names
+# (the store's own temporary files start with a dot).
+_FILE_STEM: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPreferences:
+    """A session's stored preferences; None where nothing is stored."""
+
+    user_title: str | None = None
+    title_updated_at: str | None = None
+    """When the user title was set (RFC 3339, UTC)."""
+
+
+def _timestamp(now: datetime | None) -> str:
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class PreferenceStore:
+    """Per-session preference files under one data directory (see the module contract)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.directory = data_dir / SESSIONS_DIRECTORY
+
+    def path_for(self, session_id: str) -> Path:
+        """The file of ``session_id``.
+
+        Raises:
+            RpcError: ``INVALID_PARAMS`` when the id is not a plain file name.
+        """
+        if not _FILE_STEM.fullmatch(session_id):
+            raise RpcError(
+                INVALID_PARAMS,
+                "this session id cannot name a preference file; use an id returned by "
+                "session/new or session/list",
+            )
+        return self.directory / f"{session_id}.json"
+
+    def load(self, session_id: str) -> SessionPreferences:
+        """The session's preferences; empty when it has no file.
+
+        Raises:
+            RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` for a file that
+                cannot be read or understood.
+        """
+        path = self.path_for(session_id)
+        document = self._read(path)
+        if document is None:
+            return SessionPreferences()
+        return _preferences(path, document)
+
+    def save_user_title(
+        self, session_id: str, title: str, *, now: datetime | None = None
+    ) -> SessionPreferences:
+        """Store ``title`` (already checked) as the session's user title, stamped ``now``.
+
+        Raises:
+            RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` when the
+                existing file is unusable (it is left as it is) or the write fails.
+        """
+        path = self.path_for(session_id)
+        existing = self._read(path)
+        if existing is not None:
+            _preferences(path, existing)
+        document = existing or {}
+        document["schemaVersion"] = SCHEMA_VERSION
+        document["userTitle"] = {"text": title, "updatedAt": _timestamp(now)}
+        self._write(path, document)
+        return _preferences(path, document)
+
+    def _read(self, path: Path) -> dict[str, Any] | None:
+        try:
+            with path.open("rb") as handle:
+                raw = handle.read(MAX_FILE_BYTES + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise _unusable(path, f"it cannot be read ({error.strerror or error})") from None
+        if len(raw) > MAX_FILE_BYTES:
+            raise _unusable(path, f"it is larger than {MAX_FILE_BYTES} bytes")
+        try:
+            document = json.loads(raw)
+        except (UnicodeDecodeError, ValueError):
+            raise _unusable(path, "it is not valid UTF-8 JSON") from None
+        if not isinstance(document, dict):
+            raise _unusable(path, "it does not hold a JSON object")
+        return document
+
+    def _write(self, path: Path, document: dict[str, Any]) -> None:
+        data = (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        try:
+            self._make_directory()
+            # mkstemp creates the file with mode 0600, so it is never readable by others.
+            fd, staging = tempfile.mkstemp(
+                prefix=f".{path.stem}.", suffix=".tmp", dir=self.directory
+            )
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(staging, path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(staging)
+                raise
+            self._sync_directory()
+        except OSError as error:
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"could not save the session preferences to {path}: "
+                f"{error.strerror or error}; check that the directory is writable",
+                {"path": str(path)},
+            ) from None
+
+    def _make_directory(self) -> None:
+        # Only directories created here get 0700; an existing one keeps the mode its owner set.
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        for directory in (self.data_dir, self.directory):
+            with contextlib.suppress(FileExistsError):
+                directory.mkdir(mode=0o700)
+
+    def _sync_directory(self) -> None:
+        # Makes the rename itself durable; not every platform can open a directory for this.
+        try:
+            fd = os.open(self.directory, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _unusable(path: Path, reason: str) -> RpcError:
+    return RpcError(
+        INTERNAL_ERROR,
+        f"the session preference file {path} is unusable: {reason}. Fix the file or remove it "
+        "(removing it forgets the session's title)",
+        {"path": str(path)},
+    )
+
+
+def _preferences(path: Path, document: dict[str, Any]) -> SessionPreferences:
+    """Read the members this version understands, reporting any that are malformed."""
+    version = document.get("schemaVersion")
+    # bool is an int subclass, and true must not pass for version 1.
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise _unusable(path, f"its schemaVersion is {json.dumps(version)}, not {SCHEMA_VERSION}")
+    if "userTitle" not in document:
+        return SessionPreferences()
+    entry = document["userTitle"]
+    if not isinstance(entry, dict):
+        raise _unusable(path, "its userTitle is not an object")
+    text, updated_at = entry.get("text"), entry.get("updatedAt")
+    if not isinstance(text, str):
+        raise _unusable(path, "its userTitle.text is not a string")
+    problem = title_problem(text) if text == text.strip() else "it has surrounding blanks"
+    if problem is not None:
+        raise _unusable(path, f"its userTitle.text cannot be a title ({problem})")
+    if updated_at is not None and not isinstance(updated_at, str):
+        raise _unusable(path, "its userTitle.updatedAt is not a string")
+    return SessionPreferences(user_title=text, title_updated_at=updated_at)

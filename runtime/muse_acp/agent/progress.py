@@ -1,0 +1,201 @@
+"""Progress during a turn: the plan, the context usage, and the output of running tools.
+
+Contract: everything here is pure (no I/O) and bounded.
+
+* ``plan_update`` turns the full todo list of ``session/todoListChanged`` into a ``plan``
+  update that replaces the client's whole plan. Each entry has priority ``medium``; the status
+  maps ``pending``/``inProgress``/``completed`` to ``pending``/``in_progress``/``completed``,
+  and any other status becomes ``pending`` with the host's status in brackets before the text,
+  so nothing the host said is lost. At most ``PLAN_ENTRY_LIMIT`` entries are kept, each at most
+  ``PLAN_TEXT_LIMIT_BYTES`` of UTF-8 (a cut text ends with "…").
+* ``usage_update`` turns ``session/contextUsage`` into a ``usage_update`` only when the host
+  reported both the used and the window token counts; otherwise there is nothing to show.
+* An ``OutputBuffer`` gathers the output deltas of one tool card. It keeps the first
+  ``CARD_TEXT_LIMIT_BYTES`` of text and only counts the bytes beyond, so its memory does not
+  grow with the output. ``append`` says when the kept text is worth showing again: when it grew
+  by ``PROGRESS_MIN_BYTES`` or by a quarter of what was last shown, whichever is more, or when
+  it reached the cap. Each showing is then at least 25 % larger than the one before, so the
+  bytes shown for one card add up to a small multiple of the cap, never to the square of the
+  output. ``output_progress_update`` is the in-progress ``tool_call_update`` that shows it;
+  a cut text carries a note saying how much was received.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias
+
+from muse_acp.msp_types import msp
+from muse_acp_wire import acp
+
+__all__ = [
+    "CARD_TEXT_LIMIT_BYTES",
+    "PLAN_ENTRY_LIMIT",
+    "PLAN_TEXT_LIMIT_BYTES",
+    "PROGRESS_MIN_BYTES",
+    "OutputBuffer",
+    "cut_note",
+    "cut_utf8",
+    "join_notes",
+    "output_progress_update",
+    "plan_update",
+    "text_content",
+    "usage_update",
+    "utf8_size",
+]
+
+PLAN_ENTRY_LIMIT: Final = 500
+PLAN_TEXT_LIMIT_BYTES: Final = 8 * 1024
+CARD_TEXT_LIMIT_BYTES: Final = 64 * 1024
+"""Most UTF-8 bytes of output text a tool card shows (notes come on top)."""
+PROGRESS_MIN_BYTES: Final = 1024
+"""Least growth of a running card's text that is worth showing again."""
+_STATUS_LIMIT_CHARS: Final = 64
+_ELLIPSIS: Final = "…"
+
+_PlanStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+
+_PLAN_STATUSES: Final[Mapping[str, _PlanStatus]] = MappingProxyType(
+    {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
+)
+"""ACP plan status per Muse todo status; other statuses are shown as pending, labelled."""
+
+
+def plan_update(items: Sequence[msp.TodoItem]) -> acp.PlanSessionUpdate:
+    """The ACP plan that replaces the client's plan with ``items``."""
+    return acp.PlanSessionUpdate(
+        session_update="plan", entries=[_entry(item) for item in items[:PLAN_ENTRY_LIMIT]]
+    )
+
+
+def usage_update(params: msp.SessionContextUsageParams) -> acp.UsageUpdateSessionUpdate | None:
+    """The context window's use, or None unless both token counts are known."""
+    if params.used_tokens is None or params.window_tokens is None:
+        return None
+    return acp.UsageUpdateSessionUpdate(
+        session_update="usage_update", used=params.used_tokens, size=params.window_tokens
+    )
+
+
+def _entry(item: msp.TodoItem) -> acp.PlanEntry:
+    status = _PLAN_STATUSES.get(item.status)
+    if status is None:
+        text = f"[{item.status[:_STATUS_LIMIT_CHARS]}] {item.text}"
+        status = "pending"
+    else:
+        text = item.text
+    kept, cut = cut_utf8(text, PLAN_TEXT_LIMIT_BYTES)
+    if cut:
+        kept = cut_utf8(text, PLAN_TEXT_LIMIT_BYTES - utf8_size(_ELLIPSIS))[0] + _ELLIPSIS
+    return acp.PlanEntry(content=kept, priority="medium", status=status)
+
+
+def utf8_size(text: str) -> int:
+    """The UTF-8 size of ``text``; a lone surrogate (JSON text may hold one) counts as 1 byte."""
+    return len(text.encode("utf-8", errors="replace"))
+
+
+def cut_utf8(text: str, limit_bytes: int) -> tuple[str, bool]:
+    """The longest prefix of ``text`` that fits ``limit_bytes`` of UTF-8, and whether it is
+    shorter than ``text``. A cut never splits a character."""
+    if len(text) * 4 <= limit_bytes:
+        return text, False
+    encoded = text.encode("utf-8", errors="replace")
+    if len(encoded) <= limit_bytes:
+        return text, False
+    return encoded[:limit_bytes].decode("utf-8", errors="ignore"), True
+
+
+class OutputBuffer:
+    """The output deltas of one tool card, bounded; see the module docstring."""
+
+    __slots__ = ("_cap_shown", "_kept_bytes", "_parts", "_shown_bytes", "_total_bytes")
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._kept_bytes = 0
+        self._total_bytes = 0
+        self._shown_bytes = 0
+        self._cap_shown = False
+
+    @property
+    def kept_bytes(self) -> int:
+        """UTF-8 size of the text kept (at most ``CARD_TEXT_LIMIT_BYTES``)."""
+        return self._kept_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        """UTF-8 size of all output received, kept or not."""
+        return self._total_bytes
+
+    @property
+    def capped(self) -> bool:
+        """True once some output was dropped."""
+        return self._total_bytes > self._kept_bytes
+
+    def append(self, delta: str) -> bool:
+        """Add one delta; True when the kept text should be shown now (then it counts as shown).
+
+        Once a delta has been cut at the cap, later deltas are only counted, so the kept text
+        is always a prefix of the output.
+        """
+        size = utf8_size(delta)
+        capped = self.capped
+        self._total_bytes += size
+        if not capped:
+            room = CARD_TEXT_LIMIT_BYTES - self._kept_bytes
+            if size > room:
+                delta, _ = cut_utf8(delta, room)
+                size = utf8_size(delta)
+            self._parts.append(delta)
+            self._kept_bytes += size
+        grown = self._kept_bytes - self._shown_bytes
+        if (self.capped and not self._cap_shown) or grown >= max(
+            PROGRESS_MIN_BYTES, self._shown_bytes // 4
+        ):
+            self.mark_shown()
+            return True
+        return False
+
+    def mark_shown(self) -> None:
+        """Record that the kept text as it is now was shown (for example on a whole card)."""
+        self._shown_bytes = self._kept_bytes
+        self._cap_shown = self.capped
+
+    def text(self) -> str:
+        # Joined lazily: the text is read far less often than deltas arrive.
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+
+def output_progress_update(call_id: str, output: OutputBuffer) -> acp.ToolCallUpdateSessionUpdate:
+    """A running tool card's kept text so far, as its only content."""
+    text = join_notes(output.text(), [cut_note(output.total_bytes)] if output.capped else [])
+    return acp.ToolCallUpdateSessionUpdate(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        status="in_progress",
+        content=[text_content(text)],
+    )
+
+
+def cut_note(total_bytes: int) -> str:
+    """The note on a card whose text was cut at ``CARD_TEXT_LIMIT_BYTES``."""
+    return (
+        f"[muse-acp shows the first {CARD_TEXT_LIMIT_BYTES} of {total_bytes} bytes of this"
+        " output; the rest is not on this card.]"
+    )
+
+
+def join_notes(text: str, notes: Sequence[str]) -> str:
+    """``text`` followed by ``notes``, one per line, after a blank line."""
+    return "\n\n".join(part for part in (text, "\n".join(notes)) if part)
+
+
+def text_content(text: str) -> acp.ContentToolCallContent:
+    """Tool call content showing ``text``."""
+    return acp.ContentToolCallContent(
+        type="content", content=acp.TextContentBlock(type="text", text=text)
+    )

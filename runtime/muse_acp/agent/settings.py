@@ -1,0 +1,87 @@
+"""``session/set_mode`` and ``session/set_config_option``.
+
+Settings change only between turns (-32600 while the session is busy). A change that needs
+different host flags (read-only mode) closes the session's host, so the next prompt starts one
+with the new flags; the model and effort apply from the next turn on. Every change answers with
+the complete option list and announces it to the client with ``config_option_update`` (and
+``current_mode_update`` when the mode changed), after the response.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from muse_acp.agent.config_options import (
+    SessionSettings,
+    apply_config_option,
+    apply_mode,
+    config_options,
+    host_flags,
+)
+from muse_acp.agent.session import AcpSession
+from muse_acp.rpc import RequestContext
+from muse_acp_wire import acp
+
+if TYPE_CHECKING:
+    from muse_acp.agent.context import AgentContext
+
+
+def _change(ctx: AgentContext, session: AcpSession, settings: SessionSettings) -> None:
+    session.claim("a configuration change")
+    try:
+        if host_flags(settings) != host_flags(session.settings) and session.host is not None:
+            session.host.close()
+            session.host = None
+        session.settings = settings
+    finally:
+        session.release()
+
+
+def _announce(
+    ctx: AgentContext, session: AcpSession, mode_changed: bool, rctx: RequestContext
+) -> None:
+    async def announce() -> None:
+        if mode_changed:
+            await ctx.send_update(
+                session,
+                acp.CurrentModeUpdateSessionUpdate(
+                    session_update="current_mode_update",
+                    current_mode_id=session.settings.mode_id,
+                ),
+            )
+        await ctx.send_update(
+            session,
+            acp.ConfigOptionUpdateSessionUpdate(
+                session_update="config_option_update",
+                config_options=config_options(session.settings, ctx.catalog),
+            ),
+        )
+
+    rctx.after_response(announce)
+
+
+async def handle_set_mode(
+    ctx: AgentContext, params: acp.SetSessionModeRequest, rctx: RequestContext
+) -> acp.SetSessionModeResponse:
+    session = ctx.sessions.require(params.session_id)
+    new = apply_mode(session.settings, params.mode_id)
+    changed = new != session.settings
+    _change(ctx, session, new)
+    if changed:
+        _announce(ctx, session, True, rctx)
+    return acp.SetSessionModeResponse()
+
+
+async def handle_set_config_option(
+    ctx: AgentContext, params: acp.SetSessionConfigOptionRequest, rctx: RequestContext
+) -> acp.SetSessionConfigOptionResponse:
+    session = ctx.sessions.require(params.session_id)
+    new = apply_config_option(session.settings, params.config_id, params.value, ctx.catalog)
+    changed = new != session.settings
+    mode_changed = new.mode_id != session.settings.mode_id
+    _change(ctx, session, new)
+    if changed:
+        _announce(ctx, session, mode_changed, rctx)
+    return acp.SetSessionConfigOptionResponse(
+        config_options=config_options(session.settings, ctx.catalog)
+    )

@@ -1,0 +1,417 @@
+"""Tool cards: pure functions from a Muse item that does work to an ACP tool call.
+
+Contract: every ``toolCall``, ``userShell``, ``workflow`` and ``subagent`` item, and every item
+kind this adapter does not know, is shown as one ACP tool call. A card is rebuilt in full from
+the item's latest revision plus the output deltas gathered for it in an ``OutputBuffer``; the
+functions here keep no state of their own.
+
+* ``tool_call`` builds the first sighting and ``tool_call_update`` any later one. Both carry
+  the whole card: title, kind, status, content, locations, ``rawInput`` and ``_meta``. The
+  ``toolCallId`` is the item's ``callId`` when it has one, else its ``itemId``; a caller that
+  already announced a card passes that id back so it never changes.
+* The text is the published output, else the streamed output, else the failure reason, else
+  the item's public result or fallback text; notes follow for output the host shortened,
+  text cut here, a failure not already in the text, and stored output. Editing tools also
+  show a diff built from their arguments, and a ``path`` argument becomes the location.
+* With ``OutputPolicy.references`` and a valid ``outputRef`` (id of 1 to 1024 characters, a
+  ``byteLen`` that is a safe integer), ``_meta["muse/output"]`` describes the stored output,
+  naming the read method only when the bytes are available; without the policy a note says
+  the output cannot be read back. ``_meta`` entries given by the caller are kept.
+  ``output_reference_update`` re-announces the reference alone (after a session load).
+
+Titles and text come from public item members only; provider payloads are never parsed and
+nothing is made up. Everything is bounded: titles to ``TITLE_LIMIT_CHARS`` characters, the
+card text to ``CARD_TEXT_LIMIT_BYTES`` of UTF-8 plus short notes of our own, the arguments to
+``ARGS_LIMIT_BYTES``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final, NoReturn, TypeAlias, TypeVar
+
+from muse_acp.acp_types import ToolCallContent, ToolCallStatus, ToolKind
+from muse_acp.agent.progress import (
+    CARD_TEXT_LIMIT_BYTES,
+    OutputBuffer,
+    cut_note,
+    cut_utf8,
+    join_notes,
+    text_content,
+    utf8_size,
+)
+from muse_acp.msp_types import msp
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp_wire import acp
+
+__all__ = [
+    "ARGS_LIMIT_BYTES",
+    "BASELINE_OUTPUT",
+    "OUTPUT_META_KEY",
+    "TITLE_LIMIT_CHARS",
+    "CardItem",
+    "OutputPolicy",
+    "output_reference",
+    "output_reference_update",
+    "tool_call",
+    "tool_call_id",
+    "tool_call_update",
+    "tool_kind",
+    "tool_status",
+]
+
+CardItem: TypeAlias = (
+    msp.ToolCallItem | msp.UserShellItem | msp.WorkflowItem | msp.SubagentItem | msp.UnknownItem
+)
+"""The items shown as tool cards."""
+
+ARGS_LIMIT_BYTES: Final = 64 * 1024
+"""Largest argument text that is parsed; longer arguments are shown cut and unparsed."""
+TITLE_LIMIT_CHARS: Final = 256
+OUTPUT_META_KEY: Final = "muse/output"
+"""The ``_meta`` entry that describes a stored output reference."""
+
+_FAILURE_LIMIT_BYTES: Final = 4096
+_STATUS_LIMIT_CHARS: Final = 64
+_REF_LIMIT_CHARS: Final = 1024
+_MEDIA_TYPE_LIMIT_CHARS: Final = 256
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+_ELLIPSIS: Final = "…"
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPolicy:
+    """How stored-output references appear on tool cards."""
+
+    references: bool
+    """True when the client negotiated ``muse/output`` and the host is a verified 1.2.1."""
+    method: str = "_muse/readOutput"
+    """The ACP method that reads stored output, advertised on cards whose output is available."""
+    max_length_bytes: int = 1048576
+    """The largest read that method allows, advertised next to it."""
+
+
+BASELINE_OUTPUT: Final = OutputPolicy(references=False)
+"""The policy for clients that did not negotiate stored-output references."""
+
+_TOOL_KINDS: Final[Mapping[str, ToolKind]] = MappingProxyType(
+    {
+        "bash": "execute",
+        "powershell": "execute",
+        "read_file": "read",
+        "write_file": "edit",
+        "edit_file": "edit",
+        "search": "search",
+        "web_search": "search",
+        "web_fetch": "fetch",
+    }
+)
+"""ACP kind per Muse tool name; other tools are ``other``."""
+
+_STATUSES: Final[Mapping[str, ToolCallStatus]] = MappingProxyType(
+    {"inProgress": "in_progress", "completed": "completed"}
+)
+"""ACP status per item status; every other status ends the card as ``failed``."""
+
+_QUERY_ARGUMENTS: Final[Mapping[str, str]] = MappingProxyType(
+    {"search": "pattern", "web_search": "query"}
+)
+"""Tools titled by what they look for, and the argument that holds it."""
+
+_TITLE_ARGUMENTS: Final = ("description", "command", "path", "url")
+"""Arguments that make a readable title, in order of preference."""
+
+
+_DIFF_ARGUMENTS: Final[Mapping[str, tuple[str | None, str]]] = MappingProxyType(
+    {"write_file": (None, "content"), "edit_file": ("find", "replace")}
+)
+"""Editing tools, and the arguments holding the text before (None: a new file) and after."""
+
+
+def tool_call_id(item: CardItem) -> str:
+    """The ACP ``toolCallId`` of ``item``: its ``callId``, or else its ``itemId``."""
+    if isinstance(item, msp.ToolCallItem) and item.call_id:
+        return item.call_id
+    return item.item_id
+
+
+def kind_for_tool(tool: str) -> ToolKind:
+    """The ACP kind of a Muse tool name (for permission requests, which name only the tool)."""
+    return _TOOL_KINDS.get(tool, "other")
+
+
+def tool_kind(item: CardItem) -> ToolKind:
+    if isinstance(item, msp.ToolCallItem):
+        return kind_for_tool(item.tool)
+    if isinstance(item, msp.UserShellItem):
+        return "execute"
+    return "other"
+
+
+def tool_status(status: str) -> ToolCallStatus:
+    return _STATUSES.get(status, "failed")
+
+
+def tool_call(
+    session_id: str,
+    item: CardItem,
+    output: OutputBuffer | None = None,
+    policy: OutputPolicy = BASELINE_OUTPUT,
+    *,
+    call_id: str | None = None,
+    meta: Mapping[str, JsonValue] | None = None,
+) -> acp.ToolCallSessionUpdate:
+    """The first sighting of ``item``'s card; ``meta`` is merged into the card's ``_meta``."""
+    args = _Arguments.of(item)
+    update = acp.ToolCallSessionUpdate(
+        session_update="tool_call",
+        tool_call_id=call_id or tool_call_id(item),
+        title=_title(item, args),
+    )
+    return _fill(update, session_id, item, args, output, policy, meta)
+
+
+def tool_call_update(
+    session_id: str,
+    item: CardItem,
+    output: OutputBuffer | None = None,
+    policy: OutputPolicy = BASELINE_OUTPUT,
+    *,
+    call_id: str | None = None,
+    meta: Mapping[str, JsonValue] | None = None,
+) -> acp.ToolCallUpdateSessionUpdate:
+    """A later sighting of ``item``'s card, repeating the whole card."""
+    args = _Arguments.of(item)
+    update = acp.ToolCallUpdateSessionUpdate(
+        session_update="tool_call_update",
+        tool_call_id=call_id or tool_call_id(item),
+        title=_title(item, args),
+    )
+    return _fill(update, session_id, item, args, output, policy, meta)
+
+
+def output_reference(
+    session_id: str, item: CardItem, policy: OutputPolicy
+) -> dict[str, JsonValue] | None:
+    """The ``muse/output`` entry for ``item``'s card, or None when the policy does not announce
+    references or the item has no valid stored output reference."""
+    ref = _stored_output(item)
+    if not policy.references or ref is None:
+        return None
+    if not all(0 < len(text) <= _REF_LIMIT_CHARS for text in (session_id, item.item_id, ref.id)):
+        return None
+    if not 0 <= ref.byte_len <= _MAX_SAFE_INTEGER:
+        return None
+    entry: dict[str, JsonValue] = {
+        "sessionId": session_id,
+        "itemId": item.item_id,
+        "outputRef": ref.id,
+        "byteLen": ref.byte_len,
+        "availability": ref.availability,
+    }
+    if ref.media_type and len(ref.media_type) <= _MEDIA_TYPE_LIMIT_CHARS:
+        entry["mediaType"] = ref.media_type
+    if ref.availability == "available":
+        entry["method"] = policy.method
+        entry["maxLengthBytes"] = policy.max_length_bytes
+    return entry
+
+
+def output_reference_update(
+    session_id: str, item: CardItem, policy: OutputPolicy
+) -> acp.ToolCallUpdateSessionUpdate | None:
+    """A ``tool_call_update`` carrying only ``item``'s stored output reference, or None."""
+    entry = output_reference(session_id, item, policy)
+    if entry is None:
+        return None
+    return acp.ToolCallUpdateSessionUpdate(
+        session_update="tool_call_update",
+        tool_call_id=tool_call_id(item),
+        field_meta={OUTPUT_META_KEY: entry},
+    )
+
+
+_Update = TypeVar("_Update", acp.ToolCallSessionUpdate, acp.ToolCallUpdateSessionUpdate)
+
+
+def _fill(
+    update: _Update,
+    session_id: str,
+    item: CardItem,
+    args: _Arguments,
+    output: OutputBuffer | None,
+    policy: OutputPolicy,
+    meta: Mapping[str, JsonValue] | None,
+) -> _Update:
+    # Assigning marks a member as set; members left alone stay out of the dump.
+    update.kind = tool_kind(item)
+    update.status = tool_status(item.status)
+    reference = output_reference(session_id, item, policy)
+    content: list[ToolCallContent] = []
+    diff = _diff(item, args.fields)
+    if diff is not None:
+        content.append(diff)
+    text = _card_text(item, output, reference, policy)
+    if text:
+        content.append(text_content(text))
+    if content:
+        update.content = content
+    path = args.string("path")
+    if path is not None:
+        update.locations = [acp.ToolCallLocation(path=path)]
+    raw_input = _raw_input(item, args)
+    if raw_input is not None:
+        update.raw_input = raw_input
+    merged: dict[str, Any] = dict(meta or {})
+    if reference is not None:
+        merged[OUTPUT_META_KEY] = reference
+    if merged:
+        update.field_meta = merged
+    return update
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+@dataclass(frozen=True, slots=True)
+class _Arguments:
+    """A tool call's arguments: the members when they form a JSON object, and the rawInput."""
+
+    fields: Mapping[str, JsonValue]
+    raw_input: JsonValue
+
+    @classmethod
+    def of(cls, item: CardItem) -> _Arguments:
+        if not isinstance(item, msp.ToolCallItem):
+            return cls({}, None)
+        args = item.args
+        kept, cut = cut_utf8(args, ARGS_LIMIT_BYTES)
+        if cut:
+            return cls({}, {"arguments": kept, "truncated": True})
+        try:
+            parsed: object = json.loads(args, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict):
+            return cls(parsed, parsed)
+        return cls({}, {"arguments": args})
+
+    def string(self, key: str) -> str | None:
+        value = self.fields.get(key)
+        return value if isinstance(value, str) and value.strip() else None
+
+
+def _title(item: CardItem, args: _Arguments) -> str:
+    if isinstance(item, msp.ToolCallItem):
+        query = _QUERY_ARGUMENTS.get(item.tool)
+        for key in (query, *_TITLE_ARGUMENTS) if query else _TITLE_ARGUMENTS:
+            value = args.string(key)
+            if value is not None:
+                return _bounded_title(value)
+        return _bounded_title(item.tool or item.kind)
+    if isinstance(item, msp.UserShellItem) and item.command_text.strip():
+        return _bounded_title(item.command_text)
+    return _bounded_title(f"{item.kind}: {item.status}")
+
+
+def _bounded_title(text: str) -> str:
+    if len(text) <= TITLE_LIMIT_CHARS:
+        return text
+    return text[: TITLE_LIMIT_CHARS - 1] + _ELLIPSIS
+
+
+def _raw_input(item: CardItem, args: _Arguments) -> JsonValue | None:
+    if isinstance(item, msp.UserShellItem):
+        return {"command": cut_utf8(item.command_text, ARGS_LIMIT_BYTES)[0]}
+    return args.raw_input
+
+
+def _diff(item: CardItem, fields: Mapping[str, JsonValue]) -> acp.DiffToolCallContent | None:
+    shape = _DIFF_ARGUMENTS.get(item.tool) if isinstance(item, msp.ToolCallItem) else None
+    if shape is None:
+        return None
+    old_key, new_key = shape
+    path, new = fields.get("path"), fields.get(new_key)
+    old = None if old_key is None else fields.get(old_key)
+    if not isinstance(path, str) or not path or not isinstance(new, str):
+        return None
+    if old_key is not None and not isinstance(old, str):
+        return None
+    return acp.DiffToolCallContent(
+        type="diff", path=path, old_text=old if isinstance(old, str) else None, new_text=new
+    )
+
+
+def _stored_output(item: CardItem) -> msp.OutputRef | None:
+    if isinstance(item, msp.ToolCallItem | msp.UserShellItem):
+        return item.output_ref
+    return None
+
+
+def _card_text(
+    item: CardItem,
+    output: OutputBuffer | None,
+    reference: Mapping[str, JsonValue] | None,
+    policy: OutputPolicy,
+) -> str:
+    published = (
+        item.visible_output if isinstance(item, msp.ToolCallItem | msp.UserShellItem) else None
+    )
+    if not published and output is not None and output.total_bytes:
+        text, total, cut = output.text(), output.total_bytes, output.capped
+    else:
+        whole = published or next((t for t in _fallback_texts(item) if t), "")
+        text, cut = cut_utf8(whole, CARD_TEXT_LIMIT_BYTES)
+        total = utf8_size(whole) if cut else 0
+    notes: list[str] = []
+    if isinstance(item, msp.ToolCallItem) and item.truncated:
+        notes.append("[Muse shortened this output before publishing it; the rest is not shown.]")
+    if cut:
+        notes.append(cut_note(total))
+    if tool_status(item.status) == "failed":
+        reason = item.failure_reason if isinstance(item, msp.ToolCallItem) else None
+        if reason:
+            if reason not in text:
+                notes.append(f"[Failed: {cut_utf8(reason, _FAILURE_LIMIT_BYTES)[0]}]")
+        else:
+            notes.append(f"[Not completed: {item.status[:_STATUS_LIMIT_CHARS]}.]")
+    notes.extend(_stored_output_notes(item, reference, policy))
+    return join_notes(text, notes)
+
+
+def _fallback_texts(item: CardItem) -> tuple[str | None, ...]:
+    if isinstance(item, msp.ToolCallItem):
+        return (item.failure_reason,)
+    if isinstance(item, msp.SubagentItem):
+        result = item.result
+        return (
+            (result.text, result.summary, item.fallback_text) if result else (item.fallback_text,)
+        )
+    if isinstance(item, msp.WorkflowItem):
+        return (item.message, item.fallback_text)
+    if isinstance(item, msp.UnknownItem):
+        return (item.fallback_text,)
+    return ()
+
+
+def _stored_output_notes(
+    item: CardItem, reference: Mapping[str, JsonValue] | None, policy: OutputPolicy
+) -> list[str]:
+    ref = _stored_output(item)
+    if ref is None:
+        return []
+    if not policy.references:
+        return ["[Muse stored the full output, but it cannot be read back over this connection.]"]
+    if reference is None:
+        return []
+    if ref.availability == "available":
+        return [
+            f"[The full output ({ref.byte_len} bytes) can be read through this card's"
+            f" {OUTPUT_META_KEY} reference.]"
+        ]
+    availability = ref.availability[:_STATUS_LIMIT_CHARS]
+    return [f"[The full output ({ref.byte_len} bytes) is stored but {availability}.]"]

@@ -1,0 +1,99 @@
+"""Adapter settings: where the Muse executable and the adapter's data live, and every deadline.
+
+Settings come from command-line options first, then ``MUSE_ACP_*`` environment variables, then
+defaults. A malformed value is reported when the adapter starts, not when it is first used.
+
+| variable | meaning | default |
+| --- | --- | --- |
+| ``MUSE_ACP_MUSE_BIN`` | the Muse executable | ``muse`` on PATH |
+| ``MUSE_ACP_DATA_DIR`` | adapter preferences (titles) | ``$XDG_DATA_HOME/muse-acp`` |
+| ``MUSE_ACP_STARTUP_TIMEOUT`` | seconds for a host to start and finish its handshake | 120 |
+| ``MUSE_ACP_SUBMIT_TIMEOUT`` | seconds for Muse to acknowledge a command | 30 |
+| ``MUSE_ACP_CANCEL_TIMEOUT`` | seconds a cancelled turn may take to settle | 5 |
+| ``MUSE_ACP_READ_TIMEOUT`` | seconds for one stored-output or history read | 20 |
+| ``MUSE_ACP_IDLE_TIMEOUT`` | seconds an idle execution host is kept | 60 |
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+ENV_MUSE_BIN: Final = "MUSE_ACP_MUSE_BIN"
+ENV_DATA_DIR: Final = "MUSE_ACP_DATA_DIR"
+
+
+class ConfigError(ValueError):
+    """A setting has a value the adapter cannot use; the message names it and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """Per-phase budgets in seconds (see the module table)."""
+
+    startup: float = 120.0
+    submit: float = 30.0
+    cancel: float = 5.0
+    read: float = 20.0
+    idle: float = 60.0
+
+
+_DEADLINE_VARIABLES: Final = {
+    "startup": "MUSE_ACP_STARTUP_TIMEOUT",
+    "submit": "MUSE_ACP_SUBMIT_TIMEOUT",
+    "cancel": "MUSE_ACP_CANCEL_TIMEOUT",
+    "read": "MUSE_ACP_READ_TIMEOUT",
+    "idle": "MUSE_ACP_IDLE_TIMEOUT",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterConfig:
+    """Everything the agent needs to know before its first request."""
+
+    muse_bin: str | None = None
+    """Explicit Muse executable (``--muse`` or ``MUSE_ACP_MUSE_BIN``); None searches PATH."""
+    data_dir: Path = field(default_factory=lambda: default_data_dir(os.environ))
+    deadlines: Deadlines = field(default_factory=Deadlines)
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    base = environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "muse-acp"
+
+
+def _seconds(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > 86400:
+        raise ConfigError(f"{name} must be a number of seconds between 0 and 86400, got {raw!r}")
+    return value
+
+
+def load_config(
+    environ: Mapping[str, str], *, muse_bin: str | None = None, data_dir: Path | None = None
+) -> AdapterConfig:
+    """Build the configuration from explicit options and the environment.
+
+    Raises:
+        ConfigError: a variable holds an unusable value.
+    """
+    deadlines = Deadlines(
+        **{
+            key: _seconds(variable, environ[variable])
+            for key, variable in _DEADLINE_VARIABLES.items()
+            if environ.get(variable)
+        }
+    )
+    explicit_data = data_dir or (Path(environ[ENV_DATA_DIR]) if environ.get(ENV_DATA_DIR) else None)
+    return AdapterConfig(
+        muse_bin=muse_bin or environ.get(ENV_MUSE_BIN) or None,
+        data_dir=explicit_data or default_data_dir(environ),
+        deadlines=deadlines,
+    )

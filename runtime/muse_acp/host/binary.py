@@ -1,0 +1,130 @@
+"""Finding the Muse executable and probing what it can do.
+
+The executable comes from ``--muse PATH``, else ``MUSE_ACP_MUSE_BIN``, else ``muse`` on PATH.
+Each binary is probed once (``--version`` and ``serve --help``) and the result cached by path,
+size and modification time, so replacing the binary is noticed without restarting the adapter.
+A missing or unusable binary is reported with what to do about it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+
+from muse_acp.rpc import INTERNAL_ERROR, RpcError
+
+logger: Final = logging.getLogger("muse_acp.host")
+
+PROBE_TIMEOUT: Final = 10.0
+"""Seconds ``--version`` and ``serve --help`` may take each."""
+
+SERVE_FLAGS: Final = (
+    "--disable-write",
+    "--disable-shell",
+    "--disable-sandbox",
+    "--sandbox-network",
+)
+_VERSION: Final = re.compile(rb"(\d+\.\d+\.\d+)")
+
+
+class HostUnavailable(RpcError):
+    """The Muse executable is missing or cannot serve MSP; the message says what to do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INTERNAL_ERROR, message, {"failure": {"kind": "hostUnavailable"}})
+
+
+@dataclass(frozen=True, slots=True)
+class MuseBinary:
+    """A probed Muse executable."""
+
+    path: str
+    version: str | None
+    """The first ``X.Y.Z`` that ``--version`` printed, or None when it printed none."""
+    version_text: str
+    serves: bool
+    """``serve --help`` exited 0, so the binary speaks MSP over stdio."""
+    serve_flags: frozenset[str]
+    """The safety flags ``serve --help`` mentions."""
+
+    def require_serve(self) -> None:
+        if not self.serves:
+            raise HostUnavailable(
+                f"the Muse executable {self.path} does not support `serve`; install a Muse Code "
+                "release that does (1.1.1 or newer) or point MUSE_ACP_MUSE_BIN at one"
+            )
+
+    def require_flags(self, flags: tuple[str, ...]) -> None:
+        missing = [flag for flag in flags if flag.split("=")[0] not in self.serve_flags]
+        if missing:
+            raise HostUnavailable(
+                f"the Muse executable {self.path} does not offer {', '.join(missing)}; "
+                "choose the default mode or upgrade Muse Code"
+            )
+
+
+def resolve_binary(explicit: str | None) -> str:
+    """Return an absolute path to the Muse executable, or raise HostUnavailable."""
+    if explicit:
+        candidate = explicit if os.sep in explicit else shutil.which(explicit)
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+        raise HostUnavailable(
+            f"the Muse executable {explicit!r} was not found or is not executable; fix "
+            "--muse or MUSE_ACP_MUSE_BIN, or unset them to use `muse` from PATH"
+        )
+    found = shutil.which("muse")
+    if found is None:
+        raise HostUnavailable(
+            "no Muse executable found: install Muse Code so `muse` is on PATH, or set "
+            "MUSE_ACP_MUSE_BIN (or --muse) to its path; `muse-sim` works for a trial"
+        )
+    return os.path.abspath(found)
+
+
+async def _run_probe(path: str, *args: str) -> tuple[int | None, bytes]:
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT):
+            result = await anyio.run_process([path, *args], stdin=subprocess.DEVNULL, check=False)
+    except TimeoutError:
+        logger.warning("%s %s did not finish within %.0fs", path, " ".join(args), PROBE_TIMEOUT)
+        return None, b""
+    except OSError as exc:
+        raise HostUnavailable(f"the Muse executable {path} could not be started: {exc}") from exc
+    return result.returncode, result.stdout + result.stderr
+
+
+_cache: dict[tuple[str, int, int], MuseBinary] = {}
+
+
+async def probe(path: str) -> MuseBinary:
+    """Probe ``path`` once per (path, size, mtime)."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise HostUnavailable(f"the Muse executable {path} is not readable: {exc}") from exc
+    key = (path, stat.st_size, stat.st_mtime_ns)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    _, version_output = await _run_probe(path, "--version")
+    match = _VERSION.search(version_output)
+    help_code, help_output = await _run_probe(path, "serve", "--help")
+    help_text = help_output.decode("utf-8", "replace")
+    binary = MuseBinary(
+        path=path,
+        version=match.group(1).decode() if match else None,
+        version_text=version_output.decode("utf-8", "replace").strip()[:200],
+        serves=help_code == 0,
+        serve_flags=frozenset(flag for flag in SERVE_FLAGS if flag in help_text),
+    )
+    _cache[key] = binary
+    logger.info("Muse executable %s: version %s, serve %s", path, binary.version, binary.serves)
+    return binary

@@ -1,0 +1,184 @@
+"""An MSP client connection to one ``muse serve`` process (``open_host``).
+
+``open_host`` spawns the process, connects the JSON-RPC runtime to its pipes, performs the
+``initialize``/``initialized`` handshake within the startup budget and yields an ``MspHost``.
+Host events (MSP notifications) are parsed with the generated models and handed, in arrival
+order, to the listener registered for their ``sessionId``; events for sessions nobody listens
+to are dropped. The host's server requests (``approval/request``, ``userInput/request``) are
+answered with an empty receipt at once and delivered to the listener like their notification
+twins, so a listener sees a request however the host chose to send it.
+
+Listeners run inline in the connection's read loop: they must not wait on anything that needs
+a later frame from the same host (spawn a task for that), only on writes to the ACP client.
+Failures surface as they happen: ``TimeoutError`` when a budget runs out, ``ConnectionClosed``
+when the host goes away, and ``RpcError`` carrying the host's own error (with ``data.kind``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Final, TypeVar
+
+import anyio
+
+from muse_acp import __version__
+from muse_acp.host.process import HostProcess, spawn_host
+from muse_acp.msp_types import msp
+from muse_acp.rpc import (
+    Connection,
+    FrameReader,
+    FrameWriter,
+    NotificationRoute,
+    RequestContext,
+    RequestRoute,
+    Router,
+    call,
+)
+from muse_acp.tasks import task_group
+from muse_acp_wire._base import WireModel
+
+logger: Final = logging.getLogger("muse_acp.host")
+
+EventListener = Callable[[str, WireModel], Awaitable[None]]
+R = TypeVar("R", bound=WireModel)
+
+MAX_HOST_FRAME_BYTES: Final = 16 * 1024 * 1024
+"""Hosts cap their own frames at 10 MiB; anything larger is refused and reported."""
+
+CLIENT_NAME: Final = "muse_acp"
+
+# Server requests are answered with a receipt and delivered as these notifications.
+_REQUEST_TWINS: Final[Mapping[str, str]] = {
+    "approval/request": "approval/requested",
+    "userInput/request": "userInput/requested",
+}
+
+
+class MspHost:
+    """A connected, initialized Muse host."""
+
+    def __init__(self, process: HostProcess, info: msp.InitializeResult) -> None:
+        self.process = process
+        self.info = info
+        self.connection: Connection | None = None
+        self.dead = anyio.Event()
+        self._listeners: dict[str, EventListener] = {}
+
+    @property
+    def version(self) -> str:
+        return self.info.server_info.version
+
+    def listen(self, session_id: str, listener: EventListener) -> None:
+        """Deliver this session's events to ``listener`` (replacing any previous one)."""
+        self._listeners[session_id] = listener
+
+    def unlisten(self, session_id: str, listener: EventListener | None = None) -> None:
+        if listener is None or self._listeners.get(session_id) is listener:
+            self._listeners.pop(session_id, None)
+
+    async def call(self, method: str, params: WireModel | None, result_type: type[R]) -> R:
+        """Send an MSP request and parse its result (see the module contract for errors)."""
+        assert self.connection is not None
+        return await call(self.connection, method, params, result_type)
+
+    async def deliver(self, method: str, params: WireModel) -> None:
+        session_id = getattr(params, "session_id", None)
+        listener = self._listeners.get(session_id) if isinstance(session_id, str) else None
+        if listener is None:
+            logger.debug("host %d: no listener for %s", self.process.pid, method)
+            return
+        await listener(method, params)
+
+    def exit_summary(self) -> tuple[int | None, str]:
+        """The host's exit code (None while running) and the tail of its stderr."""
+        return self.process.returncode, self.process.stderr_tail()
+
+
+def _router(host_ref: list[MspHost]) -> Router:
+    async def on_event(method: str, params: WireModel) -> None:
+        if host_ref:
+            await host_ref[0].deliver(method, params)
+
+    async def on_server_request(
+        twin: str, params: WireModel, ctx: RequestContext
+    ) -> msp.RequestReceipt:
+        if host_ref:
+            await host_ref[0].deliver(twin, params)
+        return msp.RequestReceipt()
+
+    notifications = [
+        NotificationRoute(method, spec.params, partial(on_event, method))
+        for method, spec in msp.CLIENT_NOTIFICATIONS.items()
+        if spec.params is not None
+    ]
+    requests = [
+        RequestRoute(method, spec.params, partial(on_server_request, _REQUEST_TWINS[method]))
+        for method, spec in msp.CLIENT_REQUESTS.items()
+        if spec.params is not None and method in _REQUEST_TWINS
+    ]
+    return Router(requests, notifications)
+
+
+@asynccontextmanager
+async def open_host(
+    binary_path: str,
+    *,
+    cwd: str,
+    flags: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    startup_timeout: float,
+) -> AsyncIterator[MspHost]:
+    """Start ``muse serve`` and yield it once the handshake is done; always reaps it.
+
+    Raises:
+        TimeoutError: the host did not finish its handshake within ``startup_timeout``.
+        ConnectionClosed: the host exited or closed its output during startup.
+        RpcError: the host refused ``initialize``.
+    """
+    argv = [binary_path, "serve", *flags]
+    async with spawn_host(argv, cwd=cwd, env=env) as process:
+        host_ref: list[MspHost] = []
+        connection = Connection(
+            FrameReader(process.stdout, max_frame_bytes=MAX_HOST_FRAME_BYTES),
+            FrameWriter(process.stdin),
+            _router(host_ref),
+            name=f"msp[{process.pid}]",
+            cancel_method=None,
+        )
+        async with task_group() as tasks:
+            await tasks.start(connection.serve)
+            with anyio.fail_after(startup_timeout):
+                info = await call(
+                    connection,
+                    "initialize",
+                    msp.InitializeParams(
+                        client_info=msp.ClientInfo(name=CLIENT_NAME, version=__version__)
+                    ),
+                    msp.InitializeResult,
+                )
+                await connection.notify("initialized")
+            host = MspHost(process, info)
+            host.connection = connection
+            host_ref.append(host)
+
+            async def watch() -> None:
+                async with anyio.create_task_group() as watchers:
+
+                    async def until(event: anyio.Event) -> None:
+                        await event.wait()
+                        watchers.cancel_scope.cancel()
+
+                    watchers.start_soon(until, connection.closed)
+                    watchers.start_soon(until, process.exited)
+                host.dead.set()
+
+            tasks.start_soon(watch)
+            try:
+                yield host
+            finally:
+                host.dead.set()
+                await connection.aclose()
+                tasks.cancel_scope.cancel()

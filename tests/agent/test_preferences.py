@@ -1,0 +1,215 @@
+"""The adapter's own per-session preference files: round trips, safety on disk, and damage."""
+
+from __future__ import annotations
+
+import json
+import stat
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from muse_acp.agent.preferences import (
+    MAX_FILE_BYTES,
+    SCHEMA_VERSION,
+    PreferenceStore,
+    SessionPreferences,
+)
+from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+
+SESSION = "0190b5c2-7a1e-7c3d-9f00-123456789abc"
+MOMENT = datetime(2026, 3, 4, 5, 6, 7, 890000, tzinfo=UTC)
+
+
+def _store(tmp_path: Path) -> PreferenceStore:
+    return PreferenceStore(tmp_path / "data")
+
+
+def _write_raw(store: PreferenceStore, content: bytes) -> Path:
+    path = store.path_for(SESSION)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def test_a_session_without_a_file_has_no_preferences(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert store.load(SESSION) == SessionPreferences()
+    assert not store.directory.exists()
+
+
+def test_a_saved_title_is_loaded_back_by_a_fresh_store(tmp_path: Path) -> None:
+    saved = _store(tmp_path).save_user_title(SESSION, "Release plan 中文", now=MOMENT)
+    assert saved == SessionPreferences("Release plan 中文", "2026-03-04T05:06:07.890Z")
+    assert _store(tmp_path).load(SESSION) == saved
+
+
+def test_the_file_holds_the_documented_document(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.save_user_title(SESSION, "Plan", now=MOMENT)
+    document = json.loads((tmp_path / "data" / "sessions" / f"{SESSION}.json").read_text())
+    assert document == {
+        "schemaVersion": 1,
+        "userTitle": {"text": "Plan", "updatedAt": "2026-03-04T05:06:07.890Z"},
+    }
+
+
+def test_the_timestamp_is_written_in_utc(tmp_path: Path) -> None:
+    local = datetime(2026, 3, 4, 7, 6, 7, 890000, tzinfo=timezone(timedelta(hours=2)))
+    saved = _store(tmp_path).save_user_title(SESSION, "Plan", now=local)
+    assert saved.title_updated_at == "2026-03-04T05:06:07.890Z"
+
+
+def test_a_second_title_replaces_the_first(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.save_user_title(SESSION, "First", now=MOMENT)
+    store.save_user_title(SESSION, "Second", now=MOMENT + timedelta(seconds=1))
+    assert store.load(SESSION) == SessionPreferences("Second", "2026-03-04T05:06:08.890Z")
+
+
+def test_writes_leave_no_temporary_files_behind(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    for index in range(3):
+        store.save_user_title(SESSION, f"Title {index}")
+    assert [p.name for p in store.directory.iterdir()] == [f"{SESSION}.json"]
+
+
+def test_the_directories_and_file_are_private_to_the_owner(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.save_user_title(SESSION, "Private")
+    assert stat.S_IMODE(store.data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.path_for(SESSION).stat().st_mode) == 0o600
+
+
+def test_a_rewrite_keeps_the_file_private(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.save_user_title(SESSION, "One")
+    store.save_user_title(SESSION, "Two")
+    assert stat.S_IMODE(store.path_for(SESSION).stat().st_mode) == 0o600
+
+
+def test_members_this_version_does_not_know_survive_a_rewrite(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    extra: dict[str, Any] = {"reasoningEffort": "high", "future": {"nested": [1, 2]}}
+    _write_raw(store, json.dumps({"schemaVersion": 1, **extra}).encode())
+    store.save_user_title(SESSION, "Kept", now=MOMENT)
+    document = json.loads(store.path_for(SESSION).read_text())
+    assert document == {
+        "schemaVersion": 1,
+        **extra,
+        "userTitle": {"text": "Kept", "updatedAt": "2026-03-04T05:06:07.890Z"},
+    }
+
+
+def test_a_file_without_a_title_has_no_user_title(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _write_raw(store, b'{"schemaVersion": 1, "other": true}')
+    assert store.load(SESSION) == SessionPreferences()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"{not json", "not valid UTF-8 JSON"),
+        (b"\xff\xfe{}", "not valid UTF-8 JSON"),
+        (b"", "not valid UTF-8 JSON"),
+        (b"[1, 2]", "does not hold a JSON object"),
+        (b"{}", "schemaVersion is null"),
+        (b'{"schemaVersion": 2}', "schemaVersion is 2"),
+        (b'{"schemaVersion": "1"}', 'schemaVersion is "1"'),
+        (b'{"schemaVersion": true}', "schemaVersion is true"),
+        (b'{"schemaVersion": 1, "userTitle": "bare"}', "userTitle is not an object"),
+        (b'{"schemaVersion": 1, "userTitle": {"text": 5}}', "userTitle.text"),
+        (b'{"schemaVersion": 1, "userTitle": {"text": ""}}', "userTitle.text"),
+        (b'{"schemaVersion": 1, "userTitle": {"text": "a\\nb"}}', "userTitle.text"),
+        (b'{"schemaVersion": 1, "userTitle": {"text": " pad "}}', "userTitle.text"),
+        (b'{"schemaVersion": 1, "userTitle": {"text": "t", "updatedAt": 1}}', "updatedAt"),
+    ],
+)
+def test_an_unusable_file_is_reported_with_its_path_and_the_fix(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    store = _store(tmp_path)
+    path = _write_raw(store, content)
+    with pytest.raises(RpcError) as caught:
+        store.load(SESSION)
+    assert caught.value.code == INTERNAL_ERROR
+    assert str(path) in caught.value.message
+    assert reason in caught.value.message
+    assert "remove it" in caught.value.message
+    assert caught.value.data == {"path": str(path)}
+
+
+def test_an_unusable_file_is_not_overwritten_by_a_new_title(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = _write_raw(store, b'{"schemaVersion": 7, "mine": "precious"}')
+    with pytest.raises(RpcError) as caught:
+        store.save_user_title(SESSION, "New")
+    assert caught.value.code == INTERNAL_ERROR
+    assert path.read_bytes() == b'{"schemaVersion": 7, "mine": "precious"}'
+    assert [p.name for p in store.directory.iterdir()] == [path.name]
+
+
+def test_an_oversized_file_is_reported_rather_than_read(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    padding = "x" * MAX_FILE_BYTES
+    _write_raw(store, json.dumps({"schemaVersion": SCHEMA_VERSION, "pad": padding}).encode())
+    with pytest.raises(RpcError) as caught:
+        store.load(SESSION)
+    assert caught.value.code == INTERNAL_ERROR
+    assert "larger than" in caught.value.message
+
+
+def test_a_path_that_cannot_be_read_is_reported(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.path_for(SESSION).mkdir(parents=True)
+    with pytest.raises(RpcError) as caught:
+        store.load(SESSION)
+    assert caught.value.code == INTERNAL_ERROR
+    assert "cannot be read" in caught.value.message
+
+
+def test_a_failed_write_is_reported_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("a file where the data directory should be")
+    store = PreferenceStore(blocker)
+    with pytest.raises(RpcError) as caught:
+        store.save_user_title(SESSION, "Nowhere")
+    assert caught.value.code == INTERNAL_ERROR
+    assert str(store.path_for(SESSION)) in caught.value.message
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "",
+        ".",
+        "..",
+        "../escape",
+        "a/b",
+        "/etc/passwd",
+        "a\\b",
+        ".hidden",
+        "-leading-dash",
+        "nul\x00byte",
+        "x" * 129,
+        "line\nbreak",
+    ],
+)
+def test_ids_that_are_not_plain_file_names_are_refused(tmp_path: Path, session_id: str) -> None:
+    store = _store(tmp_path)
+    with pytest.raises(RpcError) as loading:
+        store.load(session_id)
+    with pytest.raises(RpcError) as saving:
+        store.save_user_title(session_id, "Escape")
+    assert loading.value.code == saving.value.code == INVALID_PARAMS
+    assert not (tmp_path / "data").exists()
+
+
+def test_every_id_muse_can_mint_names_a_file_in_the_sessions_directory(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    for session_id in (SESSION, "a", "A_b-9", "x" * 128):
+        assert store.path_for(session_id).parent == store.directory

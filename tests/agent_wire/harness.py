@@ -1,0 +1,220 @@
+"""Drive ``muse-acp serve`` with the official ACP Python SDK client, muse-sim as its host.
+
+Each test gets its own temporary world: a workspace, the simulator's state directory, the
+adapter's data directory, a capture of every MSP request that reached the host, and the agent's
+stderr in a file (read by tests on failure, never a pipe left unread). The recording client keeps
+every update and every raw frame the agent wrote, so tests can assert exact sequences and that
+each frame validates with the SDK's own models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import acp
+import anyio
+from acp import schema
+from acp.client.connection import ClientSideConnection
+from pydantic import TypeAdapter
+
+WAIT = 30.0
+"""Seconds any single wait in these tests may take before it counts as a hang."""
+
+
+@dataclass
+class World:
+    root: Path
+    workspace: Path
+    sim_home: Path
+    data_dir: Path
+    capture: Path
+    stderr: Path
+    muse_bin: Path
+    version: str = "1.2.1"
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("MUSE_", "META_API_KEY"))
+        }
+        env.update(
+            MUSE_ACP_MUSE_BIN=str(self.muse_bin),
+            MUSE_ACP_DATA_DIR=str(self.data_dir),
+            MUSE_SIM_HOME=str(self.sim_home),
+            MUSE_SIM_VERSION=self.version,
+            MUSE_SIM_CAPTURE=str(self.capture),
+            MUSE_ACP_LOG="debug",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def host_requests(self, method: str | None = None) -> list[dict[str, Any]]:
+        """Every MSP request that reached a host, optionally only one method's."""
+        if not self.capture.exists():
+            return []
+        frames = [json.loads(line) for line in self.capture.read_text().splitlines() if line]
+        return [f for f in frames if method is None or f.get("method") == method]
+
+    def stderr_text(self) -> str:
+        return self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
+
+
+def make_world(root: Path, version: str = "1.2.1") -> World:
+    workspace = root / "workspace"
+    workspace.mkdir()
+    muse_bin = root / "muse"
+    muse_bin.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m muse_acp.sim "$@"\n')
+    muse_bin.chmod(muse_bin.stat().st_mode | stat.S_IXUSR)
+    return World(
+        root=root,
+        workspace=workspace,
+        sim_home=root / "sim-home",
+        data_dir=root / "acp-data",
+        capture=root / "capture.jsonl",
+        stderr=root / "agent-stderr.log",
+        muse_bin=muse_bin,
+        version=version,
+    )
+
+
+_ELICITATION_RESPONSE: TypeAdapter[Any] = TypeAdapter(schema.CreateElicitationResponse)
+
+PermissionPolicy = Callable[[schema.RequestPermissionRequest], schema.RequestPermissionResponse]
+
+
+def choose(kind: str) -> PermissionPolicy:
+    """A policy that selects the first option of ``kind``."""
+
+    def policy(request: schema.RequestPermissionRequest) -> schema.RequestPermissionResponse:
+        option = next(o for o in request.options if o.kind == kind)
+        return schema.RequestPermissionResponse(
+            outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
+        )
+
+    return policy
+
+
+class RecordingClient:
+    """An ACP client that records what the agent sends and answers permissions by policy."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.permission_requests: list[schema.RequestPermissionRequest] = []
+        self.elicitations: list[dict[str, Any]] = []
+        self.policy: PermissionPolicy = choose("allow_once")
+        self.on_permission: Callable[[], Awaitable[None]] | None = None
+        self.elicitation_answer: dict[str, Any] | None = None
+        self._changed = anyio.Event()
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_for(self, session_id: str, kind: str, count: int = 1) -> Any:
+        """Wait (bounded) until ``count`` updates of ``kind`` arrived; return the last one."""
+        with anyio.fail_after(WAIT):
+            while True:
+                seen = [u for s, u in self.updates if s == session_id and u.session_update == kind]
+                if len(seen) >= count:
+                    return seen[count - 1]
+                await self._changed.wait()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> schema.RequestPermissionResponse:
+        request = schema.RequestPermissionRequest(
+            session_id=session_id, tool_call=tool_call, options=options, field_meta=kwargs or None
+        )
+        self.permission_requests.append(request)
+        if self.on_permission is not None:
+            await self.on_permission()
+        return self.policy(request)
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.elicitations.append({"message": message, **kwargs})
+        answer = self.elicitation_answer or {"action": "decline"}
+        return _ELICITATION_RESPONSE.validate_python(answer)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def kinds(self, session_id: str | None = None) -> list[str]:
+        return [u.session_update for s, u in self.updates if session_id is None or s == session_id]
+
+    def text(self, session_id: str, kind: str = "agent_message_chunk") -> str:
+        return "".join(
+            u.content.text
+            for s, u in self.updates
+            if s == session_id and u.session_update == kind and u.content.type == "text"
+        )
+
+
+@dataclass
+class Agent:
+    conn: ClientSideConnection
+    client: RecordingClient
+    world: World
+    frames: list[tuple[str, dict[str, Any]]]
+    """Every raw message, as ("in"|"out", message) from the client's point of view."""
+
+    async def new_session(self) -> str:
+        response = await self.conn.new_session(cwd=str(self.world.workspace), mcp_servers=[])
+        return response.session_id
+
+    async def prompt(self, session_id: str, text: str) -> schema.PromptResponse:
+        return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+
+
+@asynccontextmanager
+async def running_agent(
+    world: World,
+    client: RecordingClient | None = None,
+    *,
+    capabilities: schema.ClientCapabilities | None = None,
+) -> AsyncIterator[Agent]:
+    """Start ``muse-acp serve`` under the SDK client and initialize it."""
+    client = client or RecordingClient()
+    frames: list[tuple[str, dict[str, Any]]] = []
+
+    def observe(event: Any) -> None:
+        direction = (
+            "in" if getattr(event.direction, "value", event.direction) == "incoming" else "out"
+        )
+        frames.append((direction, event.message))
+
+    with world.stderr.open("ab") as stderr:
+        async with acp.spawn_agent_process(
+            cast(acp.Client, client),
+            sys.executable,
+            "-m",
+            "muse_acp",
+            "serve",
+            env=world.env(),
+            cwd=str(world.root),
+            transport_kwargs={"stderr": stderr},
+            observers=[observe],
+            use_unstable_protocol=True,
+        ) as (conn, _process):
+            await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=capabilities or schema.ClientCapabilities(),
+                client_info=schema.Implementation(name="muse-acp-tests", version="0"),
+            )
+            yield Agent(conn, client, world, frames)

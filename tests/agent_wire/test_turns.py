@@ -1,0 +1,113 @@
+"""A prompt's turn as the client sees it: streamed text, tool cards, plans and failures."""
+
+from __future__ import annotations
+
+import acp
+import anyio
+import pytest
+from acp import schema
+
+from .harness import WAIT, World, running_agent
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_plain_prompt_streams_the_echo_and_ends_the_turn(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "hello there")
+    assert response.stop_reason == "end_turn"
+    assert "hello there" in agent.client.text(session)
+    kinds = agent.client.kinds(session)
+    assert kinds.count("agent_message_chunk") >= 2, "the echo arrives as several deltas"
+    assert "agent_thought_chunk" in kinds
+    assert len(world.host_requests("turn/start")) == 1
+
+
+async def test_a_bash_tool_call_becomes_a_card_with_truncated_output(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:bash 200000")
+    assert response.stop_reason == "end_turn"
+    cards = [u for s, u in agent.client.updates if s == session and u.session_update == "tool_call"]
+    assert len(cards) == 1
+    card = cards[0]
+    assert card.kind == "execute"
+    updates = [
+        u
+        for s, u in agent.client.updates
+        if s == session and u.session_update == "tool_call_update"
+    ]
+    assert updates, "the card is updated as output arrives and when it completes"
+    assert {u.tool_call_id for u in updates} == {card.tool_call_id}
+    assert updates[-1].status == "completed"
+    final_text = updates[-1].content[0].content.text
+    assert "output-marker" in final_text
+    assert len(final_text.encode()) < 70 * 1024, "card text stays bounded"
+    assert "[Muse shortened this output before publishing it; the rest is not shown.]" in final_text
+    assert "_meta" not in (updates[-1].model_dump(by_alias=True, exclude_none=True))
+
+
+async def test_a_plan_becomes_a_plan_update(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "sim:plan")
+    plans = [u for s, u in agent.client.updates if s == session and u.session_update == "plan"]
+    assert len(plans) == 1
+    assert [e.status for e in plans[0].entries] == ["completed", "in_progress", "pending"]
+
+
+async def test_a_failed_turn_is_an_error_with_failure_data(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT), pytest.raises(acp.RequestError) as raised:
+            await agent.prompt(session, "sim:fail modelError")
+    error = raised.value
+    assert error.code == -32603
+    data = error.data
+    assert isinstance(data, dict)
+    assert data["failure"]["kind"] == "modelError"
+    assert data["failure"]["source"] == "provider"
+
+
+async def test_auth_failures_use_the_auth_required_code(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT), pytest.raises(acp.RequestError) as raised:
+            await agent.prompt(session, "sim:fail authRequired")
+    assert raised.value.code == -32000
+
+
+async def test_a_second_prompt_while_one_runs_is_refused(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.prompt, session, "sim:plan\nsim:hold")
+            await agent.client.wait_for(session, "plan")
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.prompt(session, "again")
+            assert raised.value.code == -32600
+            await agent.conn.cancel(session_id=session)
+
+
+async def test_a_prompt_on_an_unknown_session_is_not_found(world: World) -> None:
+    async with running_agent(world) as agent:
+        with pytest.raises(acp.RequestError) as raised:
+            await agent.prompt("01a00000-0000-7000-8000-000000000000", "hi")
+    assert raised.value.code == -32002
+
+
+async def test_frames_the_agent_writes_validate_with_the_official_models(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "hello\nsim:bash 5000\nsim:plan")
+    notifications = [
+        m for d, m in agent.frames if d == "in" and m.get("method") == "session/update"
+    ]
+    assert notifications
+    for message in notifications:
+        schema.SessionNotification.model_validate(message["params"])

@@ -1,0 +1,153 @@
+"""Secrets are removed from text and log records, ordinary text is left alone, length is capped."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import pytest
+
+from muse_acp.redact import REDACTED, TRUNCATION_MARKER, RedactingFilter, clip, redact
+
+ENV = {
+    "META_API_KEY": "mk-live-0123456789",
+    "github_token": "ghp_abcdefgh",
+    "DB_PASSWORD": "hunter22",
+    "CLIENT_SECRET": "s3cr3t-value",
+    "GCP_CREDENTIALS": "cred-json-blob",
+    "AWS_CREDENTIAL": "aws-credential-1",
+    "SHORT_TOKEN": "abc12",
+    "HOME": "/home/someone",
+    "PATH_KEYRING": "not-a-secret-name",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("key mk-live-0123456789 rejected", f"key {REDACTED} rejected"),
+        ("token=ghp_abcdefgh;", f"token={REDACTED};"),
+        ("login hunter22 failed", f"login {REDACTED} failed"),
+        ("secret s3cr3t-value", f"secret {REDACTED}"),
+        ("creds cred-json-blob, aws-credential-1", f"creds {REDACTED}, {REDACTED}"),
+        (
+            "Authorization: Bearer eyJhbGciOi.J9-_~+/x==",
+            f"Authorization: Bearer {REDACTED}",
+        ),
+        ("authorization: bearer abc.def", f"authorization: bearer {REDACTED}"),
+        (
+            "fetch https://alice:pa55@example.com/v1 failed",
+            f"fetch https://{REDACTED}@example.com/v1 failed",
+        ),
+        ("git+ssh://token@host.example/repo", f"git+ssh://{REDACTED}@host.example/repo"),
+        (
+            "GET https://api.example.com/v1?api_key=AKIA123&limit=5",
+            f"GET https://api.example.com/v1?api_key={REDACTED}&limit=5",
+        ),
+        (
+            "https://x.example/?a=1&key=zz9&token=t0k#frag",
+            f"https://x.example/?a=1&key={REDACTED}&token={REDACTED}#frag",
+        ),
+        ("https://x.example/?ACCESS_TOKEN=abc", f"https://x.example/?ACCESS_TOKEN={REDACTED}"),
+    ],
+)
+def test_each_secret_form_is_redacted(text: str, expected: str) -> None:
+    assert redact(text, environ=ENV) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Muse could not finish the turn: the model returned an error.",
+        "the key to success; a token gesture; password reset link sent",
+        "abc12 is too short to be treated as a secret",
+        "see https://example.com/docs?page=2&monkey=1 and not-a-secret-name",
+        "path /home/someone/project stays",
+        "Bearer",
+    ],
+)
+def test_ordinary_text_is_left_unchanged(text: str) -> None:
+    assert redact(text, environ=ENV) == text
+
+
+def test_a_secret_containing_another_secret_is_replaced_whole() -> None:
+    env = {"OUTER_TOKEN": "abcdef-123456", "INNER_KEY": "abcdef"}
+    assert redact("x abcdef-123456 y abcdef", environ=env) == f"x {REDACTED} y {REDACTED}"
+
+
+def test_redacting_twice_gives_the_same_text() -> None:
+    text = "Bearer abc https://u:p@h.example/?token=t mk-live-0123456789"
+    once = redact(text, environ=ENV)
+    assert redact(once, environ=ENV) == once
+
+
+def test_the_process_environment_is_used_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("META_API_KEY", "from-the-environment")
+    assert redact("got from-the-environment") == f"got {REDACTED}"
+
+
+def test_long_text_is_capped_at_the_limit_with_a_marker() -> None:
+    result = redact("x" * 5000, environ={})
+    assert len(result) == 4096
+    assert result.endswith(TRUNCATION_MARKER)
+    assert redact("y" * 50, environ={}, limit=20) == "y" * 8 + TRUNCATION_MARKER
+
+
+def test_secrets_are_redacted_before_the_length_is_capped() -> None:
+    # Capping first would cut the secret in half, and the half would no longer match.
+    text = "a" * 10 + " mk-live-0123456789 tail"
+    assert len(text) > 30
+    assert redact(text, environ=ENV, limit=30) == "a" * 10 + f" {REDACTED} tail"
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("short", 10, "short"),
+        ("exactly10!", 10, "exactly10!"),
+        ("abcdefghijklmnopqrstuvwxyz", 15, "abc" + TRUNCATION_MARKER),
+        ("abcdefghijklmnopqrstuvwxyz", 5, "abcde"),
+        ("abc", 0, ""),
+    ],
+)
+def test_clip_keeps_text_within_its_limit(text: str, limit: int, expected: str) -> None:
+    assert clip(text, limit) == expected
+    assert len(clip(text, limit)) <= limit
+
+
+def test_clip_refuses_a_negative_limit() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        clip("text", -1)
+
+
+def _record(msg: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord("muse_acp", logging.ERROR, __file__, 1, msg, args, None)
+
+
+def test_the_log_filter_redacts_the_rendered_message() -> None:
+    record = _record("host said %s with %s", "Bearer abc.def", "mk-live-0123456789")
+    assert RedactingFilter(environ=ENV).filter(record) is True
+    assert record.getMessage() == f"host said Bearer {REDACTED} with {REDACTED}"
+    assert record.args is None
+
+
+def test_the_log_filter_redacts_exception_text() -> None:
+    try:
+        raise RuntimeError("connect https://bob:hunter22@proxy.example failed")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "muse_acp", logging.ERROR, __file__, 1, "failed", None, sys.exc_info()
+        )
+    RedactingFilter(environ=ENV).filter(record)
+    formatted = logging.Formatter().format(record)
+    assert "hunter22" not in formatted
+    assert "bob" not in formatted
+    assert f"https://{REDACTED}@proxy.example" in formatted
+    assert "Traceback" in formatted
+
+
+def test_the_log_filter_caps_messages_at_its_limit() -> None:
+    record = _record("%s", "z" * 100)
+    RedactingFilter(environ={}, limit=30).filter(record)
+    assert record.getMessage() == "z" * 18 + TRUNCATION_MARKER
