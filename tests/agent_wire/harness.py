@@ -113,7 +113,8 @@ class RecordingClient:
         self.elicitations: list[dict[str, Any]] = []
         self.policy: PermissionPolicy = choose("allow_once")
         self.on_permission: Callable[[], Awaitable[None]] | None = None
-        self.elicitation_answer: dict[str, Any] | None = None
+        self.answer_elicitations = False
+        """Accept each form with the first offered label (or a free-text answer)."""
         self._changed = anyio.Event()
 
     def on_connect(self, conn: Any) -> None:
@@ -145,9 +146,18 @@ class RecordingClient:
         return self.policy(request)
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
-        self.elicitations.append({"message": message, **kwargs})
-        answer = self.elicitation_answer or {"action": "decline"}
-        return _ELICITATION_RESPONSE.validate_python(answer)
+        schema_dump = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)
+        self.elicitations.append({"message": message, "requestedSchema": schema_dump})
+        if self.answer_elicitations:
+            content: dict[str, Any] = {}
+            for name, field_schema in schema_dump.get("properties", {}).items():
+                labels = field_schema.get("enum") or field_schema.get("items", {}).get("enum")
+                if field_schema.get("type") == "array":
+                    content[name] = labels[:1]
+                else:
+                    content[name] = labels[0] if labels else "free text answer"
+            return _ELICITATION_RESPONSE.validate_python({"action": "accept", "content": content})
+        return _ELICITATION_RESPONSE.validate_python({"action": "decline"})
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise acp.RequestError.method_not_found(method)
@@ -218,3 +228,18 @@ async def running_agent(
                 client_info=schema.Implementation(name="muse-acp-tests", version="0"),
             )
             yield Agent(conn, client, world, frames)
+
+
+# -- extension methods -------------------------------------------------------------------
+
+
+async def ext_request(agent: Agent, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Send the ACP extension request ``method`` (spelled with its leading ``_``), bounded.
+
+    Raises:
+        acp.RequestError: the agent answered with an error.
+    """
+    if not method.startswith("_"):
+        raise ValueError(f"extension methods start with '_', got {method!r}")
+    with anyio.fail_after(WAIT):
+        return await agent.conn.ext_method(method[1:], params)

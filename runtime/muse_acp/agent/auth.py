@@ -57,7 +57,10 @@ async def run_muse_logout(ctx: AgentContext) -> None:
     try:
         with anyio.fail_after(LOGOUT_TIMEOUT):
             result = await anyio.run_process(
-                [binary.path, "logout"], stdin=subprocess.DEVNULL, env=dict(ctx.environ), check=False
+                [binary.path, "logout"],
+                stdin=subprocess.DEVNULL,
+                env=dict(ctx.environ),
+                check=False,
             )
     except TimeoutError:
         raise RpcError(INTERNAL_ERROR, "`muse logout` did not finish in time") from None

@@ -56,14 +56,13 @@ async def replay_history(
             except ValidationError:
                 logger.warning("skipped an unreadable %s event in history", event.method)
                 continue
-            if isinstance(params, msp.ItemEventParams) and isinstance(
-                params.item, msp.ToolCallItem | msp.UserShellItem
-            ):
-                if getattr(params.item, "output_ref", None) is not None:
-                    latest_outputs.pop(params.item.item_id, None)
-                    latest_outputs[params.item.item_id] = params.item
-                    while len(latest_outputs) > MAX_REANNOUNCED:
-                        latest_outputs.pop(next(iter(latest_outputs)))
+            item = params.item if isinstance(params, msp.ItemEventParams) else None
+            if isinstance(item, msp.ToolCallItem | msp.UserShellItem) and item.output_ref:
+                # Re-inserting moves the item to the end, so the dict keeps the latest ones.
+                latest_outputs.pop(item.item_id, None)
+                latest_outputs[item.item_id] = item
+                while len(latest_outputs) > MAX_REANNOUNCED:
+                    latest_outputs.pop(next(iter(latest_outputs)))
             for update in translator.on_notification(event.method, params):
                 await ctx.send_update(session, update)
         if page.next_cursor is None or page.next_cursor == cursor:

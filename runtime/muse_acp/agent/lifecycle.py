@@ -28,7 +28,7 @@ from muse_acp.agent.prompting import cancel_session_work
 from muse_acp.agent.session import AcpSession, check_session_id
 from muse_acp.agent.titles import display_title
 from muse_acp.agent.translate import OutputPolicy
-from muse_acp.host.client import MspHost
+from muse_acp.host.client import HostEnded, MspHost
 from muse_acp.host.versions import supports
 from muse_acp.ids import new_uuid7
 from muse_acp.msp_types import msp
@@ -89,6 +89,8 @@ async def reading(ctx: AgentContext, cwd: str) -> AsyncIterator[MspHost]:
                 yield host
     except TimeoutError:
         raise failures.deadline_exceeded("reading", deadlines.read, False) from None
+    except HostEnded as ended:
+        raise failures.host_exited("reading", ended.exit_code, ended.stderr_tail) from None
     except ConnectionClosed:
         raise failures.host_exited("reading", None, "") from None
 

@@ -23,7 +23,7 @@ from muse_acp.agent.prompt_content import convert_prompt
 from muse_acp.agent.translate import OutputPolicy, TurnTranslator
 from muse_acp.agent.turn import ActiveTurn
 from muse_acp.host.binary import HostUnavailable
-from muse_acp.host.client import MspHost
+from muse_acp.host.client import HostEnded, MspHost
 from muse_acp.host.versions import supports
 from muse_acp.msp_types import TurnInputPart
 from muse_acp.rpc import ConnectionClosed, RequestContext, RpcError
@@ -52,6 +52,8 @@ async def _start_host(ctx: AgentContext, session: AcpSession) -> tuple[Execution
             host = await execution.start()
         except TimeoutError:
             raise failures.deadline_exceeded("starting", startup, False) from None
+        except HostEnded as ended:
+            raise failures.host_exited("starting", ended.exit_code, ended.stderr_tail) from None
         except ConnectionClosed:
             raise failures.host_exited("starting", None, "") from None
         except HostUnavailable:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import anyio
 
-from muse_acp.agent import auth, lifecycle, prompting, settings
+from muse_acp.agent import auth, lifecycle, prompting, settings, steering, stored_output
 from muse_acp.agent.capabilities import initialize_response, negotiate
 from muse_acp.agent.context import AgentContext
 from muse_acp.config import AdapterConfig
@@ -68,6 +68,9 @@ REQUEST_HANDLERS: Final[Mapping[str, RequestHandler]] = MappingProxyType(
         "session/set_mode": settings.handle_set_mode,
         "session/set_config_option": settings.handle_set_config_option,
         "session/prompt": prompting.handle_prompt,
+        "_muse/readOutput": stored_output.handle_read_output,
+        "_muse/steer": steering.handle_muse_steer,
+        "_session/steering": steering.handle_compatible_steering,
     }
 )
 

@@ -42,7 +42,7 @@ from muse_acp.agent.translate import TurnTranslator
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
 from muse_acp.msp_types import TurnInputPart, msp
-from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp.rpc import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, RpcError
 from muse_acp.tasks import task_group
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
+ACTIVE_TURN_META: Final = "muse/activeTurnId"
 BENIGN_DECISION_ERRORS: Final = frozenset({"approvalRequirementStale", "approvalAlreadyResolved"})
 
 
@@ -144,12 +145,16 @@ class ActiveTurn:
                 else:
                     self._adopt(ack.turn_id)
                     self.acknowledged.set()
+                    await self._publish_active_turn(self.turn_id)
                     if self.cancel_requested:
                         tasks.start_soon(self._cancel_flow)
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()
         finally:
             self._host.unlisten(session_id, self.on_event)
+            if self.acknowledged.is_set():
+                with anyio.CancelScope(shield=True):
+                    await self._publish_active_turn(None)
         outcome = self._outcome
         assert outcome is not None
         if isinstance(outcome, RpcError):
@@ -174,6 +179,71 @@ class ActiveTurn:
             return
         code, stderr_tail = self._host.exit_summary()
         self.settle(failures.host_exited(phase, code, stderr_tail))
+
+    # -- steering -----------------------------------------------------------------------
+
+    @property
+    def steerable(self) -> bool:
+        """True between the host's acknowledgement and the turn settling, unless cancelled."""
+        return (
+            self.acknowledged.is_set() and not self._settled.is_set() and not self.cancel_requested
+        )
+
+    async def steer(self, parts: list[TurnInputPart]) -> str:
+        """Send one correction to this turn with ``turn/steer``; return the turn id Muse named.
+
+        Sent at most once; a failure is never retried or turned into a new turn. If Muse does
+        not acknowledge within the submit budget the outcome is unknown, so the turn fails.
+
+        Raises:
+            RpcError: the turn is no longer steerable, Muse refused the correction, or its
+                acknowledgement did not name this turn.
+        """
+        if not self.steerable or self.turn_id is None:
+            raise RpcError(INVALID_REQUEST, "the turn has ended; there is no running turn to steer")
+        params = msp.TurnSteerParams(
+            command_id=new_uuid7(),
+            session_id=self._session.session_id,
+            expected_turn_id=self.turn_id,
+            input=parts,
+        )
+        submit = self._ctx.config.deadlines.submit
+        try:
+            with anyio.fail_after(submit):
+                ack = await self._host.call("turn/steer", params, msp.TurnCommandResult)
+        except TimeoutError:
+            error = failures.deadline_exceeded("submitting", submit, True)
+            self.fail(error)
+            raise error from None
+        except ConnectionClosed:
+            self._host_gone("submitting")
+            raise RpcError(
+                INVALID_REQUEST, "the Muse host ended before it accepted the correction"
+            ) from None
+        except RpcError as error:
+            raise RpcError(
+                INVALID_REQUEST,
+                f"Muse did not accept the correction for turn {self.turn_id}: {error.message}",
+                error.data,
+            ) from None
+        if ack.status != "accepted" or ack.turn_id != self.turn_id:
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"Muse acknowledged the correction for turn {ack.turn_id} with status "
+                f"{ack.status}, not for turn {self.turn_id}",
+            )
+        return ack.turn_id
+
+    async def _publish_active_turn(self, turn_id: str | None) -> None:
+        if not self._ctx.negotiated.any_steering:
+            return
+        update = acp.SessionInfoUpdateSessionUpdate(
+            session_update="session_info_update", field_meta={ACTIVE_TURN_META: turn_id}
+        )
+        try:
+            await self._ctx.send_update(self._session, update)
+        except ConnectionClosed:
+            logger.debug("client went away before the active turn could be announced")
 
     # -- cancelling ---------------------------------------------------------------------
 
@@ -326,8 +396,10 @@ class ActiveTurn:
         try:
             with scope:
                 if not self._ctx.negotiated.elicitation_form:
-                    await self._cancel_question(params, "unsupported")
+                    # Record the failure first: once the question is cancelled the host may
+                    # finish the turn normally, which must not hide why it stopped.
                     self.fail(failures.user_input_unsupported())
+                    await self._cancel_question(params, "unsupported")
                     return
                 raw = await self._ctx.acp.request(
                     "elicitation/create", elicitation_request(self._session.session_id, params)
@@ -336,8 +408,8 @@ class ActiveTurn:
                 try:
                     answers = answers_from_response(params, response)
                 except ValueError as error:
-                    await self._cancel_question(params, "invalid")
                     self.fail(failures.permission_failed(str(error)))
+                    await self._cancel_question(params, "invalid")
                     return
                 if answers is None:
                     await self._cancel_question(params, "declined")
@@ -364,8 +436,10 @@ class ActiveTurn:
             user_input_id=params.user_input_id,
             reason=user_input_cancel_reason(why),
         )
-        try:
-            with anyio.fail_after(self._ctx.config.deadlines.submit):
-                await self._host.call("userInput/cancel", cancel, msp.UserInputCommandResult)
-        except (TimeoutError, RpcError) as error:
-            logger.warning("userInput/cancel was not accepted: %s", error)
+        # Shielded: the turn may already be settling, and the host must still hear it.
+        with anyio.CancelScope(shield=True):
+            try:
+                with anyio.fail_after(self._ctx.config.deadlines.submit):
+                    await self._host.call("userInput/cancel", cancel, msp.UserInputCommandResult)
+            except (TimeoutError, RpcError) as error:
+                logger.warning("userInput/cancel was not accepted: %s", error)

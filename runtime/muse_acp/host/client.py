@@ -29,6 +29,7 @@ from muse_acp.host.process import HostProcess, spawn_host
 from muse_acp.msp_types import msp
 from muse_acp.rpc import (
     Connection,
+    ConnectionClosed,
     FrameReader,
     FrameWriter,
     NotificationRoute,
@@ -49,12 +50,23 @@ MAX_HOST_FRAME_BYTES: Final = 16 * 1024 * 1024
 """Hosts cap their own frames at 10 MiB; anything larger is refused and reported."""
 
 CLIENT_NAME: Final = "muse_acp"
+EXIT_STATUS_WAIT: Final = 2.0
+"""Seconds to wait for a host's exit status after it closed its output during startup."""
 
 # Server requests are answered with a receipt and delivered as these notifications.
 _REQUEST_TWINS: Final[Mapping[str, str]] = {
     "approval/request": "approval/requested",
     "userInput/request": "userInput/requested",
 }
+
+
+class HostEnded(ConnectionClosed):
+    """The host process ended before its handshake finished; carries how it ended."""
+
+    def __init__(self, exit_code: int | None, stderr_tail: str) -> None:
+        super().__init__(f"the Muse host ended during startup (exit code {exit_code})")
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
 
 
 class MspHost:
@@ -150,16 +162,22 @@ async def open_host(
         )
         async with task_group() as tasks:
             await tasks.start(connection.serve)
-            with anyio.fail_after(startup_timeout):
-                info = await call(
-                    connection,
-                    "initialize",
-                    msp.InitializeParams(
-                        client_info=msp.ClientInfo(name=CLIENT_NAME, version=__version__)
-                    ),
-                    msp.InitializeResult,
-                )
-                await connection.notify("initialized")
+            try:
+                with anyio.fail_after(startup_timeout):
+                    info = await call(
+                        connection,
+                        "initialize",
+                        msp.InitializeParams(
+                            client_info=msp.ClientInfo(name=CLIENT_NAME, version=__version__)
+                        ),
+                        msp.InitializeResult,
+                    )
+                    await connection.notify("initialized")
+            except ConnectionClosed:
+                # Give the exit status a moment to arrive so the error can say how it ended.
+                with anyio.move_on_after(EXIT_STATUS_WAIT):
+                    await process.exited.wait()
+                raise HostEnded(process.returncode, process.stderr_tail()) from None
             host = MspHost(process, info)
             host.connection = connection
             host_ref.append(host)

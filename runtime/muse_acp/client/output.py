@@ -1,0 +1,159 @@
+"""Stored tool output (the Muse ``muse/output`` extension): references, pages and bytes.
+
+Contract: an ``OutputRef`` names one stored output: the session, the Muse item and the output
+id, plus its total size when the tool card announced it. ``OutputRef.of`` accepts what callers
+hold: an ``OutputRef``, the ``_meta["muse/output"]`` object of a tool card, or the card itself.
+``read_pages`` reads an output from offset 0 in pages of at most ``page_bytes`` (1 MiB, or less
+when the agent advertised a lower maximum), advancing by each page's actual ``byteLen`` until a
+page says ``eof``. A page that starts elsewhere than asked, whose content is not ``byteLen``
+bytes, that makes no progress without ``eof``, or that runs past the announced size is refused
+with an INTERNAL_ERROR, so a confused agent can neither corrupt the bytes nor keep a reader
+looping. ``decode_page`` turns a page back into bytes (utf8 text re-encoded,
+base64 decoded) and checks their count against ``byteLen``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Self
+
+from muse_acp.acp_types import SessionUpdate
+from muse_acp.rpc import RpcError
+from muse_acp_wire import acp
+
+__all__ = [
+    "MAX_PAGE_BYTES",
+    "OUTPUT_META_KEY",
+    "OutputRef",
+    "ReadPage",
+    "decode_page",
+    "output_ref",
+    "read_pages",
+]
+
+OUTPUT_META_KEY: Final = "muse/output"
+MAX_PAGE_BYTES: Final = 1048576
+"""The most a single ``_muse/readOutput`` may ask for."""
+
+ReadPage = Callable[[acp.MuseReadOutputRequest], Awaitable[acp.MuseReadOutputResponse]]
+"""Sends one ``_muse/readOutput`` request and returns its page."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRef:
+    """One stored output, as a tool card announced it."""
+
+    session_id: str
+    item_id: str
+    output_ref: str
+    byte_len: int | None = None
+    """Total size in bytes, when known."""
+
+    @classmethod
+    def of(cls, ref: OutputRef | Mapping[str, Any] | SessionUpdate) -> Self:
+        """Read a reference from an ``OutputRef``, a card's ``muse/output`` entry, or a card.
+
+        Raises:
+            ValueError: ``ref`` does not name a stored output.
+        """
+        if isinstance(ref, OutputRef):
+            return cls(ref.session_id, ref.item_id, ref.output_ref, ref.byte_len)
+        if not isinstance(ref, Mapping):
+            meta = ref.field_meta or {}
+            entry = meta.get(OUTPUT_META_KEY)
+            if not isinstance(entry, Mapping):
+                raise ValueError("this update carries no stored output reference")
+            ref = entry
+        session_id, item_id, output_id = (
+            ref.get("sessionId"),
+            ref.get("itemId"),
+            ref.get("outputRef"),
+        )
+        if not (isinstance(session_id, str) and isinstance(item_id, str)):
+            raise ValueError("a stored output reference needs sessionId and itemId strings")
+        if not isinstance(output_id, str):
+            raise ValueError("a stored output reference needs an outputRef string")
+        size = ref.get("byteLen")
+        byte_len = size if isinstance(size, int) and not isinstance(size, bool) else None
+        return cls(session_id, item_id, output_id, byte_len)
+
+
+def output_ref(update: SessionUpdate) -> OutputRef | None:
+    """The stored output a tool card announces, or None."""
+    if not isinstance(update, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate):
+        return None
+    try:
+        return OutputRef.of(update)
+    except ValueError:
+        return None
+
+
+def decode_page(page: acp.MuseReadOutputResponse) -> bytes:
+    """The bytes a page carries.
+
+    Raises:
+        RpcError: the content does not decode, or decodes to other than ``byteLen`` bytes.
+    """
+    if page.encoding == "utf8":
+        data = page.content.encode("utf-8")
+    else:
+        try:
+            data = base64.b64decode(page.content, validate=True)
+        except (binascii.Error, ValueError):
+            message = "the agent sent a stored output page that is not base64"
+            raise RpcError.internal_error(message) from None
+    if len(data) != page.byte_len:
+        raise RpcError.internal_error(
+            f"the agent sent a stored output page of {len(data)} bytes announced as {page.byte_len}"
+        )
+    return data
+
+
+def _check_page(ref: OutputRef, page: acp.MuseReadOutputResponse, offset: int, length: int) -> None:
+    if page.offset_bytes != offset:
+        raise RpcError.internal_error(
+            f"the agent answered a read at offset {offset} with a page at {page.offset_bytes}"
+        )
+    if page.byte_len > length:
+        raise RpcError.internal_error(
+            f"the agent sent {page.byte_len} bytes when at most {length} were asked for"
+        )
+    if page.byte_len == 0 and not page.eof:
+        raise RpcError.internal_error("the agent sent an empty stored output page before the end")
+    if ref.byte_len is not None and offset + page.byte_len > ref.byte_len:
+        raise RpcError.internal_error(
+            f"the agent sent stored output beyond its announced {ref.byte_len} bytes"
+        )
+    # The next offset is computed from byteLen, so it must be the size of what was sent.
+    decode_page(page)
+
+
+async def read_pages(
+    read: ReadPage, ref: OutputRef, *, page_bytes: int = MAX_PAGE_BYTES
+) -> AsyncIterator[acp.MuseReadOutputResponse]:
+    """Yield the pages of ``ref`` in order, from offset 0 until a page says ``eof``.
+
+    Raises:
+        ValueError: ``page_bytes`` is outside 1..1 MiB.
+        RpcError: the agent refused a read or sent an inconsistent page.
+    """
+    if not 1 <= page_bytes <= MAX_PAGE_BYTES:
+        raise ValueError(f"page_bytes must be between 1 and {MAX_PAGE_BYTES}")
+    offset = 0
+    while True:
+        request = acp.MuseReadOutputRequest(
+            session_id=ref.session_id,
+            item_id=ref.item_id,
+            output_ref=ref.output_ref,
+            offset_bytes=offset,
+            length_bytes=page_bytes,
+        )
+        page = await read(request)
+        _check_page(ref, page, offset, page_bytes)
+        yield page
+        if page.eof:
+            return
+        offset += page.byte_len

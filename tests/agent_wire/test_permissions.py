@@ -1,0 +1,112 @@
+"""Approvals and questions: what the client is asked, and what reaches Muse in return."""
+
+from __future__ import annotations
+
+import acp
+import anyio
+import pytest
+from acp import schema
+
+from .harness import WAIT, World, choose, running_agent
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_single_approval_asks_once_and_sends_the_chosen_host_choice(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:approve ls -la")
+    assert response.stop_reason == "end_turn"
+    [request] = agent.client.permission_requests
+    assert request.session_id == session
+    assert [o.kind for o in request.options][:1] == ["allow_once"]
+    assert {o.kind for o in request.options} <= {
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    }
+    [decision] = world.host_requests("approval/decide")
+    chosen = next(o.option_id for o in request.options if o.kind == "allow_once")
+    assert decision["params"]["choiceId"] == chosen
+
+
+async def test_a_multi_stage_approval_asks_once_per_stage_with_stage_titles(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:stages 3 make build")
+    assert response.stop_reason == "end_turn"
+    titles = [r.tool_call.title for r in agent.client.permission_requests]
+    assert len(titles) == 3
+    assert [t.split(":")[0] for t in titles] == ["Stage 1 of 3", "Stage 2 of 3", "Stage 3 of 3"]
+    decisions = world.host_requests("approval/decide")
+    assert [d["params"]["requirementId"]["sourceIndex"] for d in decisions] == [0, 1, 2]
+
+
+async def test_rejecting_sends_a_host_deny_choice(world: World) -> None:
+    client_policy = choose("reject_once")
+    async with running_agent(world) as agent:
+        agent.client.policy = client_policy
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:approve rm -rf /tmp/x")
+    assert response.stop_reason == "end_turn"
+    [decision] = world.host_requests("approval/decide")
+    [request] = agent.client.permission_requests
+    denied = next(o.option_id for o in request.options if o.kind == "reject_once")
+    assert decision["params"]["choiceId"] == denied
+
+
+async def test_auto_approve_mode_decides_without_asking(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.conn.set_session_mode(session_id=session, mode_id="autoApprove")
+            response = await agent.prompt(session, "sim:stages 2 make test")
+    assert response.stop_reason == "end_turn"
+    assert agent.client.permission_requests == []
+    assert len(world.host_requests("approval/decide")) == 2
+
+
+async def test_a_question_without_form_support_fails_the_turn_clearly(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT), pytest.raises(acp.RequestError) as raised:
+            await agent.prompt(session, "sim:ask")
+    assert raised.value.code == -32603
+    assert raised.value.data["failure"]["kind"] == "userInputUnsupported"
+    assert len(world.host_requests("userInput/cancel")) == 1
+
+
+async def test_a_question_is_answered_through_form_elicitation(world: World) -> None:
+    capabilities = schema.ClientCapabilities(
+        elicitation=schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+    )
+    async with running_agent(world, capabilities=capabilities) as agent:
+        session = await agent.new_session()
+        agent.client.answer_elicitations = True
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:ask")
+    assert response.stop_reason == "end_turn"
+    [form] = agent.client.elicitations
+    [answer] = world.host_requests("userInput/answer")
+    [question_id] = form["requestedSchema"]["properties"]
+    first_label = form["requestedSchema"]["properties"][question_id]["enum"][0]
+    assert answer["params"]["answers"] == [
+        {"questionId": question_id, "selectedLabel": first_label}
+    ]
+
+
+async def test_a_declined_question_is_cancelled_and_the_turn_goes_on(world: World) -> None:
+    capabilities = schema.ClientCapabilities(
+        elicitation=schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+    )
+    async with running_agent(world, capabilities=capabilities) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:ask")
+    assert response.stop_reason == "end_turn"
+    assert len(agent.client.elicitations) == 1
+    assert len(world.host_requests("userInput/cancel")) == 1

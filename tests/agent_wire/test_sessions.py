@@ -1,0 +1,141 @@
+"""Session lifecycle over the wire: load replays history, list, resume, fork, close."""
+
+from __future__ import annotations
+
+import acp
+import anyio
+import pytest
+
+from .harness import WAIT, World, running_agent
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_load_replays_the_whole_history_after_a_restart(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "first words")
+            await agent.prompt(session, "sim:search needle\nsim:plan")
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+        kinds = agent.client.kinds(session)
+        user_text = agent.client.text(session, "user_message_chunk")
+        assert "first words" in user_text
+        assert "sim:search needle" in user_text
+        assert "first words" in agent.client.text(session)
+        assert kinds.index("user_message_chunk") < kinds.index("agent_message_chunk")
+        cards = [
+            u for s, u in agent.client.updates if s == session and u.session_update == "tool_call"
+        ]
+        assert [(c.kind, c.title) for c in cards] == [("search", "needle")]
+        assert "plan" in kinds
+        assert "session_info_update" in kinds
+        assert world.host_requests("turn/start") == world.host_requests("turn/start")[:2]
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "after the restart")
+        assert response.stop_reason == "end_turn"
+    starts = world.host_requests("turn/start")
+    assert len(starts) == 3
+    assert {f["params"]["sessionId"] for f in starts} == {session}
+
+
+async def test_list_shows_sessions_of_the_workspace_with_titles(world: World) -> None:
+    async with running_agent(world) as agent:
+        first = await agent.new_session()
+        second = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(first, "alpha prompt")
+            await agent.prompt(second, "beta prompt")
+            listed = await agent.conn.list_sessions(cwd=str(world.workspace))
+    rows = {row.session_id: row for row in listed.sessions}
+    assert set(rows) >= {first, second}
+    assert rows[first].cwd == str(world.workspace)
+    assert rows[first].title is not None
+
+
+async def test_resume_brings_a_session_back_without_replay(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "remember this")
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.resume_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            response = await agent.prompt(session, "and continue")
+        assert "user_message_chunk" not in agent.client.kinds(session)
+        assert response.stop_reason == "end_turn"
+
+
+async def test_close_then_prompt_is_not_found_until_loaded_again(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "before closing")
+            await agent.conn.close_session(session_id=session)
+        with pytest.raises(acp.RequestError) as raised:
+            await agent.prompt(session, "after closing")
+        assert raised.value.code == -32002
+        assert "load" in str(raised.value)
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            response = await agent.prompt(session, "after loading")
+        assert response.stop_reason == "end_turn"
+
+
+async def test_fork_creates_a_new_session_that_can_prompt(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "original")
+            forked = await agent.conn.fork_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            assert forked.session_id != session
+            response = await agent.prompt(forked.session_id, "in the fork")
+        assert response.stop_reason == "end_turn"
+
+
+async def test_unknown_session_load_is_not_found(world: World) -> None:
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.conn.load_session(
+                    session_id="01a00000-0000-7000-8000-000000000001",
+                    cwd=str(world.workspace),
+                    mcp_servers=[],
+                )
+    assert raised.value.code == -32002
+
+
+async def test_session_ids_that_could_escape_a_directory_are_refused(world: World) -> None:
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.conn.load_session(
+                    session_id="../../etc/passwd", cwd=str(world.workspace), mcp_servers=[]
+                )
+    assert raised.value.code == -32602
+
+
+async def test_new_session_refuses_relative_missing_and_extra_directories(world: World) -> None:
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            for cwd in ("relative/path", str(world.root / "missing")):
+                with pytest.raises(acp.RequestError) as raised:
+                    await agent.conn.new_session(cwd=cwd, mcp_servers=[])
+                assert raised.value.code == -32602
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.conn.new_session(
+                    cwd=str(world.workspace),
+                    mcp_servers=[],
+                    additional_directories=[str(world.root)],
+                )
+            assert raised.value.code == -32602

@@ -1,0 +1,1 @@
+"""Tests of the typed client library ``muse_acp.client``."""

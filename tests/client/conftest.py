@@ -1,0 +1,66 @@
+"""Fixtures for running the client against a real ``muse-acp serve`` with ``muse-sim`` as host.
+
+Each test gets its own scratch home: a ``muse-sim`` state directory, a muse-acp data
+directory and a workspace, all under pytest's ``tmp_path``. The agent finds ``muse-sim``
+through ``MUSE_ACP_MUSE_BIN``, pointing at a small wrapper script that runs this interpreter's
+``muse_acp.sim``, so the tests need no console script on PATH.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSetup:
+    """Where one test's agent runs and what it is told."""
+
+    workspace: str
+    env: dict[str, str]
+    version: str
+    """The Muse host version ``muse-sim`` impersonates."""
+
+
+def write_sim_wrapper(directory: Path, version: str) -> Path:
+    """An executable that runs ``muse-sim`` as host ``version``."""
+    wrapper = directory / "muse"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"MUSE_SIM_VERSION={shlex.quote(version)} "
+        f'exec {shlex.quote(sys.executable)} -m muse_acp.sim "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def live_setup(tmp_path: Path, version: str) -> LiveSetup:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {
+        "MUSE_ACP_MUSE_BIN": str(write_sim_wrapper(bin_dir, version)),
+        "MUSE_SIM_HOME": str(tmp_path / "sim-home"),
+        "MUSE_ACP_DATA_DIR": str(tmp_path / "acp-data"),
+        "MUSE_ACP_LOG": "warning",
+    }
+    return LiveSetup(str(workspace), env, version)
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> LiveSetup:
+    """A scratch home whose host is ``muse-sim`` 1.2.1."""
+    return live_setup(tmp_path, "1.2.1")
+
+
+@pytest.fixture(params=["1.1.1", "1.2.1"])
+def live_any_version(request: pytest.FixtureRequest, tmp_path: Path) -> LiveSetup:
+    """A scratch home whose host is each simulated Muse version in turn."""
+    version = request.param
+    assert isinstance(version, str)
+    return live_setup(tmp_path, version)

@@ -1,0 +1,168 @@
+"""The client against a real ``muse-acp serve`` child whose Muse host is ``muse-sim``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Final, TypeAlias
+
+import anyio
+import pytest
+
+from muse_acp.acp_types import SessionUpdate
+from muse_acp.client import (
+    AgentConnection,
+    AgentError,
+    PermissionHandler,
+    allow_once,
+    connect,
+    extensions,
+    message_text,
+    output_ref,
+    reject_once,
+)
+from muse_acp.rpc import RESOURCE_NOT_FOUND
+from muse_acp_wire import acp
+
+from .conftest import LiveSetup
+
+pytestmark = pytest.mark.anyio
+
+BUDGET: Final = 60.0
+"""Upper bound, in seconds, on one test's whole conversation with the agent."""
+
+
+@asynccontextmanager
+async def live_agent(setup: LiveSetup, **options: Any) -> AsyncIterator[AgentConnection]:
+    with anyio.fail_after(BUDGET):
+        async with connect(env=setup.env, cwd=setup.workspace, **options) as agent:
+            yield agent
+
+
+async def collect(updates: AsyncIterator[SessionUpdate]) -> list[SessionUpdate]:
+    return [update async for update in updates]
+
+
+Card: TypeAlias = acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate
+
+
+def tool_cards(updates: list[SessionUpdate]) -> list[Card]:
+    return [update for update in updates if isinstance(update, Card)]
+
+
+def card_text(update: Card) -> str:
+    texts = [
+        part.content.text
+        for part in update.content or []
+        if isinstance(part, acp.ContentToolCallContent)
+        and isinstance(part.content, acp.TextContentBlock)
+    ]
+    return "".join(texts)
+
+
+async def test_initialize_describes_muse_acp_and_what_its_sessions_can_do(live: LiveSetup) -> None:
+    async with live_agent(live) as agent:
+        response = agent.initialize_response
+    assert response.protocol_version == 1
+    assert response.agent_info is not None
+    assert response.agent_info.name == "muse-acp"
+    capabilities = response.agent_capabilities
+    assert capabilities is not None
+    assert capabilities.load_session is True
+    assert capabilities.session_capabilities is not None
+    assert capabilities.session_capabilities.list is not None
+    assert capabilities.session_capabilities.close is not None
+
+
+async def test_a_new_session_offers_modes_and_config_options(live: LiveSetup) -> None:
+    async with live_agent(live) as agent:
+        session = await agent.new_session(live.workspace)
+    assert session.current_mode_id == "default"
+    assert session.modes is not None
+    assert "default" in [mode.id for mode in session.modes.available_modes]
+    assert "mode" in [option.id for option in session.config_options]
+
+
+async def test_a_plain_prompt_streams_back_the_exact_text(live_any_version: LiveSetup) -> None:
+    async with live_agent(live_any_version) as agent:
+        session = await agent.new_session(live_any_version.workspace)
+        updates = await collect(session.prompt("Hello from the client tests"))
+    chunks = [text for text in map(message_text, updates) if text is not None]
+    assert "".join(chunks) == "Hello from the client tests"
+    assert session.stop_reason == "end_turn"
+
+
+async def test_a_long_tool_output_is_one_execute_card_with_a_truncation_note(
+    live_any_version: LiveSetup,
+) -> None:
+    async with live_agent(live_any_version, capabilities=extensions()) as agent:
+        session = await agent.new_session(live_any_version.workspace)
+        cards = tool_cards(await collect(session.prompt("sim:bash 20000")))
+
+    first, final = cards[0], cards[-1]
+    assert isinstance(first, acp.ToolCallSessionUpdate)
+    assert first.kind == "execute"
+    assert first.title
+    assert {card.tool_call_id for card in cards} == {first.tool_call_id}
+    assert final.status == "completed"
+    text = card_text(final)
+    assert text.startswith("output-marker\n")
+    assert len(text.encode()) < 20000
+    assert "\n[" in text
+    announced = [ref for ref in map(output_ref, cards) if ref is not None]
+    if live_any_version.version == "1.2.1":
+        assert announced[-1].byte_len == 20000
+        assert announced[-1].session_id == session.session_id
+    else:
+        assert announced == []
+
+
+async def run_approval(
+    setup: LiveSetup, policy: PermissionHandler
+) -> tuple[list[acp.RequestPermissionRequest], list[Card]]:
+    asked: list[acp.RequestPermissionRequest] = []
+
+    def recording(request: acp.RequestPermissionRequest) -> Any:
+        asked.append(request)
+        return policy(request)
+
+    async with live_agent(setup, on_permission=recording) as agent:
+        session = await agent.new_session(setup.workspace)
+        cards = tool_cards(await collect(session.prompt("sim:approve ls -la")))
+    return asked, cards
+
+
+async def test_allow_once_lets_the_approved_command_run(live: LiveSetup) -> None:
+    asked, cards = await run_approval(live, allow_once)
+    assert len(asked) == 1
+    assert "allow_once" in [option.kind for option in asked[0].options]
+    assert asked[0].tool_call.kind == "execute"
+    assert cards[-1].status == "completed"
+    assert "ls -la" in card_text(cards[-1])
+
+
+async def test_reject_once_stops_the_command(live: LiveSetup) -> None:
+    asked, cards = await run_approval(live, reject_once)
+    assert len(asked) == 1
+    assert cards[-1].status == "failed"
+
+
+async def test_sessions_are_listed_loaded_with_their_history_and_closed(live: LiveSetup) -> None:
+    async with live_agent(live) as agent:
+        session = await agent.new_session(live.workspace)
+        assert await session.prompt_text("Remember the tulips") == "Remember the tulips"
+        listed = [info async for info in agent.list_sessions(cwd=live.workspace)]
+        assert session.session_id in [info.session_id for info in listed]
+
+        loaded = await agent.load_session(session.session_id, live.workspace)
+        user = [u for u in loaded.replayed if isinstance(u, acp.UserMessageChunkSessionUpdate)]
+        assert [u.content.text for u in user if isinstance(u.content, acp.TextContentBlock)] == [
+            "Remember the tulips"
+        ]
+        replies = [text for text in map(message_text, loaded.replayed) if text is not None]
+        assert "".join(replies) == "Remember the tulips"
+
+        await agent.close_session(session.session_id)
+        with pytest.raises(AgentError) as caught:
+            await loaded.prompt_text("still there?")
+    assert caught.value.code == RESOURCE_NOT_FOUND
