@@ -111,3 +111,25 @@ async def test_frames_the_agent_writes_validate_with_the_official_models(world: 
     assert notifications
     for message in notifications:
         schema.SessionNotification.model_validate(message["params"])
+
+
+async def test_host_death_mid_turn_fails_the_prompt_and_the_session_loads_again(
+    world: World,
+) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "a turn that completes")
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.prompt(session, "sim:plan\nsim:crash")
+        error = raised.value
+        assert error.code == -32603
+        assert error.data["failure"]["kind"] == "hostExited"
+        assert "session/load" in str(error)
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            after = await agent.prompt(session, "after the crash")
+        assert after.stop_reason == "end_turn"
+        assert "a turn that completes" in agent.client.text(session, "user_message_chunk")

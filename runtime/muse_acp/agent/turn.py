@@ -2,8 +2,8 @@
 
 The host's events for the session arrive in order through ``on_event`` (inline in the host
 connection's read loop): each is translated into ACP updates and sent at once, so output is
-relayed as it streams and never accumulated. Approvals and questions are answered in tasks of
-the turn, because they wait on the client and on further host frames.
+relayed as it streams and never accumulated. Approvals and questions are handed to
+``interactions``, which answers them in tasks of the turn.
 
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
@@ -24,20 +24,8 @@ from anyio.abc import TaskGroup
 
 from muse_acp.acp_types import StopReason
 from muse_acp.agent import failures
-from muse_acp.agent.config_options import MODES, turn_effort
-from muse_acp.agent.permissions import (
-    ApprovalView,
-    automatic_choice,
-    choice_from_response,
-    permission_request,
-)
-from muse_acp.agent.questions import (
-    CancelKind,
-    answers_from_response,
-    elicitation_request,
-    user_input_cancel_reason,
-)
-from muse_acp.agent.tool_cards import kind_for_tool
+from muse_acp.agent.config_options import turn_effort
+from muse_acp.agent.interactions import Interactions
 from muse_acp.agent.translate import TurnTranslator
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
@@ -54,13 +42,6 @@ if TYPE_CHECKING:
 logger: Final = logging.getLogger("muse_acp.agent")
 
 ACTIVE_TURN_META: Final = "muse/activeTurnId"
-BENIGN_DECISION_ERRORS: Final = frozenset({"approvalRequirementStale", "approvalAlreadyResolved"})
-
-
-def _error_kind(error: RpcError) -> str | None:
-    data = error.data
-    kind = data.get("kind") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else None
 
 
 class ActiveTurn:
@@ -85,11 +66,29 @@ class ActiveTurn:
         self._settled = anyio.Event()
         self._outcome: StopReason | RpcError | None = None
         self._tasks: TaskGroup | None = None
-        self._approvals: dict[str, ApprovalView] = {}
-        self._asked: set[tuple[str, int]] = set()
-        self._asking: dict[str, anyio.CancelScope] = {}
-        self._questions: dict[str, anyio.CancelScope] = {}
         self.acknowledged = anyio.Event()
+        self._interactions = Interactions(self)
+
+    @property
+    def ctx(self) -> AgentContext:
+        return self._ctx
+
+    @property
+    def session(self) -> AcpSession:
+        return self._session
+
+    @property
+    def host(self) -> MspHost:
+        return self._host
+
+    @property
+    def tasks(self) -> TaskGroup | None:
+        """The turn's task group while it runs (None before and after)."""
+        return self._tasks
+
+    @property
+    def settled(self) -> bool:
+        return self._settled.is_set()
 
     # -- settling -------------------------------------------------------------------------
 
@@ -101,8 +100,7 @@ class ActiveTurn:
             outcome = "cancelled"
         self._outcome = outcome
         self._settled.set()
-        for scope in [*self._asking.values(), *self._questions.values()]:
-            scope.cancel()
+        self._interactions.withdraw_all()
 
     def fail(self, error: RpcError) -> None:
         """Settle with ``error`` and ask the host to stop the turn (best effort)."""
@@ -252,8 +250,7 @@ class ActiveTurn:
         if self.cancel_requested or self._settled.is_set():
             return
         self.cancel_requested = True
-        for scope in [*self._asking.values(), *self._questions.values()]:
-            scope.cancel()
+        self._interactions.withdraw_all()
         if self._tasks is not None and self.acknowledged.is_set():
             self._tasks.start_soon(self._cancel_flow)
 
@@ -289,157 +286,7 @@ class ActiveTurn:
             if params.turn_id == self.turn_id:
                 self.settle(failures.stop_reason(params))
             return
-        elif isinstance(params, msp.ApprovalRequestedParams):
-            self._on_approval(ApprovalView.from_requested(params), params.turn_id)
-        elif isinstance(params, msp.ApprovalUpdatedParams):
-            view = self._approvals.get(params.approval_id)
-            if view is not None:
-                self._on_approval(view.updated(params), self.turn_id)
-        elif isinstance(params, msp.ApprovalResolvedParams):
-            self._approvals.pop(params.approval_id, None)
-            scope = self._asking.get(params.approval_id)
-            if scope is not None:
-                scope.cancel()
-        elif isinstance(params, msp.UserInputRequestedParams):
-            self._on_question(params)
-        elif isinstance(params, msp.UserInputSettledParams):
-            scope = self._questions.get(params.user_input_id)
-            if scope is not None:
-                scope.cancel()
+        else:
+            self._interactions.on_event(params)
         for update in self._translator.on_notification(method, params):
             await self._ctx.send_update(self._session, update)
-
-    # -- approvals ----------------------------------------------------------------------
-
-    def _on_approval(self, view: ApprovalView, turn_id: str | None) -> None:
-        if turn_id is not None and self.turn_id is not None and turn_id != self.turn_id:
-            return
-        self._approvals[view.approval_id] = view
-        if self._tasks is None or self._settled.is_set() or self.cancel_requested:
-            return
-        if view.approval_id not in self._asking and view.key not in self._asked:
-            scope = anyio.CancelScope()
-            self._asking[view.approval_id] = scope
-            self._tasks.start_soon(self._answer_approval, view.approval_id, scope)
-
-    async def _answer_approval(self, approval_id: str, scope: anyio.CancelScope) -> None:
-        try:
-            with scope:
-                while (view := self._approvals.get(approval_id)) and view.key not in self._asked:
-                    self._asked.add(view.key)
-                    choice = await self._choose(view)
-                    if choice is None:
-                        return
-                    current = self._approvals.get(approval_id)
-                    if current is None or current.key != view.key:
-                        continue  # the host moved on while the client decided
-                    await self._decide(view, choice)
-        finally:
-            self._asking.pop(approval_id, None)
-
-    async def _choose(self, view: ApprovalView) -> str | None:
-        automatic = MODES[self._session.settings.mode_id].automatic
-        if automatic is not None:
-            choice = automatic_choice(view, automatic)
-            if choice is None:
-                self.fail(failures.automatic_unavailable(automatic))
-            return choice
-        requested = view.requested
-        request = permission_request(
-            self._session.session_id,
-            view,
-            tool_call_id=requested.tool_call_id or requested.item_id,
-            kind=kind_for_tool(requested.tool_name),
-        )
-        try:
-            raw = await self._ctx.acp.request("session/request_permission", request)
-            response = acp.RequestPermissionResponse.model_validate(raw)
-            return choice_from_response(view, response)
-        except RpcError as error:
-            self.fail(failures.permission_failed(error.message))
-        except ValueError as error:
-            self.fail(failures.permission_failed(str(error)))
-        return None
-
-    async def _decide(self, view: ApprovalView, choice: str) -> None:
-        params = msp.ApprovalDecideParams(
-            command_id=new_uuid7(),
-            session_id=self._session.session_id,
-            approval_id=view.approval_id,
-            requirement_id=view.requirement,
-            choice_id=choice,
-        )
-        try:
-            with anyio.fail_after(self._ctx.config.deadlines.submit):
-                await self._host.call("approval/decide", params, msp.ApprovalDecideResult)
-        except TimeoutError:
-            submit = self._ctx.config.deadlines.submit
-            self.fail(failures.deadline_exceeded("submitting", submit, True))
-        except RpcError as error:
-            if _error_kind(error) not in BENIGN_DECISION_ERRORS:
-                self.fail(failures.host_rejected("approval/decide", error.code, error.message))
-
-    # -- questions ----------------------------------------------------------------------
-
-    def _on_question(self, params: msp.UserInputRequestedParams) -> None:
-        if params.turn_id != self.turn_id and self.turn_id is not None:
-            return
-        if self._tasks is None or params.user_input_id in self._questions:
-            return
-        scope = anyio.CancelScope()
-        self._questions[params.user_input_id] = scope
-        self._tasks.start_soon(self._answer_question, params, scope)
-
-    async def _answer_question(
-        self, params: msp.UserInputRequestedParams, scope: anyio.CancelScope
-    ) -> None:
-        try:
-            with scope:
-                if not self._ctx.negotiated.elicitation_form:
-                    # Record the failure first: once the question is cancelled the host may
-                    # finish the turn normally, which must not hide why it stopped.
-                    self.fail(failures.user_input_unsupported())
-                    await self._cancel_question(params, "unsupported")
-                    return
-                raw = await self._ctx.acp.request(
-                    "elicitation/create", elicitation_request(self._session.session_id, params)
-                )
-                response = acp.CreateElicitationResponse.model_validate(raw)
-                try:
-                    answers = answers_from_response(params, response)
-                except ValueError as error:
-                    self.fail(failures.permission_failed(str(error)))
-                    await self._cancel_question(params, "invalid")
-                    return
-                if answers is None:
-                    await self._cancel_question(params, "declined")
-                    return
-                answer = msp.UserInputAnswerParams(
-                    command_id=new_uuid7(),
-                    session_id=self._session.session_id,
-                    user_input_id=params.user_input_id,
-                    answers=answers,
-                )
-                with anyio.fail_after(self._ctx.config.deadlines.submit):
-                    await self._host.call("userInput/answer", answer, msp.UserInputCommandResult)
-        except RpcError as error:
-            self.fail(failures.host_rejected("userInput/answer", error.code, error.message))
-        except (TimeoutError, ValueError) as error:
-            self.fail(failures.permission_failed(str(error)))
-        finally:
-            self._questions.pop(params.user_input_id, None)
-
-    async def _cancel_question(self, params: msp.UserInputRequestedParams, why: CancelKind) -> None:
-        cancel = msp.UserInputCancelParams(
-            command_id=new_uuid7(),
-            session_id=self._session.session_id,
-            user_input_id=params.user_input_id,
-            reason=user_input_cancel_reason(why),
-        )
-        # Shielded: the turn may already be settling, and the host must still hear it.
-        with anyio.CancelScope(shield=True):
-            try:
-                with anyio.fail_after(self._ctx.config.deadlines.submit):
-                    await self._host.call("userInput/cancel", cancel, msp.UserInputCommandResult)
-            except (TimeoutError, RpcError) as error:
-                logger.warning("userInput/cancel was not accepted: %s", error)
