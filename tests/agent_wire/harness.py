@@ -89,6 +89,16 @@ def make_world(root: Path, version: str = "1.2.1") -> World:
 
 _ELICITATION_RESPONSE: TypeAdapter[Any] = TypeAdapter(schema.CreateElicitationResponse)
 
+
+def failure_of(error: acp.RequestError) -> dict[str, Any]:
+    """The ``data.failure`` object of an agent error (an AssertionError when it is missing)."""
+    data = error.data
+    assert isinstance(data, dict), f"error without data: {error}"
+    failure = data.get("failure")
+    assert isinstance(failure, dict), f"error without data.failure: {error}"
+    return failure
+
+
 PermissionPolicy = Callable[[schema.RequestPermissionRequest], schema.RequestPermissionResponse]
 
 

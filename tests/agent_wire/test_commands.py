@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import acp
 import anyio
@@ -60,7 +61,7 @@ async def test_a_command_with_extra_instructions_executes_nothing(world: World) 
 async def test_rejected_content_sends_no_turn(world: World) -> None:
     async with running_agent(world) as agent:
         session = await agent.new_session()
-        bad_prompts = [
+        bad_prompts: list[list[Any]] = [
             [acp.text_block("look"), acp.image_block("not base64!", "image/png")],
             [acp.text_block("listen"), acp.audio_block("AAAA", "audio/wav")],
             [acp.image_block(base64.b64encode(PNG_BYTES).decode(), "image/bmp")],

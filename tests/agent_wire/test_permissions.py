@@ -7,7 +7,7 @@ import anyio
 import pytest
 from acp import schema
 
-from .harness import WAIT, World, choose, running_agent
+from .harness import WAIT, World, choose, failure_of, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +40,11 @@ async def test_a_multi_stage_approval_asks_once_per_stage_with_stage_titles(worl
     assert response.stop_reason == "end_turn"
     titles = [r.tool_call.title for r in agent.client.permission_requests]
     assert len(titles) == 3
-    assert [t.split(":")[0] for t in titles] == ["Stage 1 of 3", "Stage 2 of 3", "Stage 3 of 3"]
+    assert [(t or "").split(":")[0] for t in titles] == [
+        "Stage 1 of 3",
+        "Stage 2 of 3",
+        "Stage 3 of 3",
+    ]
     decisions = world.host_requests("approval/decide")
     assert [d["params"]["requirementId"]["sourceIndex"] for d in decisions] == [0, 1, 2]
 
@@ -76,7 +80,7 @@ async def test_a_question_without_form_support_fails_the_turn_clearly(world: Wor
         with anyio.fail_after(WAIT), pytest.raises(acp.RequestError) as raised:
             await agent.prompt(session, "sim:ask")
     assert raised.value.code == -32603
-    assert raised.value.data["failure"]["kind"] == "userInputUnsupported"
+    assert failure_of(raised.value)["kind"] == "userInputUnsupported"
     assert len(world.host_requests("userInput/cancel")) == 1
 
 

@@ -165,6 +165,7 @@ async def test_corrections_reach_the_host_in_the_order_they_were_sent(world: Wor
     async def body(agent: Agent, session: str, turn: str) -> None:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(steer, agent, session, turn, "first\nsim:hold")
+            await anyio.wait_all_tasks_blocked()  # written first, so admitted first
             tasks.start_soon(steer, agent, session, turn, "second")
 
     held = await _with_held_turn(world, body)
@@ -182,7 +183,7 @@ async def test_corrections_reach_the_host_in_the_order_they_were_sent(world: Wor
 async def test_a_correction_queued_behind_a_turn_that_ended_fails_as_stale(world: World) -> None:
     # Muse never acknowledges a correction here, so the first one holds the line until the
     # submit budget runs out, and the turn is cancelled while the second one waits.
-    world.extra_env.update(MUSE_SIM_FAULTS="hang-ack:turn/steer", MUSE_ACP_SUBMIT_TIMEOUT="2")
+    world.extra_env.update(MUSE_SIM_FAULTS="hang-ack:turn/steer", MUSE_ACP_SUBMIT_TIMEOUT="5")
     refusals: dict[str, acp.RequestError] = {}
     turns: list[str] = []
 
@@ -195,6 +196,7 @@ async def test_a_correction_queued_behind_a_turn_that_ended_fails_as_stale(world
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(steer, agent, session, turn, "held by Muse")
             tasks.start_soon(steer, agent, session, turn, "queued")
+            await anyio.wait_all_tasks_blocked()  # both were written and await their answers
             # Answered only after the agent admitted both corrections above, in arrival order.
             wrong = _muse_steer(session, "another-turn", "misdirected")
             assert (await _refused(ext_request(agent, "_muse/steer", wrong))).code == -32600

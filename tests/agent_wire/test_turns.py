@@ -7,7 +7,7 @@ import anyio
 import pytest
 from acp import schema
 
-from .harness import WAIT, World, running_agent
+from .harness import WAIT, World, failure_of, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -67,10 +67,8 @@ async def test_a_failed_turn_is_an_error_with_failure_data(world: World) -> None
             await agent.prompt(session, "sim:fail modelError")
     error = raised.value
     assert error.code == -32603
-    data = error.data
-    assert isinstance(data, dict)
-    assert data["failure"]["kind"] == "modelError"
-    assert data["failure"]["source"] == "provider"
+    assert failure_of(error)["kind"] == "modelError"
+    assert failure_of(error)["source"] == "provider"
 
 
 async def test_auth_failures_use_the_auth_required_code(world: World) -> None:
@@ -124,7 +122,7 @@ async def test_host_death_mid_turn_fails_the_prompt_and_the_session_loads_again(
                 await agent.prompt(session, "sim:plan\nsim:crash")
         error = raised.value
         assert error.code == -32603
-        assert error.data["failure"]["kind"] == "hostExited"
+        assert failure_of(error)["kind"] == "hostExited"
         assert "session/load" in str(error)
         with anyio.fail_after(WAIT):
             await agent.conn.load_session(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from muse_acp.agent import commands, failures
+from muse_acp.agent import commands, failures, steering
 from muse_acp.agent.config_options import config_options, session_modes
 from muse_acp.agent.history import replay_history
 from muse_acp.agent.prompting import cancel_session_work
@@ -320,6 +320,7 @@ async def handle_close(
 def close_session(session: AcpSession) -> None:
     """Close a session: stop its work and host; it stays known as closed."""
     session.closed = True
+    steering.discard(session)
     cancel_session_work(session)
     if session.host is not None:
         session.host.close()

@@ -30,6 +30,8 @@ MAX_TITLE_LENGTH: Final = 512
 """Longest user title, in characters, after trimming."""
 PROMPT_TITLE_LENGTH: Final = 80
 """Longest title derived from a first prompt, ellipsis included."""
+HOST_TITLE_LENGTH: Final = 256
+"""Muse's own titles are folded onto one line and cut to this many characters."""
 ELLIPSIS: Final = "…"
 
 # Cc covers C0, DEL and C1 controls (line feeds and tabs included); Zl and Zp are the Unicode
@@ -83,7 +85,8 @@ def display_title(user_title: str | None, row: msp.Session | None) -> str | None
         return None
     for reported in (row.title, row.name):
         if reported is not None and reported.strip():
-            return reported
+            # Host titles are shown as given, but always on one bounded line.
+            return _one_line(reported, HOST_TITLE_LENGTH)
     if row.first_user_prompt is None:
         return None
     return _one_line(row.first_user_prompt, PROMPT_TITLE_LENGTH)

@@ -210,9 +210,15 @@ class ActiveTurn:
             with anyio.fail_after(submit):
                 ack = await self._host.call("turn/steer", params, msp.TurnCommandResult)
         except TimeoutError:
-            error = failures.deadline_exceeded("submitting", submit, True)
-            self.fail(error)
-            raise error from None
+            # The correction may or may not have reached the model; the turn cannot go on
+            # in an unknown state, and the steering caller hears why.
+            self.fail(failures.deadline_exceeded("submitting", submit, True))
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"Muse did not acknowledge the correction within {submit:g}s, so whether it "
+                "reached the turn is unknown; the turn was stopped. Check the session before "
+                "sending it again.",
+            ) from None
         except ConnectionClosed:
             self._host_gone("submitting")
             raise RpcError(
