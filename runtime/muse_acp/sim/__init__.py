@@ -1,0 +1,22 @@
+"""muse-sim: a simulated Muse Code host speaking MSP, for testing and demonstrating muse-acp.
+
+``muse-sim`` (or ``python -m muse_acp.sim``) behaves like the ``muse`` binary as far as an MSP
+client can observe: ``--version``, ``serve`` (MSP over stdio, or ``--replay`` of a recorded
+transcript), ``skills list``, ``login`` and ``logout``. Its turns come from a deterministic fake
+model driven by ``sim:`` directives in the prompt (see ``directives``); its sessions are durable
+in a state directory, so later or concurrent host processes can resume or read them; host
+faults can be injected with ``MUSE_SIM_FAULTS`` (see ``faults``).
+
+Modules, bottom up:
+
+* configuration, light enough for ``--version``: ``versions``, ``settings``, ``faults``,
+  ``accounts`` (skills, login, logout) and ``cli``;
+* wire basics: ``profile`` (bindings per host version), ``ids``, ``errors``, ``wire``;
+* durable state: ``store``, ``fold``, ``session``, ``context``;
+* the fake model: ``directives``, ``turn``, ``outputs``, ``tools``, ``asks`` (approvals),
+  ``questions``, ``runner`` and ``recovery``;
+* method handlers: ``commands``, ``resume``, ``controls`` and ``reads``, served by ``host``;
+* ``replay``.
+
+The package imports nothing at import time, so the command line starts fast.
+"""

@@ -1,0 +1,167 @@
+"""The ``muse-sim`` command line: what a client runs on a real ``muse`` binary, simulated.
+
+Contract: ``main`` parses the arguments with argparse and returns the exit status.
+
+* ``--version`` prints ``muse <version>-<build> (simulated by muse-sim)``.
+* ``serve [--disable-write] [--disable-shell] [--disable-sandbox] [--sandbox-network MODE]
+  [--no-session-log] [--trust-workspace] [--replay FILE]`` speaks MSP on stdin/stdout until
+  stdin ends (stderr carries diagnostics only); ``serve --help`` lists those flags.
+* ``skills list [--json] [--workspace DIR]`` prints the skill catalog.
+* ``login`` / ``logout`` manage a credential file in the state directory (exit status only).
+
+Usage errors, an unsupported ``MUSE_SIM_VERSION`` and a malformed ``MUSE_SIM_FAULTS`` exit 2.
+Startup is kept fast (a client may spawn one host per operation): the wire models and the
+runtime are imported only once ``serve`` is known to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from muse_acp.sim.accounts import login, logout, skills_document, skills_table
+from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
+from muse_acp.sim.settings import (
+    CAPTURE_ENV,
+    SANDBOX_NETWORK_MODES,
+    ServeOptions,
+    resolve_home,
+)
+from muse_acp.sim.versions import UnsupportedVersion, resolve_version
+
+__all__ = ["build_parser", "main"]
+
+USAGE_ERROR: Final = 2
+FLOOD_LINE: Final = b"muse-sim: simulated diagnostic output for stderr-flood\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``muse-sim`` (exposed for tests and documentation)."""
+    parser = argparse.ArgumentParser(
+        prog="muse-sim",
+        description="A simulated Muse Code host for testing MSP clients.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the host version")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="speak MSP (JSON-RPC over NDJSON) on stdio")
+    serve.add_argument("--disable-write", action="store_true", help="refuse file writes")
+    serve.add_argument("--disable-shell", action="store_true", help="refuse shell tools")
+    serve.add_argument("--disable-sandbox", action="store_true", help="run tools unsandboxed")
+    serve.add_argument(
+        "--sandbox-network",
+        metavar="MODE",
+        choices=SANDBOX_NETWORK_MODES,
+        default="proxy-only",
+        help=f"network access of sandboxed tools ({', '.join(SANDBOX_NETWORK_MODES)})",
+    )
+    serve.add_argument("--no-session-log", action="store_true", help="keep sessions in memory only")
+    serve.add_argument("--trust-workspace", action="store_true", help="trust the workspace")
+    serve.add_argument(
+        "--replay", metavar="FILE", type=Path, help="play back a recorded MSP transcript"
+    )
+
+    skills = commands.add_parser("skills", help="inspect skills")
+    skill_commands = skills.add_subparsers(dest="skills_command", metavar="COMMAND")
+    listing = skill_commands.add_parser("list", help="list the available skills")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--workspace", metavar="DIR", type=Path, help="workspace to inspect")
+
+    commands.add_parser("login", help="store simulated credentials")
+    commands.add_parser("logout", help="remove stored credentials")
+    return parser
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"muse-sim: {message}\n")
+    return USAGE_ERROR
+
+
+def _flood_stderr(size: int) -> None:
+    line = FLOOD_LINE
+    block = line * (65536 // len(line) + 1)
+    remaining = size
+    while remaining > 0:
+        chunk = block[: min(remaining, len(block))]
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(2, view) :]
+        remaining -= len(chunk)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    env = os.environ
+    try:
+        version = resolve_version(env)
+        faults = parse_faults(env.get(FAULTS_ENV, ""))
+    except (UnsupportedVersion, FaultSyntaxError) as exc:
+        return _fail(str(exc))
+    capture = env.get(CAPTURE_ENV, "")
+    options = ServeOptions(
+        home=resolve_home(env),
+        version=version,
+        faults=faults,
+        disable_write=args.disable_write,
+        disable_shell=args.disable_shell,
+        disable_sandbox=args.disable_sandbox,
+        sandbox_network=args.sandbox_network,
+        no_session_log=args.no_session_log,
+        trust_workspace=args.trust_workspace,
+        capture=Path(capture).absolute() if capture else None,
+        replay=args.replay,
+    )
+    if faults.exits_at("startup"):
+        exit_now("exit:startup")
+    if faults.stderr_flood:
+        _flood_stderr(faults.stderr_flood)
+    if options.replay is not None:
+        from muse_acp.sim.replay import run_replay
+
+        return run_replay(options)
+    from muse_acp.sim.host import run_host
+
+    return run_host(options)
+
+
+def _skills(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.skills_command != "list":
+        parser.print_usage(sys.stderr)
+        return USAGE_ERROR
+    workspace: Path | None = args.workspace
+    if workspace is not None and not workspace.is_dir():
+        return _fail(f"workspace {str(workspace)!r} is not a directory")
+    sys.stdout.write((skills_document() if args.json else skills_table()) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``muse-sim`` with ``argv`` (default: the process arguments); return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
+        return exc.code if isinstance(exc.code, int) else USAGE_ERROR
+    try:
+        version = resolve_version(os.environ)
+    except UnsupportedVersion as exc:
+        return _fail(str(exc))
+    if args.version:
+        sys.stdout.write(version.banner + "\n")
+        return 0
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "skills":
+        return _skills(args, parser)
+    home = resolve_home(os.environ)
+    if args.command == "login":
+        login(home)
+        return 0
+    if args.command == "logout":
+        logout(home)
+        return 0
+    parser.print_usage(sys.stderr)
+    return USAGE_ERROR

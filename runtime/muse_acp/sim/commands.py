@@ -1,0 +1,214 @@
+"""Session commands: start and the session settings.
+
+Contract, per method (every one is a command with a UUIDv7 ``commandId``):
+
+* ``session/start``: a new session with the client's UUIDv7 ``sessionId`` (or a minted one; a
+  retained id is rejected ``session_id_conflict``), held by this process; ``session/started``
+  precedes the result. An explicit ``approvalMode`` is announced by
+  ``session/approvalModeChanged`` after the result (1.1.1 hosts skip the default mode).
+* ``session/setModel`` (then ``session/modelChanged``), ``session/setApprovalMode``
+  (``session/approvalModeChanged`` first; ``noop`` when unchanged), ``session/rename`` (slug
+  names only, then ``session/nameChanged``) and ``session/setReasoningEffort``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from muse_acp.rpc import RequestContext, RequestRoute
+from muse_acp.sim import errors
+from muse_acp.sim.context import HostContext
+from muse_acp.sim.ids import is_uuid7, new_uuid7, rfc3339_now
+from muse_acp.sim.reads import DEFAULT_MODEL, MODELS
+from muse_acp.sim.session import LiveSession
+from muse_acp.sim.store import SessionMeta
+from muse_acp_wire.msp_1_2_1 import (
+    ApprovalModeState,
+    CommandAck,
+    SessionApprovalModeChangedParams,
+    SessionModelChangedParams,
+    SessionNameChangedParams,
+    SessionReasoningEffortChangedParams,
+    SessionRenameParams,
+    SessionRenameResult,
+    SessionSetApprovalModeParams,
+    SessionSetApprovalModeResult,
+    SessionSetModelParams,
+    SessionSetReasoningEffortParams,
+    SessionStartParams,
+    SessionStartResult,
+)
+
+__all__ = ["SessionCommands"]
+
+DEFAULT_MODE: Final = "promptUnmatched"
+SLUG: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_MODEL_IDS: Final = frozenset(model.model_id for model in MODELS)
+
+
+class SessionCommands:
+    """The session command handlers (see the module contract)."""
+
+    def __init__(self, ctx: HostContext) -> None:
+        self.ctx = ctx
+
+    def routes(self) -> list[RequestRoute[Any]]:
+        return [
+            RequestRoute("session/start", SessionStartParams, self.start),
+            RequestRoute("session/setModel", SessionSetModelParams, self.set_model),
+            RequestRoute(
+                "session/setApprovalMode", SessionSetApprovalModeParams, self.set_approval_mode
+            ),
+            RequestRoute("session/rename", SessionRenameParams, self.rename),
+            RequestRoute(
+                "session/setReasoningEffort",
+                SessionSetReasoningEffortParams,
+                self.set_reasoning_effort,
+            ),
+        ]
+
+    def _mode_changed(
+        self, session: LiveSession, command_id: str
+    ) -> tuple[SessionApprovalModeChangedParams, bytes]:
+        return session.record(
+            "session/approvalModeChanged",
+            lambda pos: SessionApprovalModeChangedParams.model_validate(
+                {
+                    "sessionId": session.session_id,
+                    "viewCursor": pos.cursor,
+                    "sourceRange": pos.source_range,
+                    "mode": session.meta.approval_mode,
+                    "source": "approvalReconfigure",
+                    "commandId": command_id,
+                    "clientName": self.ctx.client.name,
+                }
+            ),
+        )
+
+    async def start(
+        self, params: SessionStartParams, request: RequestContext
+    ) -> SessionStartResult:
+        ctx = self.ctx
+        session_id = params.session_id or new_uuid7()
+        if params.session_id is not None and not is_uuid7(session_id):
+            raise errors.invalid_params("invalid session/start sessionId: expected UUIDv7")
+        if session_id in ctx.sessions or ctx.store.exists(session_id):
+            raise errors.command_rejected("session/start", params.command_id, "session_id_conflict")
+        provider = params.provider_id or "meta"
+        now = rfc3339_now()
+        meta = SessionMeta(
+            session_id=session_id,
+            created_at=now,
+            updated_at=now,
+            workspace_root=params.workspace_root or str(Path.cwd()),
+            provider_id=provider,
+            model_id=params.model_id or (None if provider == "echo" else DEFAULT_MODEL),
+            approval_mode=params.approval_mode or DEFAULT_MODE,
+        )
+        session = ctx.adopt(meta)
+        await session.announce(self.ctx.profile)
+        mode = params.approval_mode
+        if mode is not None and (mode != DEFAULT_MODE or ctx.profile.session_names):
+            _, body = self._mode_changed(session, params.command_id)
+            ctx.send_after(request, "session/approvalModeChanged", body)
+        return SessionStartResult(
+            session=session.model(self.ctx.profile), view_cursor=session.head_cursor
+        )
+
+    async def set_model(self, params: SessionSetModelParams, request: RequestContext) -> CommandAck:
+        session = self.ctx.live(params.session_id)
+        model = params.model
+        provider = model.provider_id or "meta"
+        # Echo sessions are bound to their provider: real hosts refuse to reroute them.
+        echo = session.meta.provider_id == "echo"
+        if echo or provider != "meta" or model.model_id not in _MODEL_IDS:
+            raise errors.command_rejected(
+                "session/setModel", params.command_id, "unsupported_route"
+            )
+        session.update(model_id=model.model_id, provider_id=provider)
+        _, body = session.record(
+            "session/modelChanged",
+            lambda pos: SessionModelChangedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                model_id=model.model_id,
+                provider_id=provider,
+                source="user",
+            ),
+        )
+        self.ctx.send_after(request, "session/modelChanged", body)
+        return CommandAck(command_id=params.command_id, status="accepted")
+
+    async def set_approval_mode(
+        self, params: SessionSetApprovalModeParams, request: RequestContext
+    ) -> SessionSetApprovalModeResult:
+        session = self.ctx.live(params.session_id)
+        meta = session.meta
+        outcome = "noop"
+        if params.mode != meta.approval_mode:
+            outcome = "completed"
+            meta = session.update(
+                approval_mode=params.mode,
+                approval_source="approvalReconfigure",
+                approval_command_id=params.command_id,
+            )
+            _, body = self._mode_changed(session, params.command_id)
+            await session.outbox.send_event("session/approvalModeChanged", body)
+        return SessionSetApprovalModeResult(
+            command_id=params.command_id,
+            status="accepted",
+            apply_outcome=outcome,
+            effective_mode=ApprovalModeState.model_validate(
+                {
+                    "mode": meta.approval_mode,
+                    "source": meta.approval_source,
+                    "lastCommandId": meta.approval_command_id,
+                }
+            ),
+        )
+
+    async def rename(
+        self, params: SessionRenameParams, request: RequestContext
+    ) -> SessionRenameResult:
+        session = self.ctx.live(params.session_id)
+        if SLUG.fullmatch(params.name) is None:
+            raise errors.invalid_params(
+                "invalid session/rename name: expected a slug of lower-case letters, digits "
+                "and hyphens"
+            )
+        session.update(name=params.name)
+        _, body = session.record(
+            "session/nameChanged",
+            lambda pos: SessionNameChangedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                name=params.name,
+                command_id=params.command_id,
+            ),
+        )
+        self.ctx.send_after(request, "session/nameChanged", body)
+        return SessionRenameResult(
+            command_id=params.command_id, status="accepted", name=params.name
+        )
+
+    async def set_reasoning_effort(
+        self, params: SessionSetReasoningEffortParams, request: RequestContext
+    ) -> CommandAck:
+        session = self.ctx.live(params.session_id)
+        session.update(reasoning_effort=params.reasoning_effort)
+        _, body = session.record(
+            "session/reasoningEffortChanged",
+            lambda pos: SessionReasoningEffortChangedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                reasoning_effort=params.reasoning_effort,
+                command_id=params.command_id,
+            ),
+        )
+        self.ctx.send_after(request, "session/reasoningEffortChanged", body)
+        return CommandAck(command_id=params.command_id, status="accepted")

@@ -1,0 +1,194 @@
+"""Host faults muse-sim injects on request, for reliability tests of its clients.
+
+Contract: ``MUSE_SIM_FAULTS`` is a comma-separated list of faults; ``parse_faults`` turns it into
+a frozen ``Faults`` value (or raises ``FaultSyntaxError``; the command line then exits 2). The
+host consults that value at fixed points; nothing else in muse-sim reads the variable. A fault
+that exits ends the process at once with ``FAULT_EXIT_CODE`` after one line on stderr, so a
+client sees exactly what a crashing host leaves behind (the session lease is freed by the OS).
+
+The faults:
+
+``exit:startup``
+    exit before reading any input.
+``exit:handshake``
+    exit when ``initialize`` arrives, without answering it.
+``hang:handshake``
+    never answer ``initialize`` (everything else keeps working).
+``hang-ack:<method>``
+    never answer that command (e.g. ``hang-ack:turn/start``); it stays in flight, so it also
+    counts against the admission capacity.
+``exit-before-ack:<method>``
+    exit when that request arrives, before any event or answer.
+``exit-after-ack:<method>``
+    exit right after the answer to that request has been written.
+``exit:approval`` / ``exit:userInput``
+    exit right after an approval (or a question) has been put to the client.
+``exit:steer`` / ``exit:readOutput``
+    exit when ``turn/steer`` (or ``item/readOutput``) arrives, before answering it.
+``malformed:<method>``
+    write a line that is not JSON just before the answer to that request.
+``oversized:<method>``
+    write a (valid JSON) line longer than the 10 MiB frame limit just before that answer.
+``slow:<ms>``
+    wait that many milliseconds before each event of a turn (simulated model latency).
+``stderr-flood:<bytes>``
+    write that many bytes of diagnostics to stderr at startup, before serving.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Final, NoReturn
+
+__all__ = [
+    "FAULTS_ENV",
+    "FAULT_EXIT_CODE",
+    "MAX_FLOOD_BYTES",
+    "FaultSyntaxError",
+    "Faults",
+    "exit_now",
+    "parse_faults",
+]
+
+FAULTS_ENV: Final = "MUSE_SIM_FAULTS"
+FAULT_EXIT_CODE: Final = 1
+"""The exit status of a simulated crash: what a host dying of an unhandled fault returns."""
+MAX_FLOOD_BYTES: Final = 1 << 30
+MAX_SLOW_MS: Final = 60_000
+
+EXIT_POINTS: Final = frozenset(
+    {"startup", "handshake", "approval", "userInput", "steer", "readOutput"}
+)
+HANG_POINTS: Final = frozenset({"handshake"})
+
+
+class FaultSyntaxError(ValueError):
+    """``MUSE_SIM_FAULTS`` holds something that is not a known fault."""
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """The faults in effect for this process; the default injects none."""
+
+    exits: frozenset[str] = frozenset()
+    hangs: frozenset[str] = frozenset()
+    hang_ack: frozenset[str] = frozenset()
+    exit_before_ack: frozenset[str] = frozenset()
+    exit_after_ack: frozenset[str] = frozenset()
+    malformed: frozenset[str] = frozenset()
+    oversized: frozenset[str] = frozenset()
+    slow_ms: int = 0
+    stderr_flood: int = 0
+    names: tuple[str, ...] = field(default=())
+    """The faults as given, for diagnostics."""
+
+    def exits_at(self, point: str) -> bool:
+        return point in self.exits
+
+
+def _checked_point(kind: str, arg: str, allowed: frozenset[str]) -> str:
+    if arg not in allowed:
+        points = ", ".join(sorted(allowed))
+        raise FaultSyntaxError(f"{kind}:{arg} is not a fault point ({points})")
+    return arg
+
+
+def _checked_method(kind: str, arg: str) -> str:
+    if "/" not in arg and arg != "initialize":
+        raise FaultSyntaxError(f"{kind}:{arg!r} does not name an MSP method")
+    return arg
+
+
+def _checked_count(kind: str, arg: str, limit: int) -> int:
+    if not arg.isdigit() or int(arg) > limit:
+        raise FaultSyntaxError(f"{kind}:{arg!r} needs a whole number up to {limit}")
+    return int(arg)
+
+
+def _exit(f: Faults, arg: str) -> Faults:
+    return replace(f, exits=f.exits | {_checked_point("exit", arg, EXIT_POINTS)})
+
+
+def _hang(f: Faults, arg: str) -> Faults:
+    return replace(f, hangs=f.hangs | {_checked_point("hang", arg, HANG_POINTS)})
+
+
+def _hang_ack(f: Faults, arg: str) -> Faults:
+    return replace(f, hang_ack=f.hang_ack | {_checked_method("hang-ack", arg)})
+
+
+def _exit_before_ack(f: Faults, arg: str) -> Faults:
+    method = _checked_method("exit-before-ack", arg)
+    return replace(f, exit_before_ack=f.exit_before_ack | {method})
+
+
+def _exit_after_ack(f: Faults, arg: str) -> Faults:
+    method = _checked_method("exit-after-ack", arg)
+    return replace(f, exit_after_ack=f.exit_after_ack | {method})
+
+
+def _malformed(f: Faults, arg: str) -> Faults:
+    return replace(f, malformed=f.malformed | {_checked_method("malformed", arg)})
+
+
+def _oversized(f: Faults, arg: str) -> Faults:
+    return replace(f, oversized=f.oversized | {_checked_method("oversized", arg)})
+
+
+def _slow(f: Faults, arg: str) -> Faults:
+    return replace(f, slow_ms=_checked_count("slow", arg, MAX_SLOW_MS))
+
+
+def _stderr_flood(f: Faults, arg: str) -> Faults:
+    return replace(f, stderr_flood=_checked_count("stderr-flood", arg, MAX_FLOOD_BYTES))
+
+
+_PARSERS: Final[Mapping[str, Callable[[Faults, str], Faults]]] = MappingProxyType(
+    {
+        "exit": _exit,
+        "hang": _hang,
+        "hang-ack": _hang_ack,
+        "exit-before-ack": _exit_before_ack,
+        "exit-after-ack": _exit_after_ack,
+        "malformed": _malformed,
+        "oversized": _oversized,
+        "slow": _slow,
+        "stderr-flood": _stderr_flood,
+    }
+)
+"""Fault kind -> how its argument is checked and recorded."""
+
+
+def parse_faults(text: str) -> Faults:
+    """Parse a ``MUSE_SIM_FAULTS`` value (see the module docstring).
+
+    Raises:
+        FaultSyntaxError: an entry is not ``kind:argument`` with a known kind and argument.
+    """
+    faults = Faults()
+    names: list[str] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        kind, sep, arg = entry.partition(":")
+        parser = _PARSERS.get(kind)
+        if parser is None or not sep:
+            known = ", ".join(_PARSERS)
+            raise FaultSyntaxError(f"unknown fault {entry!r} (kinds: {known})")
+        faults = parser(faults, arg)
+        names.append(entry)
+    return replace(faults, names=tuple(names))
+
+
+def exit_now(reason: str) -> NoReturn:
+    """End the process at once, as a crashing host would (no cleanup, no flushing of stdout)."""
+    try:
+        sys.stderr.write(f"muse-sim: injected fault {reason}: exiting\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(FAULT_EXIT_CODE)

@@ -1,0 +1,157 @@
+"""Commands that hand a session's history back: ``session/resume`` and ``session/fork``.
+
+Contract:
+
+* ``session/resume`` holds a stored session (-32020 unknown, -32021 held by another process;
+  resuming a session this process holds is allowed). A turn left unfinished by a host that died
+  is closed first (see ``recovery``). History comes inline, excluded (``excludeItems``), or as
+  the durable events after ``cursor``, sent as notifications once the result is written
+  (-32011 for a cursor the session never had). Requests still pending are listed, not re-sent.
+* ``session/fork`` makes a new session, held by this process, with the items of the source's
+  completed turns (up to ``cutPoint``; -32023 when that is not one of its turns); any stored
+  session can be forked, including one another process holds. ``session/started`` precedes
+  the result.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+import anyio
+
+from muse_acp.rpc import RequestContext, RequestRoute, encode_message
+from muse_acp.sim import errors
+from muse_acp.sim.context import ANSWER_WAIT, HostContext
+from muse_acp.sim.ids import new_uuid7, parse_cursor, rfc3339_now
+from muse_acp.sim.reads import history, pending_requests
+from muse_acp.sim.recovery import reconcile
+from muse_acp.sim.session import LiveSession, Position
+from muse_acp.sim.store import SessionMeta
+from muse_acp_wire.msp_1_2_1 import (
+    ErrorData,
+    ItemEventParams,
+    SessionForkParams,
+    SessionHistory,
+    SessionHistoryResult,
+    SessionResumeParams,
+)
+
+__all__ = ["SessionContinuations"]
+
+
+def _copied(session_id: str, item: dict[str, Any], pos: Position) -> ItemEventParams:
+    """An item of the source session, recorded as completed in its fork."""
+    return ItemEventParams.model_validate(
+        {
+            "sessionId": session_id,
+            "viewCursor": pos.cursor,
+            "sourceRange": pos.source_range,
+            "item": item,
+        }
+    )
+
+
+class SessionContinuations:
+    """The ``session/resume`` and ``session/fork`` handlers (see the module contract)."""
+
+    def __init__(self, ctx: HostContext) -> None:
+        self.ctx = ctx
+
+    def routes(self) -> list[RequestRoute[Any]]:
+        return [
+            RequestRoute("session/resume", SessionResumeParams, self.resume),
+            RequestRoute("session/fork", SessionForkParams, self.fork),
+        ]
+
+    async def resume(
+        self, params: SessionResumeParams, request: RequestContext
+    ) -> SessionHistoryResult:
+        ctx = self.ctx
+        session = ctx.load(params.session_id)
+        if session.fold.active_turn is not None and session.runner is None:
+            await reconcile(session)
+        after: int | None = None
+        if params.cursor is not None:
+            after = parse_cursor(session.session_id, params.cursor)
+            if after is None or after > session.fold.head:
+                raise errors.host_error(
+                    f"cursor {params.cursor} is not a position of session {session.session_id}",
+                    ErrorData(
+                        kind="notFound",
+                        reason="missingAnchor",
+                        session_id=session.session_id,
+                        anchor=params.cursor,
+                    ),
+                )
+        if after is not None:
+            result_history = SessionHistory(
+                mode="none", items=None, snapshot=None, none_reason="cursorSuffix"
+            )
+            ctx.spawn(self._replay_after, ctx.answered(request), session, after)
+        else:
+            result_history = history(session.fold, exclude=bool(params.exclude_items))
+        return SessionHistoryResult(
+            session=session.model(self.ctx.profile),
+            view_cursor=session.head_cursor,
+            history=result_history,
+            pending_requests=pending_requests(session.fold),
+        )
+
+    async def _replay_after(self, answered: anyio.Event, session: LiveSession, after: int) -> None:
+        with anyio.move_on_after(ANSWER_WAIT):
+            await answered.wait()
+        for line in session.log.lines()[after:]:
+            event = json.loads(line)
+            await self.ctx.outbox.send_event(event["method"], encode_message(event["params"]))
+
+    async def fork(
+        self, params: SessionForkParams, request: RequestContext
+    ) -> SessionHistoryResult:
+        ctx = self.ctx
+        source = ctx.view(params.session_id)
+        turns = [turn for turn in source.fold.turn_ends if turn not in source.fold.retracted]
+        explicit = params.cut_point is not None
+        if params.cut_point is not None:
+            last = params.cut_point.last_turn_id
+            if last not in turns:
+                raise errors.host_error(
+                    f"turn {last} is not a completed turn of session {params.session_id}",
+                    ErrorData(
+                        kind="forkBoundaryInvalid",
+                        retryable=False,
+                        session_id=params.session_id,
+                        last_turn_id=last,
+                    ),
+                )
+            turns = turns[: turns.index(last) + 1]
+        now = rfc3339_now()
+        origin = {
+            "sessionId": params.session_id,
+            "cutCursor": f"session:{params.session_id}:turn:{len(turns)}",
+            "cutExplicit": explicit,
+            "commandId": params.command_id,
+        }
+        meta = SessionMeta(
+            session_id=new_uuid7(),
+            created_at=now,
+            updated_at=now,
+            workspace_root=source.meta.workspace_root,
+            provider_id=source.meta.provider_id,
+            model_id=source.meta.model_id,
+            approval_mode=source.meta.approval_mode,
+            turn_count=len(turns),
+            forked_from=origin,
+            reasoning_effort=source.meta.reasoning_effort,
+        )
+        session = ctx.adopt(meta)
+        for item in source.fold.turn_items(turns):
+            session.record("item/completed", partial(_copied, session.session_id, item))
+        await session.announce(self.ctx.profile)
+        return SessionHistoryResult(
+            session=session.model(self.ctx.profile),
+            view_cursor=session.head_cursor,
+            history=history(session.fold, exclude=bool(params.exclude_items)),
+            pending_requests=[],
+        )

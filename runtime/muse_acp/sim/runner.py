@@ -1,0 +1,300 @@
+"""Running a turn of the fake model from ``turn/started`` to ``turn/completed``.
+
+Contract: a ``TurnRunner`` plays one ``TurnRequest``. ``open`` emits ``turn/started`` and the
+user message (real hosts send both before acknowledging ``turn/start``); ``run`` waits until the
+acknowledgement is written, then plays the prompt: a one-part reasoning summary (unless the
+reasoning effort is ``none``), each directive in order, the agent message echoing the prompt
+text (and its images), token and context usage, and ``turn/completed`` (``completed``, or
+``failed`` with a turn error for ``sim:fail``). Steering input is answered between steps (a user
+message marked ``steered`` and an agent message quoting it); ``sim:hold`` waits for it.
+
+``stop`` ends the turn early (``turn/cancel``, ``turn/interrupt``): open items are completed
+``cancelled``, pending approvals and questions are settled, then ``turn/completed`` reports
+``cancelled`` (and, for an interrupt with ``retract``, ``turn/retracted`` and the user message
+marked ``retracted``). When the turn ends the session's next queued turn starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Final
+
+import anyio
+
+from muse_acp.sim.asks import ApprovalAsk, request_approval, split_stages
+from muse_acp.sim.context import HostContext
+from muse_acp.sim.directives import (
+    Approve,
+    AskUser,
+    Crash,
+    Directive,
+    Fail,
+    Hold,
+    Plan,
+    Search,
+    Shell,
+    WebSearch,
+)
+from muse_acp.sim.faults import FAULT_EXIT_CODE
+from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
+from muse_acp.sim.outputs import TEXT_MEDIA_TYPE
+from muse_acp.sim.questions import ask_user
+from muse_acp.sim.session import LiveSession, Position
+from muse_acp.sim.tools import SHELL_DISABLED, ToolCall, run_search, run_shell, run_web, shell_args
+from muse_acp.sim.turn import Steer, StopRequest, Turn, TurnRequest
+from muse_acp_wire.msp_1_2_1 import (
+    TurnCompletedParams,
+    TurnError,
+    TurnRetractedParams,
+    TurnStartedParams,
+    UserMessageItem,
+)
+
+__all__ = ["ACK_WAIT", "TurnRunner"]
+
+ACK_WAIT: Final = 5.0
+"""Seconds a turn waits for its acknowledgement to be written before playing anyway."""
+HOLD_MARK: Final = "sim:hold"
+RETRYABLE_FAILURES: Final = frozenset({"modelError", "environmentError"})
+DENIED_BY_POLICY: Final = "the approval policy (denyUnmatched) refused this command"
+APPROVAL_CANCELLED: Final = "tool approval cancelled"
+
+
+class TurnRunner:
+    """See the module contract."""
+
+    def __init__(self, ctx: HostContext, session: LiveSession, request: TurnRequest) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.turn = Turn(ctx, session, request)
+        self._scope = anyio.CancelScope()
+        self._stop: StopRequest | None = None
+        self._message: UserMessageItem | None = None
+        self._ending = False
+        self.done = anyio.Event()
+
+    @property
+    def turn_id(self) -> str:
+        return self.turn.turn_id
+
+    @property
+    def ending(self) -> bool:
+        """The turn has stopped playing and is reporting its end."""
+        return self._ending
+
+    @property
+    def steering_backlog(self) -> int:
+        """Steering inputs received and not answered yet."""
+        return len(self.turn.steers)
+
+    def steer(self, steer: Steer) -> None:
+        self.turn.steer(steer)
+
+    def stop(self, request: StopRequest) -> None:
+        """End the turn early (no-op once it is already ending)."""
+        if not self._ending and self._stop is None:
+            self._stop = request
+            self._scope.cancel()
+
+    async def open(self) -> None:
+        request = self.turn.request
+        session = self.session
+        await session.emit(
+            "turn/started",
+            lambda pos: TurnStartedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                turn_id=request.turn_id,
+                command_id=request.command_id,
+            ),
+        )
+        self._message = await self.turn.user_message(request.text, request.command_id)
+        first_prompt = session.meta.first_user_prompt or request.text
+        session.update(active_turn_id=request.turn_id, first_user_prompt=first_prompt)
+
+    async def launch(self) -> None:
+        """Open and run a turn that was queued (nothing to acknowledge any more)."""
+        await self.open()
+        await self.run(None)
+
+    async def run(self, acked: anyio.Event | None) -> None:
+        failure: TurnError | None = None
+        played = False
+        try:
+            with self._scope:
+                if acked is not None:
+                    with anyio.move_on_after(ACK_WAIT):
+                        await acked.wait()
+                failure = await self._play()
+                played = True
+            self._ending = True
+            if played:
+                await self._complete(failure)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await self._stopped()
+        finally:
+            self.done.set()
+        self._next()
+
+    async def _play(self) -> TurnError | None:
+        turn = self.turn
+        request = turn.request
+        effort = request.effort or self.session.meta.reasoning_effort
+        if effort != "none":
+            await turn.reasoning(f"Planning a reply with {effort or 'default'} reasoning effort.")
+        for directive in request.prompt.directives:
+            await self._answer_steers()
+            failure = await self._step(directive)
+            if failure is not None:
+                return failure
+        await self._answer_steers()
+        echo = "\n".join(part for part in (request.prompt.text, *request.images) if part)
+        if echo:
+            await turn.say(echo)
+        await turn.usage(echo, final=True)
+        return None
+
+    async def _step(self, directive: Directive) -> TurnError | None:
+        turn = self.turn
+        match directive:
+            case Shell():
+                await run_shell(turn, directive)
+            case Search():
+                await run_search(turn, directive)
+            case WebSearch():
+                await run_web(turn, directive)
+            case Approve():
+                await self._approved_command(directive)
+            case AskUser():
+                await ask_user(turn)
+            case Hold():
+                await self._hold()
+            case Plan():
+                await turn.plan()
+            case Fail(kind=kind):
+                retryable = kind in RETRYABLE_FAILURES
+                return TurnError(
+                    kind=kind, message=f"simulated {kind} failure", retryable=retryable
+                )
+            case Crash():
+                sys.stderr.write("muse-sim: sim:crash: exiting in the middle of a turn\n")
+                sys.stderr.flush()
+                os._exit(FAULT_EXIT_CODE)
+        return None
+
+    async def _approved_command(self, directive: Approve) -> None:
+        turn = self.turn
+        approval_id = new_uuid7()
+        args = shell_args(directive.command, "Run a command that needs approval")
+        call = ToolCall(turn, "bash", args, approval_id=approval_id)
+        await turn.usage(args, final=False)
+        await call.start()
+        if self.ctx.options.disable_shell:
+            await call.finish_with("rejected", SHELL_DISABLED)
+            return
+        ask = ApprovalAsk(
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            item_id=call.item_id,
+            tool_call_id=call.call_id,
+            raw_args=args,
+            command=directive.command,
+            workspace_root=self.session.meta.workspace_root,
+            stages=split_stages(directive.command, directive.stages),
+            approval_id=approval_id,
+        )
+        decision = await request_approval(turn, ask)
+        if decision in ("approved", "approvedForSession"):
+            await call.update()
+            call.store(TEXT_MEDIA_TYPE)
+            await call.stream([f"simulated run of: {directive.command}\n".encode()])
+            await call.finish()
+        elif decision == "denied":
+            await call.finish_with("rejected", DENIED_BY_POLICY)
+        else:
+            await call.finish_with("failed", APPROVAL_CANCELLED)
+
+    async def _answer_steers(self) -> bool:
+        """Answer pending steering input; True when one of them did not ask to keep holding."""
+        release = False
+        for steer in self.turn.take_steers():
+            await self.turn.user_message(steer.text, steer.command_id, steered=True)
+            await self.turn.say(f'Steering received: "{steer.text}"')
+            release = release or HOLD_MARK not in steer.text
+        return release
+
+    async def _hold(self) -> None:
+        self.turn.phase = "the model was working"
+        while True:
+            await self.turn.steered.wait()
+            if await self._answer_steers():
+                return
+
+    def _completed(self, pos: Position, terminal: str, **members: object) -> TurnCompletedParams:
+        turn = self.turn
+        fields: dict[str, object] = {
+            "session_id": turn.session_id,
+            "view_cursor": pos.cursor,
+            "source_range": pos.source_range,
+            "turn_id": turn.turn_id,
+            "terminal": terminal,
+            **members,
+            "duration_ms": max(1, now_ms() - turn.started_ms),
+        }
+        if turn.first_token_ms is not None:
+            fields["time_to_first_token_ms"] = max(1, turn.first_token_ms - turn.started_ms)
+        return TurnCompletedParams.model_validate(fields, by_name=True)
+
+    async def _complete(self, failure: TurnError | None) -> None:
+        if failure is None:
+            await self.session.emit("turn/completed", lambda pos: self._completed(pos, "completed"))
+        else:
+            await self.session.emit(
+                "turn/completed",
+                lambda pos: self._completed(pos, "failed", reason=failure.message, error=failure),
+            )
+        self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+
+    async def _stopped(self) -> None:
+        turn = self.turn
+        for cleanup in reversed(list(turn.open_items.values())):
+            await cleanup()
+        turn.open_items.clear()
+        reason = f"cancelled while {turn.phase}"
+        await self.session.emit(
+            "turn/completed", lambda pos: self._completed(pos, "cancelled", reason=reason)
+        )
+        stop = self._stop
+        if stop is not None and stop.interrupt and stop.retract and self._message is not None:
+            await self._retract(self._message)
+        self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+
+    async def _retract(self, message: UserMessageItem) -> None:
+        session = self.session
+        request = self.turn.request
+        await session.emit(
+            "turn/retracted",
+            lambda pos: TurnRetractedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                turn_id=request.turn_id,
+                command_id=request.command_id,
+            ),
+        )
+        retracted = message.model_copy(
+            update={"revision": 2, "retracted": True, "recorded_at": rfc3339_now()}
+        )
+        await self.turn.item_event("item/updated", retracted)
+
+    def _next(self) -> None:
+        session = self.session
+        if session.runner is self:
+            session.runner = None
+        if session.runner is None and session.queue:
+            runner = TurnRunner(self.ctx, session, session.queue.popleft())
+            session.runner = runner
+            self.ctx.spawn(runner.launch)

@@ -1,0 +1,197 @@
+"""A session loaded by this host process, and how the host reports any session.
+
+Contract: a ``LiveSession`` is a session this process holds the lease of. Its view events are
+produced only by ``record`` (which gives an event its cursor, ``v:<id>:<n>`` when durable and
+``v:<id>:<n>.<k>`` when live-only, and its ``sourceRange``, durable events only, item events
+ranging from the item's first record; then appends a durable event to the log and folds it)
+followed by sending it, or by ``emit``, which does both; so every event is logged before any
+client can see it. ``session_model`` builds the ``Session`` object of any
+session, loaded here or not, from its metadata and fold, in real hosts' member order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from muse_acp.rpc import encode_value
+from muse_acp.sim.fold import Fold
+from muse_acp.sim.ids import durable_cursor, fragment_cursor, record_id, rfc3339_now
+from muse_acp.sim.profile import HostProfile
+from muse_acp.sim.store import EventLog, Lease, SessionMeta, Store
+from muse_acp.sim.wire import Outbox, log_line
+from muse_acp_wire._base import WireModel
+from muse_acp_wire.msp_1_2_1 import (
+    ApprovalModeState,
+    ForkOrigin,
+    Session,
+    SessionStartedParams,
+    SourceRange,
+    StreamPosition,
+    StreamRef,
+)
+
+if TYPE_CHECKING:
+    from muse_acp.sim.asks import ApprovalAsk
+    from muse_acp.sim.questions import QuestionAsk
+    from muse_acp.sim.runner import TurnRunner
+    from muse_acp.sim.turn import TurnRequest
+
+__all__ = ["LiveSession", "Position", "session_model"]
+
+_M = TypeVar("_M", bound=WireModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where an event sits in its session's view stream."""
+
+    cursor: str
+    source_range: SourceRange | None
+    """None for live-only events, which have no durable record."""
+
+
+class LiveSession:
+    """A session whose lease this process holds (see the module contract)."""
+
+    def __init__(
+        self,
+        meta: SessionMeta,
+        fold: Fold,
+        log: EventLog,
+        lease: Lease,
+        outbox: Outbox,
+        store: Store,
+    ) -> None:
+        self.meta = meta
+        self.fold = fold
+        self.log = log
+        self.lease = lease
+        self.outbox = outbox
+        self.store = store
+        self.runner: TurnRunner | None = None
+        self.queue: deque[TurnRequest] = deque()
+        self.asks: dict[str, ApprovalAsk | QuestionAsk] = {}
+        """Approvals and questions put to the client by this process, pending or settled."""
+        self._fragment = 0
+
+    @property
+    def session_id(self) -> str:
+        return self.meta.session_id
+
+    @property
+    def head_cursor(self) -> str:
+        """The cursor of the latest durable event, or ``""`` before the first one."""
+        head = self.fold.head
+        return durable_cursor(self.session_id, head) if head else ""
+
+    @property
+    def path(self) -> str:
+        """The session's log path as hosts report it (empty when nothing outlives the host)."""
+        return "" if self.store.ephemeral else str(self.log.path)
+
+    def model(self, profile: HostProfile) -> Session:
+        """The ``Session`` object of this session, as its holder reports it."""
+        status = "running" if self.fold.active_turn else "idle"
+        return session_model(profile, self.meta, self.fold, path=self.path, status=status)
+
+    async def announce(self, profile: HostProfile) -> None:
+        """``session/started``: not a view event, so it has no cursor and is not logged."""
+        started = SessionStartedParams(session=self.model(profile))
+        await self.outbox.send_event("session/started", encode_value(started))
+
+    def update(self, **changes: Any) -> SessionMeta:
+        """Change the session's metadata (``updatedAt`` too) and store it."""
+        self.meta = replace(self.meta, updated_at=rfc3339_now(), **changes)
+        self.store.write_meta(self.meta)
+        return self.meta
+
+    def _position(self, durable: bool, item_id: str | None) -> Position:
+        sid = self.session_id
+        if not durable:
+            self._fragment += 1
+            return Position(fragment_cursor(sid, self.fold.head, self._fragment), None)
+        n = self.fold.head + 1
+        first = self.fold.item_first.get(item_id, n) if item_id is not None else n
+        source = SourceRange(
+            stream=StreamRef(kind="session", id=sid),
+            first=StreamPosition(id=record_id(sid, first), sequence=first),
+            last=StreamPosition(id=record_id(sid, n), sequence=n),
+        )
+        return Position(durable_cursor(sid, n), source)
+
+    def record(
+        self,
+        method: str,
+        build: Callable[[Position], _M],
+        *,
+        durable: bool = True,
+        item_id: str | None = None,
+    ) -> tuple[_M, bytes]:
+        """Give an event its position, and log and fold it when durable; nothing is sent."""
+        params = build(self._position(durable, item_id))
+        body = encode_value(params)
+        if durable:
+            self.log.append(log_line(method, body))
+            self.fold.apply(method, json.loads(body))
+            self._fragment = 0
+        return params, body
+
+    async def emit(
+        self,
+        method: str,
+        build: Callable[[Position], _M],
+        *,
+        durable: bool = True,
+        item_id: str | None = None,
+    ) -> _M:
+        """Produce one view event; ``build`` makes its params for the position it gets."""
+        await self.outbox.pace()
+        params, body = self.record(method, build, durable=durable, item_id=item_id)
+        await self.outbox.send_event(method, body)
+        return params
+
+
+def session_model(
+    profile: HostProfile,
+    meta: SessionMeta,
+    fold: Fold,
+    *,
+    path: str,
+    status: str,
+    with_approval_mode: bool = True,
+) -> Session:
+    """The ``Session`` object of a session (list rows leave ``approvalMode`` out)."""
+    extra: dict[str, Any] = {}
+    if with_approval_mode:
+        extra["approval_mode"] = ApprovalModeState.model_validate(
+            {
+                "mode": meta.approval_mode,
+                "source": meta.approval_source,
+                "lastCommandId": meta.approval_command_id,
+            }
+        )
+    if profile.session_names:
+        if meta.name is not None:
+            extra["name"] = meta.name
+        if meta.first_user_prompt is not None:
+            extra["title"] = meta.first_user_prompt[:80]
+            extra["first_user_prompt"] = meta.first_user_prompt
+    forked = ForkOrigin.model_validate(meta.forked_from) if meta.forked_from else None
+    return Session(
+        session_id=meta.session_id,
+        path=path,
+        status=status,
+        active_turn_id=fold.active_turn,
+        created_at=meta.created_at,
+        updated_at=meta.updated_at,
+        workspace_root=meta.workspace_root,
+        provider_id=meta.provider_id,
+        model_id=meta.model_id,
+        turn_count=meta.turn_count,
+        forked_from=forked,
+        **extra,
+    )

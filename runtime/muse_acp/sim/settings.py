@@ -1,0 +1,59 @@
+"""What one muse-sim process runs with: its state directory, host version, faults and flags.
+
+Contract: ``resolve_home`` picks the state directory (``MUSE_SIM_HOME``, else
+``$XDG_DATA_HOME/muse-sim``, else ``~/.local/share/muse-sim``); ``ServeOptions`` carries the
+``serve`` flags and everything resolved from the environment, frozen, so the host never reads
+the environment itself. Light on imports: the command line uses it before deciding what to load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from muse_acp.sim.faults import Faults
+from muse_acp.sim.versions import HostVersion
+
+__all__ = [
+    "CAPTURE_ENV",
+    "HOME_ENV",
+    "SANDBOX_NETWORK_MODES",
+    "ServeOptions",
+    "resolve_home",
+]
+
+HOME_ENV: Final = "MUSE_SIM_HOME"
+CAPTURE_ENV: Final = "MUSE_SIM_CAPTURE"
+SANDBOX_NETWORK_MODES: Final = ("proxy-only", "restricted", "enabled")
+"""What ``--sandbox-network`` accepts; ``proxy-only`` is the default, as on real hosts."""
+
+
+def resolve_home(env: Mapping[str, str]) -> Path:
+    """The state directory muse-sim keeps sessions and credentials in (made absolute)."""
+    explicit = env.get(HOME_ENV, "")
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    data_home = env.get("XDG_DATA_HOME", "")
+    base = Path(data_home) if data_home else Path.home() / ".local" / "share"
+    return (base / "muse-sim").absolute()
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """Everything ``muse-sim serve`` was started with."""
+
+    home: Path
+    version: HostVersion
+    faults: Faults
+    disable_write: bool = False
+    disable_shell: bool = False
+    disable_sandbox: bool = False
+    sandbox_network: str = "proxy-only"
+    no_session_log: bool = False
+    trust_workspace: bool = False
+    capture: Path | None = None
+    """Where to append every request line received, when ``MUSE_SIM_CAPTURE`` is set."""
+    replay: Path | None = None
+    """A transcript to play back instead of simulating a host."""

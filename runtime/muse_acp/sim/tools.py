@@ -1,0 +1,187 @@
+"""The fake model's tool calls: ``bash`` output of any size, ``search`` and ``web_search``.
+
+Contract: a ``ToolCall`` is one ``toolCall`` item: ``start`` emits ``item/started`` (revision
+1), ``update`` an ``item/updated`` (the next revision; used when an approved call starts
+running), ``stream`` emits its output as ``item/delta`` ``output`` chunks of at most
+``CHUNK_BYTES`` while storing the bytes (1.2.1 hosts only; never more than one chunk in memory),
+``finish`` emits ``item/completed`` (the last revision) with a bounded ``visibleOutput`` head
+(``truncated`` when the output is longer) and, on 1.2.1, the ``outputRef`` of the stored bytes.
+A stopped turn completes an open tool call ``cancelled``. ``run_shell``, ``run_search`` and
+``run_web`` are the ``sim:bash|binary|unavailable``, ``sim:search`` and ``sim:web`` steps; under
+``--disable-shell`` a bash call completes ``rejected``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Final
+
+from muse_acp.sim.directives import Search, Shell, WebSearch
+from muse_acp.sim.ids import new_call_id, new_uuid7, rfc3339_now
+from muse_acp.sim.outputs import (
+    BINARY_MEDIA_TYPE,
+    BINARY_UNIT,
+    TEXT_MEDIA_TYPE,
+    TEXT_UNIT,
+    VISIBLE_BYTES,
+    OutputSink,
+    pattern_chunks,
+)
+from muse_acp.sim.turn import Turn
+from muse_acp_wire.msp_1_2_1 import OutputRef, ToolCallItem
+
+__all__ = ["ToolCall", "compact_json", "run_search", "run_shell", "run_web"]
+
+CANCELLED_REASON: Final = "stopped because the turn ended early"
+SHELL_DISABLED: Final = "shell tools are disabled on this host (--disable-shell)"
+
+
+def compact_json(value: object) -> str:
+    """Tool arguments as hosts write them: compact, non-ASCII kept as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class ToolCall:
+    """One ``toolCall`` item of a turn (see the module contract)."""
+
+    def __init__(self, turn: Turn, tool: str, args: str, *, approval_id: str | None = None) -> None:
+        self.turn = turn
+        self.tool = tool
+        self.args = args
+        self.approval_id = approval_id
+        self.item_id = new_uuid7()
+        self.call_id = new_call_id()
+        self._visible = bytearray()
+        self._revision = 0
+        self._size = 0
+        self._sink: OutputSink | None = None
+
+    def item(self, status: str, **members: object) -> ToolCallItem:
+        """The item at its next revision."""
+        self._revision += 1
+        fields: dict[str, object] = {
+            "item_id": self.item_id,
+            "kind": "toolCall",
+            "turn_id": self.turn.turn_id,
+            "revision": self._revision,
+            "status": status,
+            "recorded_at": rfc3339_now(),
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "args": self.args,
+            **members,
+        }
+        if self.approval_id is not None:
+            fields["approval_id"] = self.approval_id
+        return ToolCallItem.model_validate(fields, by_name=True)
+
+    async def start(self) -> None:
+        self.turn.phase = "a tool was running"
+        self.turn.open_items[self.item_id] = self._cancel
+        await self.turn.item_event("item/started", self.item("inProgress"))
+
+    async def _cancel(self) -> None:
+        if self._sink is not None:
+            self._sink.finish()
+            self._sink = None
+        await self.turn.item_event(
+            "item/completed",
+            self.item("cancelled", failure_reason=CANCELLED_REASON, **self._shown()),
+        )
+
+    async def update(self) -> None:
+        """``item/updated``: the call is running (after waiting for its approval)."""
+        self.turn.phase = "a tool was running"
+        await self.turn.item_event("item/updated", self.item("inProgress"))
+
+    def store(self, media_type: str) -> None:
+        """Keep the output for ``item/readOutput`` (only hosts with output references do)."""
+        if self.turn.ctx.profile.output_refs:
+            session = self.turn.session
+            self._sink = OutputSink(
+                session.store, session.session_id, self.item_id, media_type=media_type
+            )
+
+    async def stream(self, chunks: Iterable[bytes]) -> None:
+        for chunk in chunks:
+            if self._sink is not None:
+                self._sink.write(chunk)
+            self._size += len(chunk)
+            room = VISIBLE_BYTES - len(self._visible)
+            if room > 0:
+                self._visible += chunk[:room]
+            await self.turn.delta(self.item_id, "output", chunk.decode("utf-8", "replace"))
+
+    def _shown(self) -> dict[str, object]:
+        shown: dict[str, object] = {"visible_output": self._visible.decode("utf-8", "replace")}
+        if self._size > len(self._visible):
+            shown["truncated"] = True
+        return shown
+
+    async def finish(
+        self, status: str = "completed", *, available: bool = True, **members: object
+    ) -> None:
+        ref: OutputRef | None = None
+        if self._sink is not None:
+            ref = self._sink.finish(available=available)
+            self._sink = None
+        extra: dict[str, object] = {**self._shown(), **members}
+        if ref is not None:
+            extra["output_ref"] = ref
+        self.turn.open_items.pop(self.item_id, None)
+        await self.turn.item_event("item/completed", self.item(status, **extra))
+        self.turn.phase = "the model was working"
+
+    async def finish_with(self, status: str, visible_output: str) -> None:
+        """Complete the call with a fixed visible output and nothing stored."""
+        self.turn.open_items.pop(self.item_id, None)
+        await self.turn.item_event(
+            "item/completed", self.item(status, visible_output=visible_output)
+        )
+        self.turn.phase = "the model was working"
+
+
+def shell_args(command: str, description: str) -> str:
+    return compact_json({"command": command, "description": description})
+
+
+async def run_shell(turn: Turn, directive: Shell) -> None:
+    size = directive.size
+    binary = directive.output == "binary"
+    unit = BINARY_UNIT if binary else TEXT_UNIT
+    command = f"yes {'binary-marker' if binary else 'output-marker'} | head -c {size}"
+    call = ToolCall(turn, "bash", shell_args(command, f"Print {size} bytes of output"))
+    await turn.usage(command, final=False)
+    await call.start()
+    if turn.ctx.options.disable_shell:
+        await call.finish_with("rejected", SHELL_DISABLED)
+        return
+    call.store(BINARY_MEDIA_TYPE if binary else TEXT_MEDIA_TYPE)
+    await call.stream(pattern_chunks(unit, size))
+    await call.finish(available=directive.output != "unavailable")
+
+
+async def run_text_tool(turn: Turn, call: ToolCall, output: str) -> None:
+    await turn.usage(call.args, final=False)
+    await call.start()
+    call.store(TEXT_MEDIA_TYPE)
+    await call.stream([output.encode()])
+    await call.finish()
+
+
+async def run_search(turn: Turn, directive: Search) -> None:
+    args = {
+        "glob": ["**/*"],
+        "output_mode": "files_with_matches",
+        "paths": [],
+        "pattern": directive.pattern,
+    }
+    output = f"README.md\nnotes/{directive.pattern}.md\n"
+    await run_text_tool(turn, ToolCall(turn, "search", compact_json(args)), output)
+
+
+async def run_web(turn: Turn, directive: WebSearch) -> None:
+    query = directive.query
+    output = f"1. Simulated result for {query}\n   https://example.invalid/search?q={len(query)}\n"
+    await run_text_tool(turn, ToolCall(turn, "web_search", compact_json({"query": query})), output)

@@ -1,0 +1,316 @@
+"""One turn of the fake model: its state and the events every step is made of.
+
+Contract: a ``Turn`` belongs to one ``LiveSession`` and emits, through it, the events of the
+turn's items: user messages, reasoning summaries, agent messages (a live-only start, live-only
+text deltas, then a durable completion), token and context usage and todo lists; tool calls are
+``muse_acp.sim.tools.ToolCall``. Items whose completion has not been emitted yet are registered
+in ``open_items`` with how to complete them ``cancelled``, so a stopped turn can close each one
+before it reports ``turn/completed``. Steering input arrives through ``steer`` and is consumed by
+the runner between steps. Token figures are a deterministic function of the text involved.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+import anyio
+
+from muse_acp.sim.directives import Prompt
+from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
+from muse_acp_wire.msp_1_2_1 import (
+    AgentMessageItem,
+    CumulativeTokenUsage,
+    ItemDeltaParams,
+    ItemEventParams,
+    ReasoningItem,
+    SessionContextUsageParams,
+    SessionTodoListChangedParams,
+    SessionTokenUsageParams,
+    TodoItem,
+    TokenCounts,
+    ToolCallItem,
+    UserMessageItem,
+)
+
+if TYPE_CHECKING:
+    from muse_acp.sim.context import HostContext
+    from muse_acp.sim.session import LiveSession, Position
+
+__all__ = ["CONTEXT_WINDOW", "Item", "Steer", "StopRequest", "Turn", "TurnRequest", "split_text"]
+
+CONTEXT_WINDOW: Final = 1_000_000
+REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
+    {"none": 0, "minimal": 8, "low": 16, "medium": 32, "high": 64, "xhigh": 128, "max": 256}
+)
+"""Reasoning tokens a model step reports per reasoning effort (``ultra`` counts as ``max``)."""
+DELTA_PIECES: Final = 4
+
+Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """A turn as ``turn/start`` asked for it."""
+
+    turn_id: str
+    command_id: str
+    text: str
+    """The user message: the input's text parts joined by newlines."""
+    prompt: Prompt
+    images: tuple[str, ...] = ()
+    """How each image part is echoed, e.g. ``[image image/png, 4 bytes]``."""
+    attachments: tuple[dict[str, object], ...] = ()
+    display_text: str | None = None
+    effort: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    text: str
+    command_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopRequest:
+    """How a client ended a turn early."""
+
+    interrupt: bool
+    retract: bool
+    command_id: str
+
+
+def split_text(text: str, pieces: int = DELTA_PIECES) -> list[str]:
+    """``text`` cut at word boundaries into at most ``pieces`` parts that join back to it."""
+    words = text.split(" ")
+    tokens = [word + " " for word in words[:-1]] + [words[-1]]
+    tokens = [token for token in tokens if token]
+    if not tokens:
+        return []
+    size = -(-len(tokens) // pieces)
+    return ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)]
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text.encode()) // 4
+
+
+@dataclass(slots=True)
+class Turn:
+    """See the module contract."""
+
+    ctx: HostContext
+    session: LiveSession
+    request: TurnRequest
+    started_ms: int = field(default_factory=now_ms)
+    first_token_ms: int | None = None
+    open_items: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
+    steers: deque[Steer] = field(default_factory=deque)
+    steered: anyio.Event = field(default_factory=anyio.Event)
+    phase: str = "the model was working"
+    """What the turn is doing, for the reason a stopped turn reports."""
+    steps: int = 0
+
+    @property
+    def turn_id(self) -> str:
+        return self.request.turn_id
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    def steer(self, steer: Steer) -> None:
+        self.steers.append(steer)
+        self.steered.set()
+
+    def take_steers(self) -> list[Steer]:
+        taken = list(self.steers)
+        self.steers.clear()
+        self.steered = anyio.Event()
+        return taken
+
+    async def item_event(self, method: str, item: Item, *, durable: bool = True) -> None:
+        def build(pos: Position) -> ItemEventParams:
+            if pos.source_range is None:
+                return ItemEventParams(
+                    session_id=self.session_id, view_cursor=pos.cursor, item=item
+                )
+            return ItemEventParams(
+                session_id=self.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                item=item,
+            )
+
+        await self.session.emit(method, build, durable=durable, item_id=item.item_id)
+
+    async def delta(self, item_id: str, member: str, text: str) -> None:
+        if self.first_token_ms is None:
+            self.first_token_ms = now_ms()
+        await self.session.emit(
+            "item/delta",
+            lambda pos: ItemDeltaParams(
+                session_id=self.session_id,
+                view_cursor=pos.cursor,
+                item_id=item_id,
+                field=member,
+                delta=text,
+            ),
+            durable=False,
+        )
+
+    async def user_message(
+        self, text: str, command_id: str, *, steered: bool = False
+    ) -> UserMessageItem:
+        request = self.request
+        extra: dict[str, object] = {}
+        if not steered and request.display_text is not None:
+            extra["display_text"] = request.display_text
+        if not steered and request.attachments:
+            extra["attachments"] = list(request.attachments)
+        if steered:
+            extra["steered"] = True
+        item = UserMessageItem.model_validate(
+            {
+                "item_id": new_uuid7(),
+                "kind": "userMessage",
+                "turn_id": self.turn_id,
+                "revision": 1,
+                "status": "completed",
+                "recorded_at": rfc3339_now(),
+                "text": text,
+                "command_id": command_id,
+                **extra,
+            },
+            by_name=True,
+        )
+        await self.item_event("item/completed", item)
+        return item
+
+    async def reasoning(self, summary: str) -> None:
+        item_id = new_uuid7()
+
+        def item(revision: int, status: str, parts: list[str]) -> ReasoningItem:
+            return ReasoningItem(
+                item_id=item_id,
+                kind="reasoning",
+                turn_id=self.turn_id,
+                revision=revision,
+                status=status,
+                recorded_at=rfc3339_now(),
+                summary=parts,
+            )
+
+        self.open_items[item_id] = lambda: self.item_event(
+            "item/completed", item(2, "cancelled", [summary])
+        )
+        await self.item_event("item/started", item(1, "inProgress", []))
+        await self.delta(item_id, "summary.0", summary)
+        del self.open_items[item_id]
+        await self.item_event("item/completed", item(2, "completed", [summary]))
+
+    async def say(self, text: str) -> None:
+        """An agent message: live-only start and deltas, then its durable completion."""
+        item_id = new_uuid7()
+        spoken: list[str] = []
+
+        def item(revision: int, status: str, body: str, recorded: bool) -> AgentMessageItem:
+            if not recorded:
+                return AgentMessageItem(
+                    item_id=item_id,
+                    kind="agentMessage",
+                    turn_id=self.turn_id,
+                    revision=revision,
+                    status=status,
+                    text=body,
+                )
+            return AgentMessageItem(
+                item_id=item_id,
+                kind="agentMessage",
+                turn_id=self.turn_id,
+                revision=revision,
+                status=status,
+                recorded_at=rfc3339_now(),
+                text=body,
+            )
+
+        self.open_items[item_id] = lambda: self.item_event(
+            "item/completed", item(2, "cancelled", "".join(spoken), True)
+        )
+        await self.item_event("item/started", item(1, "inProgress", "", False), durable=False)
+        for piece in split_text(text):
+            await self.delta(item_id, "text", piece)
+            spoken.append(piece)
+        del self.open_items[item_id]
+        await self.item_event("item/completed", item(2, "completed", text, True))
+
+    async def usage(self, output_text: str, *, final: bool) -> None:
+        """``session/tokenUsage`` then ``session/contextUsage`` for one model step."""
+        self.steps += 1
+        effort = self.request.effort or self.session.meta.reasoning_effort or "medium"
+        prompt_tokens = 1200 + estimate_tokens(self.request.text) + 40 * self.steps
+        output_tokens = 20 + estimate_tokens(output_text)
+        total = prompt_tokens + output_tokens
+        before = self.session.fold.cumulative
+        cumulative = CumulativeTokenUsage(
+            prompt_tokens=before[0] + prompt_tokens,
+            output_tokens=before[1] + output_tokens,
+            total_tokens=before[2] + total,
+        )
+        counts = TokenCounts(
+            input_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            cached_tokens=0,
+            cache_write_tokens=0,
+            cache_read_tokens=0,
+            reasoning_tokens=REASONING_TOKENS.get(effort, REASONING_TOKENS["max"]),
+        )
+
+        def token_usage(pos: Position) -> SessionTokenUsageParams:
+            base = SessionTokenUsageParams(
+                session_id=self.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                turn_id=self.turn_id,
+                model_id=self.session.meta.model_id,
+                usage=counts,
+                prompt_tokens=prompt_tokens,
+                total_tokens=total,
+                duration_ms=max(1, now_ms() - self.started_ms),
+                cumulative=cumulative,
+            )
+            if not final:
+                base.finish_reason = "tool_calls"
+            return base
+
+        await self.session.emit("session/tokenUsage", token_usage)
+        await self.session.emit(
+            "session/contextUsage",
+            lambda pos: SessionContextUsageParams(
+                session_id=self.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                window_tokens=CONTEXT_WINDOW,
+                used_tokens=total,
+                pressure="normal",
+            ),
+        )
+
+    async def plan(self) -> None:
+        entries = [
+            TodoItem(text="Read the request", status="completed"),
+            TodoItem(text="Simulate the work", status="inProgress"),
+            TodoItem(text="Report the result", status="pending"),
+        ]
+        await self.session.emit(
+            "session/todoListChanged",
+            lambda pos: SessionTodoListChangedParams(
+                session_id=self.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                items=entries,
+            ),
+        )

@@ -1,0 +1,246 @@
+"""Driving a real ``muse-sim serve`` subprocess over its stdio, frame by frame.
+
+``sim_process`` starts ``python -m muse_acp.sim serve`` with its own state directory, drains its
+stderr, and yields a ``SimProcess`` that sends frames and reads them back in order. Every wait
+is bounded by ``WAIT`` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from muse_acp.rpc import FrameReader, OversizedFrame, encode_message
+from muse_acp.sim.ids import new_uuid7
+
+WAIT: Final = 10.0
+"""Upper bound, in seconds, on any single wait for the simulator."""
+
+Frame = dict[str, Any]
+
+
+def label(frame: Frame) -> str:
+    """``method`` for a notification, ``request <method>`` for a host request, else the
+    outcome (``result`` or ``error``) of a response."""
+    if "method" in frame:
+        return f"request {frame['method']}" if "id" in frame else str(frame["method"])
+    return "error" if "error" in frame else "result"
+
+
+def labels(frames: list[Frame]) -> list[str]:
+    return [label(frame) for frame in frames]
+
+
+def item_of(frame: Frame) -> Frame:
+    item: Frame = frame["params"]["item"]
+    return item
+
+
+def agent_texts(frames: list[Frame]) -> list[str]:
+    """The texts of the agent messages completed among ``frames``, in order."""
+    return [
+        frame["params"]["item"]["text"]
+        for frame in frames
+        if frame.get("method") == "item/completed"
+        and frame["params"]["item"]["kind"] == "agentMessage"
+    ]
+
+
+async def _drain(stream: ByteReceiveStream | None, sink: bytearray) -> None:
+    if stream is None:
+        return
+    try:
+        async for chunk in stream:
+            sink += chunk
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass
+
+
+class SimProcess:
+    """One running simulator (see the module docstring)."""
+
+    def __init__(self, process: Process, stderr: bytearray) -> None:
+        assert process.stdout is not None
+        assert process.stdin is not None
+        self.process = process
+        self.stderr = stderr
+        self.reader = FrameReader(process.stdout, max_frame_bytes=64 * 1024 * 1024)
+        self._next_id = 1
+
+    @property
+    def diagnostics(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+    async def send_raw(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(line + b"\n")
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        await self.send_raw(encode_message(message))
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    async def line(self) -> bytes | OversizedFrame:
+        with anyio.fail_after(WAIT):
+            return await self.reader.__anext__()
+
+    async def next(self) -> Frame:
+        line = await self.line()
+        assert not isinstance(line, OversizedFrame), "unexpected oversized frame"
+        frame: Frame = json.loads(line)
+        return frame
+
+    async def until(self, stop: Callable[[Frame], bool]) -> list[Frame]:
+        """Frames up to and including the first one ``stop`` accepts."""
+        frames: list[Frame] = []
+        while True:
+            frame = await self.next()
+            frames.append(frame)
+            if stop(frame):
+                return frames
+
+    async def until_method(self, method: str) -> list[Frame]:
+        return await self.until(lambda frame: frame.get("method") == method)
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[Frame, list[Frame]]:
+        """Send a request; returns its response and the frames that came before it."""
+        request_id = self.new_id()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+        frames = await self.until(
+            lambda frame: frame.get("id") == request_id and "method" not in frame
+        )
+        return frames[-1], frames[:-1]
+
+    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> Frame:
+        response, _ = await self.request(method, params)
+        assert "result" in response, response
+        result: Frame = response["result"]
+        return result
+
+    async def error(self, method: str, params: Mapping[str, Any] | None = None) -> Frame:
+        response, _ = await self.request(method, params)
+        assert "error" in response, response
+        error: Frame = response["error"]
+        return error
+
+    async def initialize(self, **capabilities: Any) -> Frame:
+        params: dict[str, Any] = {"clientInfo": {"name": "sim_tests", "version": "1.0.0"}}
+        if capabilities:
+            params["capabilities"] = capabilities
+        result = await self.call("initialize", params)
+        await self.notify("initialized")
+        return result
+
+    async def start(self, workspace: Path | str = "/projects/demo", **extra: Any) -> str:
+        session_id = new_uuid7()
+        params = {
+            "commandId": new_uuid7(),
+            "sessionId": session_id,
+            "workspaceRoot": str(workspace),
+            **extra,
+        }
+        await self.call("session/start", params)
+        return session_id
+
+    async def turn_start(self, session_id: str, text: str, **extra: Any) -> tuple[int, str]:
+        """Send ``turn/start``; returns the request id and the turn id."""
+        command_id = new_uuid7()
+        request_id = self.new_id()
+        params = {
+            "commandId": command_id,
+            "sessionId": session_id,
+            "input": [{"type": "text", "text": text}],
+            **extra,
+        }
+        await self.send(
+            {"jsonrpc": "2.0", "id": request_id, "method": "turn/start", "params": params}
+        )
+        return request_id, command_id
+
+    async def turn(self, session_id: str, text: str, **extra: Any) -> list[Frame]:
+        """A whole turn: every frame from ``turn/start`` to ``turn/completed``."""
+        await self.turn_start(session_id, text, **extra)
+        return await self.until_method("turn/completed")
+
+    async def reply(self, host_request: Frame, result: Mapping[str, Any] | None = None) -> None:
+        await self.send({"jsonrpc": "2.0", "id": host_request["id"], "result": result or {}})
+
+    async def close(self) -> int:
+        """Close stdin and wait for the exit status (killing the process if it lingers)."""
+        assert self.process.stdin is not None
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self.process.stdin.aclose()
+        with anyio.move_on_after(WAIT):
+            return await self.process.wait()
+        self.process.kill()
+        return await self.process.wait()
+
+    async def rest(self) -> list[bytes]:
+        """Every line still to come before the process's output ends."""
+        lines: list[bytes] = []
+        with anyio.fail_after(WAIT):
+            async for line in self.reader:
+                assert isinstance(line, bytes), "unexpected oversized frame"
+                lines.append(line)
+        return lines
+
+    async def rest_after_close(self) -> list[bytes]:
+        """Close stdin, then every line the process writes before its output ends."""
+        assert self.process.stdin is not None
+        await self.process.stdin.aclose()
+        return await self.rest()
+
+    async def exited(self) -> int:
+        """Wait for the process to end by itself."""
+        with anyio.fail_after(WAIT):
+            return await self.process.wait()
+
+
+def sim_env(home: Path, version: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MUSE_SIM_")}
+    env.update(MUSE_SIM_HOME=str(home), MUSE_SIM_VERSION=version)
+    env.update(extra or {})
+    return env
+
+
+@asynccontextmanager
+async def sim_process(
+    home: Path,
+    *args: str,
+    version: str = "1.2.1",
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[SimProcess]:
+    """Run ``muse-sim serve *args`` with ``home`` as its state directory."""
+    command = [sys.executable, "-m", "muse_acp.sim", "serve", *args]
+    stderr = bytearray()
+    process = await anyio.open_process(command, env=sim_env(home, version, env))
+    async with process, anyio.create_task_group() as group:
+        group.start_soon(_drain, process.stderr, stderr)
+        sim = SimProcess(process, stderr)
+        try:
+            yield sim
+        finally:
+            with anyio.CancelScope(shield=True):
+                await sim.close()
+            group.cancel_scope.cancel()

@@ -1,0 +1,168 @@
+"""Injected host faults (``MUSE_SIM_FAULTS``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from muse_acp.sim.faults import Faults, FaultSyntaxError, parse_faults
+from muse_acp.sim.ids import new_uuid7
+
+from .harness import labels, sim_process
+
+pytestmark = pytest.mark.anyio
+
+
+def faults(text: str) -> dict[str, str]:
+    return {"MUSE_SIM_FAULTS": text}
+
+
+def test_fault_lists_parse_into_frozen_settings() -> None:
+    parsed = parse_faults("exit:approval, hang-ack:turn/start,slow:25,stderr-flood:10")
+    assert parsed == Faults(
+        exits=frozenset({"approval"}),
+        hang_ack=frozenset({"turn/start"}),
+        slow_ms=25,
+        stderr_flood=10,
+        names=("exit:approval", "hang-ack:turn/start", "slow:25", "stderr-flood:10"),
+    )
+    assert parse_faults("") == Faults()
+
+
+@pytest.mark.parametrize("text", ["explode:now", "exit:lunch", "slow:fast", "hang-ack:", "exit"])
+def test_malformed_fault_lists_are_refused(text: str) -> None:
+    with pytest.raises(FaultSyntaxError):
+        parse_faults(text)
+
+
+async def _exits_at_startup(home: Path) -> None:
+    async with sim_process(home, env=faults("exit:startup")) as sim:
+        assert await sim.exited() == 1
+        assert await sim.rest() == []
+        assert "exit:startup" in sim.diagnostics
+
+
+async def _exits_at_handshake(home: Path) -> None:
+    async with sim_process(home, env=faults("exit:handshake")) as sim:
+        await sim.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+        assert await sim.exited() == 1
+        assert await sim.rest() == []
+
+
+async def _exits_before_turn_start_is_answered(home: Path) -> None:
+    async with sim_process(home, env=faults("exit-before-ack:turn/start")) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        await sim.turn_start(session_id, "hello")
+        assert await sim.exited() == 1
+        assert await sim.rest() == []
+
+
+async def _exits_when_a_request_arrives(home: Path, point: str, method: str) -> None:
+    async with sim_process(home, env=faults(f"exit:{point}")) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        request_id, turn_id = await sim.turn_start(session_id, "sim:hold", reasoningEffort="none")
+        await sim.until(lambda frame: frame.get("id") == request_id)
+        params = {
+            "commandId": new_uuid7(),
+            "sessionId": session_id,
+            "expectedTurnId": turn_id,
+            "input": [{"type": "text", "text": "go"}],
+            "itemId": "x",
+            "outputRef": "y",
+        }
+        await sim.send({"jsonrpc": "2.0", "id": 99, "method": method, "params": params})
+        assert await sim.exited() == 1
+        answers = [json.loads(line) for line in await sim.rest()]
+        assert all(answer.get("id") != 99 for answer in answers)
+
+
+async def _exits_when_a_question_is_asked(home: Path) -> None:
+    async with sim_process(home, env=faults("exit:userInput")) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        await sim.turn_start(session_id, "sim:ask", reasoningEffort="none")
+        frames = await sim.until_method("userInput/requested")
+        assert await sim.exited() == 1
+        assert labels(frames)[-2:] == ["request userInput/request", "userInput/requested"]
+
+
+async def test_exit_faults_end_the_process_where_they_say(tmp_path: Path) -> None:
+    async with anyio.create_task_group() as group:
+        group.start_soon(_exits_at_startup, tmp_path / "startup")
+        group.start_soon(_exits_at_handshake, tmp_path / "handshake")
+        group.start_soon(_exits_before_turn_start_is_answered, tmp_path / "before-ack")
+        group.start_soon(_exits_when_a_request_arrives, tmp_path / "steer", "steer", "turn/steer")
+        group.start_soon(
+            _exits_when_a_request_arrives, tmp_path / "read", "readOutput", "item/readOutput"
+        )
+        group.start_soon(_exits_when_a_question_is_asked, tmp_path / "question")
+
+
+async def test_a_hung_handshake_leaves_the_host_otherwise_responsive(tmp_path: Path) -> None:
+    async with sim_process(tmp_path, env=faults("hang:handshake")) as sim:
+        await sim.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"clientInfo": {"name": "a", "version": "1"}},
+            }
+        )
+        error = await sim.error("model/list")
+        assert error["data"] == {"kind": "notInitialized"}
+        with anyio.move_on_after(0.3):
+            await sim.next()
+            pytest.fail("the hung initialize was answered")
+
+
+async def test_turn_start_faults_around_its_acknowledgement(tmp_path: Path) -> None:
+    combined = faults("malformed:turn/start,oversized:turn/start,exit-after-ack:turn/start")
+    async with sim_process(tmp_path, env=combined) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        request_id, _ = await sim.turn_start(session_id, "hello")
+        events = [await sim.next(), await sim.next()]
+        malformed = await sim.line()
+        oversized = await sim.line()
+        ack = await sim.next()
+        assert await sim.exited() == 1
+        rest = await sim.rest()
+    assert labels(events) == ["turn/started", "item/completed"]
+    assert isinstance(malformed, bytes)
+    with pytest.raises(ValueError):  # noqa: PT011  # any JSON decoding error
+        json.loads(malformed)
+    assert isinstance(oversized, bytes)
+    assert len(oversized) > 10 * 1024 * 1024
+    assert ack["id"] == request_id
+    assert rest == []
+
+
+async def test_a_stderr_flood_precedes_serving_and_a_hung_turn_start_stays_unanswered(
+    tmp_path: Path,
+) -> None:
+    size = 300_000
+    async with sim_process(tmp_path, env=faults(f"stderr-flood:{size},hang-ack:turn/start")) as sim:
+        result = await sim.initialize()
+        session_id = await sim.start()
+        await sim.turn_start(session_id, "hello")
+        read, before = await sim.request("session/read", {"sessionId": session_id})
+    assert result["serverInfo"]["name"] == "muse"
+    assert len(sim.stderr) >= size
+    assert before == []
+    assert read["result"]["session"]["activeTurnId"] is None
+
+
+async def test_slow_hosts_pace_their_events(tmp_path: Path) -> None:
+    async with sim_process(tmp_path, env=faults("slow:40")) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        began = anyio.current_time()
+        frames = await sim.turn(session_id, "a b", reasoningEffort="none")
+        elapsed = anyio.current_time() - began
+    events = [frame for frame in frames if "id" not in frame]
+    assert elapsed >= 0.04 * len(events)
