@@ -14,25 +14,27 @@ import anyio
 import pytest
 
 from muse_acp.acp_types import ContentBlock, SessionUpdate, StopReason
-from muse_acp.agent import commands
+from muse_acp.agent import commands, skills
 from muse_acp.agent.commands import (
     BUILTINS,
-    MAX_SKILLS_SHOWN,
     CommandInvocation,
-    Skill,
-    SkillsUnavailable,
     available_commands,
-    list_skills,
-    parse_skills,
     recognise,
     refusal,
-    skills_reply,
 )
 from muse_acp.agent.config_options import ModelCatalog, ModelChoice, SessionSettings
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.execution import ExecutionHost
 from muse_acp.agent.prompting import cancel_session_work
 from muse_acp.agent.session import AcpSession
+from muse_acp.agent.skills import (
+    MAX_SKILLS_SHOWN,
+    Skill,
+    SkillsUnavailable,
+    list_skills,
+    parse_skills,
+    skills_reply,
+)
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.host.binary import HostUnavailable, MuseBinary
 from muse_acp.host.client import MspHost
@@ -485,7 +487,7 @@ def test_skills_are_parsed_and_their_text_bounded() -> None:
     ).encode()
     first, second = parse_skills(raw)
     assert first.id == "a"
-    assert len(first.description) == commands.DESCRIPTION_LIMIT
+    assert len(first.description) == skills.DESCRIPTION_LIMIT
     assert second == Skill("b", "two lines", "", "")
 
 

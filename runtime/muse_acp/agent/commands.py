@@ -16,10 +16,8 @@ effort: a skills listing that fails leaves the built-ins alone). Skills are not 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -31,9 +29,17 @@ import anyio
 from muse_acp.acp_types import ContentBlock, StopReason
 from muse_acp.agent.config_options import ModelCatalog, config_options
 from muse_acp.agent.session import AcpSession
+from muse_acp.agent.skills import (
+    MAX_SKILLS_SHOWN,
+    SKILL_ID_LIMIT,
+    Skill,
+    SkillsUnavailable,
+    list_skills,
+    skills_reply,
+)
 from muse_acp.agent.titles import check_user_title
 from muse_acp.msp_types import msp
-from muse_acp.redact import clip, redact
+from muse_acp.redact import redact
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp
 
@@ -42,33 +48,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTINS",
-    "MAX_SKILLS_SHOWN",
     "Builtin",
     "CommandInvocation",
-    "Skill",
-    "SkillsUnavailable",
     "advertise",
     "available_commands",
-    "list_skills",
-    "parse_skills",
     "recognise",
     "refusal",
     "run",
-    "skills_reply",
 ]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 T = TypeVar("T")
 
-MAX_SKILLS_SHOWN: Final = 200
-"""Most skills listed by ``/skills`` and advertised as commands."""
-DESCRIPTION_LIMIT: Final = 200
-"""Longest skill description shown or advertised, in characters."""
-SKILL_ID_LIMIT: Final = 128
-SKILLS_TIMEOUT: Final = 15.0
-"""Seconds ``muse skills list`` may take."""
-SKILLS_OUTPUT_LIMIT: Final = 1024 * 1024
-"""Bytes of ``muse skills list`` output read; a longer listing is refused, not cut."""
 REASON_LIMIT: Final = 500
 
 _COMMAND_LINE: Final = re.compile(r"/([\w-]+)(?:\s+(.*))?", re.DOTALL)
@@ -90,20 +81,6 @@ class CommandInvocation:
     def __post_init__(self) -> None:
         if self.name not in BUILTINS:
             raise ValueError(f"{self.name!r} is not a built-in command")
-
-
-@dataclass(frozen=True, slots=True)
-class Skill:
-    """One entry of Muse's skills catalog."""
-
-    id: str
-    description: str
-    scope: str
-    activation: str
-
-
-class SkillsUnavailable(Exception):
-    """The skills catalog could not be read; the message says why."""
 
 
 def recognise(prompt: Sequence[ContentBlock]) -> CommandInvocation | None:
@@ -220,98 +197,6 @@ async def _models(ctx: AgentContext, session: AcpSession, _: str | None) -> Stop
         text = f"Model menu refreshed: Muse lists {count} {plural}. Pick one in the Model setting."
     await _reply(ctx, session, text)
     return "end_turn"
-
-
-def _fold(text: str, limit: int) -> str:
-    return clip(" ".join(text.split()), limit)
-
-
-def parse_skills(raw: bytes) -> tuple[Skill, ...]:
-    """The skills in ``muse skills list --json`` output; rows without an id are skipped.
-
-    Raises:
-        SkillsUnavailable: the output is not a JSON object with a ``skills`` array.
-    """
-    try:
-        document = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        raise SkillsUnavailable("Muse's skills listing is not JSON") from None
-    rows = document.get("skills") if isinstance(document, dict) else None
-    if not isinstance(rows, list):
-        raise SkillsUnavailable("Muse's skills listing has no skills array")
-
-    def member(row: Mapping[str, object], key: str, limit: int) -> str:
-        value = row.get(key)
-        return _fold(value, limit) if isinstance(value, str) else ""
-
-    return tuple(
-        Skill(
-            row["id"],
-            member(row, "description", DESCRIPTION_LIMIT),
-            member(row, "scope", 40),
-            member(row, "activation", 40),
-        )
-        for row in rows
-        if isinstance(row, dict) and isinstance(row.get("id"), str) and row["id"].strip()
-    )
-
-
-async def _capture(argv: list[str], *, cwd: str, env: Mapping[str, str]) -> tuple[int, bytes]:
-    """Exit status and standard output of a short command whose output is bounded."""
-    output = bytearray()
-    # stderr is discarded: it is unbounded and may quote secrets the reply must not carry.
-    async with await anyio.open_process(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    ) as process:
-        assert process.stdout is not None
-        async for chunk in process.stdout:
-            output.extend(chunk)
-            if len(output) > SKILLS_OUTPUT_LIMIT:
-                process.kill()
-                raise SkillsUnavailable(f"the listing exceeds {SKILLS_OUTPUT_LIMIT} bytes")
-        status = await process.wait()
-    return status, bytes(output)
-
-
-async def list_skills(
-    ctx: AgentContext, cwd: str, *, budget: float = SKILLS_TIMEOUT
-) -> tuple[Skill, ...]:
-    """Muse's skills catalog for workspace ``cwd`` (``muse skills list --json``).
-
-    Raises:
-        SkillsUnavailable: Muse is missing, the command failed or ran out of time, or its
-            output was too large or not a skills listing.
-    """
-    try:
-        binary = await ctx.muse()
-        argv = [binary.path, "skills", "list", "--json", "--workspace", cwd]
-        with anyio.fail_after(budget):
-            status, stdout = await _capture(argv, cwd=cwd, env=ctx.environ)
-    except TimeoutError:
-        raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds") from None
-    except RpcError as error:
-        raise SkillsUnavailable(_reason(ctx, error.message)) from None
-    except OSError as error:
-        raise SkillsUnavailable(f"`muse skills list` could not be started ({error})") from None
-    if status != 0:
-        raise SkillsUnavailable(
-            f"`muse skills list` exited with status {status}; run it in a terminal to see why"
-        )
-    return parse_skills(stdout)
-
-
-def skills_reply(skills: Sequence[Skill]) -> str:
-    """The ``/skills`` answer: one line per skill, at most ``MAX_SKILLS_SHOWN`` of them."""
-    if not skills:
-        return "Muse reports no skills for this workspace."
-    lines = [f"Muse skills for this workspace ({len(skills)}):"]
-    for skill in skills[:MAX_SKILLS_SHOWN]:
-        line = f"- {_fold(skill.id, SKILL_ID_LIMIT)} ({skill.scope or 'unknown scope'}; "
-        line += f"activation {skill.activation or 'unknown'})"
-        lines.append(f"{line}: {skill.description}" if skill.description else line)
-    if len(skills) > MAX_SKILLS_SHOWN:
-        lines.append(f"…and {len(skills) - MAX_SKILLS_SHOWN} more, not shown.")
-    return "\n".join(lines)
 
 
 async def _skills(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
