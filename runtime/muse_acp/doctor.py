@@ -27,7 +27,6 @@ __all__ = ["FEATURE_DESCRIPTIONS", "run_doctor"]
 FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
     {
         "storedOutput": "whole tool outputs readable by clients",
-        "rename": "session titles saved in Muse",
     }
 )
 """What each version-gated feature gives a user; a feature missing here shows its name."""

@@ -10,14 +10,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, Literal
 
-Feature = Literal["storedOutput", "rename"]
+Feature = Literal["storedOutput"]
 
 VERIFIED_HOSTS: Final[Mapping[Feature, frozenset[str]]] = MappingProxyType(
     {
         # item/readOutput with stored output references on tool items.
         "storedOutput": frozenset({"1.2.1"}),
-        # session/rename (slug names only; the adapter keeps free-text titles itself).
-        "rename": frozenset({"1.2.1"}),
     }
 )
 
