@@ -139,3 +139,56 @@ async def test_new_session_refuses_relative_missing_and_extra_directories(world:
                     additional_directories=[str(world.root)],
                 )
             assert raised.value.code == -32602
+
+
+async def test_settings_cannot_change_during_a_turn(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.prompt, session, "sim:plan\nsim:hold")
+            await agent.client.wait_for(session, "plan")
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.conn.set_session_mode(session_id=session, mode_id="readOnly")
+            assert raised.value.code == -32600
+            await agent.conn.cancel(session_id=session)
+
+
+async def test_read_only_mode_restarts_the_host_without_shell_access(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "sim:bash 100")
+            await agent.conn.set_session_mode(session_id=session, mode_id="readOnly")
+            await agent.prompt(session, "sim:bash 100")
+        cards = [
+            u
+            for s, u in agent.client.updates
+            if s == session and u.session_update == "tool_call_update" and u.status
+        ]
+        assert [c.status for c in cards][-1] == "failed"
+        assert "completed" in [c.status for c in cards]
+        modes = [
+            u.current_mode_id
+            for s, u in agent.client.updates
+            if s == session and u.session_update == "current_mode_update"
+        ]
+        assert modes == ["readOnly"]
+
+
+async def test_config_options_answer_the_full_list(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.conn.set_config_option(
+                session_id=session, config_id="reasoningEffort", value="high"
+            )
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.conn.set_config_option(
+                    session_id=session, config_id="reasoningEffort", value="enormous"
+                )
+            await agent.prompt(session, "with high effort")
+    ids = [option.id for option in response.config_options]
+    assert ids == ["mode", "model", "reasoningEffort"]
+    assert raised.value.code == -32602
+    [start] = world.host_requests("turn/start")
+    assert start["params"]["reasoningEffort"] == "high"

@@ -19,22 +19,25 @@ from muse_acp.agent.config_options import (
     host_flags,
 )
 from muse_acp.agent.session import AcpSession
-from muse_acp.rpc import RequestContext
+from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
 from muse_acp_wire import acp
 
 if TYPE_CHECKING:
     from muse_acp.agent.context import AgentContext
 
 
-def _change(ctx: AgentContext, session: AcpSession, settings: SessionSettings) -> None:
-    session.claim("a configuration change")
-    try:
-        if host_flags(settings) != host_flags(session.settings) and session.host is not None:
-            session.host.close()
-            session.host = None
-        session.settings = settings
-    finally:
-        session.release()
+def _change(session: AcpSession, settings: SessionSettings) -> None:
+    """Apply new settings between turns; a change of host flags retires the current host."""
+    if session.busy is not None:
+        raise RpcError(
+            INVALID_REQUEST,
+            f"session {session.session_id} is busy with {session.busy}; change settings once "
+            "it is idle",
+        )
+    if host_flags(settings) != host_flags(session.settings) and session.host is not None:
+        session.host.close()
+        session.host = None
+    session.settings = settings
 
 
 def _announce(
@@ -66,7 +69,7 @@ async def handle_set_mode(
     session = ctx.sessions.require(params.session_id)
     new = apply_mode(session.settings, params.mode_id)
     changed = new != session.settings
-    _change(ctx, session, new)
+    _change(session, new)
     if changed:
         _announce(ctx, session, True, rctx)
     return acp.SetSessionModeResponse()
@@ -79,7 +82,7 @@ async def handle_set_config_option(
     new = apply_config_option(session.settings, params.config_id, params.value, ctx.catalog)
     changed = new != session.settings
     mode_changed = new.mode_id != session.settings.mode_id
-    _change(ctx, session, new)
+    _change(session, new)
     if changed:
         _announce(ctx, session, mode_changed, rctx)
     return acp.SetSessionConfigOptionResponse(
