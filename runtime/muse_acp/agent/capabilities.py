@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic import field_validator
+
 from muse_acp import __version__
 from muse_acp.host.versions import supports
 from muse_acp_wire import acp
@@ -22,6 +24,19 @@ MAX_OUTPUT_READ: Final = 1048576
 STEERING_EXTENSION: Final = "muse/steering"
 STEERING_METHOD: Final = "_muse/steer"
 COMPATIBLE_STEERING: Final = "steering"
+
+
+class InitializeParams(acp.InitializeRequest):
+    """``initialize`` params as clients really send them.
+
+    Some early clients send a date string as ``protocolVersion``; it is read as version 1
+    (the only version this agent speaks, and the one it answers with) instead of failing.
+    """
+
+    @field_validator("protocol_version", mode="before")
+    @classmethod
+    def _legacy_version(cls, value: object) -> object:
+        return 1 if isinstance(value, str) else value
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import Any, Final
 import anyio
 
 from muse_acp.agent import auth, lifecycle, prompting, settings, steering, stored_output
-from muse_acp.agent.capabilities import initialize_response, negotiate
+from muse_acp.agent.capabilities import InitializeParams, initialize_response, negotiate
 from muse_acp.agent.context import AgentContext
 from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import HostUnavailable
@@ -79,10 +79,20 @@ NOTIFICATION_HANDLERS: Final[Mapping[str, NotificationHandler]] = MappingProxyTy
 )
 
 
+PARAMS_OVERRIDES: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
+    {"initialize": InitializeParams}
+)
+"""Hand-written refinements of generated params models (each a subclass of the generated one)."""
+
+
 def build_router(ctx: AgentContext) -> Router:
     """Routes for every handled method, typed by the generated tables."""
     requests = [
-        RequestRoute(method, spec.params, partial(REQUEST_HANDLERS[method], ctx))
+        RequestRoute(
+            method,
+            PARAMS_OVERRIDES.get(method, spec.params),
+            partial(REQUEST_HANDLERS[method], ctx),
+        )
         for method, spec in acp.AGENT_REQUESTS.items()
         if method in REQUEST_HANDLERS and spec.params is not None
     ]
