@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 
 from muse_acp.msp_types import msp
 from muse_acp.redact import clip
@@ -370,6 +370,17 @@ def automatic_policy(settings: SessionSettings) -> Literal["approve", "reject"] 
     return MODES[settings.mode_id].automatic
 
 
-def turn_effort(settings: SessionSettings) -> str | None:
+ReasoningEffort: TypeAlias = Literal[
+    "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"
+]
+_HOST_EFFORTS: Final = frozenset(get_args(ReasoningEffort))
+
+
+def _is_host_effort(value: str) -> TypeGuard[ReasoningEffort]:
+    return value in _HOST_EFFORTS
+
+
+def turn_effort(settings: SessionSettings) -> ReasoningEffort | None:
     """The ``reasoningEffort`` to send with ``turn/start``, or None to send none."""
-    return settings.effort
+    effort = settings.effort
+    return effort if effort is not None and _is_host_effort(effort) else None

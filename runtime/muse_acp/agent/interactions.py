@@ -35,7 +35,7 @@ from muse_acp.agent.questions import (
 from muse_acp.agent.tool_cards import kind_for_tool
 from muse_acp.ids import new_uuid7
 from muse_acp.msp_types import msp
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
 
@@ -62,6 +62,12 @@ class Interactions:
         self._asked: set[tuple[str, int]] = set()
         self._asking: dict[str, anyio.CancelScope] = {}
         self._questions: dict[str, anyio.CancelScope] = {}
+        self._seen_questions: set[str] = set()
+        self._seen_approvals: set[str] = set()
+
+    def current(self, approval_id: str) -> ApprovalView | None:
+        """The approval as it stands now (None once resolved or never seen)."""
+        return self._approvals.get(approval_id)
 
     def withdraw_all(self) -> None:
         """Stop asking: pending permission requests and forms are withdrawn."""
@@ -71,7 +77,12 @@ class Interactions:
     def on_event(self, params: WireModel) -> None:
         """Take note of an approval or question event (must not block)."""
         if isinstance(params, msp.ApprovalRequestedParams):
-            self._on_approval(ApprovalView.from_requested(params), params.turn_id)
+            # Hosts may send an approval twice (the notification and the server request, which
+            # is delivered from its own task and can arrive after later updates); only the
+            # first is news, a repeat must not roll the approval back to its first stage.
+            if params.approval_id not in self._seen_approvals:
+                self._seen_approvals.add(params.approval_id)
+                self._on_approval(ApprovalView.from_requested(params), params.turn_id)
         elif isinstance(params, msp.ApprovalUpdatedParams):
             view = self._approvals.get(params.approval_id)
             if view is not None:
@@ -152,6 +163,8 @@ class Interactions:
         except TimeoutError:
             submit = self._turn.ctx.config.deadlines.submit
             self._turn.fail(failures.deadline_exceeded("submitting", submit, True))
+        except ConnectionClosed:
+            pass  # the host is gone, not refusing: the turn reports how it ended
         except RpcError as error:
             if _error_kind(error) not in BENIGN_DECISION_ERRORS:
                 self._turn.fail(
@@ -161,8 +174,9 @@ class Interactions:
     def _on_question(self, params: msp.UserInputRequestedParams) -> None:
         if params.turn_id != self._turn.turn_id and self._turn.turn_id is not None:
             return
-        if self._turn.tasks is None or params.user_input_id in self._questions:
+        if self._turn.tasks is None or params.user_input_id in self._seen_questions:
             return
+        self._seen_questions.add(params.user_input_id)
         scope = anyio.CancelScope()
         self._questions[params.user_input_id] = scope
         self._turn.tasks.start_soon(self._answer_question, params, scope)
@@ -201,9 +215,15 @@ class Interactions:
                     await self._turn.host.call(
                         "userInput/answer", answer, msp.UserInputCommandResult
                     )
+        except ConnectionClosed:
+            pass  # the host is gone, not refusing: the turn reports how it ended
+        except TimeoutError:
+            # Only the host's acknowledgement is timed: Muse, not the client, failed to answer.
+            submit = self._turn.ctx.config.deadlines.submit
+            self._turn.fail(failures.deadline_exceeded("submitting", submit, True))
         except RpcError as error:
             self._turn.fail(failures.host_rejected("userInput/answer", error.code, error.message))
-        except (TimeoutError, ValueError) as error:
+        except ValueError as error:
             self._turn.fail(failures.permission_failed(str(error)))
         finally:
             self._questions.pop(params.user_input_id, None)

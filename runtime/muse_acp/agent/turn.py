@@ -8,8 +8,10 @@ relayed as it streams and never accumulated. Approvals and questions are handed 
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
 approval that cannot be answered), or a cancel. Cancellation always settles: ``turn/cancel`` is
-sent, and if the host does not complete the turn within the cancel budget the prompt resolves
-``cancelled`` anyway and the host is closed, since its state is then unknown. Events for any
+sent (once the host acknowledged the turn), and if the host does not complete the turn within
+the cancel budget, counted from the cancel, the prompt resolves ``cancelled`` anyway. A host
+that did not end the turn itself (a cancel it never settled, a failure the adapter decided, a
+deadline) is in an unknown state and is closed rather than reused. Events for any
 other turn id (for example the late tail of a cancelled turn) are ignored, so one prompt never
 receives another's output.
 """
@@ -103,10 +105,15 @@ class ActiveTurn:
         self._interactions.withdraw_all()
 
     def fail(self, error: RpcError) -> None:
-        """Settle with ``error`` and ask the host to stop the turn (best effort)."""
+        """Settle with ``error`` and ask the host to stop the turn (best effort).
+
+        The host did not end the turn itself, so its state is unknown (the turn may still run
+        or wait there) and it is not reused. A cancel asked for earlier wins over the error.
+        """
         if self._settled.is_set():
             return
-        self.settle(error)
+        self.host_unsettled = True
+        self.settle("cancelled" if self.cancel_requested else error)
         if self._tasks is not None and self.turn_id is not None:
             self._tasks.start_soon(self._send_cancel)
 
@@ -125,27 +132,28 @@ class ActiveTurn:
             async with task_group() as tasks:
                 self._tasks = tasks
                 tasks.start_soon(self._watch_host)
+                if self.cancel_requested:
+                    tasks.start_soon(self._cancel_flow)
                 params = msp.TurnStartParams(
-                    command_id=self.command_id,
-                    session_id=session_id,
-                    input=parts,
-                    reasoning_effort=turn_effort(self._session.settings),
+                    command_id=self.command_id, session_id=session_id, input=parts
                 )
+                effort = turn_effort(self._session.settings)
+                if effort is not None:
+                    # Only an explicit choice is sent; the host's default needs no member.
+                    params.reasoning_effort = effort
                 try:
                     with anyio.fail_after(deadlines.submit):
                         ack = await self._host.call("turn/start", params, msp.TurnStartResult)
                 except TimeoutError:
                     self.fail(failures.deadline_exceeded("submitting", deadlines.submit, True))
                 except ConnectionClosed:
-                    self._host_gone("submitting")
+                    await self._host_gone()
                 except RpcError as error:
                     self.settle(failures.host_rejected("turn/start", error.code, error.message))
                 else:
                     self._adopt(ack.turn_id)
                     self.acknowledged.set()
                     await self._publish_active_turn(self.turn_id)
-                    if self.cancel_requested:
-                        tasks.start_soon(self._cancel_flow)
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()
         finally:
@@ -166,15 +174,22 @@ class ActiveTurn:
 
     async def _watch_host(self) -> None:
         await self._host.dead.wait()
-        self._host_gone("running")
+        await self._host_gone()
 
-    def _host_gone(self, phase: failures.Phase) -> None:
+    async def _host_gone(self) -> None:
+        """Settle a turn whose host went away: ``cancelled`` when a cancel was asked for, else
+        failed, in the phase the turn was in, quoting how the host ended."""
+        if not self._settled.is_set() and not self.cancel_requested:
+            # A host's output closes a moment before its exit status and last stderr lines
+            # are in, and the error must carry both.
+            await self._host.process.settle()
         if self._settled.is_set():
             return
+        self.host_unsettled = True
         if self.cancel_requested:
-            self.host_unsettled = True
             self.settle("cancelled")
             return
+        phase: failures.Phase = "running" if self.acknowledged.is_set() else "submitting"
         code, stderr_tail = self._host.exit_summary()
         self.settle(failures.host_exited(phase, code, stderr_tail))
 
@@ -220,10 +235,10 @@ class ActiveTurn:
                 "sending it again.",
             ) from None
         except ConnectionClosed:
-            self._host_gone("submitting")
-            raise RpcError(
-                INVALID_REQUEST, "the Muse host ended before it accepted the correction"
-            ) from None
+            await self._host_gone()
+            await self._host.process.settle()
+            code, stderr_tail = self._host.exit_summary()
+            raise failures.host_exited("running", code, stderr_tail) from None
         except RpcError as error:
             raise RpcError(
                 INVALID_REQUEST,
@@ -257,12 +272,15 @@ class ActiveTurn:
             return
         self.cancel_requested = True
         self._interactions.withdraw_all()
-        if self._tasks is not None and self.acknowledged.is_set():
+        if self._tasks is not None:
             self._tasks.start_soon(self._cancel_flow)
 
     async def _cancel_flow(self) -> None:
-        await self._send_cancel()
+        # One budget from the cancel on, whatever the host leaves unanswered: the turn/start
+        # acknowledgement (the turn id ``turn/cancel`` needs), turn/cancel, or turn/completed.
         with anyio.move_on_after(self._ctx.config.deadlines.cancel):
+            await self.acknowledged.wait()
+            await self._send_cancel()
             await self._settled.wait()
         if not self._settled.is_set():
             logger.warning("host did not settle cancelled turn %s in time", self.turn_id)
