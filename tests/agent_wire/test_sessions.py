@@ -52,6 +52,8 @@ async def test_list_shows_sessions_of_the_workspace_with_titles(world: World) ->
             await agent.prompt(second, "beta prompt")
             listed = await agent.conn.list_sessions(cwd=str(world.workspace))
     rows = {row.session_id: row for row in listed.sessions}
+    for frame in world.host_requests():
+        assert None not in frame.get("params", {}).values(), f"explicit null sent: {frame}"
     assert set(rows) >= {first, second}
     assert rows[first].cwd == str(world.workspace)
     assert rows[first].title is not None

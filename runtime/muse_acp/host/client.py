@@ -33,6 +33,7 @@ from muse_acp.rpc import (
     FrameReader,
     FrameWriter,
     NotificationRoute,
+    RawJson,
     RequestContext,
     RequestRoute,
     Router,
@@ -92,9 +93,22 @@ class MspHost:
             self._listeners.pop(session_id, None)
 
     async def call(self, method: str, params: WireModel | None, result_type: type[R]) -> R:
-        """Send an MSP request and parse its result (see the module contract for errors)."""
+        """Send an MSP request and parse its result (see the module contract for errors).
+
+        Members left as None are omitted rather than sent as ``null``: MSP params never need an
+        explicit null, and hosts treat a missing member as "not given".
+        """
         assert self.connection is not None
-        return await call(self.connection, method, params, result_type)
+        payload = (
+            None
+            if params is None
+            else RawJson(
+                params.model_dump_json(
+                    by_alias=True, exclude_unset=True, exclude_none=True
+                ).encode()
+            )
+        )
+        return await call(self.connection, method, payload, result_type)
 
     async def deliver(self, method: str, params: WireModel) -> None:
         session_id = getattr(params, "session_id", None)

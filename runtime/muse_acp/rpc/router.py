@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from muse_acp.rpc.dispatcher import Connection, RequestContext, Result
 from muse_acp.rpc.errors import RpcError, error_from_exception
 from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.rpc.transport import Payload
 from muse_acp.rpc.validation import describe_validation_error
 
 __all__ = ["NotificationRoute", "RequestRoute", "Router", "call", "send_notification"]
@@ -123,9 +124,7 @@ class Router:
         await route.handler(model)
 
 
-async def call(
-    conn: Connection, method: str, params: BaseModel | None, result_type: type[_R]
-) -> _R:
+async def call(conn: Connection, method: str, params: Payload, result_type: type[_R]) -> _R:
     """Send a request and validate its result as ``result_type``.
 
     A ``null`` result validates as ``{}``, for peers that answer empty results with ``null``.
