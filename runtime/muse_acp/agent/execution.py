@@ -21,6 +21,7 @@ from muse_acp.host.client import MspHost, open_host
 from muse_acp.ids import new_uuid7
 from muse_acp.msp_types import msp
 from muse_acp.rpc import RpcError
+from muse_acp.tasks import wait_first
 
 if TYPE_CHECKING:
     from muse_acp.agent.context import AgentContext
@@ -83,15 +84,7 @@ class ExecutionHost:
         idle = self._ctx.config.deadlines.idle
         while not self._stop.is_set() and not host.dead.is_set():
             with anyio.move_on_after(idle) as waited:
-                async with anyio.create_task_group() as watch:
-
-                    async def until(event: anyio.Event) -> None:
-                        await event.wait()
-                        watch.cancel_scope.cancel()
-
-                    watch.start_soon(until, self._activity)
-                    watch.start_soon(until, self._stop)
-                    watch.start_soon(until, host.dead)
+                await wait_first(self._activity, self._stop, host.dead)
             self._activity = anyio.Event()
             if waited.cancelled_caught and self._in_use == 0:
                 logger.debug("closing idle host for session %s", self._session.session_id)

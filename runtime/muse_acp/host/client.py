@@ -39,7 +39,7 @@ from muse_acp.rpc import (
     Router,
     call,
 )
-from muse_acp.tasks import task_group
+from muse_acp.tasks import task_group, wait_first
 from muse_acp_wire._base import WireModel
 
 logger: Final = logging.getLogger("muse_acp.host")
@@ -197,14 +197,7 @@ async def open_host(
             host_ref.append(host)
 
             async def watch() -> None:
-                async with anyio.create_task_group() as watchers:
-
-                    async def until(event: anyio.Event) -> None:
-                        await event.wait()
-                        watchers.cancel_scope.cancel()
-
-                    watchers.start_soon(until, connection.closed)
-                    watchers.start_soon(until, process.exited)
+                await wait_first(connection.closed, process.exited)
                 host.dead.set()
 
             tasks.start_soon(watch)

@@ -22,6 +22,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Final
 
+from muse_acp.ids import is_uuid7 as is_canonical_uuid7
+from muse_acp.ids import new_uuid7
+
 __all__ = [
     "durable_cursor",
     "fragment_cursor",
@@ -36,35 +39,15 @@ __all__ = [
     "rfc3339_now",
 ]
 
-_UUID7: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 _UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CURSOR: Final = re.compile(r"v:(?P<sid>[0-9a-f-]{36}):(?P<n>[0-9]{1,12})(?:\.[0-9]{1,12})?")
 _RECORDS: Final = uuid.UUID("6d9f1e52-3c1a-4f0e-9a57-6d7573652d73")
 """Namespace of the derived record ids (any fixed UUID would do)."""
 
-_last_ms = 0
-_sequence = 0
-
-
-def new_uuid7() -> str:
-    """A fresh UUIDv7; ids minted by this process within one millisecond still sort in order."""
-    global _last_ms, _sequence
-    ms = time.time_ns() // 1_000_000
-    if ms <= _last_ms:
-        _sequence += 1
-        if _sequence >= 1 << 12:
-            _last_ms += 1
-            _sequence = 0
-        ms = _last_ms
-    else:
-        _last_ms, _sequence = ms, 0
-    tail = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | _sequence << 64 | 0b10 << 62 | tail
-    return str(uuid.UUID(int=value))
-
 
 def is_uuid7(text: str) -> bool:
-    return _UUID7.fullmatch(text.lower()) is not None
+    """True for a UUIDv7 in any letter case (hosts accept either)."""
+    return is_canonical_uuid7(text.lower())
 
 
 def is_uuid(text: str) -> bool:
