@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.sessions = ["codegen_check", "lint", "typecheck", "tests"]
@@ -45,3 +47,24 @@ def tests(session: nox.Session) -> None:
     """Run the test suite."""
     session.install("-e", ".[dev,codegen]")
     session.run("pytest", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Measure the performance figures side by side (a few minutes); -- --out PATH for the JSON."""
+    session.install("-e", ".[dev]")
+    session.run("python", "-m", "bench", *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Fuzz the agent's wire for long: $MUSE_ACP_FUZZ_EXAMPLES examples per test (default 3000)."""
+    session.install("-e", ".[dev]")
+    examples = os.environ.get("MUSE_ACP_FUZZ_EXAMPLES", "3000")
+    session.run(
+        "pytest",
+        "tests/robust/test_fuzz_frames.py",
+        "tests/robust/test_fuzz_prompts.py",
+        *session.posargs,
+        env={"MUSE_ACP_FUZZ_EXAMPLES": examples},
+    )

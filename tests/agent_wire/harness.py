@@ -62,7 +62,8 @@ class World:
         """Every MSP request that reached a host, optionally only one method's."""
         if not self.capture.exists():
             return []
-        frames = [json.loads(line) for line in self.capture.read_text().splitlines() if line]
+        lines = self.capture.read_text(encoding="utf-8").split("\n")
+        frames = [json.loads(line) for line in lines if line]
         return [f for f in frames if method is None or f.get("method") == method]
 
     def stderr_text(self) -> str:

@@ -10,6 +10,7 @@ import pytest
 import muse_acp.rpc
 
 MODULES = [
+    "decoding",
     "dispatcher",
     "errors",
     "jsonvalue",

@@ -6,6 +6,7 @@ import pytest
 
 from muse_acp.sim.asks import split_stages
 from muse_acp.sim.directives import (
+    MAX_STREAM_DELTAS,
     Approve,
     AskUser,
     Crash,
@@ -15,6 +16,7 @@ from muse_acp.sim.directives import (
     Prompt,
     Search,
     Shell,
+    Stream,
     WebSearch,
     parse_prompt,
 )
@@ -88,3 +90,21 @@ def test_staged_commands_split_at_command_separators() -> None:
     assert split_stages("echo a && ls; pwd", 3) == [["echo", "a"], ["ls"], ["pwd"]]
     assert split_stages("make", 2) == [["make"], ["make"]]
     assert split_stages('echo "unbalanced', 1) == [["echo", '"unbalanced']]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("sim:stream 1", Stream(1)),
+        ("sim:stream 20000", Stream(20_000)),
+        (f"sim:stream {MAX_STREAM_DELTAS}", Stream(MAX_STREAM_DELTAS)),
+        ("sim:stream 0", None),
+        (f"sim:stream {MAX_STREAM_DELTAS + 1}", None),
+        ("sim:stream", None),
+        ("sim:stream ²", None),
+        ("sim:stream 1000000000000", None),
+    ],
+)
+def test_a_stream_directive_takes_a_bounded_delta_count(line: str, expected: Stream | None) -> None:
+    directives = parse_prompt(line).directives
+    assert directives == ((expected,) if expected is not None else ())

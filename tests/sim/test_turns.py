@@ -261,3 +261,26 @@ async def test_a_crash_directive_ends_the_process_mid_turn(tmp_path: Path) -> No
     assert labels(frames)[:3] == ["turn/started", "item/completed", "result"]
     assert status != 0
     assert "sim:crash" in sim.diagnostics
+
+
+async def test_a_stream_directive_sends_one_agent_message_as_exactly_n_deltas(
+    tmp_path: Path,
+) -> None:
+    async with sim_process(tmp_path) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        frames = await sim.turn(session_id, "sim:stream 5", reasoningEffort="none")
+    validate(frames, msp_1_2_1)
+    deltas = [f["params"] for f in frames if f.get("method") == "item/delta"]
+    assert [(d["field"], d["delta"]) for d in deltas] == [
+        ("text", "t0 "),
+        ("text", "t1 "),
+        ("text", "t2 "),
+        ("text", "t3 "),
+        ("text", "t4 "),
+    ]
+    assert {d["itemId"] for d in deltas} == {
+        item_of(f)["itemId"] for f in frames if f.get("method") == "item/started"
+    }
+    assert agent_texts(frames) == ["t0 t1 t2 t3 t4 "]
+    assert frames[-1]["params"]["terminal"] == "completed"

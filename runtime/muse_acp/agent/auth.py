@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from muse_acp.agent.lifecycle import close_session
+from muse_acp.redact import clip
 from muse_acp.rpc import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RequestContext, RpcError
 from muse_acp_wire import acp
 
@@ -44,7 +45,8 @@ async def handle_authenticate(
     elif params.method_id != "muse-login":
         raise RpcError(
             INVALID_PARAMS,
-            f"unknown authentication method {params.method_id!r}; use one from initialize",
+            f"unknown authentication method {clip(params.method_id, 100)!r}; use one from "
+            "initialize",
         )
     return acp.AuthenticateResponse()
 

@@ -17,10 +17,10 @@ import anyio
 from anyio.abc import TaskStatus
 
 from muse_acp.agent.config_options import host_flags
-from muse_acp.host.client import MspHost, open_host
+from muse_acp.host.client import HostEnded, MspHost, open_host
 from muse_acp.ids import new_uuid7
 from muse_acp.msp_types import msp
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.tasks import wait_first
 
 if TYPE_CHECKING:
@@ -94,13 +94,19 @@ class ExecutionHost:
         """Start the process and attach the session (resume or start); runs at most once.
 
         Raises:
-            TimeoutError, ConnectionClosed, RpcError, HostUnavailable: see ``open_host``.
+            TimeoutError, ConnectionClosed, RpcError, HostUnavailable: see ``open_host``;
+                a host that ends while the session is attached is ``HostEnded`` too.
         """
         self._flags = host_flags(self._session.settings)
         host: MspHost = await self._ctx.tasks.start(self._serve, self._flags)
         try:
             with anyio.fail_after(self._ctx.config.deadlines.startup):
                 await self._attach(host)
+        except ConnectionClosed:
+            self.close()
+            # Attaching is still startup; the error needs the exit status and last words.
+            await host.process.settle()
+            raise HostEnded(*host.exit_summary()) from None
         except BaseException:
             self.close()
             raise

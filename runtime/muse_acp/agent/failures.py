@@ -5,8 +5,8 @@ is ``{"failure": {...}}`` as built by ``Failure.data``: ``kind`` (the host's err
 of the adapter's kinds below), ``source`` (who failed: ``provider``, ``host``, ``adapter`` or
 ``client``), ``retryable`` (sending the prompt again may succeed without other changes),
 ``phase`` (what the adapter was doing) and, where it applies, ``execution`` (whether a model
-turn may have been submitted to Muse). Every message is passed through ``redact`` and bounded,
-so host text never carries a secret onto the wire. All functions here are pure.
+turn may have been submitted to Muse). Every message, and the kind, is passed through ``redact``
+and bounded, so host text never carries a secret onto the wire. All functions here are pure.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ HOST_TEXT_LIMIT: Final = 1000
 """Longest piece of host-written text (an error message) quoted in a failure message."""
 STDERR_LINE_LIMIT: Final = 200
 """Longest stderr line quoted when the host exits."""
+KIND_LIMIT: Final = 100
+"""Longest failure kind carried in ``data.failure.kind``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,8 @@ class Failure:
     def data(self) -> JsonObject:
         """Return ``{"failure": {...}}``; ``execution`` appears only when it is known."""
         failure: JsonObject = {
-            "kind": self.kind,
+            # The host names the kind, so it is host text like any message: redacted, bounded.
+            "kind": redact(self.kind, limit=KIND_LIMIT),
             "source": self.source,
             "retryable": self.retryable,
             "phase": self.phase,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from muse_acp.agent import commands, failures, steering
+from muse_acp.agent import commands, failures, read_hosts, steering
 from muse_acp.agent.config_options import config_options, session_modes
 from muse_acp.agent.history import replay_history
 from muse_acp.agent.prompting import cancel_session_work
@@ -32,6 +32,7 @@ from muse_acp.host.client import HostEnded, MspHost
 from muse_acp.host.versions import supports
 from muse_acp.ids import new_uuid7
 from muse_acp.msp_types import msp
+from muse_acp.redact import clip
 from muse_acp.rpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 logger: Final = logging.getLogger("muse_acp.agent")
 
 LIST_PAGE_SIZE: Final = 50
+QUOTED_PATH_LIMIT: Final = 300
+"""Longest part of a client's path quoted back in an error."""
 SESSION_NOT_FOUND: Final = -32020
 
 
@@ -60,10 +63,12 @@ def check_workspace(cwd: str, additional: Sequence[str] | None) -> str:
             "supported, so start a separate session for each other directory",
             {"availability": "unsupported"},
         )
+    # The path is the client's own, but quoted whole it could make an error of megabytes.
+    quoted = clip(cwd, QUOTED_PATH_LIMIT)
     if not os.path.isabs(cwd):
-        raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}")
+        raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {quoted!r}")
     if not os.path.isdir(cwd):
-        raise RpcError(INVALID_PARAMS, f"the workspace directory {cwd} does not exist")
+        raise RpcError(INVALID_PARAMS, f"the workspace directory {quoted} does not exist")
     return cwd
 
 
@@ -81,18 +86,30 @@ def _warn_mcp(servers: Sequence[object] | None) -> None:
 
 @asynccontextmanager
 async def reading(ctx: AgentContext, cwd: str) -> AsyncIterator[MspHost]:
-    """A read-only host with the read budget applied to everything done with it."""
+    """A read-only host with the read budget applied to everything done with it.
+
+    Raises:
+        RpcError: a ``deadlineExceeded`` failure of the ``starting`` phase when the host did not
+            finish its handshake within the startup budget, or of the ``reading`` phase when
+            the work ran out of the read budget; a ``hostExited`` failure when the host ended.
+    """
     deadlines = ctx.config.deadlines
+    opened: list[MspHost] = []
     try:
         async with ctx.read_host(cwd) as host:
+            opened.append(host)
             with anyio.fail_after(deadlines.read):
                 yield host
     except TimeoutError:
+        if not opened:  # the host never finished its handshake: the startup budget ran out
+            raise failures.deadline_exceeded("starting", deadlines.startup, False) from None
         raise failures.deadline_exceeded("reading", deadlines.read, False) from None
     except HostEnded as ended:
         raise failures.host_exited("reading", ended.exit_code, ended.stderr_tail) from None
     except ConnectionClosed:
-        raise failures.host_exited("reading", None, "") from None
+        # The host is closed and reaped by now, so how it ended is known.
+        code, stderr_tail = opened[0].exit_summary() if opened else (None, "")
+        raise failures.host_exited("reading", code, stderr_tail) from None
 
 
 async def _read_session(host: MspHost, session_id: str, cwd: str) -> msp.Session:
@@ -102,6 +119,8 @@ async def _read_session(host: MspHost, session_id: str, cwd: str) -> msp.Session
             msp.SessionReadParams(session_id=session_id, exclude_items=True),
             msp.SessionHistoryResult,
         )
+    except ConnectionClosed:
+        raise  # the host is gone, not refusing: ``reading`` reports how it ended
     except RpcError as error:
         if error.code == SESSION_NOT_FOUND:
             raise RpcError(
@@ -235,6 +254,8 @@ async def handle_fork(
                 ),
                 msp.SessionHistoryResult,
             )
+        except ConnectionClosed:
+            raise  # the host is gone, not refusing: ``reading`` reports how it ended
         except RpcError as error:
             raise failures.host_rejected(
                 "session/fork", error.code, error.message, phase="reading"
@@ -289,6 +310,8 @@ async def handle_list(
                 msp.SessionListParams(limit=LIST_PAGE_SIZE, cursor=host_cursor, workspace_root=cwd),
                 msp.SessionListResult,
             )
+        except ConnectionClosed:
+            raise  # the host is gone, not refusing: ``reading`` reports how it ended
         except RpcError as error:
             raise failures.host_rejected(
                 "session/list", error.code, error.message, phase="reading"
@@ -318,9 +341,10 @@ async def handle_close(
 
 
 def close_session(session: AcpSession) -> None:
-    """Close a session: stop its work and host; it stays known as closed."""
+    """Close a session: stop its work and hosts; it stays known as closed."""
     session.closed = True
     steering.discard(session)
+    read_hosts.discard(session)
     cancel_session_work(session)
     if session.host is not None:
         session.host.close()

@@ -46,6 +46,7 @@ __all__ = [
     "MAX_IMAGE_BYTES",
     "convert_prompt",
     "is_single_text",
+    "refuse_ambiguous_resources",
 ]
 
 MAX_IMAGE_BYTES: Final = 6 * 1024 * 1024
@@ -266,6 +267,32 @@ def _resource(
     return _blob_resource(block, contents, where, budget)
 
 
+def _carries(carried: str) -> str:
+    return (
+        f"an embedded resource must carry exactly one of text or blob, and this one carries "
+        f"{carried}"
+    )
+
+
+def refuse_ambiguous_resources(raw_prompt: object) -> None:
+    """Refuse a raw prompt (JSON, before validation) with a resource carrying text and blob.
+
+    Validation keeps one variant of the resource union and drops members it does not know, so
+    afterwards such a resource looks like a text resource and its blob would vanish unnoticed.
+
+    Raises:
+        RpcError: INVALID_PARAMS naming the block, worded as ``convert_prompt`` words it.
+    """
+    if not isinstance(raw_prompt, list):
+        return
+    for position, block in enumerate(raw_prompt, start=1):
+        if not isinstance(block, dict) or block.get("type") != "resource":
+            continue
+        resource = block.get("resource")
+        if isinstance(resource, dict) and "text" in resource and "blob" in resource:
+            raise _Where(position, "resource").reject(_carries("both"))
+
+
 def _contents(
     resource: object, where: _Where
 ) -> acp.TextResourceContents | acp.BlobResourceContents:
@@ -278,11 +305,7 @@ def _contents(
         present = set()
     has_text, has_blob = "text" in present, "blob" in present
     if has_text == has_blob:
-        carried = "both" if has_text else "neither"
-        raise where.reject(
-            f"an embedded resource must carry exactly one of text or blob, and this one carries "
-            f"{carried}"
-        )
+        raise where.reject(_carries("both" if has_text else "neither"))
     if isinstance(resource, acp.TextResourceContents | acp.BlobResourceContents):
         return resource
     # A block built without validation: its resource gets the wire model's checks here.

@@ -1,10 +1,11 @@
 """The ACP agent on stdio: where every client frame enters and is routed.
 
 Frames enter through the JSON-RPC runtime (``muse_acp.rpc``) on this process's stdin; stdout
-carries protocol frames and nothing else (logs go to stderr). Routes are built from the
-generated method tables (``AGENT_REQUESTS``/``AGENT_NOTIFICATIONS``), so each handler receives
-params already validated into the generated model for its method, and a method the tables
-list but this agent does not serve is a test failure, not a silent gap.
+carries protocol frames and nothing else (logs go to stderr), written through ``coalescing`` so
+that a burst of updates relayed from one read of host output costs the client one read. Routes
+are built from the generated method tables (``AGENT_REQUESTS``/``AGENT_NOTIFICATIONS``), so each
+handler receives params already validated into the generated model for its method, and a method
+the tables list but this agent does not serve is a test failure, not a silent gap.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import anyio
 from muse_acp.agent import auth, lifecycle, prompting, settings, steering, stored_output
 from muse_acp.agent.capabilities import InitializeParams, initialize_response, negotiate
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.prompt_params import PROMPT_PARAMS
 from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.rpc import (
@@ -30,6 +32,7 @@ from muse_acp.rpc import (
     RequestContext,
     RequestRoute,
     Router,
+    coalescing,
     open_stdio,
 )
 from muse_acp_wire import acp
@@ -80,7 +83,7 @@ NOTIFICATION_HANDLERS: Final[Mapping[str, NotificationHandler]] = MappingProxyTy
 
 
 PARAMS_OVERRIDES: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
-    {"initialize": InitializeParams}
+    {"initialize": InitializeParams, **PROMPT_PARAMS}
 )
 """Hand-written refinements of generated params models (each a subclass of the generated one)."""
 
@@ -107,9 +110,13 @@ def build_router(ctx: AgentContext) -> Router:
 async def serve(config: AdapterConfig) -> None:
     """Serve ACP on stdin/stdout until the client closes stdin."""
     ctx = AgentContext(config)
-    async with open_stdio() as (receive, send), anyio.create_task_group() as tasks:
+    async with (
+        open_stdio() as (receive, send),
+        coalescing(send) as output,
+        anyio.create_task_group() as tasks,
+    ):
         connection = Connection(
-            FrameReader(receive), FrameWriter(send), build_router(ctx), name="acp"
+            FrameReader(receive), FrameWriter(output), build_router(ctx), name="acp"
         )
         ctx.attach(connection, tasks)
         await connection.serve()

@@ -21,12 +21,13 @@ if TYPE_CHECKING:
     from muse_acp.agent.execution import ExecutionHost
     from muse_acp.agent.turn import ActiveTurn
 
-_SESSION_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
 def check_session_id(session_id: str) -> str:
     """Refuse ids that could not have come from Muse (they also name files on disk)."""
-    if not _SESSION_ID.match(session_id):
+    # fullmatch: with match and "$", an id ending in a line break would pass.
+    if not _SESSION_ID.fullmatch(session_id):
         raise RpcError(
             INVALID_PARAMS,
             "sessionId must be 1 to 128 letters, digits, '-' or '_' starting with a letter or "
@@ -93,8 +94,9 @@ class SessionRegistry:
         return [s for s in self._sessions.values() if not s.closed]
 
     def require(self, session_id: str) -> AcpSession:
-        """Return the open session or raise -32002 saying how to get it back."""
-        session = self._sessions.get(session_id)
+        """Return the open session, or raise -32602 for an id of the wrong shape and -32002
+        (saying how to get it back) for one that is not open."""
+        session = self._sessions.get(check_session_id(session_id))
         if session is None:
             raise RpcError(
                 RESOURCE_NOT_FOUND,

@@ -2,12 +2,17 @@
 
 Contract: a read is served only when ``initialize`` negotiated ``muse/output`` (the client opted
 in and the host is a verified 1.2.1) and the session is open here. Each read proves the
-association it names first, on a separate lease-free host (``lifecycle.reading``: startup
-budget, then read budget): ``session/read`` must report the session in its workspace, and the
-latest revision of the item, looked for in at most ``MAX_HISTORY_PAGES`` backward ``view/page``
-pages of ``HISTORY_PAGE_SIZE`` events, must carry exactly the requested reference; one beyond
-that budget is "not found", never guessed. Then one ``item/readOutput`` goes to the same host,
-never retried. A read takes no lease, changes no setting and sends no turn.
+association it names first, on the session's lease-free read host (``read_hosts``: kept for a
+short while so that paging through an output does not start a process per page; startup budget,
+then read budget): ``session/read`` must report the session in its workspace, and the latest
+revision of the item, looked for in at most ``MAX_HISTORY_PAGES`` backward ``view/page`` pages
+of ``HISTORY_PAGE_SIZE`` events, must carry exactly the requested reference; one beyond that
+budget is "not found", never guessed. The search is skipped when the same host found the item's
+latest revision at the very view cursor ``session/read`` reports now: nothing was added to the
+history since, so it would find the same revision (see ``read_hosts``); every read still checks
+the session, its workspace and that cursor, and the reference, availability and offset against
+the revision. Then one ``item/readOutput`` goes to the same host, never retried. A read takes no
+lease, changes no setting and sends no turn.
 
 Errors: INVALID_PARAMS for what the caller got wrong (a reference, item and session that do not
 belong together, an offset past the stored bytes, or one inside a UTF-8 character, with the
@@ -31,7 +36,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 from pydantic import ValidationError
 
 from muse_acp.agent import failures
-from muse_acp.agent.lifecycle import reading
+from muse_acp.agent.read_hosts import reading_output
 from muse_acp.host.client import MspHost
 from muse_acp.host.versions import supports
 from muse_acp.msp_types import Item, msp
@@ -333,7 +338,7 @@ async def _ask(
     try:
         return await host.call(method, params, result_type)
     except ConnectionClosed:
-        raise  # ``reading`` reports the host's exit
+        raise  # ``reading_output`` reports the host's exit
     except RpcError as error:
         mapped = refusal(error)
         raise mapped or failures.host_rejected(
@@ -345,7 +350,8 @@ def _same_directory(left: str | None, right: str) -> bool:
     return left is not None and os.path.realpath(left) == os.path.realpath(right)
 
 
-async def _check_session(host: MspHost, session: AcpSession) -> None:
+async def _check_session(host: MspHost, session: AcpSession) -> str:
+    """Check the session is Muse's and in its workspace; return its current view cursor."""
     params = msp.SessionReadParams(session_id=session.session_id, exclude_items=True)
     result = await _ask(
         host,
@@ -362,6 +368,7 @@ async def _check_session(host: MspHost, session: AcpSession) -> None:
             f"Muse records session {session.session_id} under another workspace than "
             f"{session.cwd}; open the session from its own workspace to read its output",
         )
+    return result.view_cursor
 
 
 async def _history_page(host: MspHost, session_id: str, cursor: str | None) -> msp.ViewPageResult:
@@ -382,13 +389,18 @@ async def handle_read_output(
         )
     session = ctx.sessions.require(params.session_id)
     read = OutputRead.of(params)
-    async with reading(ctx, session.cwd) as host:
+    async with reading_output(ctx, session) as kept:
+        host = kept.host
         if not supports("storedOutput", host.version):
             raise _unsupported_host()
-        await _check_session(host, session)
-        item = await find_latest_item(
-            partial(_history_page, host, read.session_id), read.session_id, read.item_id
-        )
+        view_cursor = await _check_session(host, session)
+        item = kept.proven(read.item_id, view_cursor)
+        if item is None:
+            item = await find_latest_item(
+                partial(_history_page, host, read.session_id), read.session_id, read.item_id
+            )
+            if item is not None:
+                kept.prove(read.item_id, view_cursor, item)
         stored_reference(item, read)
         request = msp.ItemReadOutputParams(**asdict(read))
         refusal = partial(host_read_error, read=read)

@@ -209,8 +209,9 @@ class ActiveTurn:
         not acknowledge within the submit budget the outcome is unknown, so the turn fails.
 
         Raises:
-            RpcError: the turn is no longer steerable, Muse refused the correction, or its
-                acknowledgement did not name this turn.
+            RpcError: the turn is no longer steerable, Muse refused the correction, its
+                acknowledgement did not name this turn, or the host ended (the turn's own
+                ``hostExited`` failure, which fails the turn too).
         """
         if not self.steerable or self.turn_id is None:
             raise RpcError(INVALID_REQUEST, "the turn has ended; there is no running turn to steer")

@@ -3,10 +3,12 @@
 It knows nothing about ACP or MSP: methods are strings and params are JSON values until a
 ``Router`` validates them into the pydantic models its routes name. Layers, bottom up:
 ``transport`` (NDJSON frames over anyio byte streams), ``stdio`` and ``memory`` (byte streams to
-run on), ``dispatcher`` (``Connection``: requests, notifications, responses, cancellation),
-``router`` (typed routes and typed calls), with ``errors`` shared by all of them.
+run on, and ``coalescing`` to write bursts of frames as one), ``dispatcher`` (``Connection``:
+requests, notifications, responses, cancellation), ``router`` (typed routes and typed calls),
+with ``errors`` shared by all of them.
 """
 
+from muse_acp.rpc.coalescing import CoalescingSendStream, coalescing
 from muse_acp.rpc.dispatcher import (
     DEFAULT_CANCEL_METHOD,
     Connection,
@@ -59,6 +61,7 @@ __all__ = [
     "PARSE_ERROR",
     "REQUEST_CANCELLED",
     "RESOURCE_NOT_FOUND",
+    "CoalescingSendStream",
     "Connection",
     "ConnectionClosed",
     "Endpoint",
@@ -81,6 +84,7 @@ __all__ = [
     "Router",
     "RpcError",
     "call",
+    "coalescing",
     "describe_validation_error",
     "encode_error",
     "encode_message",

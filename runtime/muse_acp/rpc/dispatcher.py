@@ -25,7 +25,6 @@ left to its owner.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Final, Literal, Protocol, TypeAlias
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from muse_acp.rpc.decoding import RefusedFrame, decode_frame
 from muse_acp.rpc.errors import ConnectionClosed, RpcError, error_from_exception
 from muse_acp.rpc.jsonvalue import JsonValue, RequestId
 from muse_acp.rpc.transport import (
@@ -273,12 +273,14 @@ class Connection:
                 continue
             if self._on_frame is not None:
                 self._on_frame("in", frame)
-            try:
-                message_obj = json.loads(frame)
-            except (ValueError, RecursionError):
-                await self._reply_error(None, RpcError.parse_error())
+            decoded = decode_frame(frame)
+            if isinstance(decoded, RefusedFrame):
+                if decoded.answer:
+                    await self._reply_error(decoded.request_id, decoded.error)
+                else:
+                    logger.warning("%s: dropped a frame: %s", self.name, decoded.error.message)
                 continue
-            await self._dispatch(message_obj)
+            await self._dispatch(decoded)
 
     async def _dispatch(self, message: JsonValue) -> None:
         if type(message) is not dict:

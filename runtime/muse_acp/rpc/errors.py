@@ -53,6 +53,9 @@ AUTH_REQUIRED: Final[int] = -32000
 RESOURCE_NOT_FOUND: Final[int] = -32002
 """A resource named by the request (a session, a file) does not exist."""
 
+_MAX_QUOTED_METHOD: Final = 200
+"""Longest method name an error quotes back."""
+
 
 class RpcError(Exception):
     """A JSON-RPC error: raised by handlers to answer with it, raised to callers on receipt."""
@@ -101,6 +104,9 @@ class RpcError(Exception):
 
     @classmethod
     def method_not_found(cls, method: str) -> RpcError:
+        # The name is the peer's own, but a frame may hold megabytes of it: quote a bounded part.
+        if len(method) > _MAX_QUOTED_METHOD:
+            method = method[:_MAX_QUOTED_METHOD] + "…"
         return cls(METHOD_NOT_FOUND, f"unknown method {method}", {"method": method})
 
     @classmethod

@@ -24,9 +24,13 @@ line starts with ``sim:`` after optional leading blanks:
     publish a three-entry todo list.
 ``sim:crash``
     end the host process (non-zero) in the middle of the turn.
+``sim:stream N``
+    an agent message streamed as exactly ``N`` text deltas (``t0 ``, ``t1 ``, ...), the load of
+    a long, fast model reply.
 
 A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text.
-Sizes are whole bytes, at most ``MAX_OUTPUT_BYTES``; stage counts are 1 to ``MAX_STAGES``.
+Sizes are whole bytes, at most ``MAX_OUTPUT_BYTES``; stage counts are 1 to ``MAX_STAGES``; delta
+counts are 1 to ``MAX_STREAM_DELTAS``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Final, Literal, TypeAlias
 __all__ = [
     "MAX_OUTPUT_BYTES",
     "MAX_STAGES",
+    "MAX_STREAM_DELTAS",
     "Approve",
     "AskUser",
     "Crash",
@@ -49,6 +54,7 @@ __all__ = [
     "Prompt",
     "Search",
     "Shell",
+    "Stream",
     "WebSearch",
     "parse_prompt",
 ]
@@ -56,6 +62,8 @@ __all__ = [
 PREFIX: Final = "sim:"
 MAX_OUTPUT_BYTES: Final = 1 << 30
 MAX_STAGES: Final = 16
+MAX_STREAM_DELTAS: Final = 100_000
+"""Keeps the completed message (every delta joined) far below the host's 10 MiB frame limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +117,16 @@ class Crash:
     pass
 
 
-Directive: TypeAlias = Shell | Search | WebSearch | Approve | AskUser | Hold | Fail | Plan | Crash
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """An agent message of ``deltas`` text deltas (``sim:stream N``)."""
+
+    deltas: int
+
+
+Directive: TypeAlias = (
+    Shell | Search | WebSearch | Approve | AskUser | Hold | Fail | Plan | Crash | Stream
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +150,11 @@ def _shell(output: Literal["text", "binary", "unavailable"]) -> Callable[[str], 
 
 def _text(make: Callable[[str], Directive]) -> Callable[[str], Directive | None]:
     return lambda arg: make(arg) if arg else None
+
+
+def _stream(arg: str) -> Directive | None:
+    count = int(arg) if arg.isascii() and arg.isdigit() and len(arg) <= 6 else 0
+    return Stream(count) if 1 <= count <= MAX_STREAM_DELTAS else None
 
 
 def _bare(directive: Directive) -> Callable[[str], Directive | None]:
@@ -160,6 +182,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "fail": _text(Fail),
         "plan": _bare(Plan()),
         "crash": _bare(Crash()),
+        "stream": _stream,
     }
 )
 """Directive name -> parser of the rest of its line (None when the argument is unusable)."""

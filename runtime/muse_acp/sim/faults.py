@@ -25,10 +25,15 @@ The faults:
     exit right after an approval (or a question) has been put to the client.
 ``exit:steer`` / ``exit:readOutput``
     exit when ``turn/steer`` (or ``item/readOutput``) arrives, before answering it.
+``exit:stream``
+    exit right after a turn's first agent-message text delta has been written, mid-stream.
 ``malformed:<method>``
     write a line that is not JSON just before the answer to that request.
 ``oversized:<method>``
     write a (valid JSON) line longer than the 10 MiB frame limit just before that answer.
+``oversized-bytes:<n>``
+    make the ``oversized`` line ``n`` bytes of padding long instead (up to 64 MiB), to exceed
+    a client's own frame limit as well.
 ``slow:<ms>``
     wait that many milliseconds before each event of a turn (simulated model latency).
 ``stderr-flood:<bytes>``
@@ -59,9 +64,10 @@ FAULT_EXIT_CODE: Final = 1
 """The exit status of a simulated crash: what a host dying of an unhandled fault returns."""
 MAX_FLOOD_BYTES: Final = 1 << 30
 MAX_SLOW_MS: Final = 60_000
+MAX_OVERSIZED_BYTES: Final = 64 << 20
 
 EXIT_POINTS: Final = frozenset(
-    {"startup", "handshake", "approval", "userInput", "steer", "readOutput"}
+    {"startup", "handshake", "approval", "userInput", "steer", "readOutput", "stream"}
 )
 HANG_POINTS: Final = frozenset({"handshake"})
 
@@ -81,6 +87,8 @@ class Faults:
     exit_after_ack: frozenset[str] = frozenset()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
+    oversized_bytes: int = 0
+    """Padding of an ``oversized`` line; 0 means just over the host frame limit."""
     slow_ms: int = 0
     stderr_flood: int = 0
     names: tuple[str, ...] = field(default=())
@@ -139,6 +147,11 @@ def _oversized(f: Faults, arg: str) -> Faults:
     return replace(f, oversized=f.oversized | {_checked_method("oversized", arg)})
 
 
+def _oversized_bytes(f: Faults, arg: str) -> Faults:
+    size = _checked_count("oversized-bytes", arg, MAX_OVERSIZED_BYTES)
+    return replace(f, oversized_bytes=size)
+
+
 def _slow(f: Faults, arg: str) -> Faults:
     return replace(f, slow_ms=_checked_count("slow", arg, MAX_SLOW_MS))
 
@@ -156,6 +169,7 @@ _PARSERS: Final[Mapping[str, Callable[[Faults, str], Faults]]] = MappingProxyTyp
         "exit-after-ack": _exit_after_ack,
         "malformed": _malformed,
         "oversized": _oversized,
+        "oversized-bytes": _oversized_bytes,
         "slow": _slow,
         "stderr-flood": _stderr_flood,
     }

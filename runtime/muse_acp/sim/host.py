@@ -149,7 +149,8 @@ class Host:
         if method in faults.malformed:
             await writer.send(MALFORMED_LINE)
         if method in faults.oversized:
-            await writer.send(OVERSIZED_HEAD + b"x" * (HOST_FRAME_LIMIT + 1024) + b'"}}')
+            padding = faults.oversized_bytes or HOST_FRAME_LIMIT + 1024
+            await writer.send(OVERSIZED_HEAD + b"x" * padding + b'"}}')
         if method in faults.exit_after_ack:
             writer.then(request.request_id, partial(exit_now, f"exit-after-ack:{method}"))
         return result

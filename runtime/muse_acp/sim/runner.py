@@ -34,6 +34,7 @@ from muse_acp.sim.directives import (
     Plan,
     Search,
     Shell,
+    Stream,
     WebSearch,
 )
 from muse_acp.sim.faults import FAULT_EXIT_CODE
@@ -72,6 +73,8 @@ class TurnRunner:
         self._stop: StopRequest | None = None
         self._message: UserMessageItem | None = None
         self._ending = False
+        self._released = False
+        """A correction that did not ask to keep holding was answered (and no hold used it)."""
         self.done = anyio.Event()
 
     @property
@@ -174,6 +177,9 @@ class TurnRunner:
                 await self._hold()
             case Plan():
                 await turn.plan()
+            case Stream(deltas=count):
+                pieces = [f"t{index} " for index in range(count)]
+                await turn.say("".join(pieces), pieces)
             case Fail(kind=kind):
                 retryable = kind in RETRYABLE_FAILURES
                 return TurnError(
@@ -224,14 +230,16 @@ class TurnRunner:
             await self.turn.user_message(steer.text, steer.command_id, steered=True)
             await self.turn.say(f'Steering received: "{steer.text}"')
             release = release or HOLD_MARK not in steer.text
+        self._released = self._released or release
         return release
 
     async def _hold(self) -> None:
         self.turn.phase = "the model was working"
-        while True:
+        # A correction answered between steps, before the hold began, already released it.
+        while not self._released:
             await self.turn.steered.wait()
-            if await self._answer_steers():
-                return
+            await self._answer_steers()
+        self._released = False
 
     def _completed(self, pos: Position, terminal: str, **members: object) -> TurnCompletedParams:
         turn = self.turn

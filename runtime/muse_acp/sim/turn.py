@@ -12,7 +12,7 @@ the runner between steps. Token figures are a deterministic function of the text
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import anyio
 
 from muse_acp.sim.directives import Prompt
+from muse_acp.sim.faults import exit_now
 from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
 from muse_acp_wire.msp_1_2_1 import (
     AgentMessageItem,
@@ -212,8 +213,9 @@ class Turn:
         del self.open_items[item_id]
         await self.item_event("item/completed", item(2, "completed", [summary]))
 
-    async def say(self, text: str) -> None:
-        """An agent message: live-only start and deltas, then its durable completion."""
+    async def say(self, text: str, pieces: Sequence[str] | None = None) -> None:
+        """An agent message: live-only start and deltas (``pieces``, which join to ``text``;
+        by default ``split_text(text)``), then its durable completion."""
         item_id = new_uuid7()
         spoken: list[str] = []
 
@@ -241,8 +243,10 @@ class Turn:
             "item/completed", item(2, "cancelled", "".join(spoken), True)
         )
         await self.item_event("item/started", item(1, "inProgress", "", False), durable=False)
-        for piece in split_text(text):
+        for piece in split_text(text) if pieces is None else pieces:
             await self.delta(item_id, "text", piece)
+            if self.ctx.options.faults.exits_at("stream"):
+                exit_now("exit:stream")
             spoken.append(piece)
         del self.open_items[item_id]
         await self.item_event("item/completed", item(2, "completed", text, True))

@@ -1,0 +1,107 @@
+"""Figure: reading a large stored tool output back through ``_muse/readOutput``.
+
+Contract: ``measure`` runs one turn of ``sim:bash N`` (``size_mib`` MiB of tool output, which
+``muse-sim`` stores) through ``muse-acp serve`` with the stored-output extension negotiated,
+then reads the output back with the client library (``Session.read_output``) in pages of
+``page_mib`` MiB, from the first request to the last page decoded. The limit it is set against
+is the same number of bytes copied through a plain pipe by a child process (``cat`` of a file
+holding the same bytes, spawn to end of stream). The figure is MiB/s of both and their ratio;
+a read that returns any other number of bytes fails it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from typing import Final
+
+import anyio
+
+from bench.report import Figure, Measurement, Ratio
+from bench.world import World, adapter_command
+from muse_acp.client import connect, extensions
+from muse_acp.client.output import decode_page, output_ref
+from muse_acp.sim.outputs import TEXT_UNIT, pattern_chunks
+
+__all__ = ["PIPE", "READ", "measure"]
+
+MIB: Final = 1 << 20
+READ: Final = "_muse/readOutput (client library)"
+PIPE: Final = "plain pipe (limit)"
+TIMEOUT: Final = 600.0
+_COPY: Final = "import shutil, sys; shutil.copyfileobj(open(sys.argv[1], 'rb'), sys.stdout.buffer)"
+
+
+def _ignore(line: str) -> None:
+    return None
+
+
+async def _read_through_adapter(world: World, size: int, page_bytes: int) -> float:
+    async with connect(
+        adapter_command(),
+        env=world.env(),
+        cwd=str(world.workspace),
+        capabilities=extensions(),
+        on_stderr=_ignore,
+    ) as agent:
+        session = await agent.new_session(str(world.workspace))
+        refs = [
+            ref
+            async for update in session.prompt(f"sim:bash {size}")
+            if (ref := output_ref(update))
+        ]
+        if not refs:
+            raise RuntimeError("the turn announced no stored output")
+        received = 0
+        started = time.perf_counter()
+        async for page in session.read_output(refs[-1], page_bytes=page_bytes):
+            received += len(decode_page(page))
+        elapsed = time.perf_counter() - started
+    if received != size:
+        raise RuntimeError(f"read {received} of {size} stored bytes")
+    return elapsed
+
+
+async def _copy_through_pipe(world: World, size: int) -> float:
+    source = world.root / "pipe-source"
+    with source.open("wb") as file:
+        for chunk in pattern_chunks(TEXT_UNIT, size, MIB):
+            file.write(chunk)
+    cat = shutil.which("cat")
+    argv = [cat, str(source)] if cat else [sys.executable, "-c", _COPY, str(source)]
+    received = 0
+    started = time.perf_counter()
+    async with await anyio.open_process(argv, stdin=subprocess.DEVNULL) as process:
+        assert process.stdout is not None
+        try:
+            while True:
+                received += len(await process.stdout.receive(MIB))
+        except anyio.EndOfStream:
+            pass
+        await process.wait()
+    elapsed = time.perf_counter() - started
+    if received != size:
+        raise RuntimeError(f"the pipe carried {received} of {size} bytes")
+    return elapsed
+
+
+async def measure(world: World, *, size_mib: float = 64, page_mib: float = 1) -> Figure:
+    """MiB/s of reading ``size_mib`` MiB in ``page_mib`` MiB pages, and of a pipe."""
+    size, page_bytes = int(size_mib * MIB), int(page_mib * MIB)
+    with anyio.fail_after(TIMEOUT):
+        read_s = await _read_through_adapter(world, size, page_bytes)
+        pipe_s = await _copy_through_pipe(world, size)
+    read_rate, pipe_rate = size / MIB / read_s, size / MIB / pipe_s
+    return Figure(
+        key="stored_output",
+        title="stored-output throughput",
+        measurements=(
+            Measurement(READ, read_rate, "MiB/s"),
+            Measurement(PIPE, pipe_rate, "MiB/s"),
+            Measurement("seconds per 1 MiB page", read_s / -(-size // page_bytes), "s"),
+        ),
+        ratios=(Ratio("readOutput / pipe", read_rate / pipe_rate),),
+        note=f"{size_mib:g} MiB of sim:bash output read in {page_mib:g} MiB pages",
+    )

@@ -1,0 +1,159 @@
+"""A send stream that writes many small frames as one, without holding any of them back.
+
+Contract: a ``CoalescingSendStream`` wraps another byte send stream and needs its ``run`` task
+going (``async with coalescing(inner) as stream`` starts it in a task group of its own). ``send``
+queues small items and returns at once; ``run`` writes whatever is queued to the inner stream in
+one ``send`` as soon as the sender yields to the event loop, which it does itself after
+``ITEMS_PER_YIELD`` items in a row. A burst of notifications produced in one go (a chunk of host
+output relayed, a prompt streaming its updates) thus costs one write and one wake-up of the
+reader instead of one each, and a lone frame goes out on the next event-loop pass. Items of
+``MAX_QUEUED_BYTES`` or more are written by their sender directly, after everything queued
+before them; a sender waits while ``MAX_QUEUED_BYTES`` are queued. Order is always kept.
+
+Items are written whole or not at all: a failed inner write makes every later ``send`` raise
+``anyio.BrokenResourceError`` (what was queued is lost with the stream), and ``aclose`` writes
+what is queued, within the caller's deadline, then closes the inner stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Final
+
+import anyio
+from anyio.abc import ByteSendStream
+from anyio.lowlevel import checkpoint
+
+__all__ = [
+    "EXIT_FLUSH_TIMEOUT",
+    "ITEMS_PER_YIELD",
+    "MAX_QUEUED_BYTES",
+    "CoalescingSendStream",
+    "coalescing",
+]
+
+ITEMS_PER_YIELD: Final = 64
+"""Items queued in a row before a sender yields so that the queue is written."""
+MAX_QUEUED_BYTES: Final = 256 * 1024
+"""Queued bytes at which senders wait, and the size from which an item skips the queue."""
+
+EXIT_FLUSH_TIMEOUT: Final = 5.0
+"""Seconds the end of a ``coalescing`` block may spend writing what is still queued."""
+
+_WRITE_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+class CoalescingSendStream(ByteSendStream):
+    """Queues small writes and writes them together (see the module contract)."""
+
+    def __init__(self, inner: ByteSendStream) -> None:
+        self._inner = inner
+        self._queue: list[bytes] = []
+        self._queued = 0
+        self._unyielded = 0
+        self._queued_event = anyio.Event()
+        self._written_event = anyio.Event()
+        self._writing = anyio.Lock(fast_acquire=True)
+        self._failure: BaseException | None = None
+        self._closed = False
+
+    @property
+    def inner(self) -> ByteSendStream:
+        return self._inner
+
+    def _check_failure(self) -> None:
+        if self._failure is not None:
+            raise anyio.BrokenResourceError from self._failure
+
+    def _check(self) -> None:
+        self._check_failure()
+        if self._closed:
+            raise anyio.ClosedResourceError
+
+    async def send(self, item: bytes) -> None:
+        self._check()
+        if not item:
+            return
+        if len(item) >= MAX_QUEUED_BYTES:
+            async with self._writing:
+                await self._write_queue()
+                await self._write(item)
+            return
+        while self._queued >= MAX_QUEUED_BYTES:
+            await self._written()
+            self._check()
+        self._queue.append(item)
+        self._queued += len(item)
+        self._queued_event.set()
+        self._unyielded += 1
+        if self._unyielded >= ITEMS_PER_YIELD:
+            self._unyielded = 0
+            await checkpoint()
+
+    async def run(self) -> None:
+        """Write what is queued whenever there is something, until cancelled or broken."""
+        while True:
+            await self._queued_event.wait()
+            self._queued_event = anyio.Event()
+            try:
+                async with self._writing:
+                    await self._write_queue()
+            except anyio.BrokenResourceError:
+                return  # recorded: every later send reports it
+
+    async def flush(self) -> None:
+        """Write what is queued now (``anyio.BrokenResourceError`` if the stream broke)."""
+        self._check_failure()
+        async with self._writing:
+            await self._write_queue()
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            # A broken stream has nobody left to read what is queued.
+            with suppress(anyio.BrokenResourceError):
+                await self.flush()
+        await self._inner.aclose()
+
+    async def _written(self) -> None:
+        await self._written_event.wait()
+
+    async def _write_queue(self) -> None:
+        if not self._queue or self._failure is not None:
+            return
+        data = b"".join(self._queue)
+        self._queue.clear()
+        self._queued = 0
+        self._unyielded = 0
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            await self._inner.send(data)
+        except _WRITE_ERRORS as error:
+            self._failure = error
+            raise anyio.BrokenResourceError from error
+        finally:
+            written, self._written_event = self._written_event, anyio.Event()
+            written.set()
+
+
+@asynccontextmanager
+async def coalescing(inner: ByteSendStream) -> AsyncIterator[CoalescingSendStream]:
+    """A ``CoalescingSendStream`` over ``inner`` with its writer task running in the block.
+
+    Leaving the block writes what is still queued (for at most ``EXIT_FLUSH_TIMEOUT`` seconds:
+    a reader that stopped reading must not hold the process) and stops the task; ``inner`` is
+    left open for its owner.
+    """
+    stream = CoalescingSendStream(inner)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(stream.run)
+        try:
+            yield stream
+        finally:
+            with anyio.move_on_after(EXIT_FLUSH_TIMEOUT, shield=True):
+                with suppress(anyio.BrokenResourceError):
+                    await stream.flush()
+            tasks.cancel_scope.cancel()

@@ -1,0 +1,244 @@
+"""Decoding one incoming frame into a JSON value, within limits, without ever failing.
+
+Contract: ``decode_frame(frame)`` returns the frame's JSON value, or a ``RefusedFrame`` saying
+how to answer it; it never raises. A frame is refused with PARSE_ERROR (answered with
+``id: null``) unless it is strict UTF-8 JSON: no byte order mark, no ``NaN``/``Infinity``, and
+no other syntax error. It is refused with INVALID_REQUEST when it is JSON this runtime will not
+process: containers nested deeper than ``MAX_NESTING_DEPTH`` (the top level counts as one), an
+integer of more than ``MAX_INTEGER_DIGITS`` digits, or a string holding an unpaired UTF-16
+surrogate escape, which UTF-8 cannot carry (so no answer quoting it could ever be written).
+
+A refusal still answers a request with its own id when the id can be read, even when the frame
+was too deep for a full parse: its top-level members are then scanned without recursion (with a
+bounded number of steps), and ``id`` is read from there. A refused notification or response is
+not answered (``answer`` is False): JSON-RPC never answers those, and the peer could not match
+an answer to anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from muse_acp.rpc.errors import RpcError
+from muse_acp.rpc.jsonvalue import JsonValue, RequestId
+
+__all__ = ["MAX_INTEGER_DIGITS", "MAX_NESTING_DEPTH", "RefusedFrame", "decode_frame"]
+
+MAX_NESTING_DEPTH: Final = 128
+"""Deepest container nesting accepted; real messages stay below ten."""
+MAX_INTEGER_DIGITS: Final = 1000
+"""Longest integer accepted; converting longer ones costs quadratic time."""
+MAX_SCAN_STEPS: Final = 1_000_000
+"""Bound on the work of the scan that looks for the id of a frame too deep to parse."""
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+_SPECIAL: Final = re.compile(r'["\[\]{}]')
+_BRACKETS: Final = re.compile(r"[\[{]+|[\]}]+")
+_STRING_PATTERN: Final = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRING: Final = re.compile(_STRING_PATTERN, re.DOTALL)
+_SCALAR: Final = re.compile(
+    _STRING_PATTERN + r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null",
+    re.DOTALL,
+)
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedFrame:
+    """A frame that is not processed: answer ``error`` to ``request_id`` when ``answer``."""
+
+    error: RpcError
+    request_id: RequestId | None = None
+    answer: bool = True
+
+
+class _LimitExceeded(ValueError):
+    pass
+
+
+class _Unterminated(ValueError):
+    pass
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _LimitExceeded(f"an integer longer than {MAX_INTEGER_DIGITS} digits")
+    return int(digits)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER: Final = json.JSONDecoder(parse_int=_bounded_int, parse_constant=_no_constant)
+_TOO_DEEP: Final = f"frame nests deeper than {MAX_NESTING_DEPTH} levels"
+_UNPAIRED: Final = (
+    "frame holds a string with an unpaired UTF-16 surrogate, which UTF-8 cannot carry"
+)
+
+
+def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
+    """The JSON value of ``frame``, or how to refuse it (see the module contract)."""
+    try:
+        text = frame.decode("utf-8")
+    except UnicodeDecodeError:
+        return RefusedFrame(RpcError.parse_error("frame is not valid UTF-8"))
+    try:
+        value: JsonValue = _DECODER.decode(text)
+    except _LimitExceeded as exceeded:
+        return _refuse_unparsed(text, f"frame holds {exceeded}")
+    except RecursionError:
+        return _refuse_unparsed(text, _TOO_DEEP)
+    except ValueError:
+        return RefusedFrame(RpcError.parse_error())
+    if _plainly_within_limits(frame):
+        return value
+    problem = _problem(value)
+    if problem is None:
+        return value
+    return _refuse(value if isinstance(value, dict) else None, problem)
+
+
+def _plainly_within_limits(frame: bytes) -> bool:
+    """True when no walk of the value can find a problem, which holds for nearly every frame:
+    an unpaired surrogate can only come from a ``\\u`` escape (strict UTF-8 decoding refuses
+    encoded ones), and a frame with no more brackets than the depth limit cannot nest deeper."""
+    return b"\\u" not in frame and frame.count(b"{") + frame.count(b"[") <= MAX_NESTING_DEPTH
+
+
+def _problem(value: JsonValue) -> str | None:
+    """Why a decoded value exceeds the limits, found without recursion, or None."""
+    pending: list[tuple[JsonValue, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return _UNPAIRED
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            return _TOO_DEEP
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not key.isascii() and _SURROGATE.search(key):
+                    return _UNPAIRED
+                pending.append((child, depth + 1))
+        else:
+            pending.extend((child, depth + 1) for child in item)
+    return None
+
+
+def _usable_id(value: object) -> RequestId | None:
+    if type(value) is int:
+        return value
+    if type(value) is str and not _SURROGATE.search(value):
+        return value
+    return None
+
+
+def _refuse(members: dict[str, JsonValue] | None, problem: str) -> RefusedFrame:
+    """Refuse a frame whose top level is ``members`` (None: not an object, or unreadable)."""
+    error = RpcError.invalid_request(problem)
+    if members is None:
+        return RefusedFrame(error)
+    if "method" in members and "id" not in members:
+        return RefusedFrame(error, answer=False)
+    if "method" not in members and "id" in members and ("result" in members or "error" in members):
+        return RefusedFrame(error, answer=False)
+    return RefusedFrame(error, _usable_id(members.get("id")))
+
+
+def _refuse_unparsed(text: str, problem: str) -> RefusedFrame:
+    """Refuse a frame too big for a full parse, reading its top-level members if it has any."""
+    try:
+        members = _top_level_members(text)
+    except _Unterminated:
+        return RefusedFrame(RpcError.parse_error())
+    except ValueError:
+        members = None
+    return _refuse(members, problem)
+
+
+def _skip_container(text: str, pos: int) -> int:
+    """The end of the array or object starting at ``pos``, skipped without recursion.
+
+    Only brackets and strings are looked at: the frame failed a full parse for its size, not
+    its syntax, so what is skipped is not validated.
+    """
+    depth = 0
+    for _ in range(MAX_SCAN_STEPS):
+        special = _SPECIAL.search(text, pos)
+        if special is None:
+            raise _Unterminated("the frame ends inside a container")
+        if special.group() == '"':
+            string = _STRING.match(text, special.start())
+            if string is None:
+                raise _Unterminated("the frame ends inside a string")
+            pos = string.end()
+            continue
+        run = _BRACKETS.match(text, special.start())
+        assert run is not None  # _SPECIAL found a bracket there
+        brackets = run.group()
+        depth += len(brackets) if brackets[0] in "[{" else -len(brackets)
+        if depth <= 0:
+            # A run of closers may also close enclosing containers: stop after this one's.
+            return run.end() + depth
+        pos = run.end()
+    raise ValueError("the frame is too large to scan")
+
+
+def _skip_blank(text: str, pos: int) -> int:
+    blank = _WHITESPACE.match(text, pos)
+    return pos if blank is None else blank.end()
+
+
+def _top_level_members(text: str) -> dict[str, JsonValue]:
+    """The top-level object's members, nested ones replaced by None.
+
+    Raises:
+        _Unterminated: the text ends inside a container or string (a syntax error).
+        ValueError: the top level is not an object, or cannot be scanned.
+    """
+    pos = _skip_blank(text, 0)
+    if not text.startswith("{", pos):
+        if text.startswith(("[", "{"), pos):
+            _skip_container(text, pos)
+        raise ValueError("the top level is not an object")
+    members: dict[str, JsonValue] = {}
+    pos = _skip_blank(text, pos + 1)
+    if text.startswith("}", pos):
+        return members
+    while True:
+        name = _STRING.match(text, pos)
+        if name is None:
+            raise ValueError("expected a member name")
+        key = _DECODER.decode(name.group())
+        if not isinstance(key, str):
+            raise ValueError("expected a member name")
+        pos = name.end()
+        pos = _skip_blank(text, pos)
+        if not text.startswith(":", pos):
+            raise ValueError("expected ':'")
+        pos = _skip_blank(text, pos + 1)
+        if text.startswith(("[", "{"), pos):
+            members[key] = None
+            pos = _skip_container(text, pos)
+        else:
+            scalar = _SCALAR.match(text, pos)
+            if scalar is None:
+                raise ValueError("expected a value")
+            try:
+                members[key] = _DECODER.decode(scalar.group())
+            except ValueError:
+                members[key] = None  # an unreadable scalar (a huge integer) is no usable id
+            pos = scalar.end()
+        pos = _skip_blank(text, pos)
+        if text.startswith("}", pos):
+            return members
+        if not text.startswith(",", pos):
+            raise ValueError("expected ',' or '}'")
+        pos = _skip_blank(text, pos + 1)

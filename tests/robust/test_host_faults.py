@@ -1,0 +1,416 @@
+"""A host that fails at any point of a prompt's life: the prompt still settles, clearly.
+
+Most tests run ``muse-acp serve`` under the official SDK client with short deadlines, complete
+one turn, let that host idle away, then arm one fault for the next simulated host (see
+``faults_harness``). Whatever the fault, the prompt (or steering request, output read or load)
+must settle within its budget with an error that says what happened and what to do, every
+muse-sim process must be gone once the agent is idle again, and the session must load
+afterwards, in the same agent, with the history that was durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import pytest
+from acp import schema
+
+from muse_acp.sim.faults import Faults, FaultSyntaxError, parse_faults
+from tests.agent_wire.harness import WAIT, Agent, ext_request, running_agent
+from tests.robust.faults_harness import (
+    FIRST,
+    INTERNAL_ERROR,
+    MARGIN,
+    Budgets,
+    Fault,
+    FaultWorld,
+    Settled,
+    Stopwatch,
+    announced_turn,
+    fault_world,
+    host_saw,
+    is_running,
+    loads_with_history,
+    prepared,
+    read_budget,
+    require_proc,
+    settled_error,
+    startup_budget,
+    submit_budget,
+    wait_until,
+)
+
+pytestmark = pytest.mark.anyio
+
+STEERING: Final = schema.ClientCapabilities(field_meta={"muse/steering": 1})
+OUTPUT: Final = schema.ClientCapabilities(field_meta={"muse/output": 1})
+FORMS: Final = schema.ClientCapabilities(
+    elicitation=schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+)
+EXITED: Final = ("exit code 1", "session/load")
+"""What a host-death error must say: how the host ended, and how to get the session back."""
+DEADLINE: Final = ("did not respond in time", "history")
+"""What an error after a possibly submitted command must say: it timed out, check the history."""
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> FaultWorld:
+    require_proc()
+    return fault_world(tmp_path)
+
+
+def test_the_fault_points_these_tests_use_parse_and_bad_sizes_are_refused() -> None:
+    parsed = parse_faults("exit:stream,oversized:turn/start,oversized-bytes:20000000")
+    assert parsed == Faults(
+        exits=frozenset({"stream"}),
+        oversized=frozenset({"turn/start"}),
+        oversized_bytes=20_000_000,
+        names=("exit:stream", "oversized:turn/start", "oversized-bytes:20000000"),
+    )
+    for bad in ("oversized-bytes:lots", f"oversized-bytes:{(64 << 20) + 1}"):
+        with pytest.raises(FaultSyntaxError):
+            parse_faults(bad)
+
+
+# -- a prompt whose host fails --------------------------------------------------------------
+
+
+PROMPT_FAULTS: Final = {
+    "exit at startup": Fault(
+        "exit:startup", "hostExited", "starting", (*EXITED, "injected fault exit:startup")
+    ),
+    "exit in the handshake": Fault(
+        "exit:handshake", "hostExited", "starting", (*EXITED, "injected fault exit:handshake")
+    ),
+    "hang in the handshake": Fault(
+        "hang:handshake",
+        "deadlineExceeded",
+        "starting",
+        ("did not respond in time", "sending the prompt again is safe"),
+        waits=startup_budget,
+    ),
+    "exit while the session is resumed": Fault(
+        "exit-before-ack:session/resume", "hostExited", "starting", EXITED
+    ),
+    "exit before turn/start is acknowledged": Fault(
+        "exit-before-ack:turn/start", "hostExited", "submitting", EXITED
+    ),
+    "exit right after turn/start is acknowledged": Fault(
+        "exit-after-ack:turn/start", "hostExited", "running", EXITED
+    ),
+    "hang before turn/start is acknowledged": Fault(
+        "hang-ack:turn/start", "deadlineExceeded", "submitting", DEADLINE, waits=submit_budget
+    ),
+    "exit mid-stream": Fault(
+        "exit:stream", "hostExited", "running", (*EXITED, "injected fault exit:stream")
+    ),
+    "exit during an approval": Fault(
+        "exit:approval", "hostExited", "running", EXITED, prompt="sim:approve make install"
+    ),
+    "hang before an approval decision is acknowledged": Fault(
+        "hang-ack:approval/decide",
+        "deadlineExceeded",
+        "submitting",
+        DEADLINE,
+        waits=submit_budget,
+        prompt="sim:approve make install",
+    ),
+    "exit during a user question": Fault(
+        "exit:userInput", "hostExited", "running", EXITED, prompt="sim:ask", capabilities=FORMS
+    ),
+    "hang before an answer is acknowledged": Fault(
+        "hang-ack:userInput/answer",
+        "deadlineExceeded",
+        "submitting",
+        DEADLINE,
+        waits=submit_budget,
+        prompt="sim:ask",
+        capabilities=FORMS,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PROMPT_FAULTS.values(), ids=PROMPT_FAULTS.keys())
+async def test_a_prompt_settles_with_a_clear_error_whatever_its_host_does(
+    faulty: FaultWorld, case: Fault
+) -> None:
+    budgets = faulty.budgets
+    async with prepared(faulty, case.capabilities) as (agent, session):
+        agent.client.answer_elicitations = True
+        faulty.arm(case.faults)
+        with settled_error(budgets.startup + MARGIN) as settled:
+            await agent.prompt(session, case.prompt)
+        assert faulty.fired
+        case.check(settled, budgets)
+        await loads_with_history(faulty, agent, session)
+
+
+async def test_a_host_dying_while_the_client_holds_the_permission_dialog_settles_the_prompt(
+    faulty: FaultWorld,
+) -> None:
+    async with prepared(faulty) as (agent, session):
+        never = anyio.Event()
+        agent.client.on_permission = never.wait
+        faulty.arm("exit:approval")
+        with settled_error(faulty.budgets.startup) as settled:
+            await agent.prompt(session, "sim:approve make install")
+        PROMPT_FAULTS["exit during an approval"].check(settled, faulty.budgets)
+        assert faulty.world.host_requests("approval/decide") == []
+        await loads_with_history(faulty, agent, session)
+
+
+# -- a cancel the host does not help with -------------------------------------------------
+
+
+async def _cancel_when(
+    agent: Agent, session: str, prompt: str, ready: Callable[[], Awaitable[None]]
+) -> float:
+    """Send ``prompt``, cancel it once ``ready()`` returned; return how long the prompt took to
+    settle after the cancel (it must settle ``cancelled``)."""
+    stops: list[str] = []
+    settled = anyio.Event()
+
+    async def run() -> None:
+        stops.append((await agent.prompt(session, prompt)).stop_reason)
+        settled.set()
+
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run)
+            await ready()
+            watch = Stopwatch()
+            await agent.conn.cancel(session_id=session)
+            await settled.wait()
+            took = watch.elapsed
+    assert stops == ["cancelled"]
+    return took
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCase:
+    faults: str
+    prompt: str
+    ready_at: str
+    """The MSP request that must have reached the host before the cancel is sent; for
+    ``turn/cancel`` the turn must be running instead (its cancel is what goes unanswered)."""
+
+
+CANCEL_FAULTS: Final = {
+    "the host never acknowledges turn/start": CancelCase(
+        "hang-ack:turn/start", "hello", "turn/start"
+    ),
+    "the host never acknowledges turn/cancel": CancelCase(
+        "hang-ack:turn/cancel", "sim:hold", "turn/cancel"
+    ),
+    "the host hangs in the handshake": CancelCase("hang:handshake", "hello", "initialize"),
+    "the host streams slowly": CancelCase("slow:400", "one two three four five six", "turn/start"),
+}
+
+
+@pytest.mark.parametrize("case", CANCEL_FAULTS.values(), ids=CANCEL_FAULTS.keys())
+async def test_a_cancel_settles_within_the_cancel_budget_whatever_the_host_does(
+    faulty: FaultWorld, case: CancelCase
+) -> None:
+    budgets = faulty.budgets
+    async with prepared(faulty) as (agent, session):
+        faulty.arm(case.faults)
+        thoughts = agent.client.kinds(session).count("agent_thought_chunk")
+        started = len(faulty.world.host_requests(case.ready_at))
+
+        async def ready() -> None:
+            if case.ready_at == "turn/cancel":
+                await agent.client.wait_for(session, "agent_thought_chunk", thoughts + 1)
+            else:
+                await host_saw(faulty, case.ready_at, started + 1)
+
+        took = await _cancel_when(agent, session, case.prompt, ready)
+        assert took < budgets.cancel + MARGIN / 2, f"the cancel took {took:.1f}s to settle"
+        await loads_with_history(faulty, agent, session)
+
+
+# -- steering and output reads ------------------------------------------------------------
+
+
+STEER_FAULTS: Final = {
+    "the host exits when the correction arrives": Fault(
+        "exit:steer", "hostExited", "running", (*EXITED, "injected fault exit:steer")
+    ),
+    "the host never acknowledges the correction": Fault(
+        "hang-ack:turn/steer", "deadlineExceeded", "submitting", DEADLINE, waits=submit_budget
+    ),
+}
+
+
+@pytest.mark.parametrize("case", STEER_FAULTS.values(), ids=STEER_FAULTS.keys())
+async def test_a_correction_and_its_prompt_settle_when_the_host_fails_the_correction(
+    faulty: FaultWorld, case: Fault
+) -> None:
+    budgets = faulty.budgets
+    async with prepared(faulty, STEERING) as (agent, session):
+        faulty.arm(case.faults)
+        seen = agent.client.kinds(session).count("session_info_update")
+        prompt = Settled()
+
+        async def run_prompt() -> None:
+            with settled_error(WAIT) as settled:
+                await agent.prompt(session, "sim:hold")
+            prompt.error = settled.error
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run_prompt)
+                turn = await announced_turn(agent, session, seen)
+                with settled_error(budgets.startup + MARGIN) as steer:
+                    await ext_request(
+                        agent,
+                        "_muse/steer",
+                        {
+                            "sessionId": session,
+                            "expectedTurnId": turn,
+                            "prompt": [{"type": "text", "text": "a correction"}],
+                        },
+                    )
+        assert steer.raised.code == INTERNAL_ERROR, steer.raised
+        case.check_time(steer.elapsed, budgets)
+        case.check_error(prompt)
+        await loads_with_history(faulty, agent, session)
+
+
+def _stored_outputs(agent: Agent, session: str) -> list[dict[str, Any]]:
+    return [
+        update.field_meta["muse/output"]
+        for sid, update in agent.client.updates
+        if sid == session
+        and update.session_update in ("tool_call", "tool_call_update")
+        and update.field_meta
+        and "muse/output" in update.field_meta
+    ]
+
+
+READ_HOST_HANG: Final = Fault(
+    "hang:handshake",
+    "deadlineExceeded",
+    "starting",
+    ("did not respond in time", "starting the Muse host took longer than 8 s"),
+    waits=startup_budget,
+)
+READ_FAULTS: Final = {
+    "the host exits when the read arrives": Fault(
+        "exit:readOutput", "hostExited", "reading", (*EXITED, "injected fault exit:readOutput")
+    ),
+    "the host never answers the read": Fault(
+        "hang-ack:item/readOutput",
+        "deadlineExceeded",
+        "reading",
+        ("did not respond in time",),
+        waits=read_budget,
+    ),
+    "the host hangs in its handshake": READ_HOST_HANG,
+}
+
+
+@pytest.mark.parametrize("case", READ_FAULTS.values(), ids=READ_FAULTS.keys())
+async def test_an_output_read_settles_when_its_host_fails(faulty: FaultWorld, case: Fault) -> None:
+    budgets = faulty.budgets
+    async with prepared(faulty, OUTPUT, first=f"{FIRST}\nsim:bash 3000") as (agent, session):
+        reference = _stored_outputs(agent, session)[-1]
+        faulty.arm(case.faults)
+        with settled_error(budgets.startup + MARGIN) as settled:
+            await ext_request(
+                agent,
+                "_muse/readOutput",
+                {key: reference[key] for key in ("sessionId", "itemId", "outputRef")},
+            )
+        case.check(settled, budgets)
+        await loads_with_history(faulty, agent, session)
+
+
+LOAD_FAULTS: Final = {
+    "the host exits when session/read arrives": Fault(
+        "exit-before-ack:session/read", "hostExited", "reading", EXITED
+    ),
+    "the host exits while the history is paged": Fault(
+        "exit-before-ack:view/page", "hostExited", "reading", EXITED
+    ),
+    "the host hangs in its handshake": READ_HOST_HANG,
+}
+
+
+@pytest.mark.parametrize("case", LOAD_FAULTS.values(), ids=LOAD_FAULTS.keys())
+async def test_a_load_whose_host_dies_fails_clearly_and_the_next_load_works(
+    faulty: FaultWorld, case: Fault
+) -> None:
+    async with prepared(faulty) as (agent, session):
+        faulty.arm(case.faults)
+        with settled_error(faulty.budgets.startup + MARGIN) as settled:
+            await agent.conn.load_session(
+                session_id=session, cwd=str(faulty.world.workspace), mcp_servers=[]
+            )
+        case.check(settled, faulty.budgets)
+        await loads_with_history(faulty, agent, session)
+
+
+# -- frames a host should not send, and hosts that are slow or chatty ------------------------
+
+
+HARMLESS_FAULTS: Final = {
+    "a line that is not JSON before the ack": "malformed:turn/start",
+    "a line over the host frame limit before the ack": "oversized:turn/start",
+    "a line over the adapter's own frame limit before the ack": (
+        "oversized:turn/start,oversized-bytes:20000000"
+    ),
+    "slow output": "slow:150",
+    "megabytes of stderr at startup": "stderr-flood:8000000",
+}
+
+
+@pytest.mark.parametrize("faults", HARMLESS_FAULTS.values(), ids=HARMLESS_FAULTS.keys())
+async def test_a_turn_streams_exactly_despite_a_misbehaving_host(
+    faulty: FaultWorld, faults: str
+) -> None:
+    text = "every word of this reply arrives once and in order"
+    async with prepared(faulty) as (agent, session):
+        faulty.arm(faults)
+        before = agent.client.text(session)
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, f"{text}\nsim:bash 2000")
+        assert response.stop_reason == "end_turn"
+        assert agent.client.text(session)[len(before) :] == text
+        await loads_with_history(faulty, agent, session)
+
+
+# -- a host left in an unknown state --------------------------------------------------------
+
+
+UNKNOWN_STATE: Final = (
+    "hang before turn/start is acknowledged",
+    "hang before an approval decision is acknowledged",
+)
+
+
+@pytest.mark.parametrize("name", UNKNOWN_STATE)
+async def test_a_host_left_in_an_unknown_state_is_closed_and_the_next_prompt_gets_a_fresh_one(
+    tmp_path: Path, name: str
+) -> None:
+    require_proc()
+    # Idle hosts are kept far longer than this test runs: only being closed ends this one.
+    faulty = fault_world(tmp_path, Budgets(idle=60.0))
+    case = PROMPT_FAULTS[name]
+    async with running_agent(faulty.world) as agent:
+        session = await agent.new_session()
+        faulty.arm(case.faults)
+        with settled_error(faulty.budgets.startup + MARGIN) as settled:
+            await agent.prompt(session, case.prompt)
+        case.check(settled, faulty.budgets)
+        await wait_until(
+            lambda: not any(map(is_running, faulty.faulted())), MARGIN, faulty.describe
+        )
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "after the deadline")
+        assert response.stop_reason == "end_turn"
+        assert agent.client.text(session).endswith("after the deadline")
+    await faulty.all_exited(MARGIN)

@@ -1,0 +1,268 @@
+"""Thirty-two sessions at once in one ``muse-acp serve``: nothing hangs, leaks or crosses over.
+
+Every session runs a seeded random plan of prompts, strictly one after another, while all
+sessions run concurrently against slow simulated hosts: prompts that complete, prompts
+cancelled mid-stream, prompts steered while they hold, and sessions closed while a prompt runs.
+Every prompt text and correction is made of words unique to it, so the test can check that each
+completed turn streamed exactly the host's reply (every delta once, in order), that a cancelled
+turn streamed a prefix of it, and that no turn ever shows another turn's words. Once every
+session is idle, the agent's child processes and open files must be back where they started.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import anyio
+import pytest
+from acp import schema
+
+from tests.agent_wire.harness import Agent, ext_request, running_agent
+from tests.robust.faults_harness import (
+    MARGIN,
+    Budgets,
+    Stopwatch,
+    agent_pid,
+    announced_turn,
+    children,
+    fault_world,
+    open_fds,
+    require_proc,
+    wait_until,
+)
+
+pytestmark = pytest.mark.anyio
+
+SESSIONS: Final = 32
+PROMPTS: Final = (2, 4)
+"""Each session sends between this many prompts (both included)."""
+SEED: Final = 20_261_130
+PROMPT_BOUND: Final = 60.0
+"""Seconds one prompt may take, its host's start included, before it counts as hung."""
+TOTAL_BOUND: Final = 120.0
+BUDGETS: Final = Budgets(startup=60.0, submit=30.0, cancel=3.0, read=30.0, idle=2.0)
+SLOW_MS: Final = 15
+"""Simulated model latency before every host event, so that cancels land mid-stream."""
+STEERING: Final = schema.ClientCapabilities(field_meta={"muse/steering": 1})
+STEERED: Final = 'Steering received: "{}"'
+"""How the simulated model acknowledges a correction before it goes on."""
+EXPECTED_STOPS: Final = {
+    "complete": frozenset({"end_turn"}),
+    "steer": frozenset({"end_turn"}),
+    "cancel": frozenset({"cancelled", "end_turn"}),  # a fast turn may finish before the cancel
+    "close": frozenset({"cancelled"}),
+}
+
+Kind = Literal["complete", "cancel", "steer", "close"]
+
+
+@dataclass
+class Turn:
+    """One prompt of a plan, and what became of it."""
+
+    kind: Kind
+    text: str
+    correction: str = ""
+    cancel_after: int = 0
+    """For a cancel: how many reply chunks to wait for before cancelling."""
+    stop: str | None = None
+    """The stop reason, or "hung" when a bounded wait ran out."""
+    streamed: str = ""
+    waiting: str = "the prompt to start"
+    """What the turn waited for last, to say where a hung turn hung."""
+
+    @property
+    def prompt(self) -> str:
+        return self.text if self.kind in ("complete", "cancel") else f"sim:hold\n{self.text}"
+
+    @property
+    def reply(self) -> str:
+        """Everything the host says in this turn when nothing stops it."""
+        if self.kind == "steer":
+            return STEERED.format(self.correction) + self.text
+        return self.text
+
+    @property
+    def words(self) -> set[str]:
+        return set(self.text.split()) | set(self.correction.split())
+
+
+@dataclass
+class Plan:
+    index: int
+    turns: list[Turn] = field(default_factory=list)
+
+    def where(self, number: int) -> str:
+        return f"session {self.index} prompt {number} ({self.turns[number].kind})"
+
+
+def make_plan(index: int, rng: random.Random) -> Plan:
+    plan = Plan(index)
+    count = rng.randint(*PROMPTS)
+    for number in range(count):
+        words = " ".join(f"s{index:02d}p{number}w{k}" for k in range(6))
+        kind: Kind = rng.choice(("complete", "complete", "cancel", "steer"))
+        if number == count - 1 and rng.random() < 0.25:
+            kind = "close"
+        turn = Turn(kind, words)
+        if kind == "steer":
+            turn.correction = " ".join(f"s{index:02d}p{number}c{k}" for k in range(3))
+        elif kind == "cancel":
+            turn.cancel_after = rng.randint(0, 2)
+        plan.turns.append(turn)
+    return plan
+
+
+def _streamed(agent: Agent, session: str, frames: slice) -> str:
+    """The agent message text ``session`` received in the raw ``frames`` (arrival order)."""
+    text = []
+    for direction, message in agent.frames[frames]:
+        params = message.get("params")
+        if (
+            direction == "in"
+            and message.get("method") == "session/update"
+            and isinstance(params, dict)
+            and params.get("sessionId") == session
+        ):
+            update = params["update"]
+            if update.get("sessionUpdate") == "agent_message_chunk":
+                text.append(update["content"].get("text", ""))
+    return "".join(text)
+
+
+async def _intervene(agent: Agent, session: str, turn: Turn) -> None:
+    """What the client does while ``turn`` runs: cancel, steer or close, per the plan."""
+    if turn.kind == "complete":
+        return
+    chunks = agent.client.kinds(session).count("agent_message_chunk")
+    turn.waiting = "the running turn's announcement"
+    turn_id = await announced_turn(
+        agent, session, agent.client.kinds(session).count("session_info_update")
+    )
+    if turn.kind == "cancel":
+        if turn.cancel_after:
+            turn.waiting = f"reply chunk {turn.cancel_after}"
+            await agent.client.wait_for(session, "agent_message_chunk", chunks + turn.cancel_after)
+        await agent.conn.cancel(session_id=session)
+    elif turn.kind == "steer":
+        turn.waiting = "the answer to the correction"
+        correction = [{"type": "text", "text": turn.correction}]
+        params = {"sessionId": session, "expectedTurnId": turn_id, "prompt": correction}
+        answer = await ext_request(agent, "_muse/steer", params)
+        assert answer == {"status": "accepted", "turnId": turn_id}
+    else:
+        await agent.conn.close_session(session_id=session)
+
+
+async def _play(agent: Agent, session: str, turn: Turn) -> None:
+    start = len(agent.frames)
+
+    async def prompt() -> None:
+        turn.stop = (await agent.prompt(session, turn.prompt)).stop_reason
+
+    try:
+        with anyio.move_on_after(PROMPT_BOUND):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(prompt)
+                await _intervene(agent, session, turn)
+                turn.waiting = "the prompt's answer"
+    except* TimeoutError:
+        pass  # a bounded wait of the client ran out: the turn hung, as recorded below
+    if turn.stop is None:
+        turn.stop = "hung"
+    else:
+        turn.streamed = _streamed(agent, session, slice(start, len(agent.frames)))
+
+
+async def _drive(agent: Agent, plan: Plan) -> None:
+    session = await agent.new_session()
+    # The announcements counted in ``_intervene`` are this session's, so one prompt at a time.
+    for turn in plan.turns:
+        await _play(agent, session, turn)
+        if turn.stop == "hung":
+            return
+
+
+def _check(plan: Plan, everyone: set[str]) -> None:
+    for number, turn in enumerate(plan.turns):
+        where = plan.where(number)
+        assert turn.stop in EXPECTED_STOPS[turn.kind], f"{where}: stopped {turn.stop}"
+        if turn.stop == "end_turn":
+            assert turn.streamed == turn.reply, f"{where}: streamed {turn.streamed!r}"
+        else:
+            assert turn.reply.startswith(turn.streamed), f"{where}: streamed {turn.streamed!r}"
+        foreign = (set(turn.streamed.replace('"', " ").split()) & everyone) - turn.words
+        assert not foreign, f"{where}: words of other turns leaked in: {sorted(foreign)}"
+
+
+async def test_thirty_two_busy_sessions_settle_every_prompt_exactly_and_leave_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    require_proc()
+    faulty = fault_world(tmp_path, BUDGETS)
+    faulty.world.extra_env["MUSE_SIM_FAULTS"] = f"slow:{SLOW_MS}"
+    rng = random.Random(SEED)
+    plans = [make_plan(index, rng) for index in range(SESSIONS)]
+    everyone = {word for plan in plans for turn in plan.turns for word in turn.words}
+    assert {turn.kind for plan in plans for turn in plan.turns} == set(EXPECTED_STOPS)
+    watch = Stopwatch()
+    async with running_agent(faulty.world, capabilities=STEERING) as agent:
+        pid = agent_pid(faulty.world)
+        assert children(pid) == [], "the agent runs no host before its first prompt"
+        fds = open_fds(pid)
+        with anyio.fail_after(TOTAL_BOUND):
+            async with anyio.create_task_group() as tasks:
+                for plan in plans:
+                    tasks.start_soon(_drive, agent, plan)
+        hung = [
+            f"{plan.where(number)} waiting for {turn.waiting}"
+            for plan in plans
+            for number, turn in enumerate(plan.turns)
+            if turn.stop == "hung"
+        ]
+        assert not hung, f"prompts hung: {hung}\n{faulty.world.stderr_text()[-3000:]}"
+        # Idle hosts expire and closed sessions' hosts are closing: wait for both.
+        await wait_until(
+            lambda: not children(pid),
+            BUDGETS.idle + 2 * MARGIN,
+            lambda: f"the agent still has children: {children(pid)}",
+        )
+        await wait_until(
+            lambda: open_fds(pid) <= fds,
+            MARGIN,
+            lambda: f"the agent holds {open_fds(pid)} files, {fds} before the load",
+        )
+        assert open_fds(pid) == fds
+        assert faulty.running() == []
+    await faulty.all_exited(MARGIN)
+    assert len(faulty.pids()) > SESSIONS, "every session ran its own host"
+    for plan in plans:
+        _check(plan, everyone)
+    assert watch.elapsed < TOTAL_BOUND
+
+
+async def test_a_correction_answered_before_the_turn_reaches_its_hold_releases_it(
+    tmp_path: Path,
+) -> None:
+    # Found under load: a correction that reached a slow host before its turn got to
+    # ``sim:hold`` was answered between steps, and the hold then waited for another forever.
+    faulty = fault_world(tmp_path)
+    async with running_agent(faulty.world, capabilities=STEERING) as agent:
+        session = await agent.new_session()
+        answers: list[dict[str, Any]] = []
+
+        async def steer_while_the_approval_waits() -> None:
+            turn_id = await announced_turn(agent, session, 0)
+            correction = [{"type": "text", "text": "go on"}]
+            params = {"sessionId": session, "expectedTurnId": turn_id, "prompt": correction}
+            answers.append(await ext_request(agent, "_muse/steer", params))
+
+        agent.client.on_permission = steer_while_the_approval_waits
+        with anyio.fail_after(PROMPT_BOUND):
+            response = await agent.prompt(session, "sim:approve ls\nsim:hold\nheld words")
+    assert [answer["status"] for answer in answers] == ["accepted"]
+    assert response.stop_reason == "end_turn"
+    assert agent.client.text(session) == STEERED.format("go on") + "held words"

@@ -1,0 +1,149 @@
+"""Coalescing writes: bursts become one write, order is kept, nothing is held back or lost."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from anyio.abc import ByteSendStream
+
+from muse_acp.rpc.coalescing import (
+    ITEMS_PER_YIELD,
+    MAX_QUEUED_BYTES,
+    CoalescingSendStream,
+    coalescing,
+)
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 5.0
+
+
+class Recorder(ByteSendStream):
+    """An inner stream that records each write; ``gate`` (when set) holds writes until opened."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.gate: anyio.Event | None = None
+        self.failure: Exception | None = None
+        self.closed = False
+
+    async def send(self, item: bytes) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.failure is not None:
+            raise self.failure
+        self.writes.append(item)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.writes)
+
+
+async def test_a_burst_sent_without_yielding_is_written_once_when_the_sender_yields() -> None:
+    inner = Recorder()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            for index in range(10):
+                await stream.send(b"frame %d\n" % index)
+            assert inner.writes == []
+            await anyio.wait_all_tasks_blocked()
+    assert inner.writes == [b"".join(b"frame %d\n" % index for index in range(10))]
+
+
+async def test_a_lone_frame_goes_out_on_the_next_pass_of_the_event_loop() -> None:
+    inner = Recorder()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            await stream.send(b"only\n")
+            await anyio.wait_all_tasks_blocked()
+            assert inner.writes == [b"only\n"]
+
+
+async def test_a_sender_that_never_waits_still_yields_so_its_frames_are_written() -> None:
+    inner = Recorder()
+    sent = 0
+    seen: list[int] = []
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream, anyio.create_task_group() as tasks:
+
+            async def observe() -> None:
+                seen.append(sent)
+
+            tasks.start_soon(observe)
+            for _ in range(3 * ITEMS_PER_YIELD):
+                await stream.send(b"x")
+                sent += 1
+    assert seen
+    assert 0 < seen[0] <= ITEMS_PER_YIELD
+    assert len(inner.writes) > 1, "written while the sender went on, not only at its end"
+    assert inner.data == b"x" * (3 * ITEMS_PER_YIELD)
+
+
+async def test_a_large_item_is_written_directly_after_everything_queued_before_it() -> None:
+    inner = Recorder()
+    large = b"L" * MAX_QUEUED_BYTES
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            await stream.send(b"a\n")
+            await stream.send(large)
+            await stream.send(b"b\n")
+            await anyio.wait_all_tasks_blocked()
+    assert inner.writes == [b"a\n", large, b"b\n"]
+
+
+async def test_senders_wait_while_the_queue_is_full_and_resume_once_it_is_written() -> None:
+    inner = Recorder()
+    inner.gate = anyio.Event()
+    item = b"y" * (MAX_QUEUED_BYTES // 4)
+    sent = 0
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream, anyio.create_task_group() as tasks:
+
+            async def send_many() -> None:
+                nonlocal sent
+                for _ in range(12):
+                    await stream.send(item)
+                    sent += 1
+
+            tasks.start_soon(send_many)
+            await anyio.wait_all_tasks_blocked()
+            assert sent < 12
+            assert inner.writes == []
+            inner.gate.set()
+    assert sent == 12
+    assert inner.data == item * 12
+
+
+async def test_a_failed_write_breaks_every_later_send() -> None:
+    inner = Recorder()
+    inner.failure = anyio.BrokenResourceError()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            await stream.send(b"lost\n")
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(anyio.BrokenResourceError):
+                await stream.send(b"after\n")
+
+
+async def test_closing_writes_what_is_queued_then_closes_the_inner_stream() -> None:
+    inner = Recorder()
+    stream = CoalescingSendStream(inner)
+    with anyio.fail_after(WAIT):
+        await stream.send(b"queued\n")
+        await stream.aclose()
+        with pytest.raises(anyio.ClosedResourceError):
+            await stream.send(b"late\n")
+    assert inner.writes == [b"queued\n"]
+    assert inner.closed
+
+
+async def test_leaving_the_block_writes_what_is_still_queued() -> None:
+    inner = Recorder()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            await stream.send(b"last\n")
+    assert inner.writes == [b"last\n"]
+    assert not inner.closed
