@@ -73,7 +73,9 @@ async def _copy_through_pipe(world: World, size: int) -> float:
     argv = [cat, str(source)] if cat else [sys.executable, "-c", _COPY, str(source)]
     received = 0
     started = time.perf_counter()
-    async with await anyio.open_process(argv, stdin=subprocess.DEVNULL) as process:
+    async with await anyio.open_process(
+        argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as process:
         assert process.stdout is not None
         try:
             while True:

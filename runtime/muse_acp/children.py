@@ -107,6 +107,7 @@ class ChildProcess:
     async def drain_stderr(self) -> None:
         stream = self._process.stderr
         pending = b""
+        cut = False  # skipping the rest of an over-long line whose head was emitted
         try:
             if stream is None:
                 return
@@ -114,13 +115,18 @@ class ChildProcess:
                 while True:
                     lines = (pending + await stream.receive(_READ_CHUNK)).split(b"\n")
                     pending = lines.pop()
-                    if len(pending) > self._line_limit * 4:
-                        # A line without end must not grow without bound: take it in pieces.
-                        lines.append(pending)
-                        pending = b""
                     for line in lines:
-                        self._emit(line)
-            if pending:
+                        if not cut:
+                            self._emit(line)
+                        cut = False
+                    if not cut and len(pending) > self._line_limit * 4:
+                        # A line without end must not grow without bound: keep its head, skip
+                        # the rest up to its line break.
+                        self._emit(pending)
+                        pending, cut = b"", True
+                    elif cut:
+                        pending = b""
+            if pending and not cut:
                 self._emit(pending)
         finally:
             self.stderr_closed.set()

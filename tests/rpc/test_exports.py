@@ -10,6 +10,7 @@ import pytest
 import muse_acp.rpc
 
 MODULES = [
+    "coalescing",
     "decoding",
     "dispatcher",
     "errors",

@@ -7,9 +7,8 @@ read starts it, the reads that follow reuse it, and it closes once no read has u
 stops. Starting a host is bounded by the startup budget and everything done with it within one
 ``reading_output`` block by the read budget; running out of the first is a failure of the
 ``starting`` phase, running out of the second or the host ending one of the ``reading`` phase,
-exactly as for the one-off hosts of ``lifecycle.reading``. A
-host whose read ran out of time or lost its connection is closed, since its state is unknown, and
-the next read starts another.
+exactly as for the one-off hosts of ``lifecycle.reading``. A host whose read ran out of time or
+lost its connection is closed, since its state is unknown, and the next read starts another.
 
 A ``ReadHost`` also remembers, per item, the latest revision found in the session's bounded
 history together with the view cursor ``session/read`` reported when it was found (at most

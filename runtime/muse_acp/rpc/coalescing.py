@@ -85,7 +85,8 @@ class CoalescingSendStream(ByteSendStream):
             self._check()
         self._queue.append(item)
         self._queued += len(item)
-        self._queued_event.set()
+        if len(self._queue) == 1:
+            self._queued_event.set()
         self._unyielded += 1
         if self._unyielded >= ITEMS_PER_YIELD:
             self._unyielded = 0

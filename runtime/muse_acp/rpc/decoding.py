@@ -74,6 +74,7 @@ def _no_constant(name: str) -> float:
 
 
 _DECODER: Final = json.JSONDecoder(parse_int=_bounded_int, parse_constant=_no_constant)
+_PLAIN_CHECK_BYTES: Final = 4096
 _TOO_DEEP: Final = f"frame nests deeper than {MAX_NESTING_DEPTH} levels"
 _UNPAIRED: Final = (
     "frame holds a string with an unpaired UTF-16 surrogate, which UTF-8 cannot carry"
@@ -103,10 +104,15 @@ def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
 
 
 def _plainly_within_limits(frame: bytes) -> bool:
-    """True when no walk of the value can find a problem, which holds for nearly every frame:
-    an unpaired surrogate can only come from a ``\\u`` escape (strict UTF-8 decoding refuses
-    encoded ones), and a frame with no more brackets than the depth limit cannot nest deeper."""
-    return b"\\u" not in frame and frame.count(b"{") + frame.count(b"[") <= MAX_NESTING_DEPTH
+    """True when no walk of the value can find a problem, which holds for nearly every small
+    frame: an unpaired surrogate can only come from a ``\\u`` escape (strict UTF-8 decoding
+    refuses encoded ones), and a frame with no more brackets than the depth limit cannot nest
+    deeper. Larger frames are left to the walk, whose cost follows their values, not bytes."""
+    return (
+        len(frame) <= _PLAIN_CHECK_BYTES
+        and b"\\u" not in frame
+        and frame.count(b"{") + frame.count(b"[") <= MAX_NESTING_DEPTH
+    )
 
 
 def _problem(value: JsonValue) -> str | None:
