@@ -44,7 +44,6 @@ class ExecutionHost:
         self._activity = anyio.Event()
         self._in_use = 0
         self._model_applied: object = None
-        self.stopped = anyio.Event()
 
     @property
     def host(self) -> MspHost | None:
@@ -78,7 +77,6 @@ class ExecutionHost:
             logger.exception("execution host of session %s ended", self._session.session_id)
         finally:
             self._host = None
-            self.stopped.set()
 
     async def _keep_alive(self, host: MspHost) -> None:
         idle = self._ctx.config.deadlines.idle
