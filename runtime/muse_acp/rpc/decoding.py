@@ -10,9 +10,10 @@ surrogate escape, which UTF-8 cannot carry (so no answer quoting it could ever b
 
 A refusal still answers a request with its own id when the id can be read, even when the frame
 was too deep for a full parse: its top-level members are then scanned without recursion (with a
-bounded number of steps), and ``id`` is read from there. A refused notification or response is
-not answered (``answer`` is False): JSON-RPC never answers those, and the peer could not match
-an answer to anything.
+bounded number of steps), and ``id`` is read from there; when the steps run out inside a member,
+the members read before it (typically ``id`` and ``method``) still count. A refused notification
+or response is not answered (``answer`` is False): JSON-RPC never answers those, and the peer
+could not match an answer to anything.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class _LimitExceeded(ValueError):
 
 
 class _Unterminated(ValueError):
+    pass
+
+
+class _ScanBudgetSpent(ValueError):
     pass
 
 
@@ -194,7 +199,7 @@ def _skip_container(text: str, pos: int) -> int:
             # A run of closers may also close enclosing containers: stop after this one's.
             return run.end() + depth
         pos = run.end()
-    raise ValueError("the frame is too large to scan")
+    raise _ScanBudgetSpent("the frame is too large to scan")
 
 
 def _skip_blank(text: str, pos: int) -> int:
@@ -232,7 +237,11 @@ def _top_level_members(text: str) -> dict[str, JsonValue]:
         pos = _skip_blank(text, pos + 1)
         if text.startswith(("[", "{"), pos):
             members[key] = None
-            pos = _skip_container(text, pos)
+            try:
+                pos = _skip_container(text, pos)
+            except _ScanBudgetSpent:
+                # The members read so far (often the id) still count; the rest is unread.
+                return members
         else:
             scalar = _SCALAR.match(text, pos)
             if scalar is None:
