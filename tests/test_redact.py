@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from muse_acp.redact import REDACTED, TRUNCATION_MARKER, RedactingFilter, clip, redact
+from muse_acp.redact import REDACTED, RedactingFilter, redact
+from muse_acp.text import ELLIPSIS
 
 ENV = {
     "META_API_KEY": "mk-live-0123456789",
@@ -90,8 +91,8 @@ def test_the_process_environment_is_used_by_default(monkeypatch: pytest.MonkeyPa
 def test_long_text_is_capped_at_the_limit_with_a_marker() -> None:
     result = redact("x" * 5000, environ={})
     assert len(result) == 4096
-    assert result.endswith(TRUNCATION_MARKER)
-    assert redact("y" * 50, environ={}, limit=20) == "y" * 8 + TRUNCATION_MARKER
+    assert result.endswith(ELLIPSIS)
+    assert redact("y" * 50, environ={}, limit=20) == "y" * 19 + ELLIPSIS
 
 
 def test_secrets_are_redacted_before_the_length_is_capped() -> None:
@@ -99,26 +100,6 @@ def test_secrets_are_redacted_before_the_length_is_capped() -> None:
     text = "a" * 10 + " mk-live-0123456789 tail"
     assert len(text) > 30
     assert redact(text, environ=ENV, limit=30) == "a" * 10 + f" {REDACTED} tail"
-
-
-@pytest.mark.parametrize(
-    ("text", "limit", "expected"),
-    [
-        ("short", 10, "short"),
-        ("exactly10!", 10, "exactly10!"),
-        ("abcdefghijklmnopqrstuvwxyz", 15, "abc" + TRUNCATION_MARKER),
-        ("abcdefghijklmnopqrstuvwxyz", 5, "abcde"),
-        ("abc", 0, ""),
-    ],
-)
-def test_clip_keeps_text_within_its_limit(text: str, limit: int, expected: str) -> None:
-    assert clip(text, limit) == expected
-    assert len(clip(text, limit)) <= limit
-
-
-def test_clip_refuses_a_negative_limit() -> None:
-    with pytest.raises(ValueError, match="negative"):
-        clip("text", -1)
 
 
 def _record(msg: str, *args: object) -> logging.LogRecord:
@@ -150,4 +131,4 @@ def test_the_log_filter_redacts_exception_text() -> None:
 def test_the_log_filter_caps_messages_at_its_limit() -> None:
     record = _record("%s", "z" * 100)
     RedactingFilter(environ={}, limit=30).filter(record)
-    assert record.getMessage() == "z" * 18 + TRUNCATION_MARKER
+    assert record.getMessage() == "z" * 29 + ELLIPSIS

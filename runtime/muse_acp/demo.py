@@ -27,7 +27,6 @@ from typing import Final, TextIO
 
 import anyio
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.client import (
     AgentConnection,
     Session,
@@ -39,7 +38,7 @@ from muse_acp.client import (
     output_ref,
 )
 from muse_acp.host.binary import HostUnavailable, resolve_binary
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp
 
 __all__ = ["REAL_PROMPTS", "SIM_PROMPTS", "run_demo", "sim_executable"]
@@ -186,10 +185,10 @@ class _Demo:
         return response
 
     async def turn(
-        self, session: Session, prompt: str, show: Callable[[SessionUpdate], None] | None = None
-    ) -> list[SessionUpdate]:
+        self, session: Session, prompt: str, show: Callable[[acp.SessionUpdate], None] | None = None
+    ) -> list[acp.SessionUpdate]:
         self.out.line("you", prompt)
-        updates: list[SessionUpdate] = []
+        updates: list[acp.SessionUpdate] = []
         async for update in session.prompt(prompt):
             updates.append(update)
             if show is not None:
@@ -202,7 +201,7 @@ class _Demo:
         self.out.heading("1. A plain exchange: the reply streams in as it is written")
         started = False
 
-        def show(update: SessionUpdate) -> None:
+        def show(update: acp.SessionUpdate) -> None:
             nonlocal started
             text = message_text(update)
             if text is not None:
@@ -216,7 +215,7 @@ class _Demo:
         if not started:
             self.out.line("muse", "(no text this time)")
 
-    def cards(self, updates: list[SessionUpdate]) -> None:
+    def cards(self, updates: list[acp.SessionUpdate]) -> None:
         latest: dict[str, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate] = {}
         titles: dict[str, tuple[str, str]] = {}
         statuses: dict[str, list[str]] = {}
@@ -309,6 +308,8 @@ def _failure(error: BaseException, real: bool) -> str:
         reason = "the conversation took longer than the demo allows"
     elif isinstance(error, RpcError):
         reason = f"{error.message.rstrip('.')} (error {error.code})"
+    elif isinstance(error, ConnectionClosed):
+        reason = error.message.rstrip(".")
     else:
         reason = str(error) or type(error).__name__
     hint = (
@@ -340,7 +341,7 @@ def run_demo(muse: str | None) -> int:
                     await _converse(out, env, str(workspace), real)
 
             anyio.run(main)
-    except (RpcError, OSError, TimeoutError) as error:
+    except (RpcError, ConnectionClosed, OSError, TimeoutError) as error:
         out.write("\n" + _failure(error, real) + "\n")
         return 1
     elapsed = time.monotonic() - started

@@ -1,8 +1,8 @@
 """Removing secrets from text before it leaves the adapter, and bounding its length.
 
 Contract: ``redact(text)`` returns ``text`` with every secret form below replaced by
-``[redacted]`` and the result cut to at most ``limit`` characters (a cut ends with a visible
-marker). Secret forms:
+``[redacted]`` and the result cut to at most ``limit`` characters (a cut ends with the
+``muse_acp.text`` ellipsis). Secret forms:
 
 * the value of any environment variable whose name ends in ``KEY``, ``TOKEN``, ``SECRET``,
   ``PASSWORD``, ``CREDENTIAL`` or ``CREDENTIALS`` (any case; ``META_API_KEY`` included), when
@@ -25,17 +25,16 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from muse_acp.text import clip
+
 __all__ = [
     "DEFAULT_LIMIT",
     "REDACTED",
-    "TRUNCATION_MARKER",
     "RedactingFilter",
-    "clip",
     "redact",
 ]
 
 REDACTED: Final = "[redacted]"
-TRUNCATION_MARKER: Final = "…[truncated]"
 DEFAULT_LIMIT: Final = 4096
 MIN_SECRET_LENGTH: Final = 6
 
@@ -46,17 +45,6 @@ _URL_USERINFO: Final = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#@]+@")
 _SECRET_QUERY: Final = re.compile(
     r"([?&](?:api_key|key|token|access_token)=)[^&#\s\"'<>]+", re.IGNORECASE
 )
-
-
-def clip(text: str, limit: int) -> str:
-    """Return ``text`` cut to at most ``limit`` characters, ending in a marker when cut."""
-    if limit < 0:
-        raise ValueError(f"limit must not be negative, got {limit}")
-    if len(text) <= limit:
-        return text
-    if limit <= len(TRUNCATION_MARKER):
-        return text[:limit]
-    return text[: limit - len(TRUNCATION_MARKER)] + TRUNCATION_MARKER
 
 
 def _secret_values(environ: Mapping[str, str]) -> list[str]:

@@ -13,7 +13,6 @@ from typing import Any, TypeVar, cast
 import anyio
 import pytest
 
-from muse_acp.acp_types import ContentBlock, SessionUpdate, StopReason
 from muse_acp.agent import commands, skills
 from muse_acp.agent.commands import (
     BUILTINS,
@@ -24,8 +23,7 @@ from muse_acp.agent.commands import (
 )
 from muse_acp.agent.config_options import ModelCatalog, ModelChoice, SessionSettings
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.execution import ExecutionHost
-from muse_acp.agent.prompting import cancel_session_work
+from muse_acp.agent.hosts import Hosting
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.skills import (
     MAX_SKILLS_SHOWN,
@@ -35,13 +33,15 @@ from muse_acp.agent.skills import (
     parse_skills,
     skills_reply,
 )
+from muse_acp.agent.work import SessionWork
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.host.binary import HostUnavailable, MuseBinary
 from muse_acp.host.client import MspHost
-from muse_acp.msp_types import msp
 from muse_acp.rpc.errors import INVALID_PARAMS, ConnectionClosed, RpcError
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
+
+from .fakes import RecordingClient
 
 pytestmark = pytest.mark.anyio
 
@@ -82,19 +82,19 @@ SKILLS = {
 }
 
 
-def text(value: str) -> ContentBlock:
+def text(value: str) -> acp.ContentBlock:
     return acp.TextContentBlock(type="text", text=value)
 
 
-def image() -> ContentBlock:
+def image() -> acp.ContentBlock:
     return acp.ImageContentBlock(type="image", data="iVBORw0KGgo=", mime_type="image/png")
 
 
-def link() -> ContentBlock:
+def link() -> acp.ContentBlock:
     return acp.ResourceLinkContentBlock(type="resource_link", uri="file:///notes.md", name="n")
 
 
-def embedded(value: str) -> ContentBlock:
+def embedded(value: str) -> acp.ContentBlock:
     return acp.ResourceContentBlock.model_validate(
         {"type": "resource", "resource": {"uri": "file:///a.txt", "text": value}}
     )
@@ -125,7 +125,7 @@ def embedded(value: str) -> ContentBlock:
     ],
 )
 def test_a_known_command_is_recognised(
-    prompt: list[ContentBlock], expected: CommandInvocation
+    prompt: list[acp.ContentBlock], expected: CommandInvocation
 ) -> None:
     assert recognise(prompt) == expected
 
@@ -151,7 +151,7 @@ def test_a_known_command_is_recognised(
         [],
     ],
 )
-def test_anything_else_is_ordinary_prompt_text(prompt: list[ContentBlock]) -> None:
+def test_anything_else_is_ordinary_prompt_text(prompt: list[acp.ContentBlock]) -> None:
     assert recognise(prompt) is None
 
 
@@ -207,37 +207,40 @@ def _skills_script(tmp_path: Path, document: object = SKILLS) -> MuseBinary:
 class FakeHost:
     """Answers ``model/list`` with a fixed result, an error, or not at all."""
 
-    def __init__(self, answer: Mapping[str, Any] | RpcError | None = MODELS) -> None:
+    def __init__(self, answer: Mapping[str, Any] | RpcError | ConnectionClosed | None = MODELS):
         self.answer = answer
         self.calls: list[tuple[str, WireModel | None]] = []
         self.asked = anyio.Event()
+        self.dead = anyio.Event()
 
     async def call(self, method: str, params: WireModel | None, result_type: type[R]) -> R:
         self.calls.append((method, params))
         self.asked.set()
         if self.answer is None:
             await anyio.Event().wait()
-        if isinstance(self.answer, RpcError):
+        if isinstance(self.answer, RpcError | ConnectionClosed):
             raise self.answer
         return result_type.model_validate(self.answer)
 
+    async def ended(self) -> tuple[int | None, str]:
+        return None, ""
 
-class FakeExecution:
-    """The part of ``ExecutionHost`` that ``/models`` uses."""
 
-    def __init__(self, host: FakeHost) -> None:
-        self.host = host
-        self.held: list[str] = []
+class FakeHosting(Hosting):
+    """Real hosting whose Muse executable is a stand-in (or missing)."""
 
-    def acquire(self) -> None:
-        self.held.append("acquire")
+    def __init__(self, config: AdapterConfig, binary: MuseBinary | None) -> None:
+        super().__init__(config, {})
+        self.binary = binary
 
-    def release(self) -> None:
-        self.held.append("release")
+    async def muse(self) -> MuseBinary:
+        if self.binary is None:
+            raise HostUnavailable("no Muse executable found in this test")
+        return self.binary
 
 
 class FakeContext(AgentContext):
-    """A real context whose client, Muse executable and read hosts are stand-ins."""
+    """A real context whose Muse executable and catalog host are stand-ins."""
 
     def __init__(
         self,
@@ -246,28 +249,31 @@ class FakeContext(AgentContext):
         binary: MuseBinary | None = None,
         host: FakeHost | None = None,
         environ: Mapping[str, str] | None = None,
-        startup: float = WAIT,
+        read: float = WAIT,
     ) -> None:
-        config = AdapterConfig(data_dir=tmp_path / "data", deadlines=Deadlines(startup=startup))
+        config = AdapterConfig(data_dir=tmp_path / "data", deadlines=Deadlines(read=read))
         super().__init__(config, environ={} if environ is None else environ)
-        self.binary = binary
+        self.hosting = FakeHosting(config, binary)
         self.host = host
         self.read_hosts = 0
-        self.updates: list[SessionUpdate] = []
-
-    async def muse(self) -> MuseBinary:
-        if self.binary is None:
-            raise HostUnavailable("no Muse executable found in this test")
-        return self.binary
-
-    async def send_update(self, session: AcpSession, update: SessionUpdate) -> None:
-        self.updates.append(update)
+        self.client = RecordingClient()
 
     @asynccontextmanager
-    async def read_host(self, cwd: str) -> AsyncIterator[MspHost]:
-        assert self.host is not None, "this test expects no read host"
+    async def catalog_host(self, cwd: str) -> AsyncIterator[MspHost]:
+        if self.host is None:
+            await self.hosting.muse()  # a missing executable is found before any host starts
+        assert self.host is not None, "this test expects no catalog host"
         self.read_hosts += 1
+        # A stand-in for a host process: it answers calls as the test scripted them.
         yield cast(MspHost, self.host)
+
+    @property
+    def updates(self) -> list[acp.SessionUpdate]:
+        return [
+            params.update
+            for method, params in self.client.notified
+            if method == "session/update" and isinstance(params, acp.SessionNotification)
+        ]
 
     def replies(self) -> list[str]:
         return [
@@ -281,17 +287,27 @@ class FakeContext(AgentContext):
         return [update.session_update for update in self.updates]
 
 
-def _session(ctx: AgentContext, tmp_path: Path) -> AcpSession:
-    session = ctx.sessions.add(AcpSession("0190b5c2-7a1e-7c3d-9f00-000000000001", str(tmp_path)))
-    session.claim("a prompt")
-    return session
+SESSION_ID = "0190b5c2-7a1e-7c3d-9f00-000000000001"
 
 
-async def _run(ctx: FakeContext, session: AcpSession, prompt: Sequence[ContentBlock]) -> StopReason:
+def _session(ctx: FakeContext, tmp_path: Path, session_id: str = SESSION_ID) -> AcpSession:
+    return ctx.sessions.add(AcpSession(session_id, str(tmp_path), ctx.client, ctx.hosting))
+
+
+async def _run(
+    ctx: FakeContext,
+    session: AcpSession,
+    prompt: Sequence[acp.ContentBlock],
+    work: SessionWork | None = None,
+) -> acp.StopReason:
     command = recognise(prompt)
     assert command is not None
-    with anyio.fail_after(WAIT):
-        return await commands.run(ctx, session, command)
+    work = work or session.begin("a prompt")
+    try:
+        with anyio.fail_after(WAIT):
+            return await commands.run(ctx, session, work, command)
+    finally:
+        session.end(work)
 
 
 # ---------------------------------------------------------------------------- refusals
@@ -392,13 +408,12 @@ async def test_models_reuses_the_sessions_running_host(tmp_path: Path) -> None:
     running = FakeHost()
     ctx = FakeContext(tmp_path)
     session = _session(ctx, tmp_path)
-    execution = FakeExecution(running)
-    session.host = cast(ExecutionHost, execution)
+    # The session's execution host is running: the stand-in plays its process.
+    session.execution.keeper._host = cast(MspHost, running)
     session.settings = SessionSettings(model=ModelChoice("spark-1", "meta"))
     assert await _run(ctx, session, [text("/models")]) == "end_turn"
     assert ctx.read_hosts == 0
     assert running.calls == [("model/list", msp.ModelListParams(session_id=session.session_id))]
-    assert execution.held == ["acquire", "release"]
     assert ctx.catalog is not None
 
 
@@ -417,7 +432,7 @@ async def test_models_with_no_models_listed_says_how_to_fix_it(tmp_path: Path) -
     ],
 )
 async def test_a_failed_models_refresh_is_told_in_the_reply(
-    tmp_path: Path, failure: RpcError, said: str
+    tmp_path: Path, failure: RpcError | ConnectionClosed, said: str
 ) -> None:
     ctx = FakeContext(tmp_path, host=FakeHost(failure))
     session = _session(ctx, tmp_path)
@@ -429,43 +444,36 @@ async def test_a_failed_models_refresh_is_told_in_the_reply(
 
 
 async def test_a_missing_muse_is_told_in_the_models_reply(tmp_path: Path) -> None:
-    class NoMuse(FakeContext):
-        @asynccontextmanager
-        async def read_host(self, cwd: str) -> AsyncIterator[MspHost]:
-            await self.muse()
-            yield cast(MspHost, None)
-
-    ctx = NoMuse(tmp_path)
+    ctx = FakeContext(tmp_path)
     session = _session(ctx, tmp_path)
     assert await _run(ctx, session, [text("/models")]) == "end_turn"
     assert "no Muse executable found" in ctx.replies()[0]
 
 
-async def test_a_models_refresh_is_bounded_by_the_startup_budget(tmp_path: Path) -> None:
-    ctx = FakeContext(tmp_path, host=FakeHost(None), startup=0.05)
+async def test_a_models_refresh_is_bounded_by_the_read_budget(tmp_path: Path) -> None:
+    ctx = FakeContext(tmp_path, host=FakeHost(None), read=0.05)
     session = _session(ctx, tmp_path)
     assert await _run(ctx, session, [text("/models")]) == "end_turn"
-    assert "0.05 seconds" in ctx.replies()[0]
-    assert session.starting is None
+    assert "took longer than 0.05 s" in ctx.replies()[0]
 
 
 async def test_session_cancel_stops_a_models_refresh(tmp_path: Path) -> None:
     host = FakeHost(None)
     ctx = FakeContext(tmp_path, host=host)
     session = _session(ctx, tmp_path)
-    outcome: list[StopReason] = []
+    work = session.begin("a prompt")
+    outcome: list[acp.StopReason] = []
 
     async def refresh() -> None:
-        outcome.append(await _run(ctx, session, [text("/models")]))
+        outcome.append(await _run(ctx, session, [text("/models")], work))
 
     with anyio.fail_after(WAIT):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(refresh)
             await host.asked.wait()
-            assert session.starting is not None
-            cancel_session_work(session)
+            session.cancel()
     assert outcome == ["cancelled"]
-    assert session.starting is None
+    assert session.work is None
     assert ctx.updates == []
     assert ctx.catalog is None
 
@@ -544,13 +552,13 @@ async def test_a_failed_skills_listing_is_told_in_the_reply(
 async def test_a_skills_listing_that_hangs_is_stopped_at_its_budget(tmp_path: Path) -> None:
     ctx = FakeContext(tmp_path, binary=_muse_script(tmp_path, "time.sleep(60)"))
     with anyio.fail_after(WAIT), pytest.raises(SkillsUnavailable, match=r"0\.2 seconds"):
-        await list_skills(ctx, str(tmp_path), budget=0.2)
+        await list_skills(ctx.hosting, str(tmp_path), budget=0.2)
 
 
 async def test_a_missing_muse_makes_the_skills_listing_unavailable(tmp_path: Path) -> None:
     ctx = FakeContext(tmp_path)
     with anyio.fail_after(WAIT), pytest.raises(SkillsUnavailable, match="no Muse executable"):
-        await list_skills(ctx, str(tmp_path))
+        await list_skills(ctx.hosting, str(tmp_path))
 
 
 # ---------------------------------------------------------------------------- /logout
@@ -570,7 +578,7 @@ async def test_logout_signs_out_closes_every_session_and_says_what_remains(
     binary = _muse_script(tmp_path, f"open({str(record)!r}, 'w').write(json.dumps(args))")
     ctx = FakeContext(tmp_path, binary=binary, environ=environ)
     session = _session(ctx, tmp_path)
-    other = ctx.sessions.add(AcpSession("0190b5c2-7a1e-7c3d-9f00-000000000002", str(tmp_path)))
+    other = _session(ctx, tmp_path, "0190b5c2-7a1e-7c3d-9f00-000000000002")
     assert await _run(ctx, session, [text("/logout")]) == "end_turn"
     assert json.loads(record.read_text()) == ["logout"]
     assert session.closed

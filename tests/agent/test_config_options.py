@@ -17,15 +17,13 @@ from muse_acp.agent.config_options import (
     SessionSettings,
     apply_config_option,
     apply_mode,
-    automatic_policy,
     config_options,
     host_flags,
     session_modes,
     turn_effort,
 )
-from muse_acp.msp_types import msp
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 
 
 def _row(model_id: str, provider_id: str | None, *, default: bool = False) -> dict[str, Any]:
@@ -362,7 +360,7 @@ def test_each_mode_sets_host_flags_and_approval_policy(
     mode_id: str, flags: tuple[str, ...], policy: str | None
 ) -> None:
     settings = SessionSettings(mode_id=mode_id)
-    assert (host_flags(settings), automatic_policy(settings)) == (flags, policy)
+    assert (host_flags(settings), MODES[mode_id].automatic) == (flags, policy)
 
 
 def test_the_turn_effort_is_sent_only_when_chosen() -> None:

@@ -6,20 +6,20 @@ from typing import Any, get_args
 
 import pytest
 
-from muse_acp.acp_types import StopReason
 from muse_acp.agent.failures import (
     Failure,
     Phase,
     automatic_unavailable,
+    client_answer_failed,
     deadline_exceeded,
     host_exited,
     host_rejected,
-    permission_failed,
+    session_in_use,
     stop_reason,
     user_input_unsupported,
 )
-from muse_acp.msp_types import msp
 from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, RpcError
+from muse_acp_wire import acp, msp
 
 
 def _completed(terminal: str, **members: Any) -> msp.TurnCompletedParams:
@@ -39,13 +39,18 @@ def _failed(kind: str, message: str, *, retryable: bool = True) -> msp.TurnCompl
     return _completed("failed", reason=message, error=error)
 
 
+BEFORE_SUBMISSION = {"starting", "handshake", "preparing", "reading"}
+
+
 def _failure(kind: str, source: str, retryable: bool, phase: str, **extra: str) -> Any:
+    execution = "notSubmitted" if phase in BEFORE_SUBMISSION else "possiblySubmitted"
     return {
         "failure": {
             "kind": kind,
             "source": source,
             "retryable": retryable,
             "phase": phase,
+            "execution": execution,
             **extra,
         }
     }
@@ -64,7 +69,7 @@ def _failure(kind: str, source: str, retryable: bool, phase: str, **extra: str) 
     ],
 )
 def test_normal_endings_map_to_stop_reasons(
-    params: msp.TurnCompletedParams, expected: StopReason
+    params: msp.TurnCompletedParams, expected: acp.StopReason
 ) -> None:
     assert stop_reason(params) == expected
 
@@ -171,12 +176,11 @@ def test_host_messages_in_turn_errors_are_redacted_and_bounded(
 
 
 @pytest.mark.parametrize(
-    ("phase", "seconds", "submitted", "message", "execution"),
+    ("phase", "seconds", "message", "execution"),
     [
         (
             "starting",
             120.0,
-            False,
             "Muse did not respond in time: starting the Muse host took longer than 120 s. No "
             "model turn was submitted, so sending the prompt again is safe once the host "
             "responds.",
@@ -185,7 +189,6 @@ def test_host_messages_in_turn_errors_are_redacted_and_bounded(
         (
             "handshake",
             2.5,
-            False,
             "Muse did not respond in time: completing the handshake with the Muse host took "
             "longer than 2.5 s. No model turn was submitted, so sending the prompt again is safe "
             "once the host responds.",
@@ -194,7 +197,6 @@ def test_host_messages_in_turn_errors_are_redacted_and_bounded(
         (
             "submitting",
             30,
-            True,
             "Muse did not respond in time: submitting the turn to Muse took longer than 30 s. "
             "A model turn may already have been submitted and may still run in Muse; look at "
             "the session's history before sending the prompt again.",
@@ -203,7 +205,6 @@ def test_host_messages_in_turn_errors_are_redacted_and_bounded(
         (
             "cancelling",
             5,
-            True,
             "Muse did not respond in time: cancelling the turn took longer than 5 s. A model "
             "turn may already have been submitted and may still run in Muse; look at the "
             "session's history before sending the prompt again.",
@@ -212,9 +213,9 @@ def test_host_messages_in_turn_errors_are_redacted_and_bounded(
     ],
 )
 def test_deadlines_name_the_phase_the_time_and_whether_a_turn_may_run(
-    phase: Phase, seconds: float, submitted: bool, message: str, execution: str
+    phase: Phase, seconds: float, message: str, execution: str
 ) -> None:
-    error = deadline_exceeded(phase, seconds, submitted)
+    error = deadline_exceeded(phase, seconds)
     assert (error.code, error.message) == (INTERNAL_ERROR, message)
     assert error.data == _failure("deadlineExceeded", "adapter", True, phase, execution=execution)
 
@@ -225,6 +226,8 @@ PHASE_WORDS = {
     "preparing": "preparing the Muse session",
     "submitting": "submitting the turn to Muse",
     "running": "running the turn",
+    "answering": "handing your answer to the running turn",
+    "steering": "handing a correction to the running turn",
     "cancelling": "cancelling the turn",
     "reading": "reading the session from Muse",
 }
@@ -236,7 +239,7 @@ def test_every_phase_is_named_in_words() -> None:
 
 @pytest.mark.parametrize(("phase", "words"), PHASE_WORDS.items())
 def test_failures_name_the_phase_in_words(phase: Phase, words: str) -> None:
-    deadline = deadline_exceeded(phase, 1, False).message
+    deadline = deadline_exceeded(phase, 1).message
     assert deadline.startswith(f"Muse did not respond in time: {words} took longer than 1 s.")
     exited = host_exited(phase, 0, "").message
     assert exited.startswith(f"The Muse host exited with exit code 0 while {words}.")
@@ -292,7 +295,9 @@ def test_host_exit_quotes_at_most_a_short_last_line() -> None:
 
 
 def test_host_rejection_quotes_the_method_code_and_message() -> None:
-    error = host_rejected("approval/decide", -32053, "approval apr-1 requirement is stale")
+    error = host_rejected(
+        "approval/decide", RpcError(-32053, "approval apr-1 requirement is stale"), "running"
+    )
     assert error.code == INTERNAL_ERROR
     assert error.message == (
         "Muse refused the approval/decide request (MSP error -32053): approval apr-1 "
@@ -304,7 +309,7 @@ def test_host_rejection_quotes_the_method_code_and_message() -> None:
 
 
 def test_host_rejection_before_submission_says_nothing_ran() -> None:
-    error = host_rejected("session/open", -32602, "", phase="preparing")
+    error = host_rejected("session/open", RpcError(-32602, ""), "preparing")
     assert error.message.startswith(
         "Muse refused the session/open request (MSP error -32602): It gave no reason."
     )
@@ -354,7 +359,7 @@ def test_questions_without_form_elicitation_stop_the_turn() -> None:
 
 
 def test_permission_failures_give_their_reason() -> None:
-    error = permission_failed("the client answered with error -32603")
+    error = client_answer_failed("permission", "the client answered with error -32603")
     assert (error.code, error.message) == (
         INTERNAL_ERROR,
         "No permission decision could be obtained from the client: the client answered with "
@@ -370,5 +375,34 @@ def test_failure_messages_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVICE_TOKEN", "tok-abcdef-123")
     error = Failure("x", "adapter", retryable=False, phase="running").error("saw tok-abcdef-123")
     assert error.message == "saw [redacted]"
-    assert permission_failed("sent tok-abcdef-123").message.count("[redacted]") == 1
-    assert "tok-abcdef" not in host_rejected("m", 1, "tok-abcdef-123").message
+    assert (
+        client_answer_failed("permission", "sent tok-abcdef-123").message.count("[redacted]") == 1
+    )
+    assert "tok-abcdef" not in host_rejected("m", RpcError(1, "tok-abcdef-123"), "running").message
+
+
+def test_question_failures_say_question_and_name_the_client() -> None:
+    error = client_answer_failed("question", "the client answered with error -32603")
+    assert error.message.startswith(
+        "No usable answer to Muse's question could be obtained from the client: the client "
+        "answered with error -32603. The question was withdrawn from Muse"
+    )
+    assert "permission" not in error.message
+    assert error.data == _failure("questionFailed", "client", True, "running")
+
+
+def test_a_host_rejection_keeps_the_hosts_error_kind() -> None:
+    refused = host_rejected(
+        "approval/decide",
+        RpcError(-32053, "stale", {"kind": "approvalRequirementStale"}),
+        "answering",
+    )
+    assert refused.host_kind == "approvalRequirementStale"
+    assert host_rejected("m", RpcError(-32021, "held"), "starting").host_kind == "sessionInUse"
+
+
+def test_a_session_held_elsewhere_names_the_method_sent_and_that_nothing_ran() -> None:
+    error = session_in_use("session/resume", "s-1")
+    assert "session/resume" in error.message
+    assert "session/start" not in error.message
+    assert error.data == _failure("sessionInUse", "host", True, "starting")

@@ -1,17 +1,34 @@
-"""A turn's approvals stay at their latest stage whatever order the host's twins arrive in."""
+"""A turn's approvals and questions: latest stage only, client failures in our own words, and
+every host acknowledgement bounded in the phase it was awaited in."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, Literal, TypeVar, cast
 
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+
+from muse_acp.agent import failures
 from muse_acp.agent.interactions import Interactions
-from muse_acp.agent.turn import ActiveTurn
-from muse_acp.msp_types import msp
+from muse_acp.rpc import RpcError
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp_wire import msp
+from muse_acp_wire._base import WireModel
+
+pytestmark = pytest.mark.anyio
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "msp" / "valid"
+WAIT = 5.0
+R = TypeVar("R", bound=WireModel)
+
+ClientAnswer = JsonValue | RpcError
+HostAnswer = dict[str, Any] | RpcError | None
+"""A result, a host error (refusal or failure), or None to leave the request unanswered."""
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -19,16 +36,85 @@ def _load(name: str) -> dict[str, Any]:
     return data
 
 
-def _interactions() -> Interactions:
-    # No task group: events are only recorded, nothing is asked.
-    turn = SimpleNamespace(turn_id=None, tasks=None, settled=False, cancel_requested=False)
-    return Interactions(cast(ActiveTurn, turn))
+@dataclass
+class FakeTurn:
+    """A real, small ``TurnPort``: answers are scripted, everything sent is recorded."""
+
+    client: dict[str, ClientAnswer] = field(default_factory=dict)
+    host: dict[str, HostAnswer] = field(default_factory=dict)
+    forms: bool = True
+    automatic: Literal["approve", "reject"] | None = None
+    turn_id: str | None = None
+    session_id: str = "0193c2d0-7a10-7b3e-9c41-5d2e8f6a1b01"
+    tasks: TaskGroup | None = None
+    failure: RpcError | None = None
+    asked_client: list[str] = field(default_factory=list)
+    sent: list[tuple[str, WireModel]] = field(default_factory=list)
+
+    @property
+    def accepting(self) -> bool:
+        return self.tasks is not None and self.failure is None
+
+    def fail(self, error: RpcError) -> None:
+        self.failure = self.failure or error
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        assert self.tasks is not None
+        self.tasks.start_soon(work)
+
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue:
+        self.asked_client.append(method)
+        answer = self.client[method]
+        if isinstance(answer, RpcError):
+            raise answer
+        return answer
+
+    async def ask_host(
+        self, method: str, params: WireModel, result_type: type[R], phase: failures.Phase
+    ) -> R:
+        self.sent.append((method, params))
+        if method not in self.host:
+            # Acknowledged; the caller never looks inside, so an empty result stands for it.
+            return cast(R, result_type.model_construct())
+        answer = self.host[method]
+        if answer is None:
+            raise failures.deadline_exceeded(phase, 0.01)
+        if isinstance(answer, RpcError):
+            raise failures.host_rejected(method, answer, phase)
+        return result_type.model_validate(answer)
+
+
+async def _settle(turn: FakeTurn, *events: WireModel) -> Interactions:
+    """Feed ``events`` to a turn's interactions and wait until everything they started ended."""
+    interactions = Interactions(turn)
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            turn.tasks = tasks
+            for event in events:
+                interactions.on_event(event)
+    return interactions
+
+
+def _requested() -> msp.ApprovalRequestedParams:
+    return msp.ApprovalRequestedParams.model_validate(_load("approval_requested.json"))
+
+
+def _question() -> msp.UserInputRequestedParams:
+    return msp.UserInputRequestedParams.model_validate(_load("user_input_requested.json"))
+
+
+def _failure(turn: FakeTurn) -> dict[str, Any]:
+    assert turn.failure is not None
+    data = turn.failure.data
+    assert isinstance(data, dict)
+    assert isinstance(data["failure"], dict)
+    return data["failure"]
 
 
 def test_a_late_repeat_of_the_request_does_not_roll_an_approval_back() -> None:
-    requested = msp.ApprovalRequestedParams.model_validate(_load("approval_requested.json"))
+    requested = _requested()
     updated = msp.ApprovalUpdatedParams.model_validate(_load("approval_updated.json"))
-    interactions = _interactions()
+    interactions = Interactions(FakeTurn())  # no task group: events are only recorded
     interactions.on_event(requested)
     interactions.on_event(updated)
     # The server-request twin of the first event, delivered from its own task, comes last.
@@ -39,10 +125,130 @@ def test_a_late_repeat_of_the_request_does_not_roll_an_approval_back() -> None:
 
 
 def test_a_resolved_approval_is_not_revived_by_a_late_repeat() -> None:
-    requested = msp.ApprovalRequestedParams.model_validate(_load("approval_requested.json"))
+    requested = _requested()
     resolved = msp.ApprovalResolvedParams.model_validate(_load("approval_resolved.json"))
-    interactions = _interactions()
+    interactions = Interactions(FakeTurn())
     interactions.on_event(requested)
     interactions.on_event(resolved.model_copy(update={"approval_id": requested.approval_id}))
     interactions.on_event(requested)
     assert interactions.current(requested.approval_id) is None
+
+
+async def test_the_clients_choice_is_decided_on_the_host() -> None:
+    requested = _requested()
+    choice = requested.available_choices[0].choice_id
+    turn = FakeTurn(
+        client={
+            "session/request_permission": {"outcome": {"outcome": "selected", "optionId": choice}}
+        }
+    )
+    await _settle(turn, requested)
+    assert turn.failure is None
+    [(method, params)] = turn.sent
+    assert method == "approval/decide"
+    assert isinstance(params, msp.ApprovalDecideParams)
+    assert params.choice_id == choice
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (RpcError(-32603, "client\ncrashed"), "the client answered with error -32603"),
+        ({"outcome": "yes please"}, "not a valid result (outcome"),
+        ({"outcome": {"outcome": "selected"}}, "not a valid result (outcome"),
+        ([1, 2], "not a valid result"),
+        ({"outcome": {"outcome": "selected", "optionId": "not-offered"}}, "did not offer"),
+    ],
+    ids=["client error", "wrong type", "missing member", "not an object", "unoffered option"],
+)
+async def test_an_unusable_permission_answer_is_the_clients_failure_in_our_words(
+    answer: ClientAnswer, said: str
+) -> None:
+    turn = FakeTurn(client={"session/request_permission": answer})
+    await _settle(turn, _requested())
+    failure = _failure(turn)
+    assert (failure["kind"], failure["source"]) == ("permissionFailed", "client")
+    assert turn.failure is not None
+    message = turn.failure.message
+    assert said in message
+    for leaked in ("input_value", "pydantic", "errors.pydantic.dev", "\n"):
+        assert leaked not in message, message
+    assert turn.sent == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (RpcError(-32603, "form broke"), "the client answered with error -32603"),
+        ({"action": "maybe"}, "not a valid result (action"),
+        ({"action": "accept", "content": {}}, "has no value for question"),
+    ],
+    ids=["client error", "wrong action", "unanswered question"],
+)
+async def test_an_unusable_question_answer_says_question_and_withdraws_it_from_muse(
+    answer: ClientAnswer, said: str
+) -> None:
+    turn = FakeTurn(client={"elicitation/create": answer})
+    await _settle(turn, _question())
+    failure = _failure(turn)
+    assert (failure["kind"], failure["source"]) == ("questionFailed", "client")
+    assert turn.failure is not None
+    assert said in turn.failure.message
+    assert "permission" not in turn.failure.message
+    assert [method for method, _ in turn.sent] == ["userInput/cancel"]
+
+
+@pytest.mark.parametrize(
+    ("event", "client", "method"),
+    [
+        (
+            "approval",
+            {"session/request_permission": {"outcome": {"outcome": "cancelled"}}},
+            "approval/decide",
+        ),
+        ("question", {"elicitation/create": {"action": "decline"}}, "userInput/cancel"),
+    ],
+)
+async def test_an_acknowledgement_that_never_comes_fails_the_turn_while_answering(
+    event: str, client: dict[str, ClientAnswer], method: str
+) -> None:
+    turn = FakeTurn(client=client, host={method: None})
+    await _settle(turn, _requested() if event == "approval" else _question())
+    failure = _failure(turn)
+    assert (failure["kind"], failure["phase"]) == ("deadlineExceeded", "answering")
+    assert turn.failure is not None
+    assert "submitting" not in turn.failure.message
+
+
+@pytest.mark.parametrize(
+    ("method", "event", "kind", "benign"),
+    [
+        ("approval/decide", "approval", "approvalAlreadyResolved", True),
+        ("approval/decide", "approval", "approvalChoiceInvalid", False),
+        ("userInput/cancel", "question", "userInputAlreadySettled", True),
+        ("userInput/cancel", "question", "commandRejected", False),
+    ],
+)
+async def test_only_harmless_host_refusals_of_an_answer_let_the_turn_go_on(
+    method: str, event: str, kind: str, benign: bool
+) -> None:
+    client: dict[str, ClientAnswer] = {
+        "session/request_permission": {"outcome": {"outcome": "cancelled"}},
+        "elicitation/create": {"action": "decline"},
+    }
+    refusal = RpcError(-32051, "no", {"kind": kind})
+    turn = FakeTurn(client=client, host={method: refusal})
+    await _settle(turn, _requested() if event == "approval" else _question())
+    assert (turn.failure is None) == benign
+    if not benign:
+        assert _failure(turn)["kind"] == "hostRejected"
+
+
+async def test_a_client_without_forms_gets_no_question_and_muse_hears_why() -> None:
+    turn = FakeTurn(forms=False)
+    await _settle(turn, _question())
+    assert turn.asked_client == []
+    assert _failure(turn)["kind"] == "userInputUnsupported"
+    [(method, params)] = turn.sent
+    assert method == "userInput/cancel"
+    assert isinstance(params, msp.UserInputCancelParams)

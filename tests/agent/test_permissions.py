@@ -16,9 +16,8 @@ from muse_acp.agent.permissions import (
     option_kind,
     permission_request,
 )
-from muse_acp.msp_types import msp
 from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 
 ALLOW_ONCE = {
     "choiceId": "allow_once",

@@ -6,26 +6,24 @@ from typing import Any, Final
 
 import pytest
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.agent.progress import (
     CARD_TEXT_LIMIT_BYTES,
     PLAN_ENTRY_LIMIT,
     PLAN_TEXT_LIMIT_BYTES,
     PROGRESS_MIN_BYTES,
     OutputBuffer,
-    cut_utf8,
     output_progress_update,
     plan_update,
     usage_update,
 )
-from muse_acp.msp_types import msp
-from muse_acp_wire import acp
+from muse_acp.text import cut_utf8
+from muse_acp_wire import acp, msp
 
 SESSION: Final = "sess-1"
 ENVELOPE: Final = {"sessionId": "host-sess", "viewCursor": "v:host-sess:3"}
 
 
-def _wire(update: SessionUpdate) -> dict[str, Any]:
+def _wire(update: acp.SessionUpdate) -> dict[str, Any]:
     dumped = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
     parsed = acp.SessionNotification.model_validate({"sessionId": SESSION, "update": dumped})
     assert parsed.update.model_dump(mode="json", by_alias=True, exclude_unset=True) == dumped

@@ -10,14 +10,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from muse_acp.acp_types import ContentBlock
 from muse_acp.agent.prompt_content import (
     BINARY_MIME_TYPES,
     IMAGE_MIME_TYPES,
     MAX_EMBEDDED_BYTES,
     MAX_IMAGE_BYTES,
     convert_prompt,
-    is_single_text,
 )
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
@@ -35,29 +33,29 @@ BINARY_NOTE = (
 )
 
 
-def text(value: str) -> ContentBlock:
+def text(value: str) -> acp.ContentBlock:
     return acp.TextContentBlock(type="text", text=value)
 
 
-def image(data: str, mime_type: str = "image/png") -> ContentBlock:
+def image(data: str, mime_type: str = "image/png") -> acp.ContentBlock:
     return acp.ImageContentBlock(type="image", data=data, mime_type=mime_type)
 
 
-def link(**members: Any) -> ContentBlock:
+def link(**members: Any) -> acp.ContentBlock:
     return acp.ResourceLinkContentBlock.model_validate({"type": "resource_link", **members})
 
 
-def resource(contents: dict[str, Any], **members: Any) -> ContentBlock:
+def resource(contents: dict[str, Any], **members: Any) -> acp.ContentBlock:
     return acp.ResourceContentBlock.model_validate(
         {"type": "resource", "resource": contents, **members}
     )
 
 
-def unvalidated_resource(contents: dict[str, Any]) -> ContentBlock:
+def unvalidated_resource(contents: dict[str, Any]) -> acp.ContentBlock:
     return acp.ResourceContentBlock.model_construct(type="resource", resource=cast(Any, contents))
 
 
-def audio() -> ContentBlock:
+def audio() -> acp.ContentBlock:
     return acp.AudioContentBlock(type="audio", data="UklGRg==", mime_type="audio/wav")
 
 
@@ -67,14 +65,14 @@ class VideoBlock(BaseModel):
     type: Literal["video"] = "video"
 
 
-def dumped(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
+def dumped(blocks: list[acp.ContentBlock]) -> list[dict[str, Any]]:
     return [
         part.model_dump(mode="json", by_alias=True, exclude_unset=True)
         for part in convert_prompt(blocks)
     ]
 
 
-def rejection(blocks: list[ContentBlock]) -> RpcError:
+def rejection(blocks: list[acp.ContentBlock]) -> RpcError:
     with pytest.raises(RpcError) as caught:
         convert_prompt(blocks)
     assert caught.value.code == INVALID_PARAMS == -32602
@@ -100,7 +98,7 @@ def utf8_size(part: dict[str, Any]) -> int:
 URI_ONLY: dict[str, Any] = {"uri": "file:///a"}
 """Members of a text resource built without validation and without its required text."""
 
-ACCEPTED: list[tuple[str, list[ContentBlock], list[dict[str, Any]]]] = [
+ACCEPTED: list[tuple[str, list[acp.ContentBlock], list[dict[str, Any]]]] = [
     ("text", [text("hello")], [text_part("hello")]),
     (
         "text passes verbatim",
@@ -291,7 +289,7 @@ ACCEPTED: list[tuple[str, list[ContentBlock], list[dict[str, Any]]]] = [
     ("blocks", "parts"), [case[1:] for case in ACCEPTED], ids=[case[0] for case in ACCEPTED]
 )
 def test_accepted_prompts_become_these_exact_parts(
-    blocks: list[ContentBlock], parts: list[dict[str, Any]]
+    blocks: list[acp.ContentBlock], parts: list[dict[str, Any]]
 ) -> None:
     assert dumped(blocks) == parts
 
@@ -310,7 +308,7 @@ def test_prompt_validated_from_the_wire_converts_in_order() -> None:
     assert [part["type"] for part in dumped(request.prompt)] == ["text", "image", "text"]
 
 
-REJECTED: list[tuple[str, list[ContentBlock], str, tuple[str, ...]]] = [
+REJECTED: list[tuple[str, list[acp.ContentBlock], str, tuple[str, ...]]] = [
     ("empty prompt", [], "the prompt has no content blocks", ("resource_link", "image")),
     (
         "only blank text",
@@ -338,7 +336,7 @@ REJECTED: list[tuple[str, list[ContentBlock], str, tuple[str, ...]]] = [
     ),
     (
         "unknown block type",
-        [cast(ContentBlock, VideoBlock())],
+        [cast(acp.ContentBlock, VideoBlock())],
         "prompt block 1 (video): ",
         ("not supported", "text, resource_link, resource or image"),
     ),
@@ -418,7 +416,7 @@ REJECTED: list[tuple[str, list[ContentBlock], str, tuple[str, ...]]] = [
     ids=[case[0] for case in REJECTED],
 )
 def test_rejected_prompts_name_the_block_and_the_rule(
-    blocks: list[ContentBlock], prefix: str, fragments: tuple[str, ...]
+    blocks: list[acp.ContentBlock], prefix: str, fragments: tuple[str, ...]
 ) -> None:
     message = rejection(blocks).message
     assert message.startswith(prefix)
@@ -505,7 +503,7 @@ def text_resource_overhead(uri: str = "file:///notes.txt") -> int:
     return utf8_size(dumped([resource({"uri": uri, "text": ""})])[0])
 
 
-def filler(size: int, uri: str = "file:///notes.txt") -> ContentBlock:
+def filler(size: int, uri: str = "file:///notes.txt") -> acp.ContentBlock:
     """A text resource whose part is exactly ``size`` UTF-8 bytes."""
     return resource({"uri": uri, "text": "x" * (size - text_resource_overhead(uri))})
 
@@ -568,23 +566,6 @@ def test_limits_and_mime_tables_have_their_documented_values() -> None:
     assert frozenset({"application/octet-stream", "text/plain"}) == BINARY_MIME_TYPES
 
 
-@pytest.mark.parametrize(
-    ("blocks", "expected"),
-    [
-        ([text("/models")], "/models"),
-        ([text("")], ""),
-        ([text("/models"), text("x")], None),
-        ([image(PNG)], None),
-        ([link(uri="file:///a", name="a")], None),
-        ([], None),
-    ],
-)
-def test_single_text_is_recognised_only_for_exactly_one_text_block(
-    blocks: list[ContentBlock], expected: str | None
-) -> None:
-    assert is_single_text(blocks) == expected
-
-
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -615,7 +596,7 @@ _BINARIES = st.builds(
 _BLOCKS = st.one_of(_TEXT_BLOCKS, _LINKS, _TEXT_RESOURCES, _IMAGES, _EMBEDDED_IMAGES, _BINARIES)
 
 
-def expected_part_types(block: ContentBlock) -> list[str]:
+def expected_part_types(block: acp.ContentBlock) -> list[str]:
     if isinstance(block, acp.ImageContentBlock):
         return ["image"]
     if isinstance(block, acp.ResourceContentBlock) and isinstance(
@@ -627,7 +608,7 @@ def expected_part_types(block: ContentBlock) -> list[str]:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_BLOCKS, min_size=1, max_size=8))
-def test_valid_blocks_map_one_to_one_onto_parts_in_order(blocks: list[ContentBlock]) -> None:
+def test_valid_blocks_map_one_to_one_onto_parts_in_order(blocks: list[acp.ContentBlock]) -> None:
     assume(not all(isinstance(b, acp.TextContentBlock) and not b.text.strip() for b in blocks))
     parts = dumped(blocks)
     assert [kind for block in blocks for kind in expected_part_types(block)] == [

@@ -14,8 +14,7 @@ from muse_acp.agent.questions import (
     elicitation_request,
     user_input_cancel_reason,
 )
-from muse_acp.msp_types import msp
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 
 DATABASE = {
     "id": "db",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import inspect
+from typing import Any, get_type_hints
 
 import pytest
 
@@ -12,18 +14,33 @@ from muse_acp.agent.capabilities import (
     initialize_response,
     negotiate,
 )
-from muse_acp.agent.server import NOTIFICATION_HANDLERS, REQUEST_HANDLERS
+from muse_acp.agent.server import NOTIFICATIONS, REQUESTS, RequestBinding
+from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
 
 
 def test_every_agent_method_in_the_generated_tables_has_a_handler() -> None:
-    assert set(REQUEST_HANDLERS) == set(acp.AGENT_REQUESTS)
-    assert set(NOTIFICATION_HANDLERS) | {"$/cancel_request"} == set(acp.AGENT_NOTIFICATIONS)
+    assert [b.method for b in REQUESTS] == list(dict.fromkeys(b.method for b in REQUESTS))
+    assert {b.method for b in REQUESTS} == set(acp.AGENT_REQUESTS)
+    assert {b.method for b in NOTIFICATIONS} | {"$/cancel_request"} == set(acp.AGENT_NOTIFICATIONS)
 
 
 def test_handler_tables_are_immutable() -> None:
-    with pytest.raises(TypeError):
-        REQUEST_HANDLERS["x"] = REQUEST_HANDLERS["initialize"]  # type: ignore[index]
+    assert isinstance(REQUESTS, tuple)
+    assert isinstance(NOTIFICATIONS, tuple)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        REQUESTS[0].method = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("binding", [*REQUESTS, *NOTIFICATIONS], ids=lambda b: b.method)
+def test_each_route_validates_into_the_generated_model_its_handler_takes(binding: Any) -> None:
+    table = acp.AGENT_REQUESTS if isinstance(binding, RequestBinding) else acp.AGENT_NOTIFICATIONS
+    generated = table[binding.method].params
+    assert generated is not None
+    assert issubclass(binding.params, generated)
+    _context, taken, *_ = inspect.signature(binding.handler).parameters
+    annotation = get_type_hints(binding.handler)[taken]
+    assert issubclass(binding.params, annotation), (binding.method, annotation)
 
 
 @pytest.mark.parametrize("version", [1, "2025-08-01"])
@@ -55,13 +72,37 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
         ({"steering": {"supported": True}}, "1.2.1", Negotiated(compatible_steering=True)),
         ({"steering": True}, "1.2.1", Negotiated(compatible_steering=True)),
         ({"steering": {"supported": False}}, "1.2.1", Negotiated()),
-        ({"muse/output": 0, "muse/steering": "yes"}, "1.2.1", Negotiated()),
+        ({"unrelated": "anything", "x/y": [1]}, "1.2.1", Negotiated()),
     ],
 )
 def test_extensions_are_negotiated_only_when_asked_for_and_verified(
     meta: dict[str, Any] | None, host: str | None, expected: Negotiated
 ) -> None:
     assert negotiate(_request(meta), host) == expected
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"muse/output": 0},
+        {"muse/output": 5000},
+        {"muse/output": -1},
+        {"muse/output": 1.5},
+        {"muse/output": "1"},
+        {"muse/steering": "yes"},
+        {"muse/steering": 1025},
+        {"steering": "yes"},
+        {"steering": {"supported": "maybe"}},
+        {"muse/output": 0, "muse/steering": "yes"},
+    ],
+)
+def test_an_opt_in_the_extension_schema_refuses_is_refused(meta: dict[str, Any]) -> None:
+    with pytest.raises(RpcError) as raised:
+        negotiate(_request(meta), "1.2.1")
+    assert raised.value.code == INVALID_PARAMS
+    assert raised.value.message.startswith("clientCapabilities._meta")
+    assert "pydantic" not in raised.value.message
+    assert "input_value" not in raised.value.message
 
 
 def test_the_response_advertises_exactly_what_was_negotiated() -> None:

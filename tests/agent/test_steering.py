@@ -4,29 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import anyio
 import pytest
 
-from muse_acp.agent import steering
 from muse_acp.agent.capabilities import Negotiated
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.session import AcpSession
-from muse_acp.agent.steering import (
-    MAX_WAITING,
-    SteeringQueue,
-    SteerTarget,
-    handle_compatible_steering,
-    handle_muse_steer,
-)
+from muse_acp.agent.steering import handle_compatible_steering, handle_muse_steer
+from muse_acp.agent.steering_queue import MAX_WAITING, SteeringQueue, SteerTarget
 from muse_acp.config import AdapterConfig
-from muse_acp.msp_types import TurnInputPart, msp
 from muse_acp.rpc import RequestContext, RpcError
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.turn import ActiveTurn
+from .fakes import add_session
 
 pytestmark = pytest.mark.anyio
 
@@ -47,8 +39,12 @@ class FakeTurn:
     sent: list[str] = field(default_factory=list)
     gate: anyio.Event = field(default_factory=anyio.Event)
     started: anyio.Event = field(default_factory=anyio.Event)
+    cancel_requested: bool = False
 
-    async def steer(self, parts: list[TurnInputPart]) -> str:
+    def request_cancel(self) -> None:
+        self.cancel_requested = True
+
+    async def steer(self, parts: list[msp.TurnInputPart]) -> str:
         text = parts[0].text if isinstance(parts[0], msp.TextTurnInputPart) else "<image>"
         self.started.set()
         if self.hold:
@@ -60,7 +56,7 @@ class FakeTurn:
         return self.turn_id
 
 
-def _text(text: str) -> list[TurnInputPart]:
+def _text(text: str) -> list[msp.TurnInputPart]:
     return [msp.TextTurnInputPart(type="text", text=text)]
 
 
@@ -234,10 +230,10 @@ def _context(tmp_path: Path, **negotiated: bool) -> AgentContext:
 
 
 def _session(ctx: AgentContext, turn: FakeTurn | None) -> AcpSession:
-    session = ctx.sessions.add(AcpSession(SESSION, "/"))
+    session = add_session(ctx, SESSION)
     if turn is not None:
-        session.busy = "a prompt"
-        session.turn = cast("ActiveTurn", turn)
+        session.begin("a prompt")
+        session.turn = turn
     return session
 
 
@@ -405,7 +401,7 @@ async def test_prompt_required_is_not_the_answer_while_a_cancelled_turn_ends(
     assert raised.value.code == -32600
 
 
-async def test_discarding_a_session_fails_its_waiting_corrections(tmp_path: Path) -> None:
+async def test_closing_a_session_fails_its_waiting_corrections(tmp_path: Path) -> None:
     ctx = _context(tmp_path, steering=True)
     turn = FakeTurn(hold=True)
     session = _session(ctx, turn)
@@ -423,7 +419,7 @@ async def test_discarding_a_session_fails_its_waiting_corrections(tmp_path: Path
             await turn.started.wait()
             tasks.start_soon(steer)
             await anyio.wait_all_tasks_blocked()
-            steering.discard(session)
+            session.close()
             await anyio.wait_all_tasks_blocked()
             assert codes == [-32600]
             turn.gate.set()

@@ -11,23 +11,23 @@ import pytest
 
 from muse_acp.agent.capabilities import Negotiated
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.session import AcpSession
-from muse_acp.agent.stored_output import (
+from muse_acp.agent.output_reference import (
     HISTORY_PAGE_SIZE,
     MAX_HISTORY_PAGES,
     OutputRead,
     check_page,
     find_latest_item,
-    handle_read_output,
     host_read_error,
     latest_revision,
     page_problem,
     stored_reference,
 )
+from muse_acp.agent.stored_output import handle_read_output
 from muse_acp.config import AdapterConfig
-from muse_acp.msp_types import Item, msp
 from muse_acp.rpc import RequestContext, RpcError
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
+
+from .fakes import add_session
 
 pytestmark = pytest.mark.anyio
 
@@ -141,7 +141,7 @@ def _pages(contents: list[list[msp.ViewEvent]]) -> list[msp.ViewPageResult]:
     ]
 
 
-async def _find(history: FakeHistory) -> Item | None:
+async def _find(history: FakeHistory) -> msp.Item | None:
     with anyio.fail_after(WAIT):
         return await find_latest_item(history, SESSION, ITEM)
 
@@ -203,7 +203,7 @@ async def test_a_page_longer_than_requested_is_inconsistent() -> None:
 # -- the reference itself ------------------------------------------------------------------
 
 
-def _item(data: dict[str, Any]) -> Item:
+def _item(data: dict[str, Any]) -> msp.Item:
     return msp.ItemEventParams.model_validate(
         {"sessionId": SESSION, "viewCursor": "v:1", "item": data}
     ).item
@@ -245,7 +245,7 @@ _MESSAGE = {
     ],
 )
 def test_a_reference_that_cannot_be_read_is_refused(
-    item: Item | None, read: OutputRead, code: int
+    item: msp.Item | None, read: OutputRead, code: int
 ) -> None:
     with pytest.raises(RpcError) as raised:
         stored_reference(item, read)
@@ -423,7 +423,7 @@ async def _handle(ctx: AgentContext, request: acp.MuseReadOutputRequest) -> RpcE
 
 async def test_a_read_without_negotiation_is_an_invalid_request(tmp_path: Path) -> None:
     ctx = _context(tmp_path, output=False)
-    ctx.sessions.add(AcpSession(SESSION, str(tmp_path)))
+    add_session(ctx, SESSION, str(tmp_path))
     assert (await _handle(ctx, _request())).code == -32600
 
 
@@ -434,7 +434,7 @@ async def test_a_read_on_an_unknown_session_is_not_found(tmp_path: Path) -> None
 
 async def test_a_read_on_a_closed_session_is_not_found(tmp_path: Path) -> None:
     ctx = _context(tmp_path, output=True)
-    session = ctx.sessions.add(AcpSession(SESSION, str(tmp_path)))
+    session = add_session(ctx, SESSION, str(tmp_path))
     session.closed = True
     assert (await _handle(ctx, _request())).code == -32002
 

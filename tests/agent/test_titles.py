@@ -13,8 +13,8 @@ from muse_acp.agent.titles import (
     display_title,
     title_problem,
 )
-from muse_acp.msp_types import msp
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
+from muse_acp_wire import msp
 
 
 def _row(**members: Any) -> msp.Session:

@@ -7,20 +7,16 @@ from typing import Any, Final
 
 import pytest
 
-from muse_acp.acp_types import SessionUpdate
+from muse_acp.agent.output_cards import BASELINE_OUTPUT, OUTPUT_META_KEY, OutputPolicy
 from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES, OutputBuffer
 from muse_acp.agent.tool_cards import (
     ARGS_LIMIT_BYTES,
-    BASELINE_OUTPUT,
-    OUTPUT_META_KEY,
     CardItem,
-    OutputPolicy,
     output_reference_update,
     tool_call,
     tool_call_update,
 )
-from muse_acp.msp_types import msp
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 
 SESSION: Final = "sess-1"
 ENVELOPE: Final = {"sessionId": "host-sess", "viewCursor": "v:host-sess:7"}
@@ -41,7 +37,7 @@ READABLE: Final = (
 )
 
 
-def _wire(update: SessionUpdate) -> dict[str, Any]:
+def _wire(update: acp.SessionUpdate) -> dict[str, Any]:
     dumped = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
     parsed = acp.SessionNotification.model_validate({"sessionId": SESSION, "update": dumped})
     assert parsed.update.model_dump(mode="json", by_alias=True, exclude_unset=True) == dumped
@@ -484,7 +480,7 @@ def test_no_reference_update_for_baseline_clients_or_items_without_stored_output
     assert output_reference_update(SESSION, _item(WORKFLOW), REFERENCES) is None
 
 
-def test_a_custom_read_method_and_limit_are_advertised() -> None:
-    policy = OutputPolicy(references=True, method="_muse/readOutput", max_length_bytes=4096)
+def test_a_custom_read_limit_is_advertised() -> None:
+    policy = OutputPolicy(references=True, max_length_bytes=4096)
     update = _wire(tool_call(SESSION, _stored(), policy=policy))
     assert update["_meta"][OUTPUT_META_KEY]["maxLengthBytes"] == 4096

@@ -11,11 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from muse_acp.acp_types import SessionUpdate
+from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES
-from muse_acp.agent.translate import OutputPolicy, TurnTranslator
-from muse_acp.msp_types import msp
-from muse_acp_wire import acp
+from muse_acp.agent.translate import TurnTranslator
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
 SESSION: Final = "sess-1"
@@ -26,7 +25,7 @@ MIB: Final = 1024 * 1024
 Event = tuple[str, dict[str, Any]]
 
 
-def _wire(update: SessionUpdate) -> dict[str, Any]:
+def _wire(update: acp.SessionUpdate) -> dict[str, Any]:
     dumped = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
     parsed = acp.SessionNotification.model_validate({"sessionId": SESSION, "update": dumped})
     assert parsed.update.model_dump(mode="json", by_alias=True, exclude_unset=True) == dumped

@@ -6,7 +6,11 @@ import acp
 import anyio
 import pytest
 
-from .harness import WAIT, World, running_agent
+from muse_acp.host.client import open_host
+from muse_acp.ids import new_uuid7
+from muse_acp_wire import msp
+
+from .harness import WAIT, World, failure_of, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -194,3 +198,38 @@ async def test_config_options_answer_the_full_list(world: World) -> None:
     assert raised.value.code == -32602
     [start] = world.host_requests("turn/start")
     assert start["params"]["reasoningEffort"] == "high"
+
+
+async def test_a_session_held_by_another_host_process_fails_before_anything_is_submitted(
+    world: World,
+) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "first words")
+            await agent.conn.close_session(session_id=session)
+        # Another process (another editor window, say) opens the same session in Muse.
+        async with open_host(
+            str(world.muse_bin), cwd=str(world.workspace), env=world.env(), startup_timeout=WAIT
+        ) as holder:
+            with anyio.fail_after(WAIT):
+                await holder.call(
+                    "session/resume",
+                    msp.SessionResumeParams(
+                        command_id=new_uuid7(), session_id=session, exclude_items=True
+                    ),
+                    msp.SessionHistoryResult,
+                )
+                await agent.conn.load_session(
+                    session_id=session, cwd=str(world.workspace), mcp_servers=[]
+                )
+                with pytest.raises(acp.RequestError) as raised:
+                    await agent.prompt(session, "while another process holds it")
+    error = raised.value
+    assert "session/resume" in str(error)
+    assert "session/start" not in str(error)
+    failure = failure_of(error)
+    assert failure["kind"] == "sessionInUse"
+    assert (failure["phase"], failure["execution"]) == ("starting", "notSubmitted")
+    assert failure["retryable"] is True
+    assert len(world.host_requests("turn/start")) == 1

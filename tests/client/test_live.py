@@ -9,7 +9,6 @@ from typing import Any, Final, TypeAlias
 import anyio
 import pytest
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.client import (
     AgentConnection,
     AgentError,
@@ -39,14 +38,14 @@ async def live_agent(setup: LiveSetup, **options: Any) -> AsyncIterator[AgentCon
             yield agent
 
 
-async def collect(updates: AsyncIterator[SessionUpdate]) -> list[SessionUpdate]:
+async def collect(updates: AsyncIterator[acp.SessionUpdate]) -> list[acp.SessionUpdate]:
     return [update async for update in updates]
 
 
 Card: TypeAlias = acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate
 
 
-def tool_cards(updates: list[SessionUpdate]) -> list[Card]:
+def tool_cards(updates: list[acp.SessionUpdate]) -> list[Card]:
     return [update for update in updates if isinstance(update, Card)]
 
 

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.client import AgentExited, connect, message_text
 from muse_acp.rpc import ConnectionClosed
+from muse_acp_wire import acp
 
 from .fake_agent import WAIT
 
@@ -122,6 +122,6 @@ async def test_an_agent_dying_mid_prompt_ends_the_prompt_with_its_status_and_las
     assert caught.value.stderr_lines == ("fatal: the model ran out of memory",)
 
 
-async def collect_text(updates: AsyncIterator[SessionUpdate], into: list[str | None]) -> None:
+async def collect_text(updates: AsyncIterator[acp.SessionUpdate], into: list[str | None]) -> None:
     async for update in updates:
         into.append(message_text(update))

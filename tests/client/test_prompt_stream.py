@@ -7,7 +7,6 @@ import logging
 import anyio
 import pytest
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.client import AgentError, Session, message_text
 from muse_acp.rpc import INTERNAL_ERROR, JsonObject, RpcError
 from muse_acp_wire import acp
@@ -17,7 +16,7 @@ from .fake_agent import WAIT, FakeAgent, fake_client, text_chunk
 pytestmark = pytest.mark.anyio
 
 
-def texts(updates: list[SessionUpdate]) -> list[str | None]:
+def texts(updates: list[acp.SessionUpdate]) -> list[str | None]:
     return [message_text(update) for update in updates]
 
 
@@ -119,7 +118,7 @@ async def test_a_failed_prompt_raises_the_agents_error_after_the_updates_it_sent
         raise RpcError(INTERNAL_ERROR, "the host went away", {"failure": {"kind": "hostExited"}})
 
     agent.prompt_script = script
-    received: list[SessionUpdate] = []
+    received: list[acp.SessionUpdate] = []
 
     async def consume(session: Session) -> None:
         async for update in session.prompt("go"):

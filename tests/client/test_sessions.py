@@ -6,7 +6,6 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.client import AgentError, client_capabilities, extensions, message_text
 from muse_acp.client.connect import connect_streams
 from muse_acp.rpc import (
@@ -90,10 +89,10 @@ async def test_initialize_that_is_never_answered_times_out() -> None:
 async def test_a_new_session_carries_its_modes_and_the_updates_that_follow_its_response() -> None:
     agent = FakeAgent()
     agent.after_new = [COMMANDS, {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}]
-    seen: list[SessionUpdate] = []
+    seen: list[acp.SessionUpdate] = []
     both = anyio.Event()
 
-    def on_update(update: SessionUpdate) -> None:
+    def on_update(update: acp.SessionUpdate) -> None:
         seen.append(update)
         if len(seen) == 2:
             both.set()
@@ -137,7 +136,7 @@ async def test_load_delivers_the_replayed_history_to_an_async_callback_in_order(
     agent.replay = [text_chunk(str(index)) for index in range(20)]
     seen: list[str | None] = []
 
-    async def on_update(update: SessionUpdate) -> None:
+    async def on_update(update: acp.SessionUpdate) -> None:
         await anyio.lowlevel.checkpoint()
         seen.append(message_text(update))
 

@@ -114,7 +114,7 @@ PROMPT_FAULTS: Final = {
     "hang before an approval decision is acknowledged": Fault(
         "hang-ack:approval/decide",
         "deadlineExceeded",
-        "submitting",
+        "answering",
         DEADLINE,
         waits=submit_budget,
         prompt="sim:approve make install",
@@ -125,7 +125,7 @@ PROMPT_FAULTS: Final = {
     "hang before an answer is acknowledged": Fault(
         "hang-ack:userInput/answer",
         "deadlineExceeded",
-        "submitting",
+        "answering",
         DEADLINE,
         waits=submit_budget,
         prompt="sim:ask",
@@ -240,7 +240,7 @@ STEER_FAULTS: Final = {
         "exit:steer", "hostExited", "running", (*EXITED, "injected fault exit:steer")
     ),
     "the host never acknowledges the correction": Fault(
-        "hang-ack:turn/steer", "deadlineExceeded", "submitting", DEADLINE, waits=submit_budget
+        "hang-ack:turn/steer", "deadlineExceeded", "steering", DEADLINE, waits=submit_budget
     ),
 }
 

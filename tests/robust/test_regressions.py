@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from muse_acp.agent.failures import stop_reason
-from muse_acp.agent.lifecycle import check_workspace
 from muse_acp.agent.prompt_params import PROMPT_PARAMS
 from muse_acp.agent.session import SessionRegistry, check_session_id
-from muse_acp.msp_types import msp
+from muse_acp.agent.workspace import check_workspace
 from muse_acp.rpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -27,6 +26,7 @@ from muse_acp.rpc import (
     RpcError,
 )
 from muse_acp.rpc.decoding import MAX_NESTING_DEPTH, RefusedFrame, decode_frame
+from muse_acp_wire import msp
 
 
 def refusal(frame: bytes) -> RefusedFrame:
@@ -81,6 +81,12 @@ REQUEST_HEAD = b'{"jsonrpc":"2.0","id":7,"method":"m","params":'
             b'{"jsonrpc":"2.0","id":9,"result":' + DEEP + b"}", None, False, id="response"
         ),
         pytest.param(nested(100_000), None, True, id="array"),
+        pytest.param(
+            REQUEST_HEAD + b'{"a":' * 1_200_000 + b"0" + b"}" * 1_200_001,
+            7,
+            True,
+            id="beyond-the-scan-budget",
+        ),
     ],
 )
 def test_json_beyond_the_limits_is_refused_with_the_requests_own_id(

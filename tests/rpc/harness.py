@@ -15,6 +15,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 from pydantic import BaseModel, ConfigDict, Field
 
 from muse_acp.rpc import (
+    RESOURCE_NOT_FOUND,
     Connection,
     Endpoint,
     FrameReader,
@@ -48,7 +49,9 @@ class SampleResult(BaseModel):
 class ScriptedHandler:
     """A ``MessageHandler`` whose behaviour for each method is fixed for the tests.
 
-    ``echo`` returns its params, ``slow`` waits for ``release``, ``boom`` fails unexpectedly,
+    ``echo`` returns its params, ``slow`` waits for ``release``, ``winding`` takes its own
+    cancellation over and answers once it has wound down, ``arrival`` returns its frame's
+    position, ``boom`` fails unexpectedly,
     ``refuse`` raises an ``RpcError``, ``model``/``raw``/``none``/``nan`` return those kinds of
     result; anything else is unknown. Notifications are recorded, except ``explode``, which fails.
     """
@@ -68,10 +71,14 @@ class ScriptedHandler:
                 return params
             case "slow":
                 return await self._slow(ctx)
+            case "winding":
+                return await self._winding(ctx)
+            case "arrival":
+                return {"arrival": ctx.arrival}
             case "boom":
                 raise ValueError("disk /secret/path exploded")
             case "refuse":
-                raise RpcError.resource_not_found("no such session", {"sessionId": "s-9"})
+                raise RpcError(RESOURCE_NOT_FOUND, "no such session", {"sessionId": "s-9"})
             case "model":
                 return SampleResult(stop_reason="end_turn")
             case "raw":
@@ -97,6 +104,17 @@ class ScriptedHandler:
             self.slow_cancelled.append(ctx.request_id)
             raise
         return {"released": ctx.request_id}
+
+    async def _winding(self, ctx: RequestContext) -> Result:
+        asked = anyio.Event()
+        ctx.on_cancel(asked.set)
+        self.slow_started.append(ctx.request_id)
+        self.slow_event.set()
+        with anyio.move_on_after(WAIT):
+            await asked.wait()
+        # The task was not cancelled: it winds down in order, then answers itself.
+        self.slow_cancelled.append(ctx.request_id)
+        raise RpcError.request_cancelled()
 
     async def wait_slow_started(self, count: int = 1) -> None:
         with anyio.fail_after(WAIT):

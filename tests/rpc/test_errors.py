@@ -47,9 +47,8 @@ def test_codes_have_their_protocol_values() -> None:
         (RpcError.invalid_params("bad", {"f": 1}), INVALID_PARAMS, {"f": 1}),
         (RpcError.internal_error(), INTERNAL_ERROR, None),
         (RpcError.request_cancelled(), REQUEST_CANCELLED, None),
-        (RpcError.auth_required(), AUTH_REQUIRED, None),
-        (RpcError.resource_not_found("gone", {"id": "s"}), RESOURCE_NOT_FOUND, {"id": "s"}),
-        (ConnectionClosed(), INTERNAL_ERROR, None),
+        (RpcError(AUTH_REQUIRED, "sign in"), AUTH_REQUIRED, None),
+        (RpcError(RESOURCE_NOT_FOUND, "gone", {"id": "s"}), RESOURCE_NOT_FOUND, {"id": "s"}),
     ],
 )
 def test_constructors_set_code_and_data(error: RpcError, code: int, data: JsonValue) -> None:
@@ -78,8 +77,24 @@ def test_a_peer_error_without_message_keeps_its_code() -> None:
 
 
 def test_mapper_passes_rpc_errors_through_unchanged() -> None:
-    error = RpcError.resource_not_found("gone")
+    error = RpcError(RESOURCE_NOT_FOUND, "gone")
     assert error_from_exception(error, method="m") is error
+
+
+def test_a_closed_connection_is_no_peer_error() -> None:
+    # Code that handles a peer's refusal must never catch a peer that simply went away.
+    assert not isinstance(ConnectionClosed(), RpcError)
+
+
+def test_mapper_answers_a_closed_connection_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="muse_acp.rpc"):
+        error = error_from_exception(ConnectionClosed("host gone"), method="session/prompt")
+    assert error.code == INTERNAL_ERROR
+    assert "closed" in error.message
+    assert "session/prompt" in error.message
+    assert "Traceback" not in caplog.text
 
 
 def test_mapper_hides_unexpected_exceptions_and_logs_them(

@@ -53,7 +53,6 @@ def test_the_package_re_exports_what_other_parts_of_muse_acp_use() -> None:
         "RequestRoute",
         "NotificationRoute",
         "call",
-        "send_notification",
         "open_stdio",
         "memory_stream_pair",
         "error_from_exception",

@@ -198,6 +198,29 @@ async def test_cancel_request_answers_the_request_cancelled_exactly_once() -> No
     assert handler.notifications == []
 
 
+async def test_a_handler_that_takes_its_cancellation_over_answers_it_itself() -> None:
+    handler = ScriptedHandler()
+    async with serving(handler) as (_, peer):
+        await peer.send_json({"jsonrpc": "2.0", "id": 6, "method": "winding"})
+        await handler.wait_slow_started()
+        await peer.send_json(
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 6}}
+        )
+        answer = await peer.receive()
+    assert error_code(answer) == REQUEST_CANCELLED
+    assert handler.slow_cancelled == [6]
+
+
+async def test_a_request_knows_its_position_among_every_frame_read() -> None:
+    handler = ScriptedHandler()
+    async with serving(handler) as (_, peer):
+        await peer.send_json({"jsonrpc": "2.0", "method": "note"})
+        await peer.send_line(b"not json")
+        assert error_code(await peer.receive()) == PARSE_ERROR
+        await peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "arrival"})
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 1, "result": {"arrival": 3}}
+
+
 @pytest.mark.parametrize(
     "params", [{"requestId": 99}, {"requestId": "5"}, {"requestId": True}, {}, [5], None]
 )

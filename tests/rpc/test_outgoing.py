@@ -38,7 +38,7 @@ class Outcome:
     async def run(self, conn: Connection, method: str, params: JsonInput = None) -> None:
         try:
             self.result = await conn.request(method, params)
-        except RpcError as exc:
+        except (RpcError, ConnectionClosed) as exc:
             self.error = exc
         finally:
             self.done.set()

@@ -21,7 +21,6 @@ from muse_acp.rpc import (
     Router,
     RpcError,
     call,
-    send_notification,
 )
 
 from .harness import WAIT, SampleResult, connected, serving
@@ -99,7 +98,7 @@ async def test_a_request_reaches_its_handler_as_a_validated_model() -> None:
         assert await peer.receive() == {"jsonrpc": "2.0", "id": 4, "result": {}}
     [(model, ctx)] = recorder.prompts
     assert model == PromptParams(sessionId="s-1", text="hi")
-    assert ctx == RequestContext(request_id=3, method="session/prompt")
+    assert ctx == RequestContext(request_id=3, method="session/prompt", arrival=1)
 
 
 @pytest.mark.parametrize(
@@ -202,10 +201,10 @@ async def test_call_turns_a_malformed_result_into_an_internal_error(
     assert "invalid result for session/prompt" in caplog.text
 
 
-async def test_send_notification_delivers_a_model_to_the_typed_route() -> None:
+async def test_a_notified_model_reaches_the_typed_route() -> None:
     recorder = Recorder()
     async with connected(Router(), recorder.router()) as (client, _):
         with anyio.fail_after(WAIT):
-            await send_notification(client, "session/update", PromptParams(sessionId="z"))
+            await client.notify("session/update", PromptParams(sessionId="z"))
             await call(client, "ping", None, NoParams)
     assert recorder.updates == [PromptParams(sessionId="z")]

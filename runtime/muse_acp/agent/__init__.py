@@ -1,1 +1,11 @@
-"""The ACP agent side of muse-acp: how a Muse host's sessions and turns appear to an ACP client."""
+"""The ACP agent side of muse-acp: how a Muse host's sessions and turns appear to an ACP client.
+
+Modules import downward only (see ``tests/agent/test_structure.py``): pure protocol modules
+(``failures``, ``config_options``, ``permissions``, ``questions``, ``prompt_content``,
+``progress``, ``output_cards``, ``tool_cards``, ``translate``, ``capabilities``, ``titles``,
+``preferences``), then host keeping (``hosts``), then a session's parts (``execution``,
+``steering_queue``, ``work``, ``interactions``, ``turn``), then ``session`` and ``context``,
+then the features and handlers, and ``server`` on top.
+"""
+
+__all__: list[str] = []

@@ -2,34 +2,20 @@
 
 Muse owns its credentials: ``authenticate`` only checks that the chosen method can work in this
 environment (an exported ``META_API_KEY``, or a terminal ``muse login`` the client has run), and
-``logout`` runs Muse's public ``muse logout``, then closes every adapter session and host. An
-exported ``META_API_KEY`` cannot be removed by logging out; callers are told so.
+``logout`` closes every adapter session and host, then runs Muse's public ``muse logout`` (see
+``account``). An exported ``META_API_KEY`` cannot be removed by logging out; callers are told so.
 """
 
 from __future__ import annotations
 
-import logging
-import subprocess
-from typing import TYPE_CHECKING, Final
-
-import anyio
-
-from muse_acp.agent.lifecycle import close_session
-from muse_acp.redact import clip
-from muse_acp.rpc import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RequestContext, RpcError
+from muse_acp.agent.account import API_KEY_VARIABLE, api_key_configured, run_muse_logout
+from muse_acp.agent.context import AgentContext
+from muse_acp.redact import redact
+from muse_acp.rpc import AUTH_REQUIRED, INVALID_PARAMS, RequestContext, RpcError
+from muse_acp.text import clip
 from muse_acp_wire import acp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
-
-logger: Final = logging.getLogger("muse_acp.agent")
-
-API_KEY_VARIABLE: Final = "META_API_KEY"
-LOGOUT_TIMEOUT: Final = 30.0
-
-
-def api_key_configured(ctx: AgentContext) -> bool:
-    return bool(ctx.environ.get(API_KEY_VARIABLE, "").strip())
+__all__ = ["handle_authenticate", "handle_logout"]
 
 
 async def handle_authenticate(
@@ -45,32 +31,10 @@ async def handle_authenticate(
     elif params.method_id != "muse-login":
         raise RpcError(
             INVALID_PARAMS,
-            f"unknown authentication method {clip(params.method_id, 100)!r}; use one from "
+            f"unknown authentication method {redact(clip(params.method_id, 100))!r}; use one from "
             "initialize",
         )
     return acp.AuthenticateResponse()
-
-
-async def run_muse_logout(ctx: AgentContext) -> None:
-    """Run ``muse logout`` and close every session and host of this agent."""
-    for session in ctx.sessions.open_sessions():
-        close_session(session)
-    binary = await ctx.muse()
-    try:
-        with anyio.fail_after(LOGOUT_TIMEOUT):
-            result = await anyio.run_process(
-                [binary.path, "logout"],
-                stdin=subprocess.DEVNULL,
-                env=dict(ctx.environ),
-                check=False,
-            )
-    except TimeoutError:
-        raise RpcError(INTERNAL_ERROR, "`muse logout` did not finish in time") from None
-    if result.returncode != 0:
-        raise RpcError(
-            INTERNAL_ERROR,
-            f"`muse logout` failed with exit code {result.returncode}; sessions were closed",
-        )
 
 
 async def handle_logout(

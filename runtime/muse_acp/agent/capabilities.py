@@ -3,7 +3,10 @@
 Capabilities are advertised honestly: images and embedded context but not audio, sessions that
 can be loaded, listed, resumed, closed and forked, and logout. Muse extensions appear in the
 response ``_meta`` only when the client asked for them in ``clientCapabilities._meta``, and
-stored output only when the configured Muse host is a version verified to serve it.
+stored output only when the configured Muse host is a version verified to serve it. Both
+``_meta`` blocks are read and written through their generated models
+(``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so an opt-in the extension schema refuses
+is refused here too (-32602), and every limit advertised is the schema's own.
 """
 
 from __future__ import annotations
@@ -11,19 +14,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import field_validator
+from annotated_types import Le
+from pydantic import BaseModel, ValidationError, field_validator
 
 from muse_acp import __version__
 from muse_acp.host.versions import supports
+from muse_acp.rpc import INVALID_PARAMS, RpcError, describe_validation_error
 from muse_acp_wire import acp
 
+__all__ = [
+    "MAX_OUTPUT_READ",
+    "PROTOCOL_VERSION",
+    "InitializeParams",
+    "Negotiated",
+    "initialize_response",
+    "negotiate",
+    "schema_maximum",
+]
+
 PROTOCOL_VERSION: Final = 1
-OUTPUT_EXTENSION: Final = "muse/output"
-OUTPUT_METHOD: Final = "_muse/readOutput"
-MAX_OUTPUT_READ: Final = 1048576
-STEERING_EXTENSION: Final = "muse/steering"
-STEERING_METHOD: Final = "_muse/steer"
-COMPATIBLE_STEERING: Final = "steering"
+
+
+def schema_maximum(model: type[BaseModel], member: str) -> int:
+    """The inclusive upper bound the extension schema sets on ``model.member``."""
+    bounds = [m.le for m in model.model_fields[member].metadata if isinstance(m, Le)]
+    if len(bounds) != 1 or not isinstance(bounds[0], int):
+        raise TypeError(f"{model.__name__}.{member} has no single integer maximum")
+    return bounds[0]
+
+
+MAX_OUTPUT_READ: Final = schema_maximum(acp.MuseOutputAdvertisement, "max_length_bytes")
+"""The largest stored-output read, as the extension schema bounds it."""
 
 
 class InitializeParams(acp.InitializeRequest):
@@ -58,22 +79,39 @@ class Negotiated:
         return self.steering or self.compatible_steering
 
 
-def _opted_in(meta: dict[str, Any], key: str) -> bool:
-    value = meta.get(key)
-    return value is True or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
+def _client_meta(capabilities: acp.ClientCapabilities | None) -> acp.MuseClientCapabilitiesMeta:
+    meta: dict[str, Any] = (capabilities.field_meta if capabilities else None) or {}
+    try:
+        # Strict: JSON types as the schema states them, so "1" or true is no version number.
+        return acp.MuseClientCapabilitiesMeta.model_validate(
+            meta, strict=True, by_alias=True, by_name=False
+        )
+    except ValidationError as error:
+        detail = describe_validation_error(error, meta)
+        raise RpcError(
+            INVALID_PARAMS,
+            f"clientCapabilities._meta: {detail}; a Muse extension opt-in is the highest "
+            "extension version the client understands, an integer from 1 to 1024 (steering: "
+            'true or {"supported": true})',
+        ) from None
 
 
 def negotiate(request: acp.InitializeRequest, host_version: str | None) -> Negotiated:
+    """What the client asked for and the agent agrees to.
+
+    Raises:
+        RpcError: INVALID_PARAMS for a Muse opt-in the extension schema refuses.
+    """
     capabilities = request.client_capabilities
-    meta: dict[str, Any] = (capabilities.field_meta if capabilities else None) or {}
-    compatible = meta.get(COMPATIBLE_STEERING)
+    meta = _client_meta(capabilities)
+    compatible = meta.steering
     elicitation = capabilities.elicitation if capabilities else None
     auth = capabilities.auth if capabilities else None
     return Negotiated(
-        output=_opted_in(meta, OUTPUT_EXTENSION) and supports("storedOutput", host_version),
-        steering=_opted_in(meta, STEERING_EXTENSION),
+        output=meta.muse_output is not None and supports("storedOutput", host_version),
+        steering=meta.muse_steering is not None,
         compatible_steering=compatible is True
-        or (isinstance(compatible, dict) and compatible.get("supported") is True),
+        or (isinstance(compatible, acp.SteeringSupport) and compatible.supported),
         elicitation_form=elicitation is not None and elicitation.form is not None,
         terminal_auth=bool(auth and auth.terminal),
     )
@@ -104,17 +142,15 @@ def _auth_methods(negotiated: Negotiated) -> list[Any]:
 
 
 def initialize_response(negotiated: Negotiated) -> acp.InitializeResponse:
-    meta: dict[str, Any] = {}
+    meta = acp.MuseAgentMeta()
     if negotiated.output:
-        meta[OUTPUT_EXTENSION] = {
-            "version": 1,
-            "method": OUTPUT_METHOD,
-            "maxLengthBytes": MAX_OUTPUT_READ,
-        }
+        meta.muse_output = acp.MuseOutputAdvertisement(
+            version=1, method="_muse/readOutput", max_length_bytes=MAX_OUTPUT_READ
+        )
     if negotiated.steering:
-        meta[STEERING_EXTENSION] = {"version": 1, "method": STEERING_METHOD}
+        meta.muse_steering = acp.MuseSteeringAdvertisement(version=1, method="_muse/steer")
     if negotiated.compatible_steering:
-        meta[COMPATIBLE_STEERING] = {"supported": True}
+        meta.steering = acp.SteeringSupport(supported=True)
     response = acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=acp.AgentCapabilities(
@@ -134,6 +170,7 @@ def initialize_response(negotiated: Negotiated) -> acp.InitializeResponse:
         auth_methods=_auth_methods(negotiated),
         agent_info=acp.Implementation(name="muse-acp", title="Muse Code", version=__version__),
     )
-    if meta:
-        response.field_meta = meta
+    advertised = meta.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if advertised:
+        response.field_meta = advertised
     return response

@@ -20,14 +20,15 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 import anyio
 
-from muse_acp.acp_types import ContentBlock, StopReason
+from muse_acp.agent import account
 from muse_acp.agent.config_options import ModelCatalog, config_options
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.hosts import ask
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.skills import (
     MAX_SKILLS_SHOWN,
@@ -38,13 +39,10 @@ from muse_acp.agent.skills import (
     skills_reply,
 )
 from muse_acp.agent.titles import check_user_title
-from muse_acp.msp_types import msp
+from muse_acp.agent.work import SessionWork
 from muse_acp.redact import redact
-from muse_acp.rpc import ConnectionClosed, RpcError
-from muse_acp_wire import acp
-
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
+from muse_acp.rpc import RpcError
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "BUILTINS",
@@ -64,7 +62,9 @@ REASON_LIMIT: Final = 500
 
 _COMMAND_LINE: Final = re.compile(r"/([\w-]+)(?:\s+(.*))?", re.DOTALL)
 
-CommandHandler = Callable[["AgentContext", AcpSession, "str | None"], Awaitable[StopReason]]
+CommandHandler = Callable[
+    [AgentContext, AcpSession, SessionWork, "str | None"], Awaitable[acp.StopReason]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ class CommandInvocation:
             raise ValueError(f"{self.name!r} is not a built-in command")
 
 
-def recognise(prompt: Sequence[ContentBlock]) -> CommandInvocation | None:
+def recognise(prompt: Sequence[acp.ContentBlock]) -> CommandInvocation | None:
     """The built-in command the prompt invokes, or None for an ordinary prompt."""
     first = next((block for block in prompt if isinstance(block, acp.TextContentBlock)), None)
     if first is None:
@@ -108,18 +108,19 @@ def refusal(command: CommandInvocation) -> str | None:
     return None
 
 
-async def run(ctx: AgentContext, session: AcpSession, command: CommandInvocation) -> StopReason:
-    """Run a recognised command on a claimed session; no model turn is ever started."""
+async def run(
+    ctx: AgentContext, session: AcpSession, work: SessionWork, command: CommandInvocation
+) -> acp.StopReason:
+    """Run a recognised command for ``work``; no model turn is ever started."""
     refused = refusal(command)
     if refused is not None:
-        await _reply(ctx, session, refused)
+        await _reply(session, refused)
         return "end_turn"
-    return await BUILTINS[command.name].handler(ctx, session, command.argument)
+    return await BUILTINS[command.name].handler(ctx, session, work, command.argument)
 
 
-async def _reply(ctx: AgentContext, session: AcpSession, text: str) -> None:
-    await ctx.send_update(
-        session,
+async def _reply(session: AcpSession, text: str) -> None:
+    await session.send_update(
         acp.AgentMessageChunkSessionUpdate(
             session_update="agent_message_chunk",
             content=acp.TextContentBlock(type="text", text=text),
@@ -127,18 +128,12 @@ async def _reply(ctx: AgentContext, session: AcpSession, text: str) -> None:
     )
 
 
-async def _interruptible(session: AcpSession, work: Callable[[], Awaitable[T]]) -> T | None:
-    """Run ``work`` where ``session/cancel`` can stop it; None when it was cancelled."""
+async def _interruptible(work: SessionWork, job: Callable[[], Awaitable[T]]) -> T | None:
+    """Run ``job`` where a cancel stops it; None when it was cancelled."""
     outcome: T | None = None
-    with anyio.CancelScope() as scope:
-        session.starting = scope
-        try:
-            outcome = await work()
-        finally:
-            session.starting = None
-    if scope.cancelled_caught or session.cancel_pending:
-        return None
-    return outcome
+    with work.interruptibly():
+        outcome = await job()
+    return None if work.cancel_requested else outcome
 
 
 def _reason(ctx: AgentContext, text: str) -> str:
@@ -147,44 +142,43 @@ def _reason(ctx: AgentContext, text: str) -> str:
 
 async def _refresh_models(ctx: AgentContext, session: AcpSession) -> msp.ModelListResult | str:
     """The host's model list, or why it could not be had."""
-    budget, execution = ctx.config.deadlines.startup, session.host
-    host = None if execution is None else execution.host
+    budget = ctx.config.deadlines.read
     try:
-        with anyio.fail_after(budget):
-            if execution is None or host is None:
-                async with ctx.read_host(session.cwd) as reader:
-                    params = msp.ModelListParams()
-                    return await reader.call("model/list", params, msp.ModelListResult)
+        host = session.execution.host
+        if host is not None:
             # Holding the host keeps its idle timer from closing it under the request.
-            execution.acquire()
-            try:
+            async with session.execution.holding(host):
                 params = msp.ModelListParams(session_id=session.session_id)
-                return await host.call("model/list", params, msp.ModelListResult)
-            finally:
-                execution.release()
-    except TimeoutError:
-        return f"Muse did not list its models within {budget:g} seconds"
-    except ConnectionClosed:
-        return "the Muse host exited before it listed its models"
+                return await ask(
+                    host, "model/list", params, msp.ModelListResult, phase="reading", budget=budget
+                )
+        async with ctx.catalog_host(session.cwd) as reader:
+            return await ask(
+                reader,
+                "model/list",
+                msp.ModelListParams(),
+                msp.ModelListResult,
+                phase="reading",
+                budget=budget,
+            )
     except RpcError as error:
         return _reason(ctx, error.message)
-    except OSError as error:
-        return f"the Muse executable could not be started ({error.strerror or error})"
 
 
-async def _models(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
-    outcome = await _interruptible(session, partial(_refresh_models, ctx, session))
+async def _models(
+    ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
+) -> acp.StopReason:
+    outcome = await _interruptible(work, lambda: _refresh_models(ctx, session))
     if outcome is None:
         return "cancelled"
     if isinstance(outcome, str):
-        await _reply(ctx, session, f"The model menu was not refreshed and is unchanged: {outcome}.")
+        await _reply(session, f"The model menu was not refreshed and is unchanged: {outcome}.")
         return "end_turn"
     before = config_options(session.settings, ctx.catalog)
     ctx.catalog = ModelCatalog.from_result(outcome)
     after = config_options(session.settings, ctx.catalog)
     if after != before:
-        await ctx.send_update(
-            session,
+        await session.send_update(
             acp.ConfigOptionUpdateSessionUpdate(
                 session_update="config_option_update", config_options=after
             ),
@@ -195,54 +189,56 @@ async def _models(ctx: AgentContext, session: AcpSession, _: str | None) -> Stop
     else:
         plural = "model" if count == 1 else "models"
         text = f"Model menu refreshed: Muse lists {count} {plural}. Pick one in the Model setting."
-    await _reply(ctx, session, text)
+    await _reply(session, text)
     return "end_turn"
 
 
-async def _skills(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
+async def _skills(
+    ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
+) -> acp.StopReason:
     async def listing() -> str:
         try:
-            return skills_reply(await list_skills(ctx, session.cwd))
+            return skills_reply(await list_skills(ctx.hosting, session.cwd))
         except SkillsUnavailable as error:
             return f"Muse's skills could not be listed: {error}."
 
-    text = await _interruptible(session, listing)
+    text = await _interruptible(work, listing)
     if text is None:
         return "cancelled"
-    await _reply(ctx, session, text)
+    await _reply(session, text)
     return "end_turn"
 
 
-async def _rename(ctx: AgentContext, session: AcpSession, argument: str | None) -> StopReason:
+async def _rename(
+    ctx: AgentContext, session: AcpSession, _work: SessionWork, argument: str | None
+) -> acp.StopReason:
     title = check_user_title(argument)
     # The write ends with fsync, which must not stall every other session's traffic.
     saved = await anyio.to_thread.run_sync(
         ctx.preferences.save_user_title, session.session_id, title
     )
     session.user_title = saved.user_title
-    await ctx.send_update(
-        session,
+    await session.send_update(
         acp.SessionInfoUpdateSessionUpdate(
             session_update="session_info_update", title=title, updated_at=saved.title_updated_at
         ),
     )
     note = "muse-acp keeps this title itself; Muse's own session records are unchanged."
-    await _reply(ctx, session, f"This session is now titled: {title}\n{note}")
+    await _reply(session, f"This session is now titled: {title}\n{note}")
     return "end_turn"
 
 
-async def _logout(ctx: AgentContext, session: AcpSession, _: str | None) -> StopReason:
-    # Imported here because auth imports lifecycle, which imports this module.
-    from muse_acp.agent import auth
-
+async def _logout(
+    ctx: AgentContext, session: AcpSession, _work: SessionWork, _: str | None
+) -> acp.StopReason:
     try:
-        await auth.run_muse_logout(ctx)
+        await account.run_muse_logout(ctx)
         lines = ["Signed out: `muse logout` removed Muse's stored credentials."]
     except (RpcError, OSError) as error:
         detail = _reason(ctx, error.message if isinstance(error, RpcError) else str(error))
         lines = [f"`muse logout` did not complete ({detail}); stored credentials may remain."]
-    key = auth.API_KEY_VARIABLE
-    if auth.api_key_configured(ctx):
+    key = account.API_KEY_VARIABLE
+    if account.api_key_configured(ctx):
         lines.append(
             f"{key} is still exported in the environment muse-acp runs in, so Muse can keep "
             "using it; unset it and restart the agent to sign out completely."
@@ -250,7 +246,7 @@ async def _logout(ctx: AgentContext, session: AcpSession, _: str | None) -> Stop
     else:
         lines.append(f"No {key} is exported to muse-acp.")
     lines.append("Every muse-acp session, this one included, was closed; start or load one.")
-    await _reply(ctx, session, "\n".join(lines))
+    await _reply(session, "\n".join(lines))
     return "end_turn"
 
 
@@ -309,14 +305,13 @@ def available_commands(skills: Sequence[Skill]) -> list[acp.AvailableCommand]:
 async def advertise(ctx: AgentContext, session: AcpSession) -> None:
     """Send the session's ``available_commands_update``; skills are added when Muse lists them."""
     try:
-        skills = await list_skills(ctx, session.cwd)
+        skills = await list_skills(ctx.hosting, session.cwd)
     except SkillsUnavailable as error:
         logger.info("advertising built-in commands only: %s", error)
         skills = ()
     if session.closed:
         return
-    await ctx.send_update(
-        session,
+    await session.send_update(
         acp.AvailableCommandsUpdateSessionUpdate(
             session_update="available_commands_update",
             available_commands=available_commands(skills),

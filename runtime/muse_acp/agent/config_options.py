@@ -16,10 +16,9 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 
-from muse_acp.msp_types import msp
-from muse_acp.redact import clip
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
-from muse_acp_wire import acp
+from muse_acp.text import quoted
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "DEFAULT_VALUE",
@@ -32,7 +31,6 @@ __all__ = [
     "SessionSettings",
     "apply_config_option",
     "apply_mode",
-    "automatic_policy",
     "config_options",
     "host_flags",
     "session_modes",
@@ -280,7 +278,7 @@ def session_modes(settings: SessionSettings) -> acp.SessionModeState:
 
 
 def _shown(value: str) -> str:
-    return repr(clip(value, _VALUE_SHOWN))
+    return quoted(value, _VALUE_SHOWN)
 
 
 def apply_mode(settings: SessionSettings, mode_id: str) -> SessionSettings:
@@ -365,22 +363,14 @@ def host_flags(settings: SessionSettings) -> tuple[str, ...]:
     return MODES[settings.mode_id].host_flags
 
 
-def automatic_policy(settings: SessionSettings) -> Literal["approve", "reject"] | None:
-    """How the adapter answers approvals itself in this mode, or None to ask the client."""
-    return MODES[settings.mode_id].automatic
+_HOST_EFFORTS: Final = frozenset(get_args(msp.ReasoningEffort))
 
 
-ReasoningEffort: TypeAlias = Literal[
-    "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"
-]
-_HOST_EFFORTS: Final = frozenset(get_args(ReasoningEffort))
-
-
-def _is_host_effort(value: str) -> TypeGuard[ReasoningEffort]:
+def _is_host_effort(value: str) -> TypeGuard[msp.ReasoningEffort]:
     return value in _HOST_EFFORTS
 
 
-def turn_effort(settings: SessionSettings) -> ReasoningEffort | None:
+def turn_effort(settings: SessionSettings) -> msp.ReasoningEffort | None:
     """The ``reasoningEffort`` to send with ``turn/start``, or None to send none."""
     effort = settings.effort
     return effort if effort is not None and _is_host_effort(effort) else None

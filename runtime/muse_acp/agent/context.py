@@ -1,33 +1,39 @@
 """The state one agent connection shares between its handlers.
 
 There is one ``AgentContext`` per ACP connection: the configuration, the ACP connection itself
-(for updates and requests to the client), the agent-wide task group that owns long-lived hosts,
-what ``initialize`` negotiated, the session registry, and the probed Muse executable.
+(for updates and requests to the client), what ``initialize`` negotiated, the session registry,
+the adapter's own preference store, the model catalog last read from Muse, how hosts are started
+(``hosting``) and the agent's catalog host: a lease-free host kept for listing and reading
+sessions, so that paging through ``session/list`` or loading several sessions does not start a
+process per request. Work that leaves a session held by the host it ran on (a fork) gets a
+one-off host instead, which the new session's execution host waits to see gone. Per-session
+state lives in each ``AcpSession``, never here.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Final
 
-import anyio
 from anyio.abc import TaskGroup
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.agent.capabilities import Negotiated
-from muse_acp.agent.config_options import ModelCatalog
+from muse_acp.agent.config_options import ModelCatalog, SessionSettings
+from muse_acp.agent.hosts import Hosting, HostKeeper
 from muse_acp.agent.preferences import PreferenceStore
 from muse_acp.agent.session import AcpSession, SessionRegistry
+from muse_acp.agent.turn import TurnOptions
 from muse_acp.config import AdapterConfig
-from muse_acp.host.binary import MuseBinary, probe, resolve_binary
-from muse_acp.host.client import MspHost, open_host
+from muse_acp.host.client import MspHost
 from muse_acp.rpc import Connection
-from muse_acp_wire import acp
 
-logger: Final = logging.getLogger("muse_acp.agent")
+__all__ = ["CATALOG_HOST_IDLE", "AgentContext"]
+
+CATALOG_HOST_IDLE: Final = 30.0
+"""Seconds the catalog host stays up after its last use (less when the configured idle
+period is shorter)."""
 
 
 class AgentContext:
@@ -40,14 +46,15 @@ class AgentContext:
         self.sessions = SessionRegistry()
         self.catalog: ModelCatalog | None = None
         self.preferences = PreferenceStore(config.data_dir)
+        self.hosting = Hosting(config, self.environ)
+        idle = min(CATALOG_HOST_IDLE, config.deadlines.idle)
+        self._catalog_host = HostKeeper("catalog host", self.hosting, idle=idle)
+        self._catalog_cwd: str | None = None
         self._acp: Connection | None = None
-        self._tasks: TaskGroup | None = None
-        self._binary: MuseBinary | None = None
-        self._binary_lock = anyio.Lock()
 
     def attach(self, connection: Connection, tasks: TaskGroup) -> None:
         self._acp = connection
-        self._tasks = tasks
+        self.hosting.attach(tasks)
 
     @property
     def acp(self) -> Connection:
@@ -55,49 +62,65 @@ class AgentContext:
         return self._acp
 
     @property
-    def tasks(self) -> TaskGroup:
-        assert self._tasks is not None, "the agent connection is not running"
-        return self._tasks
+    def turn_options(self) -> TurnOptions:
+        return TurnOptions(
+            deadlines=self.config.deadlines,
+            forms=self.negotiated.elicitation_form,
+            announce_active_turn=self.negotiated.any_steering,
+        )
 
-    async def muse(self) -> MuseBinary:
-        """The configured Muse executable, resolved and probed once per agent.
-
-        Raises:
-            HostUnavailable: it is missing or cannot run ``serve``.
-        """
-        async with self._binary_lock:
-            if self._binary is None:
-                binary = await probe(resolve_binary(self.config.muse_bin))
-                binary.require_serve()
-                self._binary = binary
-            return self._binary
-
-    async def send_update(self, session: AcpSession, update: SessionUpdate) -> None:
-        """Send one ``session/update`` to the client.
-
-        A title in a ``session_info_update`` is replaced by the session's user title when it
-        has one, so no host-reported title can override what the user chose.
-        """
-        if (
-            isinstance(update, acp.SessionInfoUpdateSessionUpdate)
-            and session.user_title is not None
-            and "title" in update.model_fields_set
-            and update.title != session.user_title
-        ):
-            update = update.model_copy(update={"title": session.user_title})
-        await self.acp.notify(
-            "session/update",
-            acp.SessionNotification(session_id=session.session_id, update=update),
+    def new_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        settings: SessionSettings | None = None,
+        on_host: bool = False,
+        host_title: str | None = None,
+        user_title: str | None = None,
+        after: HostKeeper | None = None,
+    ) -> AcpSession:
+        """Register a session, in place of any earlier one of the same id (which is closed).
+        Its execution host starts only once the earlier session's is gone, or ``after``'s."""
+        previous = self.sessions.get(session_id)
+        if previous is not None:
+            previous.close()
+            after = previous.execution.keeper
+        return self.sessions.add(
+            AcpSession(
+                session_id,
+                cwd,
+                client=self.acp,
+                hosting=self.hosting,
+                settings=settings or SessionSettings(),
+                on_host=on_host,
+                host_title=host_title,
+                user_title=user_title,
+                after=after,
+            )
         )
 
     @asynccontextmanager
-    async def read_host(self, cwd: str) -> AsyncIterator[MspHost]:
-        """A short-lived read-only host (no lease, no flags) for lists, loads and reads."""
-        binary = await self.muse()
-        async with open_host(
-            binary.path,
-            cwd=cwd,
-            env=self.environ,
-            startup_timeout=self.config.deadlines.startup,
+    async def catalog_host(self, cwd: str) -> AsyncIterator[MspHost]:
+        """The kept lease-free host for lists and loads, with the read budget over the block
+        (see ``HostKeeper.reading``)."""
+        # The host's directory matters to no read it serves; the first caller's will do.
+        self._catalog_cwd = self._catalog_cwd or cwd
+        async with self._catalog_host.reading(
+            self._catalog_cwd, self.config.deadlines.read
         ) as host:
             yield host
+
+    @asynccontextmanager
+    async def one_off_host(self, cwd: str) -> AsyncIterator[tuple[MspHost, HostKeeper]]:
+        """A host of its own for work that leaves a session on the host it ran on (a fork):
+        it is closed after the block, and its keeper says when it is gone."""
+        keeper = HostKeeper("one-off host", self.hosting, idle=self.config.deadlines.read)
+        try:
+            async with keeper.reading(cwd, self.config.deadlines.read) as host:
+                yield host, keeper
+        finally:
+            keeper.close()
+
+    def close_catalog_host(self) -> None:
+        self._catalog_host.close()

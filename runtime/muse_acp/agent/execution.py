@@ -1,131 +1,137 @@
-"""The execution host of one ACP session: a ``muse serve`` process that runs its turns.
+"""The execution host of one ACP session: the ``muse serve`` process that runs its turns.
 
-It is started at the session's first prompt, reused by later prompts, and closed when it has
-been idle for the configured period, when the session closes, when a mode change needs other
-host flags, or when a turn leaves it in an unknown state (a cancel the host never settled).
-Attaching resumes a session Muse already knows and starts a new one otherwise; the session id
-the adapter minted becomes Muse's own. A host that dies is noticed by the running turn (which
-fails with a clear error) and replaced at the next prompt.
+Contract: ``ready()`` returns a host serving the session with the flags of its current mode and
+with its chosen model applied, starting one when there is none (or the flags changed) and
+reusing it otherwise. Starting attaches the session: ``session/resume`` when Muse already has
+it, ``session/start`` (under the id the adapter minted, which becomes Muse's own) otherwise.
+The host is kept by a ``HostKeeper``: it closes after the configured idle period, when the
+session closes, when a mode change needs other flags, or when a turn leaves it in an unknown
+state (``close``); a successor never starts before its predecessor was reaped, so the two never
+race for Muse's session lease. Every failure is an ACP failure of the ``starting`` (process,
+handshake, attach) or ``preparing`` (model) phase, nothing having been submitted.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final, Protocol
 
-import anyio
-from anyio.abc import TaskStatus
-
-from muse_acp.agent.config_options import host_flags
-from muse_acp.host.client import HostEnded, MspHost, open_host
+from muse_acp.agent import failures
+from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
+from muse_acp.agent.hosts import Hosting, HostKeeper, ask
+from muse_acp.host.bindings import error_kind
+from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
-from muse_acp.msp_types import msp
-from muse_acp.rpc import ConnectionClosed, RpcError
-from muse_acp.tasks import wait_first
+from muse_acp.rpc import RpcError
+from muse_acp_wire import msp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
-    from muse_acp.agent.session import AcpSession
+__all__ = ["ExecutionHost", "HostedSession"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
-SESSION_NOT_FOUND: Final = -32020
+
+class HostedSession(Protocol):
+    """What the execution host needs of its session (``session.AcpSession`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def settings(self) -> SessionSettings: ...
+
+    on_host: bool
+    """Muse already has the session (resume it) rather than not yet (start it)."""
+
+
+class _NotOnHost(RpcError):
+    """``session/resume`` found no such session: it must be started instead."""
 
 
 class ExecutionHost:
     """The host process serving one session's turns (see the module contract)."""
 
-    def __init__(self, ctx: AgentContext, session: AcpSession) -> None:
-        self._ctx = ctx
+    def __init__(
+        self, session: HostedSession, hosting: Hosting, after: HostKeeper | None = None
+    ) -> None:
         self._session = session
-        self._host: MspHost | None = None
+        self._hosting = hosting
+        self.keeper: HostKeeper = HostKeeper(
+            f"execution host of {session.session_id}",
+            hosting,
+            idle=hosting.config.deadlines.idle,
+            after=after,
+        )
         self._flags: tuple[str, ...] = ()
-        self._stop = anyio.Event()
-        self._activity = anyio.Event()
-        self._in_use = 0
-        self._model_applied: object = None
+        self._model_applied: ModelChoice | None = None
 
     @property
     def host(self) -> MspHost | None:
-        host = self._host
-        return host if host is not None and not host.dead.is_set() else None
+        """The running host, if there is one."""
+        return self.keeper.host
 
-    def usable_for(self, flags: tuple[str, ...]) -> bool:
-        return self.host is not None and not self._stop.is_set() and flags == self._flags
-
-    async def _serve(self, flags: tuple[str, ...], *, task_status: TaskStatus[MspHost]) -> None:
-        binary = await self._ctx.muse()
-        binary.require_flags(flags)
-        started = False
-        try:
-            async with open_host(
-                binary.path,
-                cwd=self._session.cwd,
-                flags=flags,
-                env=self._ctx.environ,
-                startup_timeout=self._ctx.config.deadlines.startup,
-            ) as host:
-                self._host = host
-                task_status.started(host)
-                started = True
-                await self._keep_alive(host)
-        except Exception:
-            # Before it started, the error belongs to start(); afterwards it must not take
-            # the whole agent down with it.
-            if not started:
-                raise
-            logger.exception("execution host of session %s ended", self._session.session_id)
-        finally:
-            self._host = None
-
-    async def _keep_alive(self, host: MspHost) -> None:
-        idle = self._ctx.config.deadlines.idle
-        while not self._stop.is_set() and not host.dead.is_set():
-            with anyio.move_on_after(idle) as waited:
-                await wait_first(self._activity, self._stop, host.dead)
-            self._activity = anyio.Event()
-            if waited.cancelled_caught and self._in_use == 0:
-                logger.debug("closing idle host for session %s", self._session.session_id)
-                return
-
-    async def start(self) -> MspHost:
-        """Start the process and attach the session (resume or start); runs at most once.
+    async def ready(self) -> MspHost:
+        """A host for the session's next turn (see the module contract).
 
         Raises:
-            TimeoutError, ConnectionClosed, RpcError, HostUnavailable: see ``open_host``;
-                a host that ends while the session is attached is ``HostEnded`` too.
+            RpcError: an ACP failure of the ``starting`` or ``preparing`` phase.
         """
-        self._flags = host_flags(self._session.settings)
-        host: MspHost = await self._ctx.tasks.start(self._serve, self._flags)
+        flags = host_flags(self._session.settings)
+        host = self.keeper.host
+        if host is None or flags != self._flags:
+            host = await self._start(flags)
+        await self._apply_model(host)
+        return host
+
+    @asynccontextmanager
+    async def holding(self, host: MspHost) -> AsyncIterator[MspHost]:
+        """Keep ``host`` from idling out while the block uses it."""
+        async with self.keeper.holding(host):
+            yield host
+
+    def close(self) -> None:
+        """Stop the host (if any); it is reaped in the background."""
+        self.keeper.close()
+
+    async def wait_gone(self) -> None:
+        await self.keeper.wait_gone()
+
+    async def _start(self, flags: tuple[str, ...]) -> MspHost:
+        self._flags, self._model_applied = flags, None
+        host = await self.keeper.start(self._session.cwd, flags)
         try:
-            with anyio.fail_after(self._ctx.config.deadlines.startup):
-                await self._attach(host)
-        except ConnectionClosed:
-            self.close()
-            # Attaching is still startup; the error needs the exit status and last words.
-            await host.process.settle()
-            raise HostEnded(*host.exit_summary()) from None
+            await self._attach(host)
         except BaseException:
-            self.close()
+            self.keeper.close()
             raise
         return host
 
     async def _attach(self, host: MspHost) -> None:
         session = self._session
+        budget = self._hosting.config.deadlines.startup
         if session.on_host:
+            params = msp.SessionResumeParams(
+                command_id=new_uuid7(), session_id=session.session_id, exclude_items=True
+            )
             try:
-                await host.call(
+                await ask(
+                    host,
                     "session/resume",
-                    msp.SessionResumeParams(
-                        command_id=new_uuid7(), session_id=session.session_id, exclude_items=True
-                    ),
+                    params,
                     msp.SessionHistoryResult,
+                    phase="starting",
+                    budget=budget,
+                    refusal=lambda error: self._refusal("session/resume", error, host),
                 )
                 return
-            except RpcError as error:
-                if error.code != SESSION_NOT_FOUND:
-                    raise
-        await host.call(
+            except _NotOnHost:
+                logger.info("Muse has no session %s yet; starting it", session.session_id)
+        await ask(
+            host,
             "session/start",
             msp.SessionStartParams(
                 command_id=new_uuid7(),
@@ -133,37 +139,35 @@ class ExecutionHost:
                 workspace_root=session.cwd,
             ),
             msp.SessionStartResult,
+            phase="starting",
+            budget=budget,
+            refusal=lambda error: self._refusal("session/start", error, host),
         )
         session.on_host = True
 
-    async def apply_model(self, host: MspHost) -> None:
+    def _refusal(self, method: str, error: RpcError, host: MspHost) -> RpcError | None:
+        kind = error_kind(error, host.bindings)
+        if kind == "sessionNotFound" and method == "session/resume":
+            return _NotOnHost(error.code, error.message, error.data)
+        if kind == "sessionInUse":
+            return failures.session_in_use(method, self._session.session_id)
+        return None
+
+    async def _apply_model(self, host: MspHost) -> None:
         """Ask Muse for the session's chosen model when it changed since the last turn."""
         choice = self._session.settings.model
         if choice is None or choice == self._model_applied:
             return
-        with anyio.fail_after(self._ctx.config.deadlines.submit):
-            await host.call(
-                "session/setModel",
-                msp.SessionSetModelParams(
-                    command_id=new_uuid7(),
-                    session_id=self._session.session_id,
-                    model=msp.ModelSelection(
-                        model_id=choice.model_id, provider_id=choice.provider_id
-                    ),
-                ),
-                msp.CommandAck,
-            )
+        await ask(
+            host,
+            "session/setModel",
+            msp.SessionSetModelParams(
+                command_id=new_uuid7(),
+                session_id=self._session.session_id,
+                model=msp.ModelSelection(model_id=choice.model_id, provider_id=choice.provider_id),
+            ),
+            msp.CommandAck,
+            phase="preparing",
+            budget=self._hosting.config.deadlines.submit,
+        )
         self._model_applied = choice
-
-    def acquire(self) -> None:
-        self._in_use += 1
-        self._activity.set()
-
-    def release(self) -> None:
-        self._in_use = max(0, self._in_use - 1)
-        self._activity.set()
-
-    def close(self) -> None:
-        """Ask the host to stop; the process is closed and reaped in the background."""
-        self._stop.set()
-        self._activity.set()

@@ -1,12 +1,13 @@
 """The one place that turns a failed or interrupted turn into an ACP stop reason or error.
 
 Contract: a turn either ends with a ``StopReason`` or fails with an ``RpcError`` whose ``data``
-is ``{"failure": {...}}`` as built by ``Failure.data``: ``kind`` (the host's error kind, or one
-of the adapter's kinds below), ``source`` (who failed: ``provider``, ``host``, ``adapter`` or
-``client``), ``retryable`` (sending the prompt again may succeed without other changes),
-``phase`` (what the adapter was doing) and, where it applies, ``execution`` (whether a model
-turn may have been submitted to Muse). Every message, and the kind, is passed through ``redact``
-and bounded, so host text never carries a secret onto the wire. All functions here are pure.
+is an ``acp.MuseFailureData`` (the extension schema's ``{"failure": {...}}``): ``kind`` (the
+host's error kind, or one of the adapter's kinds below), ``source`` (who failed: ``provider``,
+``host``, ``adapter`` or ``client``), ``retryable`` (sending the request again may succeed
+without other changes), ``phase`` (what the adapter was doing) and ``execution`` (whether a
+model turn may have been handed to Muse; it follows from the phase). Every message, and the
+kind, is passed through ``redact`` and bounded, so host text never carries a secret onto the
+wire. All functions here are pure.
 """
 
 from __future__ import annotations
@@ -15,31 +16,33 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-from muse_acp.acp_types import StopReason
-from muse_acp.msp_types import msp
-from muse_acp.redact import clip, redact
+from muse_acp.host.bindings import error_kind
+from muse_acp.redact import redact
 from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, RpcError
 from muse_acp.rpc.jsonvalue import JsonObject
+from muse_acp.text import clip
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "Execution",
     "Failure",
     "FailureSource",
+    "HostRefusal",
     "Phase",
     "automatic_unavailable",
+    "client_answer_failed",
     "deadline_exceeded",
     "host_exited",
     "host_rejected",
-    "permission_failed",
+    "session_in_use",
     "stop_reason",
+    "too_many_early_events",
     "user_input_unsupported",
 ]
 
-Phase: TypeAlias = Literal[
-    "starting", "handshake", "preparing", "submitting", "running", "cancelling", "reading"
-]
-FailureSource: TypeAlias = Literal["provider", "host", "adapter", "client"]
-Execution: TypeAlias = Literal["notSubmitted", "possiblySubmitted"]
+Phase: TypeAlias = acp.MuseFailurePhase
+FailureSource: TypeAlias = acp.MuseFailureSource
+Execution: TypeAlias = acp.MuseExecution
 
 HOST_TEXT_LIMIT: Final = 1000
 """Longest piece of host-written text (an error message) quoted in a failure message."""
@@ -57,27 +60,33 @@ class Failure:
     source: FailureSource
     retryable: bool
     phase: Phase
-    execution: Execution | None = None
+
+    @property
+    def execution(self) -> Execution:
+        return "notSubmitted" if self.phase in _BEFORE_SUBMISSION else "possiblySubmitted"
 
     def data(self) -> JsonObject:
-        """Return ``{"failure": {...}}``; ``execution`` appears only when it is known."""
-        failure: JsonObject = {
-            # The host names the kind, so it is host text like any message: redacted, bounded.
-            "kind": redact(self.kind, limit=KIND_LIMIT),
-            "source": self.source,
-            "retryable": self.retryable,
-            "phase": self.phase,
-        }
-        if self.execution is not None:
-            failure["execution"] = self.execution
-        return {"failure": failure}
+        """Return ``{"failure": {...}}`` as the extension schema's ``MuseFailureData``."""
+        data = acp.MuseFailureData(
+            failure=acp.MuseFailure(
+                # The host names the kind, so it is host text like any message: redacted,
+                # bounded.
+                kind=redact(self.kind, limit=KIND_LIMIT) or "unspecified",
+                source=self.source,
+                retryable=self.retryable,
+                phase=self.phase,
+                execution=self.execution,
+            )
+        )
+        dumped: JsonObject = data.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return dumped
 
     def error(self, message: str, code: int = INTERNAL_ERROR) -> RpcError:
         """Return the ``RpcError`` for this failure with ``message`` redacted."""
         return RpcError(code, redact(message), self.data())
 
 
-_COMPLETED_STOP_REASONS: Final[MappingProxyType[str, StopReason]] = MappingProxyType(
+_COMPLETED_STOP_REASONS: Final[MappingProxyType[str, acp.StopReason]] = MappingProxyType(
     {"completed": "end_turn", "cancelled": "cancelled", "interrupted": "cancelled"}
 )
 
@@ -108,6 +117,8 @@ _PHASE_WORDS: Final[MappingProxyType[Phase, str]] = MappingProxyType(
         "preparing": "preparing the Muse session",
         "submitting": "submitting the turn to Muse",
         "running": "running the turn",
+        "answering": "handing your answer to the running turn",
+        "steering": "handing a correction to the running turn",
         "cancelling": "cancelling the turn",
         "reading": "reading the session from Muse",
     }
@@ -118,16 +129,12 @@ _BEFORE_SUBMISSION: Final[frozenset[Phase]] = frozenset(
 )
 
 
-def _execution_in(phase: Phase) -> Execution:
-    return "notSubmitted" if phase in _BEFORE_SUBMISSION else "possiblySubmitted"
-
-
 def _sentence(text: str, limit: int = HOST_TEXT_LIMIT) -> str:
     text = clip(text.strip(), limit)
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
-def stop_reason(params: msp.TurnCompletedParams) -> StopReason | RpcError:
+def stop_reason(params: msp.TurnCompletedParams) -> acp.StopReason | RpcError:
     """Map the host's ``turn/completed`` to the prompt's stop reason, or to the turn's error.
 
     A step-limit failure is a normal stop (``max_turn_requests``); other failures are errors
@@ -157,16 +164,10 @@ def stop_reason(params: msp.TurnCompletedParams) -> StopReason | RpcError:
     return failure.error(f"Muse could not finish the turn: {_sentence(detail)} {hint}", code)
 
 
-def deadline_exceeded(phase: Phase, seconds: float, submitted: bool) -> RpcError:
+def deadline_exceeded(phase: Phase, seconds: float) -> RpcError:
     """The adapter stopped waiting for the host in ``phase`` after ``seconds``."""
-    failure = Failure(
-        "deadlineExceeded",
-        "adapter",
-        retryable=True,
-        phase=phase,
-        execution="possiblySubmitted" if submitted else "notSubmitted",
-    )
-    if submitted:
+    failure = Failure("deadlineExceeded", "adapter", retryable=True, phase=phase)
+    if failure.execution == "possiblySubmitted":
         consequence = (
             "A model turn may already have been submitted and may still run in Muse; look at "
             "the session's history before sending the prompt again."
@@ -194,9 +195,7 @@ def host_exited(phase: Phase, exit_code: int | None, stderr_tail: str) -> RpcErr
     that dies usually states why on its final line, and the user needs that reason to recover,
     while the rest of stderr may hold workspace content and belongs in the adapter's log only.
     """
-    failure = Failure(
-        "hostExited", "host", retryable=True, phase=phase, execution=_execution_in(phase)
-    )
+    failure = Failure("hostExited", "host", retryable=True, phase=phase)
     status = "without an exit status" if exit_code is None else f"with exit code {exit_code}"
     message = f"The Muse host exited {status} while {_PHASE_WORDS[phase]}."
     line = _last_line(stderr_tail)
@@ -208,14 +207,35 @@ def host_exited(phase: Phase, exit_code: int | None, stderr_tail: str) -> RpcErr
     return failure.error(message)
 
 
-def host_rejected(method: str, code: int, message: str, *, phase: Phase = "running") -> RpcError:
+class HostRefusal(RpcError):
+    """The ACP failure for a request the host refused, keeping the host's own error kind."""
+
+    def __init__(self, failure: RpcError, host_kind: str | None) -> None:
+        super().__init__(failure.code, failure.message, failure.data)
+        self.host_kind = host_kind
+
+
+def host_rejected(method: str, error: RpcError, phase: Phase) -> HostRefusal:
     """The host answered the adapter's ``method`` request with an MSP error."""
-    failure = Failure(
-        "hostRejected", "host", retryable=False, phase=phase, execution=_execution_in(phase)
+    failure = Failure("hostRejected", "host", retryable=False, phase=phase)
+    detail = _sentence(error.message) if error.message.strip() else "It gave no reason."
+    return HostRefusal(
+        failure.error(
+            f"Muse refused the {clip(method, 100)} request (MSP error {error.code}): {detail} "
+            f"{_INSPECT_HINT}"
+        ),
+        error_kind(error),
     )
-    detail = _sentence(message) if message.strip() else "It gave no reason."
+
+
+def session_in_use(method: str, session_id: str) -> RpcError:
+    """Another Muse host process holds the session's lease (MSP ``sessionInUse``)."""
+    failure = Failure("sessionInUse", "host", retryable=True, phase="starting")
     return failure.error(
-        f"Muse refused the {clip(method, 100)} request (MSP error {code}): {detail} {_INSPECT_HINT}"
+        f"Muse could not open session {clip(session_id, 100)}: another Muse host process holds "
+        f"it (MSP sessionInUse, answering {method}). Nothing was submitted. Close the session "
+        "where it is open (another editor window, muse-acp or `muse` process), then send the "
+        "prompt again."
     )
 
 
@@ -234,7 +254,6 @@ def automatic_unavailable(policy: Literal["approve", "reject"]) -> RpcError:
         "adapter",
         retryable=False,
         phase="running",
-        execution="possiblySubmitted",
     )
     return failure.error(
         f"This session's mode answers approvals automatically ({verb}), but Muse offered no "
@@ -250,7 +269,6 @@ def user_input_unsupported() -> RpcError:
         "client",
         retryable=False,
         phase="running",
-        execution="possiblySubmitted",
     )
     return failure.error(
         "Muse asked a question that needs an answer, but this ACP client did not advertise "
@@ -259,16 +277,33 @@ def user_input_unsupported() -> RpcError:
     )
 
 
-def permission_failed(reason: str) -> RpcError:
-    """The client's answer to a permission request could not be used; ``reason`` says why."""
-    failure = Failure(
-        "permissionFailed",
-        "client",
-        retryable=True,
-        phase="running",
-        execution="possiblySubmitted",
+_ASKED_WORDS: Final[MappingProxyType[Literal["permission", "question"], str]] = MappingProxyType(
+    {
+        "permission": "No permission decision could be obtained from the client",
+        "question": "No usable answer to Muse's question could be obtained from the client",
+    }
+)
+
+
+def client_answer_failed(asked: Literal["permission", "question"], reason: str) -> RpcError:
+    """The client's answer to a permission request or a question could not be used."""
+    kind = "permissionFailed" if asked == "permission" else "questionFailed"
+    failure = Failure(kind, "client", retryable=True, phase="running")
+    outcome = (
+        "The turn was stopped without granting permission"
+        if asked == "permission"
+        else "The question was withdrawn from Muse and the turn was stopped"
     )
     return failure.error(
-        f"No permission decision could be obtained from the client: {_sentence(reason)} The "
-        "turn was stopped without granting permission; send the prompt again to retry."
+        f"{_ASKED_WORDS[asked]}: {_sentence(reason)} {outcome}; send the prompt again to retry."
+    )
+
+
+def too_many_early_events(limit: int, method: str) -> RpcError:
+    """The host sent over ``limit`` events before saying which turn they belong to."""
+    failure = Failure("hostProtocolError", "host", retryable=True, phase="submitting")
+    return failure.error(
+        f"Muse sent more than {limit} events (the last a {clip(method, 100)}) before saying "
+        "which turn they belong to, so the turn was stopped. Send the prompt again; if this "
+        "repeats, check the Muse host version."
     )

@@ -10,18 +10,18 @@ of pages read is bounded too, and hitting that bound is logged rather than silen
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from pydantic import ValidationError
 
+from muse_acp.agent.hosts import ask
+from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.tool_cards import output_reference_update
-from muse_acp.agent.translate import OutputPolicy, TurnTranslator
+from muse_acp.agent.translate import TurnTranslator
 from muse_acp.host.client import MspHost
-from muse_acp.msp_types import msp
+from muse_acp_wire import acp, msp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
-    from muse_acp.agent.session import AcpSession
+__all__ = ["MAX_PAGES", "MAX_REANNOUNCED", "PAGE_SIZE", "ReplayTarget", "replay_history"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -32,20 +32,33 @@ MAX_REANNOUNCED: Final = 256
 """Stored-output references re-announced after a replay (the latest items win)."""
 
 
+class ReplayTarget(Protocol):
+    """Where history goes (``session.AcpSession`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    async def send_update(self, update: acp.SessionUpdate) -> None: ...
+
+
 async def replay_history(
-    ctx: AgentContext, session: AcpSession, host: MspHost, output: OutputPolicy
+    session: ReplayTarget, host: MspHost, output: OutputPolicy, budget: float
 ) -> None:
-    """Send the session's history to the client as ``session/update`` notifications."""
+    """Send the session's history to the client as ``session/update`` notifications; each page
+    is read within ``budget`` seconds (``reading`` phase failures)."""
     translator = TurnTranslator(session_id=session.session_id, replay=True, output=output)
     latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
     cursor: str | None = None
     for _ in range(MAX_PAGES):
-        page = await host.call(
+        page = await ask(
+            host,
             "view/page",
             msp.ViewPageParams(
                 session_id=session.session_id, limit=PAGE_SIZE, cursor=cursor, direction="forward"
             ),
             msp.ViewPageResult,
+            phase="reading",
+            budget=budget,
         )
         for event in page.events:
             spec = msp.CLIENT_NOTIFICATIONS.get(event.method)
@@ -64,7 +77,7 @@ async def replay_history(
                 while len(latest_outputs) > MAX_REANNOUNCED:
                     latest_outputs.pop(next(iter(latest_outputs)))
             for update in translator.on_notification(event.method, params):
-                await ctx.send_update(session, update)
+                await session.send_update(update)
         if page.next_cursor is None or page.next_cursor == cursor:
             break
         cursor = page.next_cursor
@@ -76,4 +89,4 @@ async def replay_history(
         for item in latest_outputs.values():
             reference = output_reference_update(session.session_id, item, output)
             if reference is not None:
-                await ctx.send_update(session, reference)
+                await session.send_update(reference)

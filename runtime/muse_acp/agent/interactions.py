@@ -9,17 +9,23 @@ resolved is harmless. Automatic modes pick a host-offered "once" choice and fail
 there is none. A question goes to the client as a form elicitation when it supports forms;
 otherwise the turn fails clearly and the question is cancelled on the host. Everything
 outstanding is withdrawn when the turn settles or is cancelled.
+
+A client answer that cannot be used (an error, a result that is not a valid answer, an option
+Muse did not offer) fails the turn as the client's failure, in words of our own; every host
+acknowledgement is awaited within the submit budget, and one that does not come fails the turn
+in the ``answering`` phase. The turn is reached only through ``TurnPort``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Coroutine
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import anyio
+from pydantic import BaseModel, ValidationError
 
 from muse_acp.agent import failures
-from muse_acp.agent.config_options import MODES
 from muse_acp.agent.permissions import (
     ApprovalView,
     automatic_choice,
@@ -34,29 +40,72 @@ from muse_acp.agent.questions import (
 )
 from muse_acp.agent.tool_cards import kind_for_tool
 from muse_acp.ids import new_uuid7
-from muse_acp.msp_types import msp
-from muse_acp.rpc import ConnectionClosed, RpcError
-from muse_acp_wire import acp
+from muse_acp.rpc import RpcError, describe_validation_error
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-if TYPE_CHECKING:
-    from muse_acp.agent.turn import ActiveTurn
+__all__ = ["Interactions", "TurnPort"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
+R = TypeVar("R", bound=WireModel)
+M = TypeVar("M", bound=BaseModel)
+
 BENIGN_DECISION_ERRORS: Final = frozenset({"approvalRequirementStale", "approvalAlreadyResolved"})
+BENIGN_CANCEL_ERRORS: Final = frozenset({"userInputNotFound", "userInputAlreadySettled"})
 
 
-def _error_kind(error: RpcError) -> str | None:
-    data = error.data
-    kind = data.get("kind") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else None
+class TurnPort(Protocol):
+    """What approvals and questions need of their turn (``turn.ActiveTurn`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def turn_id(self) -> str | None: ...
+
+    @property
+    def accepting(self) -> bool:
+        """The turn runs, is not settled and not being cancelled: new asks may start."""
+        ...
+
+    @property
+    def automatic(self) -> Literal["approve", "reject"] | None:
+        """How the session's mode answers approvals itself, or None to ask the client."""
+        ...
+
+    @property
+    def forms(self) -> bool:
+        """The client can answer form elicitations."""
+        ...
+
+    def fail(self, error: RpcError) -> None: ...
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``work`` in the turn's task group (cancelled when the turn settles)."""
+        ...
+
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
+
+    async def ask_host(
+        self, method: str, params: WireModel, result_type: type[R], phase: failures.Phase
+    ) -> R: ...
+
+
+def _client_result(model: type[M], raw: JsonValue, method: str) -> M:
+    """The client's result as ``model``, or a ``ValueError`` in words of our own."""
+    try:
+        return model.model_validate(raw, by_alias=True, by_name=False)
+    except ValidationError as error:
+        detail = describe_validation_error(error, raw)
+        raise ValueError(f"its answer to {method} is not a valid result ({detail})") from None
 
 
 class Interactions:
     """Approvals and questions of one turn (see the module contract)."""
 
-    def __init__(self, turn: ActiveTurn) -> None:
+    def __init__(self, turn: TurnPort) -> None:
         self._turn = turn
         self._approvals: dict[str, ApprovalView] = {}
         self._asked: set[tuple[str, int]] = set()
@@ -103,12 +152,13 @@ class Interactions:
         if turn_id is not None and self._turn.turn_id is not None and turn_id != self._turn.turn_id:
             return
         self._approvals[view.approval_id] = view
-        if self._turn.tasks is None or self._turn.settled or self._turn.cancel_requested:
+        if not self._turn.accepting:
             return
         if view.approval_id not in self._asking and view.key not in self._asked:
             scope = anyio.CancelScope()
             self._asking[view.approval_id] = scope
-            self._turn.tasks.start_soon(self._answer_approval, view.approval_id, scope)
+            approval_id = view.approval_id
+            self._turn.spawn(lambda: self._answer_approval(approval_id, scope))
 
     async def _answer_approval(self, approval_id: str, scope: anyio.CancelScope) -> None:
         try:
@@ -126,7 +176,7 @@ class Interactions:
             self._asking.pop(approval_id, None)
 
     async def _choose(self, view: ApprovalView) -> str | None:
-        automatic = MODES[self._turn.session.settings.mode_id].automatic
+        automatic = self._turn.automatic
         if automatic is not None:
             choice = automatic_choice(view, automatic)
             if choice is None:
@@ -134,113 +184,120 @@ class Interactions:
             return choice
         requested = view.requested
         request = permission_request(
-            self._turn.session.session_id,
+            self._turn.session_id,
             view,
             tool_call_id=requested.tool_call_id or requested.item_id,
             kind=kind_for_tool(requested.tool_name),
         )
+        method = "session/request_permission"
         try:
-            raw = await self._turn.ctx.acp.request("session/request_permission", request)
-            response = acp.RequestPermissionResponse.model_validate(raw)
+            raw = await self._turn.ask_client(method, request)
+            response = _client_result(acp.RequestPermissionResponse, raw, method)
             return choice_from_response(view, response)
         except RpcError as error:
-            self._turn.fail(failures.permission_failed(error.message))
+            self._turn.fail(failures.client_answer_failed("permission", _client_words(error)))
         except ValueError as error:
-            self._turn.fail(failures.permission_failed(str(error)))
+            self._turn.fail(failures.client_answer_failed("permission", f"the client's {error}"))
         return None
 
     async def _decide(self, view: ApprovalView, choice: str) -> None:
         params = msp.ApprovalDecideParams(
             command_id=new_uuid7(),
-            session_id=self._turn.session.session_id,
+            session_id=self._turn.session_id,
             approval_id=view.approval_id,
             requirement_id=view.requirement,
             choice_id=choice,
         )
         try:
-            with anyio.fail_after(self._turn.ctx.config.deadlines.submit):
-                await self._turn.host.call("approval/decide", params, msp.ApprovalDecideResult)
-        except TimeoutError:
-            submit = self._turn.ctx.config.deadlines.submit
-            self._turn.fail(failures.deadline_exceeded("submitting", submit, True))
-        except ConnectionClosed:
-            pass  # the host is gone, not refusing: the turn reports how it ended
-        except RpcError as error:
-            if _error_kind(error) not in BENIGN_DECISION_ERRORS:
-                self._turn.fail(
-                    failures.host_rejected("approval/decide", error.code, error.message)
-                )
+            await self._turn.ask_host(
+                "approval/decide", params, msp.ApprovalDecideResult, "answering"
+            )
+        except failures.HostRefusal as refused:
+            if refused.host_kind not in BENIGN_DECISION_ERRORS:
+                self._turn.fail(refused)
+        except RpcError as failure:
+            self._turn.fail(failure)
 
     def _on_question(self, params: msp.UserInputRequestedParams) -> None:
         if params.turn_id != self._turn.turn_id and self._turn.turn_id is not None:
             return
-        if self._turn.tasks is None or params.user_input_id in self._seen_questions:
+        if not self._turn.accepting or params.user_input_id in self._seen_questions:
             return
         self._seen_questions.add(params.user_input_id)
         scope = anyio.CancelScope()
         self._questions[params.user_input_id] = scope
-        self._turn.tasks.start_soon(self._answer_question, params, scope)
+        self._turn.spawn(lambda: self._answer_question(params, scope))
 
     async def _answer_question(
         self, params: msp.UserInputRequestedParams, scope: anyio.CancelScope
     ) -> None:
         try:
             with scope:
-                if not self._turn.ctx.negotiated.elicitation_form:
-                    # Record the failure first: once the question is cancelled the host may
-                    # finish the turn normally, which must not hide why it stopped.
-                    self._turn.fail(failures.user_input_unsupported())
-                    await self._cancel_question(params, "unsupported")
-                    return
-                raw = await self._turn.ctx.acp.request(
-                    "elicitation/create", elicitation_request(self._turn.session.session_id, params)
-                )
-                response = acp.CreateElicitationResponse.model_validate(raw)
-                try:
-                    answers = answers_from_response(params, response)
-                except ValueError as error:
-                    self._turn.fail(failures.permission_failed(str(error)))
-                    await self._cancel_question(params, "invalid")
-                    return
-                if answers is None:
-                    await self._cancel_question(params, "declined")
-                    return
-                answer = msp.UserInputAnswerParams(
-                    command_id=new_uuid7(),
-                    session_id=self._turn.session.session_id,
-                    user_input_id=params.user_input_id,
-                    answers=answers,
-                )
-                with anyio.fail_after(self._turn.ctx.config.deadlines.submit):
-                    await self._turn.host.call(
-                        "userInput/answer", answer, msp.UserInputCommandResult
-                    )
-        except ConnectionClosed:
-            pass  # the host is gone, not refusing: the turn reports how it ended
-        except TimeoutError:
-            # Only the host's acknowledgement is timed: Muse, not the client, failed to answer.
-            submit = self._turn.ctx.config.deadlines.submit
-            self._turn.fail(failures.deadline_exceeded("submitting", submit, True))
-        except RpcError as error:
-            self._turn.fail(failures.host_rejected("userInput/answer", error.code, error.message))
-        except ValueError as error:
-            self._turn.fail(failures.permission_failed(str(error)))
+                await self._ask_question(params)
         finally:
             self._questions.pop(params.user_input_id, None)
+
+    async def _ask_question(self, params: msp.UserInputRequestedParams) -> None:
+        if not self._turn.forms:
+            # Record the failure first: once the question is cancelled the host may finish
+            # the turn normally, which must not hide why it stopped.
+            self._turn.fail(failures.user_input_unsupported())
+            await self._cancel_question(params, "unsupported")
+            return
+        method = "elicitation/create"
+        try:
+            raw = await self._turn.ask_client(
+                method, elicitation_request(self._turn.session_id, params)
+            )
+            response = _client_result(acp.CreateElicitationResponse, raw, method)
+            answers = answers_from_response(params, response)
+        except RpcError as error:
+            self._turn.fail(failures.client_answer_failed("question", _client_words(error)))
+            await self._cancel_question(params, "invalid")
+            return
+        except ValueError as error:
+            self._turn.fail(failures.client_answer_failed("question", f"the client's {error}"))
+            await self._cancel_question(params, "invalid")
+            return
+        if answers is None:
+            await self._cancel_question(params, "declined")
+            return
+        answer = msp.UserInputAnswerParams(
+            command_id=new_uuid7(),
+            session_id=self._turn.session_id,
+            user_input_id=params.user_input_id,
+            answers=answers,
+        )
+        try:
+            await self._turn.ask_host(
+                "userInput/answer", answer, msp.UserInputCommandResult, "answering"
+            )
+        except failures.HostRefusal as refused:
+            self._turn.fail(refused)
+        except RpcError as failure:
+            self._turn.fail(failure)
 
     async def _cancel_question(self, params: msp.UserInputRequestedParams, why: CancelKind) -> None:
         cancel = msp.UserInputCancelParams(
             command_id=new_uuid7(),
-            session_id=self._turn.session.session_id,
+            session_id=self._turn.session_id,
             user_input_id=params.user_input_id,
             reason=user_input_cancel_reason(why),
         )
         # Shielded: the turn may already be settling, and the host must still hear it.
         with anyio.CancelScope(shield=True):
             try:
-                with anyio.fail_after(self._turn.ctx.config.deadlines.submit):
-                    await self._turn.host.call(
-                        "userInput/cancel", cancel, msp.UserInputCommandResult
-                    )
-            except (TimeoutError, RpcError) as error:
-                logger.warning("userInput/cancel was not accepted: %s", error)
+                await self._turn.ask_host(
+                    "userInput/cancel", cancel, msp.UserInputCommandResult, "answering"
+                )
+            except failures.HostRefusal as refused:
+                if refused.host_kind not in BENIGN_CANCEL_ERRORS:
+                    self._turn.fail(refused)
+            except RpcError as failure:
+                self._turn.fail(failure)
+
+
+def _client_words(error: RpcError) -> str:
+    """A client's error, told as the client's (its message is client text: bounded)."""
+    message = " ".join(error.message.split())[:200] or "no message"
+    return f"the client answered with error {error.code} ({message})"

@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-from muse_acp.acp_types import ToolKind
-from muse_acp.agent.failures import permission_failed
-from muse_acp.msp_types import msp
-from muse_acp.redact import clip
+from muse_acp.agent.failures import client_answer_failed
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
-from muse_acp_wire import acp
+from muse_acp.text import clip
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "TITLE_LIMIT",
@@ -157,7 +155,7 @@ def _title(view: ApprovalView, raw_input: dict[str, object]) -> str:
 
 
 def permission_request(
-    session_id: str, view: ApprovalView, *, tool_call_id: str, kind: ToolKind | None
+    session_id: str, view: ApprovalView, *, tool_call_id: str, kind: acp.ToolKind | None
 ) -> acp.RequestPermissionRequest:
     """Build the ``session/request_permission`` params that ask the client about ``view``.
 
@@ -223,9 +221,10 @@ def choice_from_response(view: ApprovalView, response: acp.RequestPermissionResp
         )
     denials = [choice for choice in view.choices if choice.decision in DENYING_DECISIONS]
     if not denials:
-        raise permission_failed(
+        raise client_answer_failed(
+            "permission",
             "the client cancelled the permission request, and Muse offered no choice that "
-            "denies the action, so it cannot be declined on the user's behalf"
+            "denies the action, so it cannot be declined on the user's behalf",
         )
     return next((c for c in denials if c.scope == "once"), denials[0]).choice_id
 

@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-from muse_acp.msp_types import msp
-from muse_acp_wire import acp
+from muse_acp.text import ELLIPSIS, cut_utf8, utf8_size
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "CARD_TEXT_LIMIT_BYTES",
@@ -36,13 +36,11 @@ __all__ = [
     "PROGRESS_MIN_BYTES",
     "OutputBuffer",
     "cut_note",
-    "cut_utf8",
     "join_notes",
     "output_progress_update",
     "plan_update",
     "text_content",
     "usage_update",
-    "utf8_size",
 ]
 
 PLAN_ENTRY_LIMIT: Final = 500
@@ -52,7 +50,6 @@ CARD_TEXT_LIMIT_BYTES: Final = 64 * 1024
 PROGRESS_MIN_BYTES: Final = 1024
 """Least growth of a running card's text that is worth showing again."""
 _STATUS_LIMIT_CHARS: Final = 64
-_ELLIPSIS: Final = "…"
 
 _PlanStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
 
@@ -87,24 +84,8 @@ def _entry(item: msp.TodoItem) -> acp.PlanEntry:
         text = item.text
     kept, cut = cut_utf8(text, PLAN_TEXT_LIMIT_BYTES)
     if cut:
-        kept = cut_utf8(text, PLAN_TEXT_LIMIT_BYTES - utf8_size(_ELLIPSIS))[0] + _ELLIPSIS
+        kept = cut_utf8(text, PLAN_TEXT_LIMIT_BYTES - utf8_size(ELLIPSIS))[0] + ELLIPSIS
     return acp.PlanEntry(content=kept, priority="medium", status=status)
-
-
-def utf8_size(text: str) -> int:
-    """The UTF-8 size of ``text``; a lone surrogate (JSON text may hold one) counts as 1 byte."""
-    return len(text.encode("utf-8", errors="replace"))
-
-
-def cut_utf8(text: str, limit_bytes: int) -> tuple[str, bool]:
-    """The longest prefix of ``text`` that fits ``limit_bytes`` of UTF-8, and whether it is
-    shorter than ``text``. A cut never splits a character."""
-    if len(text) * 4 <= limit_bytes:
-        return text, False
-    encoded = text.encode("utf-8", errors="replace")
-    if len(encoded) <= limit_bytes:
-        return text, False
-    return encoded[:limit_bytes].decode("utf-8", errors="ignore"), True
 
 
 class OutputBuffer:

@@ -33,11 +33,9 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from muse_acp.acp_types import ContentBlock
-from muse_acp.msp_types import TurnInputPart, msp
-from muse_acp.redact import clip
 from muse_acp.rpc.errors import RpcError
-from muse_acp_wire import acp
+from muse_acp.text import clip, quoted
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "BINARY_MIME_TYPES",
@@ -45,7 +43,6 @@ __all__ = [
     "MAX_EMBEDDED_BYTES",
     "MAX_IMAGE_BYTES",
     "convert_prompt",
-    "is_single_text",
     "refuse_ambiguous_resources",
 ]
 
@@ -77,14 +74,7 @@ _BASE64_TEXT: Final = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _JSON_SEPARATORS: Final = (",", ":")
 
 
-def is_single_text(blocks: Sequence[ContentBlock]) -> str | None:
-    """Return the text when the prompt is exactly one text block, else ``None``."""
-    if len(blocks) == 1 and isinstance(blocks[0], acp.TextContentBlock):
-        return blocks[0].text
-    return None
-
-
-def convert_prompt(blocks: Sequence[ContentBlock]) -> list[TurnInputPart]:
+def convert_prompt(blocks: Sequence[acp.ContentBlock]) -> list[msp.TurnInputPart]:
     """Return the ``turn/start`` input parts for ``blocks``, in order.
 
     Raises:
@@ -94,7 +84,7 @@ def convert_prompt(blocks: Sequence[ContentBlock]) -> list[TurnInputPart]:
     if not blocks:
         raise RpcError.invalid_params(f"the prompt has no content blocks; {_ACCEPTED_BLOCKS}")
     budget = _Budget()
-    parts: list[TurnInputPart] = []
+    parts: list[msp.TurnInputPart] = []
     substantial = False
     for position, block in enumerate(blocks, start=1):
         if isinstance(block, acp.TextContentBlock):
@@ -203,7 +193,7 @@ def _normalise(mime_type: str) -> str:
 
 
 def _quote(text: str) -> str:
-    return repr(clip(text, _QUOTE_LIMIT))
+    return quoted(text, _QUOTE_LIMIT)
 
 
 def _type_name(block: object) -> str:
@@ -238,7 +228,7 @@ def _check_base64(where: _Where, member: str, data: str) -> None:
     raise where.reject(f"{member} is not strict base64: {reason}; {_BASE64_HINT}")
 
 
-def _image_block(block: acp.ImageContentBlock, where: _Where, budget: _Budget) -> TurnInputPart:
+def _image_block(block: acp.ImageContentBlock, where: _Where, budget: _Budget) -> msp.TurnInputPart:
     media_type = _normalise(block.mime_type)
     if media_type not in IMAGE_MIME_TYPES:
         raise where.reject(
@@ -250,7 +240,7 @@ def _image_block(block: acp.ImageContentBlock, where: _Where, budget: _Budget) -
 
 def _image(
     data: str, media_type: str, where: _Where, budget: _Budget, *, member: str
-) -> TurnInputPart:
+) -> msp.TurnInputPart:
     if not data:
         raise where.reject(f"{member} is empty; an image needs at least one byte")
     budget.take_image(where, _decoded_size(data))
@@ -260,7 +250,7 @@ def _image(
 
 def _resource(
     block: acp.ResourceContentBlock, where: _Where, budget: _Budget
-) -> list[TurnInputPart]:
+) -> list[msp.TurnInputPart]:
     contents = _contents(block.resource, where)
     if isinstance(contents, acp.TextResourceContents):
         return [_text_resource(block, contents, where, budget)]
@@ -325,7 +315,7 @@ def _text_resource(
     contents: acp.TextResourceContents,
     where: _Where,
     budget: _Budget,
-) -> TurnInputPart:
+) -> msp.TurnInputPart:
     if not contents.uri:
         raise where.reject("an embedded text resource needs a non-empty uri")
     resource = _members(contents, include={"uri", "mime_type", "text", "field_meta"})
@@ -343,7 +333,7 @@ def _blob_resource(
     contents: acp.BlobResourceContents,
     where: _Where,
     budget: _Budget,
-) -> list[TurnInputPart]:
+) -> list[msp.TurnInputPart]:
     if not contents.uri or not contents.mime_type or not contents.mime_type.strip():
         raise where.reject(
             f"an embedded blob needs a non-empty uri and mimeType; accepted blob types are "

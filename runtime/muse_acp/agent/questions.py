@@ -13,9 +13,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-from muse_acp.msp_types import msp
-from muse_acp.redact import clip
-from muse_acp_wire import acp
+from muse_acp.text import clip, quoted
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "FREE_TEXT_LIMIT",
@@ -118,7 +117,7 @@ def elicitation_request(
 
 
 def _shown(value: object) -> str:
-    return clip(repr(value), _VALUE_SHOWN)
+    return quoted(value, _VALUE_SHOWN)
 
 
 def _offered(question: msp.UserInputQuestion) -> str:

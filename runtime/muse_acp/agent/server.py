@@ -2,26 +2,43 @@
 
 Frames enter through the JSON-RPC runtime (``muse_acp.rpc``) on this process's stdin; stdout
 carries protocol frames and nothing else (logs go to stderr), written through ``coalescing`` so
-that a burst of updates relayed from one read of host output costs the client one read. Routes
-are built from the generated method tables (``AGENT_REQUESTS``/``AGENT_NOTIFICATIONS``), so each
-handler receives params already validated into the generated model for its method, and a method
-the tables list but this agent does not serve is a test failure, not a silent gap.
+that a burst of updates relayed from one read of host output costs the client one read.
+
+``REQUESTS`` and ``NOTIFICATIONS`` are the frozen, typed handler tables: each binding names its
+method, the params model the router validates into (the generated table's model, or a
+hand-written refinement of it) and the handler, whose params type mypy checks against that
+model. A method the generated tables list but this agent does not serve is a test failure, not
+a silent gap.
+
+The agent stops in order however it is asked to (stdin reaching its end, SIGTERM or SIGHUP):
+the connection stops reading, every session is closed (its turn cancelled, its hosts asked to
+stop), and the agent's task group, which runs every host, is cancelled: each host's process
+group is terminated, then killed, and reaped before ``serve`` returns.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
-from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import anyio
 
-from muse_acp.agent import auth, lifecycle, prompting, settings, steering, stored_output
+from muse_acp.agent import (
+    auth,
+    lifecycle,
+    listing,
+    prompt_params,
+    prompting,
+    settings,
+    steering,
+    stored_output,
+)
 from muse_acp.agent.capabilities import InitializeParams, initialize_response, negotiate
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.prompt_params import PROMPT_PARAMS
 from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.rpc import (
@@ -38,18 +55,55 @@ from muse_acp.rpc import (
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
 
+__all__ = [
+    "NOTIFICATIONS",
+    "REQUESTS",
+    "STOP_SIGNALS",
+    "NotificationBinding",
+    "RequestBinding",
+    "build_router",
+    "handle_initialize",
+    "serve",
+]
+
 logger: Final = logging.getLogger("muse_acp.agent")
 
-RequestHandler = Callable[[AgentContext, Any, RequestContext], Awaitable[WireModel]]
-NotificationHandler = Callable[[AgentContext, Any], Awaitable[None]]
+P = TypeVar("P", bound=WireModel)
+
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop the agent the way the end of stdin does."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBinding(Generic[P]):
+    """A request method, the params model it is validated into, and its handler."""
+
+    method: str
+    params: type[P]
+    handler: Callable[[AgentContext, P, RequestContext], Awaitable[WireModel]]
+
+    def route(self, ctx: AgentContext) -> RequestRoute[P]:
+        return RequestRoute(self.method, self.params, partial(self.handler, ctx))
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationBinding(Generic[P]):
+    """A notification method, its params model, and its handler."""
+
+    method: str
+    params: type[P]
+    handler: Callable[[AgentContext, P], Awaitable[None]]
+
+    def route(self, ctx: AgentContext) -> NotificationRoute[P]:
+        return NotificationRoute(self.method, self.params, partial(self.handler, ctx))
 
 
 async def handle_initialize(
-    ctx: AgentContext, params: acp.InitializeRequest, _: RequestContext
+    ctx: AgentContext, params: InitializeParams, _: RequestContext
 ) -> acp.InitializeResponse:
     version: str | None = None
     try:
-        version = (await ctx.muse()).version
+        version = (await ctx.hosting.muse()).version
     except HostUnavailable as error:
         # initialize still succeeds so the client can show the problem on first use.
         logger.warning("%s", error.message)
@@ -57,58 +111,57 @@ async def handle_initialize(
     return initialize_response(ctx.negotiated)
 
 
-REQUEST_HANDLERS: Final[Mapping[str, RequestHandler]] = MappingProxyType(
-    {
-        "initialize": handle_initialize,
-        "authenticate": auth.handle_authenticate,
-        "logout": auth.handle_logout,
-        "session/new": lifecycle.handle_new,
-        "session/load": lifecycle.handle_load,
-        "session/list": lifecycle.handle_list,
-        "session/resume": lifecycle.handle_resume,
-        "session/close": lifecycle.handle_close,
-        "session/fork": lifecycle.handle_fork,
-        "session/set_mode": settings.handle_set_mode,
-        "session/set_config_option": settings.handle_set_config_option,
-        "session/prompt": prompting.handle_prompt,
-        "_muse/readOutput": stored_output.handle_read_output,
-        "_muse/steer": steering.handle_muse_steer,
-        "_session/steering": steering.handle_compatible_steering,
-    }
+REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
+    RequestBinding("initialize", InitializeParams, handle_initialize),
+    RequestBinding("authenticate", acp.AuthenticateRequest, auth.handle_authenticate),
+    RequestBinding("logout", acp.LogoutRequest, auth.handle_logout),
+    RequestBinding("session/new", acp.NewSessionRequest, lifecycle.handle_new),
+    RequestBinding("session/load", acp.LoadSessionRequest, lifecycle.handle_load),
+    RequestBinding("session/list", acp.ListSessionsRequest, listing.handle_list),
+    RequestBinding("session/resume", acp.ResumeSessionRequest, lifecycle.handle_resume),
+    RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close),
+    RequestBinding("session/fork", acp.ForkSessionRequest, lifecycle.handle_fork),
+    RequestBinding("session/set_mode", acp.SetSessionModeRequest, settings.handle_set_mode),
+    RequestBinding(
+        "session/set_config_option",
+        acp.SetSessionConfigOptionRequest,
+        settings.handle_set_config_option,
+    ),
+    RequestBinding("session/prompt", prompt_params.PromptRequest, prompting.handle_prompt),
+    RequestBinding("_muse/readOutput", acp.MuseReadOutputRequest, stored_output.handle_read_output),
+    RequestBinding("_muse/steer", prompt_params.MuseSteerRequest, steering.handle_muse_steer),
+    RequestBinding(
+        "_session/steering",
+        prompt_params.SessionSteeringRequest,
+        steering.handle_compatible_steering,
+    ),
 )
+"""Every request the agent serves (see the module contract)."""
 
-NOTIFICATION_HANDLERS: Final[Mapping[str, NotificationHandler]] = MappingProxyType(
-    {"session/cancel": prompting.handle_cancel}
+NOTIFICATIONS: Final[tuple[NotificationBinding[Any], ...]] = (
+    NotificationBinding("session/cancel", acp.CancelNotification, prompting.handle_cancel),
 )
-
-
-PARAMS_OVERRIDES: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
-    {"initialize": InitializeParams, **PROMPT_PARAMS}
-)
-"""Hand-written refinements of generated params models (each a subclass of the generated one)."""
+"""Every notification the agent handles."""
 
 
 def build_router(ctx: AgentContext) -> Router:
-    """Routes for every handled method, typed by the generated tables."""
-    requests = [
-        RequestRoute(
-            method,
-            PARAMS_OVERRIDES.get(method, spec.params),
-            partial(REQUEST_HANDLERS[method], ctx),
-        )
-        for method, spec in acp.AGENT_REQUESTS.items()
-        if method in REQUEST_HANDLERS and spec.params is not None
-    ]
-    notifications = [
-        NotificationRoute(method, spec.params, partial(NOTIFICATION_HANDLERS[method], ctx))
-        for method, spec in acp.AGENT_NOTIFICATIONS.items()
-        if method in NOTIFICATION_HANDLERS and spec.params is not None
-    ]
-    return Router(requests, notifications)
+    """Routes for every handled method, typed by the bindings."""
+    return Router(
+        [binding.route(ctx) for binding in REQUESTS],
+        [binding.route(ctx) for binding in NOTIFICATIONS],
+    )
+
+
+async def _stop_on_signal(connection: Connection) -> None:
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            logger.info("received %s; stopping", signal.Signals(signum).name)
+            await connection.aclose()
+            return
 
 
 async def serve(config: AdapterConfig) -> None:
-    """Serve ACP on stdin/stdout until the client closes stdin."""
+    """Serve ACP on stdin/stdout until the client closes stdin or the agent is signalled."""
     ctx = AgentContext(config)
     async with (
         open_stdio() as (receive, send),
@@ -119,7 +172,9 @@ async def serve(config: AdapterConfig) -> None:
             FrameReader(receive), FrameWriter(output), build_router(ctx), name="acp"
         )
         ctx.attach(connection, tasks)
+        tasks.start_soon(_stop_on_signal, connection)
         await connection.serve()
         for session in ctx.sessions.open_sessions():
-            lifecycle.close_session(session)
+            session.close()
+        ctx.close_catalog_host()
         tasks.cancel_scope.cancel()

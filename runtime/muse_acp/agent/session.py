@@ -1,27 +1,69 @@
-"""ACP sessions as the agent holds them, and the rules for finding one.
+"""ACP sessions as the agent holds them: each owns its work, its hosts and its queues.
 
-A session is created by ``session/new`` (no host is involved until its first prompt), or
-brought back by ``session/load``, ``session/resume`` or ``session/fork``. Closing a session (or
-logging out) keeps it in the registry as closed, so later requests get a clear "closed, load it
-again" error instead of a generic "unknown session"; loading or resuming replaces it.
+Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host (the
+``muse serve`` that runs its turns), its read host (lease-free, for stored-output reads) with
+the item revisions proved on it, its steering queue, and the one ``SessionWork`` that occupies
+it (a prompt, a local command, a settings change that talks to Muse). Nothing about a session
+lives anywhere else.
+
+* ``begin`` claims the session for new work or refuses (-32600, saying what occupies it);
+  ``admit_prompt`` does the same for a prompt, but first waits, within the cancel budget, for
+  work that is already being cancelled to finish ("stop, and do this instead").
+* ``cancel(arrival)`` stops whatever runs now, and any work that arrived on the connection
+  before ``arrival`` but has not begun yet (a prompt pipelined with its cancel in one read).
+* ``close()`` also fails the waiting corrections and closes both hosts; the session stays in
+  the registry as closed, so later requests get a clear "closed, load it again" error.
+* Updates for the client go through ``send_update``, where the user's own title wins over any
+  title Muse reports.
+
+A session is created by ``session/new`` (no host is involved until its first prompt), or brought
+back by ``session/load``, ``session/resume`` or ``session/fork``; its execution host starts only
+once the host it must follow (``after``: an earlier session's of the same id, or the one a fork
+ran on) is gone, so the two never race for Muse's session lease.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import anyio
 
 from muse_acp.agent.config_options import SessionSettings
-from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, RpcError
+from muse_acp.agent.execution import ExecutionHost
+from muse_acp.agent.hosts import Hosting, HostKeeper
+from muse_acp.agent.output_reference import ProofCache
+from muse_acp.agent.steering_queue import SteeringQueue, SteerTarget
+from muse_acp.agent.work import CancellableTurn, SessionWork
+from muse_acp.redact import redact
+from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, Payload, RpcError
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.text import clip
+from muse_acp_wire import acp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.execution import ExecutionHost
-    from muse_acp.agent.turn import ActiveTurn
+__all__ = [
+    "READ_HOST_IDLE",
+    "AcpSession",
+    "ClientLink",
+    "RunningTurn",
+    "SessionRegistry",
+    "check_session_id",
+    "shown_id",
+]
+
+READ_HOST_IDLE: Final = 10.0
+"""Seconds a read host stays up after its last read (less when the configured idle period is
+shorter); a client paging an output reads far more often, and a forgotten one costs an idle
+process for no longer than this."""
 
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+_ID_SHOWN: Final = 100
+
+
+def shown_id(session_id: str) -> str:
+    """A client-supplied session id as an error may quote it: redacted and bounded."""
+    return redact(clip(session_id, _ID_SHOWN))
 
 
 def check_session_id(session_id: str) -> str:
@@ -36,16 +78,26 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+class ClientLink(Protocol):
+    """The ACP connection as a session uses it (``rpc.Connection`` is one)."""
+
+    async def notify(self, method: str, params: Payload = None) -> None: ...
+
+    async def request(self, method: str, params: Payload = None) -> JsonValue: ...
+
+
+class RunningTurn(SteerTarget, CancellableTurn, Protocol):
+    """A running turn as its session sees it: steerable and cancellable."""
+
+
 @dataclass(eq=False)
 class AcpSession:
-    """One ACP session and what runs on its behalf."""
-
-    @property
-    def title(self) -> str | None:
-        return self.user_title or self.host_title
+    """One ACP session and what runs on its behalf (see the module contract)."""
 
     session_id: str
     cwd: str
+    client: ClientLink
+    hosting: Hosting
     settings: SessionSettings = field(default_factory=SessionSettings)
     on_host: bool = False
     """Muse already has this session (resume it), rather than a new one (start it)."""
@@ -53,28 +105,107 @@ class AcpSession:
     """The title Muse reports (its title, name or first prompt)."""
     user_title: str | None = None
     """The title the user set with /rename, kept by the adapter; it wins over Muse's."""
+    after: HostKeeper | None = None
+    """A keeper whose host must be gone before this session's execution host starts (the
+    host of an earlier session of the same id, or the one a fork ran on)."""
     closed: bool = False
-    busy: str | None = None
-    """What occupies the session ("a prompt", "a configuration change", ...), if anything."""
-    host: ExecutionHost | None = None
-    turn: ActiveTurn | None = None
-    starting: anyio.CancelScope | None = None
-    """Set while the session's host starts for a prompt, so a cancel can stop it."""
-    cancel_pending: bool = False
-    """A cancel arrived for the current prompt (before or during its turn)."""
+    work: SessionWork | None = None
+    turn: RunningTurn | None = None
+    """The turn the current work runs, while it runs."""
+    cancelled_through: int = 0
+    """The arrival position of the latest ``session/cancel``: earlier work is cancelled."""
+    execution: ExecutionHost = field(init=False)
+    reader: HostKeeper = field(init=False)
+    proofs: ProofCache = field(init=False, default_factory=ProofCache)
+    steering: SteeringQueue = field(init=False)
 
-    def claim(self, activity: str) -> None:
-        """Mark the session busy, or refuse when something else already runs on it."""
-        if self.busy is not None:
+    def __post_init__(self) -> None:
+        self.execution = ExecutionHost(self, self.hosting, after=self.after)
+        idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
+        self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)
+        self.steering = SteeringQueue(self._steer_target, self.hosting.config.deadlines.submit)
+        self.after = None  # handed to the execution host above
+
+    @property
+    def title(self) -> str | None:
+        return self.user_title or self.host_title
+
+    @property
+    def busy(self) -> str | None:
+        """What occupies the session ("a prompt", ...), or None when it is idle."""
+        return None if self.work is None else self.work.activity
+
+    def _steer_target(self) -> SteerTarget | None:
+        return None if self.closed else self.turn
+
+    # -- work -----------------------------------------------------------------------------
+
+    def begin(self, activity: str, arrival: int = 0) -> SessionWork:
+        """Claim the session for ``activity``, or refuse when other work occupies it.
+
+        Raises:
+            RpcError: INVALID_REQUEST, saying what occupies the session and how to stop it.
+        """
+        current = self.work
+        if current is not None:
+            state = "being cancelled" if current.cancel_requested else "running"
             raise RpcError(
                 INVALID_REQUEST,
-                f"session {self.session_id} is busy with {self.busy}; wait for it to finish "
-                "or cancel it with session/cancel",
+                f"session {self.session_id} is busy with {current.activity}; wait for it to "
+                "finish or cancel it with session/cancel",
+                {"busy": current.activity, "state": state},
             )
-        self.busy = activity
+        work = SessionWork(activity, arrival)
+        if 0 < arrival < self.cancelled_through:
+            work.cancel()  # a cancel that arrived after this request already stopped it
+        self.work = work
+        return work
 
-    def release(self) -> None:
-        self.busy = None
+    async def admit_prompt(self, arrival: int) -> SessionWork:
+        """``begin`` a prompt, first waiting (at most the cancel budget) for cancelled work."""
+        current = self.work
+        if current is not None and current.cancel_requested:
+            with anyio.move_on_after(self.hosting.config.deadlines.cancel):
+                await current.finished.wait()
+        return self.begin("a prompt", arrival)
+
+    def end(self, work: SessionWork) -> None:
+        """Release the session from ``work`` (which is then finished)."""
+        work.finish()
+        if self.work is work:
+            self.work = None
+
+    def cancel(self, arrival: int = 0) -> None:
+        """Stop whatever runs, and work that arrived before ``arrival`` but has not begun."""
+        self.cancelled_through = max(self.cancelled_through, arrival)
+        if self.work is not None:
+            self.work.cancel()
+
+    def close(self) -> None:
+        """Close the session: stop its work, fail its waiting corrections, stop its hosts."""
+        self.closed = True
+        self.cancel()
+        self.steering.close()
+        self.execution.close()
+        self.reader.close()
+
+    # -- the client -------------------------------------------------------------------------
+
+    async def send_update(self, update: acp.SessionUpdate) -> None:
+        """Send one ``session/update``; the user's own title replaces any other title."""
+        if (
+            isinstance(update, acp.SessionInfoUpdateSessionUpdate)
+            and self.user_title is not None
+            and "title" in update.model_fields_set
+            and update.title != self.user_title
+        ):
+            update = update.model_copy(update={"title": self.user_title})
+        await self.client.notify(
+            "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
+        )
+
+    async def ask_client(self, method: str, params: Payload) -> JsonValue:
+        return await self.client.request(method, params)
 
 
 class SessionRegistry:
@@ -100,15 +231,15 @@ class SessionRegistry:
         if session is None:
             raise RpcError(
                 RESOURCE_NOT_FOUND,
-                f"session {session_id} is not open in this agent; load it with session/load "
-                "or session/resume, or start a new session",
-                {"sessionId": session_id},
+                f"session {shown_id(session_id)} is not open in this agent; load it with "
+                "session/load or session/resume, or start a new session",
+                {"sessionId": shown_id(session_id)},
             )
         if session.closed:
             raise RpcError(
                 RESOURCE_NOT_FOUND,
-                f"session {session_id} was closed; load it again with session/load or "
-                "session/resume, or start a new session",
-                {"sessionId": session_id, "closed": True},
+                f"session {shown_id(session_id)} was closed; load it again with session/load "
+                "or session/resume, or start a new session",
+                {"sessionId": shown_id(session_id), "closed": True},
             )
         return session

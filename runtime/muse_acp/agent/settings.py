@@ -9,8 +9,6 @@ the complete option list and announces it to the client with ``config_option_upd
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from muse_acp.agent.config_options import (
     SessionSettings,
     apply_config_option,
@@ -18,12 +16,12 @@ from muse_acp.agent.config_options import (
     config_options,
     host_flags,
 )
+from muse_acp.agent.context import AgentContext
 from muse_acp.agent.session import AcpSession
 from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
 from muse_acp_wire import acp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
+__all__ = ["handle_set_config_option", "handle_set_mode"]
 
 
 def _change(session: AcpSession, settings: SessionSettings) -> None:
@@ -34,9 +32,8 @@ def _change(session: AcpSession, settings: SessionSettings) -> None:
             f"session {session.session_id} is busy with {session.busy}; change settings once "
             "it is idle",
         )
-    if host_flags(settings) != host_flags(session.settings) and session.host is not None:
-        session.host.close()
-        session.host = None
+    if host_flags(settings) != host_flags(session.settings):
+        session.execution.close()
     session.settings = settings
 
 
@@ -45,15 +42,13 @@ def _announce(
 ) -> None:
     async def announce() -> None:
         if mode_changed:
-            await ctx.send_update(
-                session,
+            await session.send_update(
                 acp.CurrentModeUpdateSessionUpdate(
                     session_update="current_mode_update",
                     current_mode_id=session.settings.mode_id,
                 ),
             )
-        await ctx.send_update(
-            session,
+        await session.send_update(
             acp.ConfigOptionUpdateSessionUpdate(
                 session_update="config_option_update",
                 config_options=config_options(session.settings, ctx.catalog),

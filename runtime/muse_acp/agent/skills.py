@@ -12,15 +12,14 @@ import json
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import anyio
 
-from muse_acp.redact import clip, redact
+from muse_acp.agent.hosts import Hosting
+from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
-
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
+from muse_acp.text import one_line
 
 __all__ = [
     "MAX_SKILLS_SHOWN",
@@ -58,7 +57,7 @@ class SkillsUnavailable(Exception):
 
 
 def _fold(text: str, limit: int) -> str:
-    return clip(" ".join(text.split()), limit)
+    return one_line(text, limit)
 
 
 def parse_skills(raw: bytes) -> tuple[Skill, ...]:
@@ -109,7 +108,7 @@ async def _capture(argv: list[str], *, cwd: str, env: Mapping[str, str]) -> tupl
 
 
 async def list_skills(
-    ctx: AgentContext, cwd: str, *, budget: float = SKILLS_TIMEOUT
+    hosting: Hosting, cwd: str, *, budget: float = SKILLS_TIMEOUT
 ) -> tuple[Skill, ...]:
     """Muse's skills catalog for workspace ``cwd`` (``muse skills list --json``).
 
@@ -118,15 +117,15 @@ async def list_skills(
             output was too large or not a skills listing.
     """
     try:
-        binary = await ctx.muse()
+        binary = await hosting.muse()
         argv = [binary.path, "skills", "list", "--json", "--workspace", cwd]
         with anyio.fail_after(budget):
-            status, stdout = await _capture(argv, cwd=cwd, env=ctx.environ)
+            status, stdout = await _capture(argv, cwd=cwd, env=hosting.environ)
     except TimeoutError:
         raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds") from None
     except RpcError as error:
         raise SkillsUnavailable(
-            redact(" ".join(error.message.split()), environ=ctx.environ, limit=REASON_LIMIT)
+            redact(" ".join(error.message.split()), environ=hosting.environ, limit=REASON_LIMIT)
         ) from None
     except OSError as error:
         raise SkillsUnavailable(f"`muse skills list` could not be started ({error})") from None

@@ -13,203 +13,28 @@ if given (-32600). A ``_session/steering`` request whose ``_meta.steering.idleBe
 error when the session is idle. Without ``expectedTurnId`` the correction targets the turn
 running when it arrived, never an earlier or later one.
 
-Admitted corrections wait in one FIFO ``SteeringQueue`` per session, at most
-``MAX_WAITING`` of them (-32600 beyond), and are sent one at a time. When its turn comes, a
-correction is sent only if the turn it captured is still the session's running turn, with the
-same id, still accepting steering; otherwise it fails (-32600) rather than reach a successor. A
-correction is sent once and never retried, and no path here sends ``turn/start``.
+Admitted corrections wait in the session's ``SteeringQueue`` (see ``steering_queue``) and are
+sent one at a time, each only to the turn it captured. No path here sends ``turn/start``.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final
 
-import anyio
-
+from muse_acp.agent.context import AgentContext
 from muse_acp.agent.prompt_content import convert_prompt
-from muse_acp.msp_types import TurnInputPart
-from muse_acp.rpc import INTERNAL_ERROR, INVALID_REQUEST, RequestContext, RpcError
-from muse_acp_wire import acp
+from muse_acp.agent.session import AcpSession
+from muse_acp.agent.steering_queue import SteerTarget
+from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
+from muse_acp_wire import acp, msp
 
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
-    from muse_acp.agent.session import AcpSession
+__all__ = ["handle_compatible_steering", "handle_muse_steer"]
 
-__all__ = [
-    "MAX_WAITING",
-    "SteerTarget",
-    "SteeringQueue",
-    "discard",
-    "handle_compatible_steering",
-    "handle_muse_steer",
-]
-
-MAX_WAITING: Final = 16
-"""Corrections that may wait per session behind the one being sent."""
 PROMPT_REQUIRED: Final = "promptRequired"
 
 
-class SteerTarget(Protocol):
-    """What steering needs of a running turn (``turn.ActiveTurn`` is one)."""
-
-    @property
-    def turn_id(self) -> str | None: ...
-
-    @property
-    def steerable(self) -> bool: ...
-
-    async def steer(self, parts: list[TurnInputPart]) -> str: ...
-
-
-@dataclass(eq=False)
-class _Ticket:
-    """One admitted correction: the turn it captured on arrival and its place in line."""
-
-    target: SteerTarget
-    turn_id: str
-    ahead: int
-    """Corrections in line before this one when it was admitted."""
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    """Set when this correction may be sent, or when the line was closed."""
-    closed: bool = False
-
-
-class SteeringQueue:
-    """One session's serial, bounded line of corrections (see the module contract).
-
-    ``current`` returns the session's running turn now, or None once it is idle or closed.
-    ``submit_budget`` bounds each send, so a correction waits at most one budget per
-    correction ahead of it (plus one of slack) before it gives up unsent.
-    """
-
-    def __init__(
-        self,
-        current: Callable[[], SteerTarget | None],
-        submit_budget: float,
-        limit: int = MAX_WAITING,
-    ) -> None:
-        self._current = current
-        self._budget = submit_budget
-        self._limit = limit
-        self._waiting: deque[_Ticket] = deque()
-        self._sending: _Ticket | None = None
-
-    @property
-    def idle(self) -> bool:
-        return self._sending is None and not self._waiting
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiting)
-
-    def admit(self, target: SteerTarget, turn_id: str) -> _Ticket:
-        """Take a place in line at once (no await), so arrival order is send order.
-
-        Raises:
-            RpcError: INVALID_REQUEST when ``MAX_WAITING`` corrections already wait.
-        """
-        ticket = _Ticket(target, turn_id, len(self._waiting) + (self._sending is not None))
-        if ticket.ahead == 0:
-            self._sending = ticket
-            ticket.ready.set()
-        elif len(self._waiting) >= self._limit:
-            raise RpcError(
-                INVALID_REQUEST,
-                f"{len(self._waiting)} corrections are already waiting for this turn; wait for "
-                "their answers before steering again",
-            )
-        else:
-            self._waiting.append(ticket)
-        return ticket
-
-    async def send(self, ticket: _Ticket, parts: list[TurnInputPart]) -> str:
-        """Wait for ``ticket``'s turn, check its target again and send; return the turn id.
-
-        Raises:
-            RpcError: INVALID_REQUEST when the target stopped being the running turn or Muse
-                refused the correction; INTERNAL_ERROR when earlier corrections held the line
-                too long, or as ``SteerTarget.steer`` raises it.
-        """
-        try:
-            with anyio.move_on_after(self._budget * (ticket.ahead + 1)):
-                await ticket.ready.wait()
-            if not ticket.ready.is_set():
-                raise RpcError(
-                    INTERNAL_ERROR,
-                    "earlier corrections to this turn did not finish in time, so this one was "
-                    "not sent; send it again",
-                )
-            if ticket.closed:
-                raise RpcError(
-                    INVALID_REQUEST,
-                    "the session was closed before this correction's turn came, so it was not "
-                    "sent; load the session again to continue",
-                )
-            self._check_still_running(ticket)
-            return await ticket.target.steer(parts)
-        finally:
-            self._leave(ticket)
-
-    def _check_still_running(self, ticket: _Ticket) -> None:
-        target = ticket.target
-        if (
-            self._current() is not target
-            or not target.steerable
-            or target.turn_id != ticket.turn_id
-        ):
-            raise RpcError(
-                INVALID_REQUEST,
-                f"turn {ticket.turn_id} ended (or was cancelled or closed) before this "
-                "correction's turn came, so it was not sent; steer the running turn, or send "
-                "a new prompt",
-                {"turnId": ticket.turn_id},
-            )
-
-    def close(self) -> None:
-        """Fail every waiting correction now; the one being sent ends with the turn's host."""
-        for ticket in self._waiting:
-            ticket.closed = True
-            ticket.ready.set()
-        self._waiting.clear()
-
-    def _leave(self, ticket: _Ticket) -> None:
-        if self._sending is not ticket:
-            if ticket in self._waiting:
-                self._waiting.remove(ticket)
-            return
-        self._sending = self._waiting.popleft() if self._waiting else None
-        if self._sending is not None:
-            self._sending.ready.set()
-
-
-# Keyed by the session object: a session loaded again is a new object with a new line.
-_QUEUES: Final[dict[AcpSession, SteeringQueue]] = {}
-
-
-def _running(session: AcpSession) -> SteerTarget | None:
-    return None if session.closed else session.turn
-
-
-def _queue(ctx: AgentContext, session: AcpSession) -> SteeringQueue:
-    queue = _QUEUES.get(session)
-    if queue is None:
-        queue = SteeringQueue(lambda: _running(session), ctx.config.deadlines.submit)
-        _QUEUES[session] = queue
-    return queue
-
-
-def discard(session: AcpSession) -> None:
-    """Fail the session's waiting corrections at once (for a session that closes)."""
-    queue = _QUEUES.get(session)
-    if queue is not None:
-        queue.close()
-
-
 def _target(session: AcpSession, expected_turn_id: str | None) -> tuple[SteerTarget, str]:
-    turn = _running(session)
+    turn = None if session.closed else session.turn
     if turn is None or turn.turn_id is None:
         raise RpcError(
             INVALID_REQUEST,
@@ -233,19 +58,10 @@ def _target(session: AcpSession, expected_turn_id: str | None) -> tuple[SteerTar
 
 
 async def _steer(
-    ctx: AgentContext,
-    session: AcpSession,
-    target: SteerTarget,
-    turn_id: str,
-    parts: list[TurnInputPart],
+    session: AcpSession, target: SteerTarget, turn_id: str, parts: list[msp.TurnInputPart]
 ) -> str:
-    queue = _queue(ctx, session)
-    try:
-        ticket = queue.admit(target, turn_id)
-        return await queue.send(ticket, parts)
-    finally:
-        if queue.idle and _QUEUES.get(session) is queue:
-            del _QUEUES[session]
+    ticket = session.steering.admit(target, turn_id)
+    return await session.steering.send(ticket, parts)
 
 
 def _not_negotiated(method: str, opt_in: str) -> RpcError:
@@ -264,7 +80,7 @@ async def handle_muse_steer(
     session = ctx.sessions.require(params.session_id)
     parts = convert_prompt(params.prompt)
     target, turn_id = _target(session, params.expected_turn_id)
-    acknowledged = await _steer(ctx, session, target, turn_id, parts)
+    acknowledged = await _steer(session, target, turn_id, parts)
     return acp.MuseSteerResponse(status="accepted", turn_id=acknowledged)
 
 
@@ -283,5 +99,5 @@ async def handle_compatible_steering(
     if session.busy is None and session.turn is None and _wants_prompt_required(params):
         return acp.SessionSteeringResponse(outcome="promptRequired", reason="noRunningTurn")
     target, turn_id = _target(session, params.expected_turn_id)
-    await _steer(ctx, session, target, turn_id, parts)
+    await _steer(session, target, turn_id, parts)
     return acp.SessionSteeringResponse(outcome="injected")

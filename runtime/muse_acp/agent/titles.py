@@ -15,8 +15,9 @@ from __future__ import annotations
 import unicodedata
 from typing import Final
 
-from muse_acp.msp_types import msp
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
+from muse_acp.text import one_line
+from muse_acp_wire import msp
 
 __all__ = [
     "MAX_TITLE_LENGTH",
@@ -32,7 +33,6 @@ PROMPT_TITLE_LENGTH: Final = 80
 """Longest title derived from a first prompt, ellipsis included."""
 HOST_TITLE_LENGTH: Final = 256
 """Muse's own titles are folded onto one line and cut to this many characters."""
-ELLIPSIS: Final = "…"
 
 # Cc covers C0, DEL and C1 controls (line feeds and tabs included); Zl and Zp are the Unicode
 # line and paragraph separators, which would break a title over several lines just the same.
@@ -69,12 +69,7 @@ def check_user_title(raw: str | None) -> str:
 
 
 def _one_line(text: str, limit: int) -> str | None:
-    folded = " ".join(text.split())
-    if not folded:
-        return None
-    if len(folded) <= limit:
-        return folded
-    return folded[: limit - len(ELLIPSIS)].rstrip() + ELLIPSIS
+    return one_line(text, limit) or None
 
 
 def display_title(user_title: str | None, row: msp.Session | None) -> str | None:

@@ -13,10 +13,9 @@ functions here keep no state of their own.
   the item's public result or fallback text; notes follow for output the host shortened,
   text cut here, a failure not already in the text, and stored output. Editing tools also
   show a diff built from their arguments, and a ``path`` argument becomes the location.
-* With ``OutputPolicy.references`` and a valid ``outputRef`` (id of 1 to 1024 characters, a
-  ``byteLen`` that is a safe integer), ``_meta["muse/output"]`` describes the stored output,
-  naming the read method only when the bytes are available; without the policy a note says
-  the output cannot be read back. ``_meta`` entries given by the caller are kept.
+* With ``OutputPolicy.references``, ``_meta["muse/output"]`` describes the stored output (see
+  ``output_cards``); without it a note says the output cannot be read back. ``_meta``
+  entries given by the caller are kept.
   ``output_reference_update`` re-announces the reference alone (after a session load).
 
 Titles and text come from public item members only; provider payloads are never parsed and
@@ -31,30 +30,32 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, NoReturn, TypeAlias, TypeVar
+from typing import Final, NoReturn, TypeAlias, TypeVar
 
-from muse_acp.acp_types import ToolCallContent, ToolCallStatus, ToolKind
+from muse_acp.agent.output_cards import (
+    BASELINE_OUTPUT,
+    STATUS_LIMIT_CHARS,
+    OutputPolicy,
+    card_meta,
+    output_reference,
+    stored_output_notes,
+)
 from muse_acp.agent.progress import (
     CARD_TEXT_LIMIT_BYTES,
     OutputBuffer,
     cut_note,
-    cut_utf8,
     join_notes,
     text_content,
-    utf8_size,
 )
-from muse_acp.msp_types import msp
 from muse_acp.rpc.jsonvalue import JsonValue
-from muse_acp_wire import acp
+from muse_acp.text import clip, cut_utf8, utf8_size
+from muse_acp_wire import acp, msp
 
 __all__ = [
     "ARGS_LIMIT_BYTES",
-    "BASELINE_OUTPUT",
-    "OUTPUT_META_KEY",
     "TITLE_LIMIT_CHARS",
     "CardItem",
-    "OutputPolicy",
-    "output_reference",
+    "kind_for_tool",
     "output_reference_update",
     "tool_call",
     "tool_call_id",
@@ -71,33 +72,11 @@ CardItem: TypeAlias = (
 ARGS_LIMIT_BYTES: Final = 64 * 1024
 """Largest argument text that is parsed; longer arguments are shown cut and unparsed."""
 TITLE_LIMIT_CHARS: Final = 256
-OUTPUT_META_KEY: Final = "muse/output"
-"""The ``_meta`` entry that describes a stored output reference."""
 
 _FAILURE_LIMIT_BYTES: Final = 4096
-_STATUS_LIMIT_CHARS: Final = 64
-_REF_LIMIT_CHARS: Final = 1024
-_MEDIA_TYPE_LIMIT_CHARS: Final = 256
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
-_ELLIPSIS: Final = "…"
 
 
-@dataclass(frozen=True, slots=True)
-class OutputPolicy:
-    """How stored-output references appear on tool cards."""
-
-    references: bool
-    """True when the client negotiated ``muse/output`` and the host is a verified 1.2.1."""
-    method: str = "_muse/readOutput"
-    """The ACP method that reads stored output, advertised on cards whose output is available."""
-    max_length_bytes: int = 1048576
-    """The largest read that method allows, advertised next to it."""
-
-
-BASELINE_OUTPUT: Final = OutputPolicy(references=False)
-"""The policy for clients that did not negotiate stored-output references."""
-
-_TOOL_KINDS: Final[Mapping[str, ToolKind]] = MappingProxyType(
+_TOOL_KINDS: Final[Mapping[str, acp.ToolKind]] = MappingProxyType(
     {
         "bash": "execute",
         "powershell": "execute",
@@ -111,7 +90,7 @@ _TOOL_KINDS: Final[Mapping[str, ToolKind]] = MappingProxyType(
 )
 """ACP kind per Muse tool name; other tools are ``other``."""
 
-_STATUSES: Final[Mapping[str, ToolCallStatus]] = MappingProxyType(
+_STATUSES: Final[Mapping[str, acp.ToolCallStatus]] = MappingProxyType(
     {"inProgress": "in_progress", "completed": "completed"}
 )
 """ACP status per item status; every other status ends the card as ``failed``."""
@@ -138,12 +117,12 @@ def tool_call_id(item: CardItem) -> str:
     return item.item_id
 
 
-def kind_for_tool(tool: str) -> ToolKind:
+def kind_for_tool(tool: str) -> acp.ToolKind:
     """The ACP kind of a Muse tool name (for permission requests, which name only the tool)."""
     return _TOOL_KINDS.get(tool, "other")
 
 
-def tool_kind(item: CardItem) -> ToolKind:
+def tool_kind(item: CardItem) -> acp.ToolKind:
     if isinstance(item, msp.ToolCallItem):
         return kind_for_tool(item.tool)
     if isinstance(item, msp.UserShellItem):
@@ -151,7 +130,7 @@ def tool_kind(item: CardItem) -> ToolKind:
     return "other"
 
 
-def tool_status(status: str) -> ToolCallStatus:
+def tool_status(status: str) -> acp.ToolCallStatus:
     return _STATUSES.get(status, "failed")
 
 
@@ -193,44 +172,17 @@ def tool_call_update(
     return _fill(update, session_id, item, args, output, policy, meta)
 
 
-def output_reference(
-    session_id: str, item: CardItem, policy: OutputPolicy
-) -> dict[str, JsonValue] | None:
-    """The ``muse/output`` entry for ``item``'s card, or None when the policy does not announce
-    references or the item has no valid stored output reference."""
-    ref = _stored_output(item)
-    if not policy.references or ref is None:
-        return None
-    if not all(0 < len(text) <= _REF_LIMIT_CHARS for text in (session_id, item.item_id, ref.id)):
-        return None
-    if not 0 <= ref.byte_len <= _MAX_SAFE_INTEGER:
-        return None
-    entry: dict[str, JsonValue] = {
-        "sessionId": session_id,
-        "itemId": item.item_id,
-        "outputRef": ref.id,
-        "byteLen": ref.byte_len,
-        "availability": ref.availability,
-    }
-    if ref.media_type and len(ref.media_type) <= _MEDIA_TYPE_LIMIT_CHARS:
-        entry["mediaType"] = ref.media_type
-    if ref.availability == "available":
-        entry["method"] = policy.method
-        entry["maxLengthBytes"] = policy.max_length_bytes
-    return entry
-
-
 def output_reference_update(
     session_id: str, item: CardItem, policy: OutputPolicy
 ) -> acp.ToolCallUpdateSessionUpdate | None:
     """A ``tool_call_update`` carrying only ``item``'s stored output reference, or None."""
-    entry = output_reference(session_id, item, policy)
-    if entry is None:
+    reference = output_reference(session_id, item, policy)
+    if reference is None:
         return None
     return acp.ToolCallUpdateSessionUpdate(
         session_update="tool_call_update",
         tool_call_id=tool_call_id(item),
-        field_meta={OUTPUT_META_KEY: entry},
+        field_meta=card_meta(None, reference),
     )
 
 
@@ -250,7 +202,7 @@ def _fill(
     update.kind = tool_kind(item)
     update.status = tool_status(item.status)
     reference = output_reference(session_id, item, policy)
-    content: list[ToolCallContent] = []
+    content: list[acp.ToolCallContent] = []
     diff = _diff(item, args.fields)
     if diff is not None:
         content.append(diff)
@@ -265,9 +217,7 @@ def _fill(
     raw_input = _raw_input(item, args)
     if raw_input is not None:
         update.raw_input = raw_input
-    merged: dict[str, Any] = dict(meta or {})
-    if reference is not None:
-        merged[OUTPUT_META_KEY] = reference
+    merged = card_meta(meta, reference)
     if merged:
         update.field_meta = merged
     return update
@@ -319,9 +269,7 @@ def _title(item: CardItem, args: _Arguments) -> str:
 
 
 def _bounded_title(text: str) -> str:
-    if len(text) <= TITLE_LIMIT_CHARS:
-        return text
-    return text[: TITLE_LIMIT_CHARS - 1] + _ELLIPSIS
+    return clip(text, TITLE_LIMIT_CHARS)
 
 
 def _raw_input(item: CardItem, args: _Arguments) -> JsonValue | None:
@@ -346,16 +294,10 @@ def _diff(item: CardItem, fields: Mapping[str, JsonValue]) -> acp.DiffToolCallCo
     )
 
 
-def _stored_output(item: CardItem) -> msp.OutputRef | None:
-    if isinstance(item, msp.ToolCallItem | msp.UserShellItem):
-        return item.output_ref
-    return None
-
-
 def _card_text(
     item: CardItem,
     output: OutputBuffer | None,
-    reference: Mapping[str, JsonValue] | None,
+    reference: acp.MuseOutputReference | None,
     policy: OutputPolicy,
 ) -> str:
     published = (
@@ -378,8 +320,8 @@ def _card_text(
             if reason not in text:
                 notes.append(f"[Failed: {cut_utf8(reason, _FAILURE_LIMIT_BYTES)[0]}]")
         else:
-            notes.append(f"[Not completed: {item.status[:_STATUS_LIMIT_CHARS]}.]")
-    notes.extend(_stored_output_notes(item, reference, policy))
+            notes.append(f"[Not completed: {item.status[:STATUS_LIMIT_CHARS]}.]")
+    notes.extend(stored_output_notes(item, reference, policy))
     return join_notes(text, notes)
 
 
@@ -396,22 +338,3 @@ def _fallback_texts(item: CardItem) -> tuple[str | None, ...]:
     if isinstance(item, msp.UnknownItem):
         return (item.fallback_text,)
     return ()
-
-
-def _stored_output_notes(
-    item: CardItem, reference: Mapping[str, JsonValue] | None, policy: OutputPolicy
-) -> list[str]:
-    ref = _stored_output(item)
-    if ref is None:
-        return []
-    if not policy.references:
-        return ["[Muse stored the full output, but it cannot be read back over this connection.]"]
-    if reference is None:
-        return []
-    if ref.availability == "available":
-        return [
-            f"[The full output ({ref.byte_len} bytes) can be read through this card's"
-            f" {OUTPUT_META_KEY} reference.]"
-        ]
-    availability = ref.availability[:_STATUS_LIMIT_CHARS]
-    return [f"[The full output ({ref.byte_len} bytes) is stored but {availability}.]"]

@@ -40,7 +40,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from muse_acp.acp_types import SessionUpdate
+from muse_acp.agent.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.progress import (
     OutputBuffer,
     output_progress_update,
@@ -48,18 +48,15 @@ from muse_acp.agent.progress import (
     usage_update,
 )
 from muse_acp.agent.tool_cards import (
-    BASELINE_OUTPUT,
     CardItem,
-    OutputPolicy,
     tool_call,
     tool_call_id,
     tool_call_update,
 )
-from muse_acp.msp_types import Item, msp
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["REASONING_PART_LIMIT", "OutputPolicy", "TurnTranslator"]
+__all__ = ["REASONING_PART_LIMIT", "TurnTranslator"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -153,7 +150,7 @@ class TurnTranslator:
         self.output = output
         self._items: dict[str, _Tracked] = {}
 
-    def on_notification(self, method: str, params: WireModel) -> list[SessionUpdate]:
+    def on_notification(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
         """The updates for one notification; ``params`` is already parsed with the model that
         ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
         if method in _ITEM_EVENTS and isinstance(params, msp.ItemEventParams):
@@ -174,7 +171,7 @@ class TurnTranslator:
         tracked = self._items.get(item_id)
         return None if tracked is None or tracked.card is None else tracked.card.output
 
-    def _on_item(self, item: Item) -> list[SessionUpdate]:
+    def _on_item(self, item: msp.Item) -> list[acp.SessionUpdate]:
         if self._other_turn(item.turn_id):
             return []
         tracked = self._items.get(item.item_id)
@@ -187,7 +184,7 @@ class TurnTranslator:
         if isinstance(item, msp.AgentMessageItem):
             return self._snapshot_part(tracked, item.item_id, 0, item.text, "agent")
         if isinstance(item, msp.ReasoningItem):
-            updates: list[SessionUpdate] = []
+            updates: list[acp.SessionUpdate] = []
             for part, text in enumerate(item.summary[:REASONING_PART_LIMIT]):
                 updates += self._snapshot_part(tracked, item.item_id, part, text, "reasoning")
             return updates
@@ -205,7 +202,7 @@ class TurnTranslator:
             return False
         return turn_id != self.turn_id
 
-    def _on_delta(self, params: msp.ItemDeltaParams) -> list[SessionUpdate]:
+    def _on_delta(self, params: msp.ItemDeltaParams) -> list[acp.SessionUpdate]:
         tracked = self._items.get(params.item_id)
         if tracked is None or tracked.ended or not params.delta:
             return []
@@ -222,7 +219,7 @@ class TurnTranslator:
 
     def _snapshot_part(
         self, tracked: _Tracked, item_id: str, part: int, text: str, family: _Family
-    ) -> list[SessionUpdate]:
+    ) -> list[acp.SessionUpdate]:
         stream = tracked.stream(part)
         was_diverged = stream.diverged
         suffix = stream.suffix(text)
@@ -236,7 +233,7 @@ class TurnTranslator:
 
     def _send_part(
         self, tracked: _Tracked, item_id: str, part: int, text: str, family: _Family
-    ) -> list[SessionUpdate]:
+    ) -> list[acp.SessionUpdate]:
         stream = tracked.stream(part)
         if not text or stream.diverged:
             return []
@@ -247,7 +244,7 @@ class TurnTranslator:
         tracked.any_text_sent = True
         return [_chunk(family, item_id, shown)]
 
-    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> SessionUpdate:
+    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> acp.SessionUpdate:
         card = tracked.card
         first = card is None
         if card is None:
@@ -259,13 +256,13 @@ class TurnTranslator:
             self.session_id, item, card.output, self.output, call_id=card.call_id
         )
 
-    def _stream_output(self, card: _Card, delta: str) -> list[SessionUpdate]:
+    def _stream_output(self, card: _Card, delta: str) -> list[acp.SessionUpdate]:
         if not card.output.append(delta):
             return []
         return [output_progress_update(card.call_id, card.output)]
 
 
-def _family(item: Item) -> _Family:
+def _family(item: msp.Item) -> _Family:
     if isinstance(item, msp.AgentMessageItem):
         return "agent"
     if isinstance(item, msp.ReasoningItem):

@@ -5,45 +5,80 @@ connection's read loop): each is translated into ACP updates and sent at once, s
 relayed as it streams and never accumulated. Approvals and questions are handed to
 ``interactions``, which answers them in tasks of the turn.
 
+Events are filtered by the turn's own id from the first frame on: until the id is known (the
+host's ``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``),
+events are held back (at most ``MAX_HELD_EVENTS``), then handled in arrival order; from then on
+an event naming another turn (the late tail of a cancelled one) is dropped. So a
+``turn/completed`` that arrives right behind the acknowledgement, with no ``turn/started``
+before it, still settles the turn, and one prompt never receives another's output.
+
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
-approval that cannot be answered), or a cancel. Cancellation always settles: ``turn/cancel`` is
-sent (once the host acknowledged the turn), and if the host does not complete the turn within
-the cancel budget, counted from the cancel, the prompt resolves ``cancelled`` anyway. A host
-that did not end the turn itself (a cancel it never settled, a failure the adapter decided, a
-deadline) is in an unknown state and is closed rather than reused. Events for any
-other turn id (for example the late tail of a cancelled turn) are ignored, so one prompt never
-receives another's output.
+approval that cannot be answered, an acknowledgement that does not come within the submit
+budget, in the phase it was awaited in), or a cancel. Cancellation always settles:
+``turn/cancel`` is sent (once the host acknowledged the turn), and if the host does not complete
+the turn within the cancel budget, counted from the cancel, the prompt resolves ``cancelled``
+anyway. A host that did not end the turn itself is in an unknown state (``host_unsettled``)
+and is not reused. A client that went away mid-stream stops the turn, noted once in the log.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
-from muse_acp.acp_types import StopReason
-from muse_acp.agent import failures
-from muse_acp.agent.config_options import turn_effort
+from muse_acp.agent import failures, hosts
+from muse_acp.agent.config_options import MODES, SessionSettings, turn_effort
 from muse_acp.agent.interactions import Interactions
 from muse_acp.agent.translate import TurnTranslator
+from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
-from muse_acp.msp_types import TurnInputPart, msp
 from muse_acp.rpc import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, RpcError
+from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.tasks import task_group
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-if TYPE_CHECKING:
-    from muse_acp.agent.context import AgentContext
-    from muse_acp.agent.session import AcpSession
+__all__ = ["MAX_HELD_EVENTS", "ActiveTurn", "TurnOptions", "TurnSession"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
-ACTIVE_TURN_META: Final = "muse/activeTurnId"
+R = TypeVar("R", bound=WireModel)
+
+MAX_HELD_EVENTS: Final = 4096
+"""Events held back until the turn's id is known; a host that sends more fails the turn."""
+
+
+class TurnSession(Protocol):
+    """What a turn needs of its session (``session.AcpSession`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def settings(self) -> SessionSettings: ...
+
+    async def send_update(self, update: acp.SessionUpdate) -> None: ...
+
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOptions:
+    """What the connection negotiated that a turn needs, and its budgets."""
+
+    deadlines: Deadlines
+    forms: bool = False
+    """The client can answer form elicitations (Muse's questions)."""
+    announce_active_turn: bool = False
+    """Steering was negotiated: announce the running turn's id in ``session_info_update``."""
 
 
 class ActiveTurn:
@@ -51,50 +86,75 @@ class ActiveTurn:
 
     def __init__(
         self,
-        ctx: AgentContext,
-        session: AcpSession,
+        session: TurnSession,
         host: MspHost,
         translator: TurnTranslator,
+        options: TurnOptions,
     ) -> None:
-        self._ctx = ctx
         self._session = session
         self._host = host
         self._translator = translator
+        self._options = options
         self.command_id = new_uuid7()
         self.turn_id: str | None = None
         self.cancel_requested = False
         self.host_unsettled = False
         """The host never confirmed the turn's end; its state is unknown."""
         self._settled = anyio.Event()
-        self._outcome: StopReason | RpcError | None = None
+        self._outcome: acp.StopReason | RpcError | None = None
         self._tasks: TaskGroup | None = None
+        self._held: deque[tuple[str, WireModel]] | None = deque()
+        self._client_gone = False
         self.acknowledged = anyio.Event()
         self._interactions = Interactions(self)
 
-    @property
-    def ctx(self) -> AgentContext:
-        return self._ctx
+    # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
 
     @property
-    def session(self) -> AcpSession:
-        return self._session
-
-    @property
-    def host(self) -> MspHost:
-        return self._host
-
-    @property
-    def tasks(self) -> TaskGroup | None:
-        """The turn's task group while it runs (None before and after)."""
-        return self._tasks
+    def session_id(self) -> str:
+        return self._session.session_id
 
     @property
     def settled(self) -> bool:
         return self._settled.is_set()
 
+    @property
+    def accepting(self) -> bool:
+        return self._tasks is not None and not self.settled and not self.cancel_requested
+
+    @property
+    def automatic(self) -> Literal["approve", "reject"] | None:
+        return MODES[self._session.settings.mode_id].automatic
+
+    @property
+    def forms(self) -> bool:
+        return self._options.forms
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        if self._tasks is not None:
+            self._tasks.start_soon(work)
+
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue:
+        return await self._session.ask_client(method, params)
+
+    async def ask_host(
+        self, method: str, params: WireModel, result_type: type[R], phase: failures.Phase
+    ) -> R:
+        """``hosts.ask`` with the submit budget; a host that went away under the call is
+        reported by the turn itself (in the phase the turn was in), never by the call."""
+        budget = self._options.deadlines.submit
+        try:
+            return await hosts.ask(
+                self._host, method, params, result_type, phase=phase, budget=budget
+            )
+        except RpcError:
+            if self._host.dead.is_set():
+                await self._host_gone()
+            raise
+
     # -- settling -------------------------------------------------------------------------
 
-    def settle(self, outcome: StopReason | RpcError) -> None:
+    def settle(self, outcome: acp.StopReason | RpcError) -> None:
         """Record the first outcome; a cancel turns any later success into ``cancelled``."""
         if self._settled.is_set():
             return
@@ -109,25 +169,24 @@ class ActiveTurn:
 
         The host did not end the turn itself, so its state is unknown (the turn may still run
         or wait there) and it is not reused. A cancel asked for earlier wins over the error.
+        A host that went away is reported by the turn itself (with how it ended).
         """
         if self._settled.is_set():
             return
         self.host_unsettled = True
         self.settle("cancelled" if self.cancel_requested else error)
-        if self._tasks is not None and self.turn_id is not None:
-            self._tasks.start_soon(self._send_cancel)
+        if self.turn_id is not None:
+            self.spawn(self._send_cancel)
 
     # -- running ------------------------------------------------------------------------
 
-    async def run(self, parts: list[TurnInputPart]) -> StopReason:
+    async def run(self, parts: list[msp.TurnInputPart]) -> acp.StopReason:
         """Submit the turn and wait until it settles.
 
         Raises:
             RpcError: the turn failed (``data.failure`` says how and in which phase).
         """
-        deadlines = self._ctx.config.deadlines
-        session_id = self._session.session_id
-        self._host.listen(session_id, self.on_event)
+        listening = self._host.listen(self.session_id, self.on_event)
         try:
             async with task_group() as tasks:
                 self._tasks = tasks
@@ -135,29 +194,28 @@ class ActiveTurn:
                 if self.cancel_requested:
                     tasks.start_soon(self._cancel_flow)
                 params = msp.TurnStartParams(
-                    command_id=self.command_id, session_id=session_id, input=parts
+                    command_id=self.command_id, session_id=self.session_id, input=parts
                 )
                 effort = turn_effort(self._session.settings)
                 if effort is not None:
                     # Only an explicit choice is sent; the host's default needs no member.
                     params.reasoning_effort = effort
                 try:
-                    with anyio.fail_after(deadlines.submit):
-                        ack = await self._host.call("turn/start", params, msp.TurnStartResult)
-                except TimeoutError:
-                    self.fail(failures.deadline_exceeded("submitting", deadlines.submit, True))
-                except ConnectionClosed:
-                    await self._host_gone()
-                except RpcError as error:
-                    self.settle(failures.host_rejected("turn/start", error.code, error.message))
+                    ack = await self.ask_host(
+                        "turn/start", params, msp.TurnStartResult, "submitting"
+                    )
+                except failures.HostRefusal as refused:
+                    self.settle(refused)  # the host refused the turn: nothing runs there
+                except RpcError as failure:
+                    self.fail(failure)
                 else:
-                    self._adopt(ack.turn_id)
                     self.acknowledged.set()
+                    await self._adopt(ack.turn_id)
                     await self._publish_active_turn(self.turn_id)
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()
         finally:
-            self._host.unlisten(session_id, self.on_event)
+            listening.close()
             if self.acknowledged.is_set():
                 with anyio.CancelScope(shield=True):
                     await self._publish_active_turn(None)
@@ -167,10 +225,18 @@ class ActiveTurn:
             raise outcome
         return outcome
 
-    def _adopt(self, turn_id: str) -> None:
-        if self.turn_id is None:
-            self.turn_id = turn_id
-            self._translator.turn_id = turn_id
+    async def _adopt(self, turn_id: str) -> None:
+        """Take ``turn_id`` as this turn's, then handle the events held back until now."""
+        if self.turn_id is not None:
+            return
+        self.turn_id = turn_id
+        self._translator.turn_id = turn_id
+        held = self._held
+        # Events arriving while the held ones are handled join the end of the line, so
+        # arrival order holds; the line is gone only once it is empty.
+        while held:
+            await self._handle(*held.popleft())
+        self._held = None
 
     async def _watch_host(self) -> None:
         await self._host.dead.wait()
@@ -198,11 +264,9 @@ class ActiveTurn:
     @property
     def steerable(self) -> bool:
         """True between the host's acknowledgement and the turn settling, unless cancelled."""
-        return (
-            self.acknowledged.is_set() and not self._settled.is_set() and not self.cancel_requested
-        )
+        return self.acknowledged.is_set() and self.accepting
 
-    async def steer(self, parts: list[TurnInputPart]) -> str:
+    async def steer(self, parts: list[msp.TurnInputPart]) -> str:
         """Send one correction to this turn with ``turn/steer``; return the turn id Muse named.
 
         Sent at most once; a failure is never retried or turned into a new turn. If Muse does
@@ -210,42 +274,30 @@ class ActiveTurn:
 
         Raises:
             RpcError: the turn is no longer steerable, Muse refused the correction, its
-                acknowledgement did not name this turn, or the host ended (the turn's own
-                ``hostExited`` failure, which fails the turn too).
+                acknowledgement did not name this turn, or the correction's outcome is
+                unknown (the turn then fails too, with the same failure).
         """
         if not self.steerable or self.turn_id is None:
             raise RpcError(INVALID_REQUEST, "the turn has ended; there is no running turn to steer")
         params = msp.TurnSteerParams(
             command_id=new_uuid7(),
-            session_id=self._session.session_id,
+            session_id=self.session_id,
             expected_turn_id=self.turn_id,
             input=parts,
         )
-        submit = self._ctx.config.deadlines.submit
         try:
-            with anyio.fail_after(submit):
-                ack = await self._host.call("turn/steer", params, msp.TurnCommandResult)
-        except TimeoutError:
-            # The correction may or may not have reached the model; the turn cannot go on
-            # in an unknown state, and the steering caller hears why.
-            self.fail(failures.deadline_exceeded("submitting", submit, True))
-            raise RpcError(
-                INTERNAL_ERROR,
-                f"Muse did not acknowledge the correction within {submit:g}s, so whether it "
-                "reached the turn is unknown; the turn was stopped. Check the session before "
-                "sending it again.",
-            ) from None
-        except ConnectionClosed:
-            await self._host_gone()
-            await self._host.process.settle()
-            code, stderr_tail = self._host.exit_summary()
-            raise failures.host_exited("running", code, stderr_tail) from None
-        except RpcError as error:
+            ack = await self.ask_host("turn/steer", params, msp.TurnCommandResult, "steering")
+        except failures.HostRefusal as refused:
             raise RpcError(
                 INVALID_REQUEST,
-                f"Muse did not accept the correction for turn {self.turn_id}: {error.message}",
-                error.data,
+                f"Muse did not accept the correction for turn {self.turn_id}: {refused.message}",
+                refused.data,
             ) from None
+        except RpcError as failure:
+            # The correction may or may not have reached the model; the turn cannot go on in
+            # an unknown state, and the steering caller hears why.
+            self.fail(failure)
+            raise
         if ack.status != "accepted" or ack.turn_id != self.turn_id:
             raise RpcError(
                 INTERNAL_ERROR,
@@ -255,15 +307,14 @@ class ActiveTurn:
         return ack.turn_id
 
     async def _publish_active_turn(self, turn_id: str | None) -> None:
-        if not self._ctx.negotiated.any_steering:
+        if not self._options.announce_active_turn:
             return
+        meta = acp.MuseSessionInfoMeta.model_validate({"muse/activeTurnId": turn_id})
         update = acp.SessionInfoUpdateSessionUpdate(
-            session_update="session_info_update", field_meta={ACTIVE_TURN_META: turn_id}
+            session_update="session_info_update",
+            field_meta=meta.model_dump(mode="json", by_alias=True),
         )
-        try:
-            await self._ctx.send_update(self._session, update)
-        except ConnectionClosed:
-            logger.debug("client went away before the active turn could be announced")
+        await self._send(update)
 
     # -- cancelling ---------------------------------------------------------------------
 
@@ -273,13 +324,12 @@ class ActiveTurn:
             return
         self.cancel_requested = True
         self._interactions.withdraw_all()
-        if self._tasks is not None:
-            self._tasks.start_soon(self._cancel_flow)
+        self.spawn(self._cancel_flow)
 
     async def _cancel_flow(self) -> None:
         # One budget from the cancel on, whatever the host leaves unanswered: the turn/start
         # acknowledgement (the turn id ``turn/cancel`` needs), turn/cancel, or turn/completed.
-        with anyio.move_on_after(self._ctx.config.deadlines.cancel):
+        with anyio.move_on_after(self._options.deadlines.cancel):
             await self.acknowledged.wait()
             await self._send_cancel()
             await self._settled.wait()
@@ -292,26 +342,53 @@ class ActiveTurn:
         if self.turn_id is None or self._host.dead.is_set():
             return
         params = msp.TurnCancelParams(
-            command_id=new_uuid7(), session_id=self._session.session_id, turn_id=self.turn_id
+            command_id=new_uuid7(), session_id=self.session_id, turn_id=self.turn_id
         )
         try:
-            with anyio.fail_after(self._ctx.config.deadlines.submit):
-                await self._host.call("turn/cancel", params, msp.TurnCommandResult)
-        except (TimeoutError, RpcError) as error:
-            logger.warning("turn/cancel for %s was not accepted: %s", self.turn_id, error)
+            await self.ask_host("turn/cancel", params, msp.TurnCommandResult, "cancelling")
+        except RpcError as error:
+            logger.warning("turn/cancel for %s was not accepted: %s", self.turn_id, error.message)
             self.host_unsettled = True
 
     # -- host events --------------------------------------------------------------------
 
     async def on_event(self, method: str, params: WireModel) -> None:
-        if isinstance(params, msp.TurnStartedParams):
-            if params.command_id == self.command_id:
-                self._adopt(params.turn_id)
-        elif isinstance(params, msp.TurnCompletedParams):
+        if (
+            self.turn_id is None
+            and isinstance(params, msp.TurnStartedParams)
+            and params.command_id == self.command_id
+        ):
+            await self._adopt(params.turn_id)
+            return
+        held = self._held
+        if held is not None:
+            if len(held) >= MAX_HELD_EVENTS:
+                self.fail(failures.too_many_early_events(MAX_HELD_EVENTS, method))
+                return
+            held.append((method, params))
+            return
+        await self._handle(method, params)
+
+    async def _handle(self, method: str, params: WireModel) -> None:
+        if isinstance(params, msp.TurnCompletedParams):
             if params.turn_id == self.turn_id:
                 self.settle(failures.stop_reason(params))
             return
-        else:
+        if not isinstance(params, msp.TurnStartedParams):
             self._interactions.on_event(params)
         for update in self._translator.on_notification(method, params):
-            await self._ctx.send_update(self._session, update)
+            await self._send(update)
+
+    async def _send(self, update: acp.SessionUpdate) -> None:
+        if self._client_gone:
+            return
+        try:
+            await self._session.send_update(update)
+        except ConnectionClosed:
+            self._client_gone = True
+            logger.warning(
+                "the client went away while turn %s of session %s was streaming; stopping it",
+                self.turn_id,
+                self.session_id,
+            )
+            self.request_cancel()

@@ -22,8 +22,9 @@ __all__ = [
     "with_elicitation",
 ]
 
-OUTPUT_KEY: Final = "muse/output"
-STEERING_KEY: Final = "muse/steering"
+_KEYS: Final = acp.MuseClientCapabilitiesMeta.model_fields
+OUTPUT_KEY: Final = _KEYS["muse_output"].alias or ""
+STEERING_KEY: Final = _KEYS["muse_steering"].alias or ""
 COMPATIBLE_STEERING_KEY: Final = "steering"
 EXTENSION_VERSION: Final = 1
 """The highest Muse extension version this client understands."""
@@ -51,13 +52,15 @@ def extensions(
 ) -> acp.ClientCapabilities:
     """``base`` (default: ``client_capabilities()``) with the chosen Muse extensions opted in."""
     capabilities = (base or client_capabilities()).model_copy(deep=True)
-    meta: dict[str, Any] = dict(capabilities.field_meta or {})
+    opt_ins = acp.MuseClientCapabilitiesMeta()
     if output:
-        meta[OUTPUT_KEY] = EXTENSION_VERSION
+        opt_ins.muse_output = EXTENSION_VERSION
     if steering:
-        meta[STEERING_KEY] = EXTENSION_VERSION
+        opt_ins.muse_steering = EXTENSION_VERSION
     if compatible_steering:
-        meta[COMPATIBLE_STEERING_KEY] = {"supported": True}
+        opt_ins.steering = acp.SteeringSupport(supported=True)
+    meta: dict[str, Any] = dict(capabilities.field_meta or {})
+    meta.update(opt_ins.model_dump(mode="json", by_alias=True, exclude_unset=True))
     if meta:
         capabilities.field_meta = meta
     return capabilities

@@ -20,7 +20,6 @@ from typing import Any, Final, Protocol, TypeVar
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from pydantic import BaseModel, ValidationError
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.client.errors import AgentError, AgentExited
 from muse_acp.client.output import MAX_PAGE_BYTES, OutputRef, read_pages
 from muse_acp.client.policies import (
@@ -109,7 +108,7 @@ class AgentConnection:
         self._on_permission = on_permission
         self._on_elicitation = on_elicitation
         self._sessions: dict[str, Session] = {}
-        self._unclaimed: deque[tuple[str, SessionUpdate]] = deque(maxlen=UNCLAIMED_LIMIT)
+        self._unclaimed: deque[tuple[str, acp.SessionUpdate]] = deque(maxlen=UNCLAIMED_LIMIT)
         self._closed = False
 
     # -- plumbing -------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
-from muse_acp.acp_types import SessionUpdate
-from muse_acp.rpc import RpcError
+from pydantic import ValidationError
+
+from muse_acp.rpc import RpcError, describe_validation_error
 from muse_acp_wire import acp
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "read_pages",
 ]
 
-OUTPUT_META_KEY: Final = "muse/output"
+OUTPUT_META_KEY: Final = acp.MuseToolCallMeta.model_fields["muse_output"].alias or ""
 MAX_PAGE_BYTES: Final = 1048576
 """The most a single ``_muse/readOutput`` may ask for."""
 
@@ -53,7 +54,7 @@ class OutputRef:
     """Total size in bytes, when known."""
 
     @classmethod
-    def of(cls, ref: OutputRef | Mapping[str, Any] | SessionUpdate) -> Self:
+    def of(cls, ref: OutputRef | Mapping[str, Any] | acp.SessionUpdate) -> Self:
         """Read a reference from an ``OutputRef``, a card's ``muse/output`` entry, or a card.
 
         Raises:
@@ -61,27 +62,31 @@ class OutputRef:
         """
         if isinstance(ref, OutputRef):
             return cls(ref.session_id, ref.item_id, ref.output_ref, ref.byte_len)
-        if not isinstance(ref, Mapping):
-            meta = ref.field_meta or {}
-            entry = meta.get(OUTPUT_META_KEY)
-            if not isinstance(entry, Mapping):
-                raise ValueError("this update carries no stored output reference")
-            ref = entry
-        session_id, item_id, output_id = (
-            ref.get("sessionId"),
-            ref.get("itemId"),
-            ref.get("outputRef"),
-        )
-        if not (isinstance(session_id, str) and isinstance(item_id, str)):
-            raise ValueError("a stored output reference needs sessionId and itemId strings")
-        if not isinstance(output_id, str):
-            raise ValueError("a stored output reference needs an outputRef string")
-        size = ref.get("byteLen")
-        byte_len = size if isinstance(size, int) and not isinstance(size, bool) else None
-        return cls(session_id, item_id, output_id, byte_len)
+        try:
+            if isinstance(ref, Mapping):
+                # A caller's own mapping needs only what a read names; a card's entry has more.
+                read = acp.MuseReadOutputRequest.model_validate(
+                    {key: ref.get(key) for key in ("sessionId", "itemId", "outputRef")},
+                    by_alias=True,
+                    by_name=False,
+                )
+                size = ref.get("byteLen")
+                byte_len = size if isinstance(size, int) and not isinstance(size, bool) else None
+                return cls(read.session_id, read.item_id, read.output_ref, byte_len)
+            else:
+                meta = acp.MuseToolCallMeta.model_validate(
+                    ref.field_meta or {}, by_alias=True, by_name=False
+                )
+                if meta.muse_output is None:
+                    raise ValueError("this update carries no stored output reference")
+                entry = meta.muse_output
+        except ValidationError as error:
+            detail = describe_validation_error(error)
+            raise ValueError(f"not a stored output reference ({detail})") from None
+        return cls(entry.session_id, entry.item_id, entry.output_ref, entry.byte_len)
 
 
-def output_ref(update: SessionUpdate) -> OutputRef | None:
+def output_ref(update: acp.SessionUpdate) -> OutputRef | None:
     """The stored output a tool card announces, or None."""
     if not isinstance(update, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate):
         return None

@@ -30,11 +30,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from muse_acp.acp_types import ContentBlock, SessionConfigOption, SessionUpdate, StopReason
 from muse_acp.client.output import OutputRef, decode_page
 from muse_acp.client.policies import resolve
 from muse_acp.client.updates import message_text
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp
 
 if TYPE_CHECKING:
@@ -44,10 +43,10 @@ __all__ = ["REPLAY_LIMIT", "Prompt", "Session", "UpdateHandler", "content_blocks
 
 logger: Final = logging.getLogger("muse_acp.client")
 
-UpdateHandler: TypeAlias = Callable[[SessionUpdate], Awaitable[None] | None]
+UpdateHandler: TypeAlias = Callable[[acp.SessionUpdate], Awaitable[None] | None]
 """Receives updates outside prompts; runs in the connection's reader, so it must be quick."""
 
-Prompt: TypeAlias = str | Sequence[ContentBlock]
+Prompt: TypeAlias = str | Sequence[acp.ContentBlock]
 """Prompt text, or the content blocks of a prompt."""
 
 REPLAY_LIMIT: Final = 100_000
@@ -56,7 +55,7 @@ PREVIOUS_TURN_TIMEOUT: Final = 30.0
 ACTIVE_TURN_KEY: Final = "muse/activeTurnId"
 
 
-def content_blocks(prompt: Prompt) -> list[ContentBlock]:
+def content_blocks(prompt: Prompt) -> list[acp.ContentBlock]:
     """The content blocks of ``prompt`` (text becomes one text block)."""
     if isinstance(prompt, str):
         return [acp.TextContentBlock(type="text", text=prompt)]
@@ -72,8 +71,8 @@ class _Turn:
         self.finished = anyio.Event()
         self.cancelled = False
         """The client sent ``session/cancel`` for this turn (its reader left or was superseded)."""
-        self.stop_reason: StopReason | None = None
-        self.error: RpcError | None = None
+        self.stop_reason: acp.StopReason | None = None
+        self.error: RpcError | ConnectionClosed | None = None
 
 
 class Session:
@@ -86,24 +85,24 @@ class Session:
         cwd: str | None,
         *,
         modes: acp.SessionModeState | None = None,
-        config_options: Sequence[SessionConfigOption] | None = None,
+        config_options: Sequence[acp.SessionConfigOption] | None = None,
         on_update: UpdateHandler | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.modes = modes
-        self.config_options: list[SessionConfigOption] = list(config_options or [])
+        self.config_options: list[acp.SessionConfigOption] = list(config_options or [])
         self.available_commands: list[acp.AvailableCommand] = []
         self.title: str | None = None
         self.active_turn_id: str | None = None
         """The Muse turn running now, when the agent reports it (needed to steer)."""
-        self.stop_reason: StopReason | None = None
+        self.stop_reason: acp.StopReason | None = None
         """Why the turn whose iteration finished last ended (None while a prompt runs)."""
         self.on_update = on_update
-        self.replayed: list[SessionUpdate] = []
+        self.replayed: list[acp.SessionUpdate] = []
         self.closed = False
         self._agent = agent
-        self._sink: MemoryObjectSendStream[SessionUpdate] | None = None
+        self._sink: MemoryObjectSendStream[acp.SessionUpdate] | None = None
         self._turn: _Turn | None = None
         self._collecting = False
 
@@ -120,7 +119,7 @@ class Session:
 
     # -- incoming updates -----------------------------------------------------------------
 
-    def _apply(self, update: SessionUpdate) -> None:
+    def _apply(self, update: acp.SessionUpdate) -> None:
         if isinstance(update, acp.CurrentModeUpdateSessionUpdate):
             if self.modes is not None:
                 self.modes.current_mode_id = update.current_mode_id
@@ -136,7 +135,7 @@ class Session:
                 turn = meta[ACTIVE_TURN_KEY]
                 self.active_turn_id = turn if isinstance(turn, str) else None
 
-    async def deliver(self, update: SessionUpdate) -> None:
+    async def deliver(self, update: acp.SessionUpdate) -> None:
         """Take one update from the agent (called in order by the connection's reader)."""
         self._apply(update)
         sink = self._sink
@@ -167,14 +166,14 @@ class Session:
 
     # -- prompts --------------------------------------------------------------------------
 
-    async def prompt(self, prompt: Prompt) -> AsyncGenerator[SessionUpdate, None]:
+    async def prompt(self, prompt: Prompt) -> AsyncGenerator[acp.SessionUpdate, None]:
         """Run one prompt turn, yielding its updates (see the module contract).
 
         Raises:
             TimeoutError: the previous turn did not end within ``PREVIOUS_TURN_TIMEOUT``
                 seconds of being cancelled.
-            RpcError: the agent refused or failed the prompt (``AgentError``), or went away
-                (``AgentExited``).
+            RpcError: the agent refused or failed the prompt (``AgentError``).
+            ConnectionClosed: the agent went away (``AgentExited``).
         """
         previous = self._turn
         if previous is not None and not previous.finished.is_set():
@@ -183,7 +182,7 @@ class Session:
             with anyio.fail_after(PREVIOUS_TURN_TIMEOUT):
                 await previous.finished.wait()
         request = acp.PromptRequest(session_id=self.session_id, prompt=content_blocks(prompt))
-        send, receive = anyio.create_memory_object_stream[SessionUpdate](
+        send, receive = anyio.create_memory_object_stream[acp.SessionUpdate](
             self._agent.max_buffered_updates
         )
         turn = _Turn()
@@ -215,13 +214,13 @@ class Session:
     async def _run_prompt(
         self,
         request: acp.PromptRequest,
-        send: MemoryObjectSendStream[SessionUpdate],
+        send: MemoryObjectSendStream[acp.SessionUpdate],
         turn: _Turn,
     ) -> None:
         try:
             response = await self._agent.request("session/prompt", request, acp.PromptResponse)
             turn.stop_reason = response.stop_reason
-        except RpcError as error:
+        except (RpcError, ConnectionClosed) as error:
             turn.error = error
         finally:
             if turn.error is None and turn.stop_reason is None:
@@ -238,7 +237,7 @@ class Session:
         turn.cancelled = True
         try:
             await self.cancel()
-        except RpcError as error:
+        except (RpcError, ConnectionClosed) as error:
             logger.debug("%s: could not cancel the previous turn: %s", self.session_id, error)
 
     async def prompt_text(self, prompt: Prompt) -> str:
@@ -269,7 +268,7 @@ class Session:
 
     async def set_config_option(
         self, config_id: str, value: str | bool
-    ) -> list[SessionConfigOption]:
+    ) -> list[acp.SessionConfigOption]:
         """Change one option; returns (and keeps) every option as the agent now has them."""
         request = acp.SetSessionConfigOptionRequest(
             session_id=self.session_id, config_id=config_id, value=value
@@ -285,7 +284,10 @@ class Session:
     # -- Muse extensions ------------------------------------------------------------------
 
     def read_output(
-        self, ref: OutputRef | Mapping[str, Any] | SessionUpdate, *, page_bytes: int | None = None
+        self,
+        ref: OutputRef | Mapping[str, Any] | acp.SessionUpdate,
+        *,
+        page_bytes: int | None = None,
     ) -> AsyncGenerator[acp.MuseReadOutputResponse, None]:
         """The pages of one of this session's stored outputs (``_muse/readOutput``).
 
@@ -298,7 +300,7 @@ class Session:
         return self._agent.read_output(parsed, page_bytes=page_bytes)
 
     async def save_output(
-        self, ref: OutputRef | Mapping[str, Any] | SessionUpdate, path: str | os.PathLike[str]
+        self, ref: OutputRef | Mapping[str, Any] | acp.SessionUpdate, path: str | os.PathLike[str]
     ) -> int:
         """Write a stored output's bytes to ``path``; returns how many were written.
 

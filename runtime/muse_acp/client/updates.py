@@ -18,7 +18,6 @@ from typing import Annotated, Any, Final, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from muse_acp.acp_types import SessionUpdate
 from muse_acp.rpc import describe_validation_error
 from muse_acp_wire import acp
 
@@ -36,19 +35,19 @@ class UpdateEnvelope(BaseModel):
     update: dict[str, Any]
 
 
-def _update_models() -> Mapping[str, type[SessionUpdate]]:
-    table: dict[str, type[SessionUpdate]] = {}
-    for model in get_args(SessionUpdate):
+def _update_models() -> Mapping[str, type[acp.SessionUpdate]]:
+    table: dict[str, type[acp.SessionUpdate]] = {}
+    for model in get_args(acp.SessionUpdate):
         (tag,) = get_args(model.model_fields["session_update"].annotation)
         table[tag] = model
     return MappingProxyType(table)
 
 
-UPDATE_MODELS: Final[Mapping[str, type[SessionUpdate]]] = _update_models()
+UPDATE_MODELS: Final[Mapping[str, type[acp.SessionUpdate]]] = _update_models()
 """The generated model of each ``sessionUpdate`` kind this client understands."""
 
 
-def parse_update(data: Mapping[str, Any]) -> SessionUpdate | None:
+def parse_update(data: Mapping[str, Any]) -> acp.SessionUpdate | None:
     """The typed update, or None when its kind is unknown or it does not validate."""
     tag = data.get("sessionUpdate")
     model = UPDATE_MODELS.get(tag) if isinstance(tag, str) else None
@@ -63,7 +62,7 @@ def parse_update(data: Mapping[str, Any]) -> SessionUpdate | None:
         return None
 
 
-def message_text(update: SessionUpdate) -> str | None:
+def message_text(update: acp.SessionUpdate) -> str | None:
     """The text of an ``agent_message_chunk`` carrying text, else None."""
     if isinstance(update, acp.AgentMessageChunkSessionUpdate) and isinstance(
         update.content, acp.TextContentBlock

@@ -20,6 +20,15 @@ import anyio
 
 from muse_acp.rpc import INTERNAL_ERROR, RpcError
 
+__all__ = [
+    "PROBE_TIMEOUT",
+    "SERVE_FLAGS",
+    "HostUnavailable",
+    "MuseBinary",
+    "probe",
+    "resolve_binary",
+]
+
 logger: Final = logging.getLogger("muse_acp.host")
 
 PROBE_TIMEOUT: Final = 10.0

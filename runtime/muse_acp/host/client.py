@@ -2,9 +2,11 @@
 
 ``open_host`` spawns the process, connects the JSON-RPC runtime to its pipes, performs the
 ``initialize``/``initialized`` handshake within the startup budget and yields an ``MspHost``.
-Host events (MSP notifications) are parsed with the generated models and handed, in arrival
-order, to the listener registered for their ``sessionId``; events for sessions nobody listens
-to are dropped. The host's server requests (``approval/request``, ``userInput/request``) are
+Host events (MSP notifications) are parsed with the vocabulary models (see ``bindings``) and
+handed, in arrival order, to the listener registered for their ``sessionId``; events for
+sessions nobody listens to are dropped. ``listen`` returns a ``Listening`` handle, and only
+that handle removes its own registration, so a finished listener can never stay behind or take
+a newer one's place. The host's server requests (``approval/request``, ``userInput/request``) are
 answered with an empty receipt at once and delivered to the listener like their notification
 twins, so a listener sees a request however the host chose to send it.
 
@@ -20,13 +22,14 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from types import MappingProxyType
 from typing import Final, TypeVar
 
 import anyio
 
 from muse_acp import __version__
+from muse_acp.host.bindings import Bindings, bindings_for
 from muse_acp.host.process import HostProcess, spawn_host
-from muse_acp.msp_types import msp
 from muse_acp.rpc import (
     Connection,
     ConnectionClosed,
@@ -40,7 +43,18 @@ from muse_acp.rpc import (
     call,
 )
 from muse_acp.tasks import task_group, wait_first
+from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
+
+__all__ = [
+    "EXIT_STATUS_WAIT",
+    "MAX_HOST_FRAME_BYTES",
+    "EventListener",
+    "HostEnded",
+    "Listening",
+    "MspHost",
+    "open_host",
+]
 
 logger: Final = logging.getLogger("muse_acp.host")
 
@@ -55,10 +69,9 @@ EXIT_STATUS_WAIT: Final = 2.0
 """Seconds to wait for a host's exit status after it closed its output during startup."""
 
 # Server requests are answered with a receipt and delivered as these notifications.
-_REQUEST_TWINS: Final[Mapping[str, str]] = {
-    "approval/request": "approval/requested",
-    "userInput/request": "userInput/requested",
-}
+_REQUEST_TWINS: Final[Mapping[str, str]] = MappingProxyType(
+    {"approval/request": "approval/requested", "userInput/request": "userInput/requested"}
+)
 
 
 class HostEnded(ConnectionClosed):
@@ -70,27 +83,55 @@ class HostEnded(ConnectionClosed):
         self.stderr_tail = stderr_tail
 
 
+class Listening:
+    """One registration of a listener for one session's events; ``close`` ends it."""
+
+    __slots__ = ("_host", "listener", "session_id")
+
+    def __init__(self, host: MspHost, session_id: str, listener: EventListener) -> None:
+        self._host = host
+        self.session_id = session_id
+        self.listener = listener
+
+    def close(self) -> None:
+        """Stop delivering to this listener (idempotent; a newer registration stays)."""
+        self._host._forget(self)
+
+
 class MspHost:
     """A connected, initialized Muse host."""
 
     def __init__(self, process: HostProcess, info: msp.InitializeResult) -> None:
         self.process = process
         self.info = info
+        self.bindings: Bindings = bindings_for(info.server_info.version)
         self.connection: Connection | None = None
         self.dead = anyio.Event()
-        self._listeners: dict[str, EventListener] = {}
+        self._listeners: dict[str, Listening] = {}
 
     @property
     def version(self) -> str:
         return self.info.server_info.version
 
-    def listen(self, session_id: str, listener: EventListener) -> None:
-        """Deliver this session's events to ``listener`` (replacing any previous one)."""
-        self._listeners[session_id] = listener
+    def listen(self, session_id: str, listener: EventListener) -> Listening:
+        """Deliver this session's events to ``listener`` (in place of any previous one)."""
+        registration = Listening(self, session_id, listener)
+        self._listeners[session_id] = registration
+        return registration
 
-    def unlisten(self, session_id: str, listener: EventListener | None = None) -> None:
-        if listener is None or self._listeners.get(session_id) is listener:
-            self._listeners.pop(session_id, None)
+    def _forget(self, registration: Listening) -> None:
+        if self._listeners.get(registration.session_id) is registration:
+            del self._listeners[registration.session_id]
+
+    async def ended(self) -> tuple[int | None, str]:
+        """How a host that went away ended, once its exit status and stderr are in (bounded).
+
+        Marks the host dead at once: a caller that saw it go away must not wait for the
+        connection's watcher to notice it too."""
+        self.dead.set()
+        with anyio.CancelScope(shield=True):
+            await self.process.settle()
+        return self.exit_summary()
 
     async def call(self, method: str, params: WireModel | None, result_type: type[R]) -> R:
         """Send an MSP request and parse its result (see the module contract for errors).
@@ -112,11 +153,11 @@ class MspHost:
 
     async def deliver(self, method: str, params: WireModel) -> None:
         session_id = getattr(params, "session_id", None)
-        listener = self._listeners.get(session_id) if isinstance(session_id, str) else None
-        if listener is None:
+        registration = self._listeners.get(session_id) if isinstance(session_id, str) else None
+        if registration is None:
             logger.debug("host %d: no listener for %s", self.process.pid, method)
             return
-        await listener(method, params)
+        await registration.listener(method, params)
 
     def exit_summary(self) -> tuple[int | None, str]:
         """The host's exit code (None while running) and the tail of its stderr."""

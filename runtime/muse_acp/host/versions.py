@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, Literal
 
+__all__ = ["VERIFIED_HOSTS", "Feature", "supports"]
+
 Feature = Literal["storedOutput"]
 
 VERIFIED_HOSTS: Final[Mapping[Feature, frozenset[str]]] = MappingProxyType(

@@ -32,7 +32,7 @@ from muse_acp.rpc.errors import (
 )
 from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
 from muse_acp.rpc.memory import Endpoint, FragmentingSendStream, memory_stream_pair
-from muse_acp.rpc.router import NotificationRoute, RequestRoute, Router, call, send_notification
+from muse_acp.rpc.router import NotificationRoute, RequestRoute, Router, call
 from muse_acp.rpc.stdio import open_stdio
 from muse_acp.rpc.transport import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -95,5 +95,4 @@ __all__ = [
     "error_from_exception",
     "memory_stream_pair",
     "open_stdio",
-    "send_notification",
 ]

@@ -3,8 +3,10 @@
 Contract: ``Connection.serve`` reads frames until end of input and answers every incoming
 request exactly once: with the handler's result, with the error it raised (mapped by
 ``error_from_exception``), with REQUEST_CANCELLED when the peer cancelled it through
-``cancel_method``, or with INVALID_REQUEST / PARSE_ERROR when the frame itself is unusable (with
-``id: null`` unless a valid id could be read). Batches are not supported and are refused.
+``cancel_method`` (or, for a handler that took its cancellation over with
+``RequestContext.on_cancel``, whatever that handler answers), or with INVALID_REQUEST /
+PARSE_ERROR when the frame itself is unusable (with ``id: null`` unless a valid id could be
+read). Batches are not supported and are refused.
 
 Each incoming request runs in its own task, so a slow request never holds up others.
 Notifications and responses are handled inline, strictly in arrival order: a caller awaiting
@@ -83,14 +85,27 @@ class RequestContext:
 
     request_id: RequestId
     method: str
+    arrival: int = 0
+    """The position of the request's frame among every frame this connection read (from 1),
+    so a handler can order its request against notifications that arrived around it."""
     followups: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Work to run after a successful response was written, in order, in the same task.
 
     Lets a handler send notifications that must reach the peer after the response (for example
     updates about a session the response just created)."""
+    cancel_handlers: list[Callable[[], None]] = field(default_factory=list)
 
     def after_response(self, work: Callable[[], Awaitable[None]]) -> None:
         self.followups.append(work)
+
+    def on_cancel(self, handler: Callable[[], None]) -> None:
+        """Take over the peer's cancellation of this request.
+
+        Once a handler is registered, the peer's cancel notification calls it (synchronously,
+        in arrival order) instead of cancelling the handler's task, so the handler can wind its
+        work down in order and then answer: REQUEST_CANCELLED by raising
+        ``RpcError.request_cancelled()``, or a result when the work had already finished."""
+        self.cancel_handlers.append(handler)
 
 
 class MessageHandler(Protocol):
@@ -112,7 +127,7 @@ class _Pending:
         self.method = method
         self.done = anyio.Event()
         self.result: JsonValue = None
-        self.error: RpcError | None = None
+        self.error: RpcError | ConnectionClosed | None = None
 
 
 class Connection:
@@ -140,11 +155,18 @@ class Connection:
         self._on_frame = on_frame
         self._next_id = first_request_id
         self._outgoing: dict[int, _Pending] = {}
-        self._incoming: dict[RequestId, anyio.CancelScope] = {}
+        self._incoming: dict[RequestId, tuple[anyio.CancelScope, RequestContext]] = {}
+        self._arrivals = 0
         self._slots = anyio.Semaphore(max_pending_outgoing, fast_acquire=True)
         self._task_group: TaskGroup | None = None
         self._closing = False
         self._closed = anyio.Event()
+
+    @property
+    def arrivals(self) -> int:
+        """How many frames have been read so far; while a notification is being handled,
+        the position of that notification's frame."""
+        return self._arrivals
 
     @property
     def closed(self) -> anyio.Event:
@@ -266,6 +288,7 @@ class Connection:
             except _READ_ERRORS as exc:
                 logger.warning("%s: input failed, closing: %r", self.name, exc)
                 return
+            self._arrivals += 1
             if isinstance(frame, OversizedFrame):
                 limit = reader.max_frame_bytes
                 message = f"frame of {frame.size_seen} bytes exceeds the {limit}-byte limit"
@@ -332,25 +355,38 @@ class Connection:
         if method == self._cancel_method:
             target = params.get("requestId") if isinstance(params, dict) else None
             if type(target) is int or type(target) is str:
-                scope = self._incoming.get(target)
-                if scope is not None:
-                    scope.cancel()
+                self._cancel_incoming(target)
             return
         try:
             await self._handler.handle_notification(method, params)
         except Exception:
             logger.exception("%s: handler for notification %s failed", self.name, method)
 
+    def _cancel_incoming(self, request_id: RequestId) -> None:
+        entry = self._incoming.get(request_id)
+        if entry is None:
+            return
+        scope, context = entry
+        if not context.cancel_handlers:
+            scope.cancel()
+            return
+        for handler in context.cancel_handlers:
+            try:
+                handler()
+            except Exception:
+                logger.exception("%s: cancel handler of %s failed", self.name, context.method)
+
     def _start_request(self, request_id: RequestId, method: str, params: JsonValue) -> None:
         assert self._task_group is not None  # only called from serve's read loop
         scope = anyio.CancelScope()
-        self._incoming[request_id] = scope
-        self._task_group.start_soon(self._run_request, request_id, method, params, scope)
+        context = RequestContext(request_id, method, self._arrivals)
+        self._incoming[request_id] = (scope, context)
+        self._task_group.start_soon(self._run_request, context, params, scope)
 
     async def _run_request(
-        self, request_id: RequestId, method: str, params: JsonValue, scope: anyio.CancelScope
+        self, context: RequestContext, params: JsonValue, scope: anyio.CancelScope
     ) -> None:
-        context = RequestContext(request_id, method)
+        request_id, method = context.request_id, context.method
         try:
             frame, succeeded = await self._answer(context, params, scope)
         finally:

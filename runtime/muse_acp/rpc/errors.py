@@ -2,10 +2,11 @@
 
 Contract: every error that crosses the wire is an ``RpcError`` (``code``, ``message``, optional
 ``data``). Handlers raise ``RpcError`` (usually through its constructors) to answer with a
-specific error; ``error_from_exception`` maps anything else a handler raises. Nothing internal
-reaches the wire: validation failures become a short message of our own naming the failing
-member, and unexpected exceptions become a bare ``internal error`` while the traceback goes to
-the ``muse_acp.rpc`` logger (stderr), never to the peer.
+specific error; ``error_from_exception`` maps anything else a handler raises. A peer that went
+away is ``ConnectionClosed``, which is not an ``RpcError``: it carries no answer from anyone.
+Nothing internal reaches the wire: validation failures become a short message of our own naming
+the failing member, and unexpected exceptions become a bare ``internal error`` while the
+traceback goes to the ``muse_acp.rpc`` logger (stderr), never to the peer.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from muse_acp.rpc.jsonvalue import JsonObject, JsonValue
 from muse_acp.rpc.validation import UNKNOWN_INPUT, describe_validation_error
+from muse_acp.text import clip
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -105,8 +107,7 @@ class RpcError(Exception):
     @classmethod
     def method_not_found(cls, method: str) -> RpcError:
         # The name is the peer's own, but a frame may hold megabytes of it: quote a bounded part.
-        if len(method) > _MAX_QUOTED_METHOD:
-            method = method[:_MAX_QUOTED_METHOD] + "…"
+        method = clip(method, _MAX_QUOTED_METHOD)
         return cls(METHOD_NOT_FOUND, f"unknown method {method}", {"method": method})
 
     @classmethod
@@ -123,22 +124,17 @@ class RpcError(Exception):
     def request_cancelled(cls) -> RpcError:
         return cls(REQUEST_CANCELLED, "request cancelled")
 
-    @classmethod
-    def auth_required(
-        cls, message: str = "authentication required", data: JsonValue | None = None
-    ) -> RpcError:
-        return cls(AUTH_REQUIRED, message, data)
 
-    @classmethod
-    def resource_not_found(cls, message: str, data: JsonValue | None = None) -> RpcError:
-        return cls(RESOURCE_NOT_FOUND, message, data)
+class ConnectionClosed(Exception):
+    """Raised to a caller whose outgoing message cannot complete because the connection ended.
 
-
-class ConnectionClosed(RpcError):
-    """Raised to a caller whose outgoing message cannot complete because the connection ended."""
+    Deliberately not an ``RpcError``: a peer that went away did not answer anything, so code
+    that handles the peer's refusals (``except RpcError``) never mistakes one for the other.
+    """
 
     def __init__(self, message: str = "connection closed before a response arrived") -> None:
-        super().__init__(INTERNAL_ERROR, message)
+        super().__init__(message)
+        self.message = message
 
 
 def error_from_exception(
@@ -152,6 +148,12 @@ def error_from_exception(
     if isinstance(exc, RpcError):
         return exc
     where = "" if method is None else f" for {method}"
+    if isinstance(exc, ConnectionClosed):
+        # A connection the handler relied on (not this one) ended; nothing internal to show.
+        logger.warning("a connection needed%s closed: %s", where, exc.message)
+        return RpcError.internal_error(
+            f"a connection needed to answer{where} closed before it could be answered"
+        )
     if isinstance(exc, ValidationError):
         detail = describe_validation_error(exc, UNKNOWN_INPUT if params is None else params)
         return RpcError.invalid_params(f"invalid params{where}: {detail}")

@@ -8,8 +8,8 @@ METHOD_NOT_FOUND, and params that are not an object or do not validate are answe
 INVALID_PARAMS with a short message of our own. Unknown notifications are ignored and
 notifications with invalid params are dropped; both are logged, never answered.
 
-``call`` and ``send_notification`` are the typed outgoing counterparts: ``call`` validates the
-peer's result into the given model and turns a malformed result into an INTERNAL_ERROR.
+``call`` is the typed outgoing counterpart: it validates the peer's result into the given model
+and turns a malformed result into an INTERNAL_ERROR.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.rpc.transport import Payload
 from muse_acp.rpc.validation import describe_validation_error
 
-__all__ = ["NotificationRoute", "RequestRoute", "Router", "call", "send_notification"]
+__all__ = ["NotificationRoute", "RequestRoute", "Router", "call"]
 
 logger: Final = logging.getLogger("muse_acp.rpc")
 
@@ -142,12 +142,3 @@ async def call(conn: Connection, method: str, params: Payload, result_type: type
         detail = describe_validation_error(exc, data)
         logger.warning("%s: invalid result for %s: %s", conn.name, method, detail)
         raise RpcError.internal_error(f"invalid result for {method}: {detail}") from None
-
-
-async def send_notification(conn: Connection, method: str, params: BaseModel | None) -> None:
-    """Send a notification whose params are a model (or nothing).
-
-    Raises:
-        ConnectionClosed: the connection has ended or the peer stopped reading.
-    """
-    await conn.notify(method, params)

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.text import ELLIPSIS, clip
 
 __all__ = ["UNKNOWN_INPUT", "describe_validation_error"]
 
@@ -172,9 +173,9 @@ def _format_path(path: Sequence[Segment]) -> str:
         if isinstance(segment, int):
             parts.append(f"[{segment}]")
             continue
-        text = segment if len(segment) <= _MAX_SEGMENT_CHARS else segment[:_MAX_SEGMENT_CHARS] + "…"
+        text = clip(segment, _MAX_SEGMENT_CHARS)
         parts.append(f".{text}" if parts else text)
     joined = "".join(parts)
     if len(joined) > _MAX_PATH_CHARS:
-        joined = "…" + joined[-_MAX_PATH_CHARS:]
+        joined = ELLIPSIS + joined[-_MAX_PATH_CHARS:]
     return joined

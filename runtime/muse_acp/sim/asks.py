@@ -33,7 +33,7 @@ from muse_acp.sim.faults import exit_now
 from muse_acp.sim.ids import new_uuid7, rfc3339_now
 from muse_acp.sim.session import LiveSession, Position
 from muse_acp.sim.turn import Turn
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ApprovalChange,
     ApprovalChoice,
     ApprovalRequestedParams,

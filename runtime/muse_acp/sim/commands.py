@@ -24,7 +24,7 @@ from muse_acp.sim.ids import is_uuid7, new_uuid7, rfc3339_now
 from muse_acp.sim.reads import DEFAULT_MODEL, MODELS
 from muse_acp.sim.session import LiveSession
 from muse_acp.sim.store import SessionMeta
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ApprovalModeState,
     CommandAck,
     SessionApprovalModeChangedParams,

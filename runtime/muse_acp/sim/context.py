@@ -104,7 +104,7 @@ class HostContext:
     async def _request_quietly(self, method: str, params: WireModel) -> None:
         try:
             await self.conn.request(method, params)
-        except RpcError as exc:  # ConnectionClosed included
+        except (RpcError, ConnectionClosed) as exc:
             logger.debug("%s was answered with an error: %s", method, exc)
 
     def answered(self, request: RequestContext) -> anyio.Event:

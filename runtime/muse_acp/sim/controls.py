@@ -37,7 +37,7 @@ from muse_acp.sim.questions import QuestionAsk
 from muse_acp.sim.runner import TurnRunner
 from muse_acp.sim.session import LiveSession
 from muse_acp.sim.turn import Steer, StopRequest, TurnRequest
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ApprovalDecideParams,
     ApprovalDecideResult,
     ApprovalResolutionSummary,

@@ -23,7 +23,7 @@ from muse_acp.rpc import (
     JsonValue,
     RpcError,
 )
-from muse_acp_wire.msp_1_2_1 import ERRORS, ErrorData
+from muse_acp_wire.msp import ERRORS, ErrorData
 
 __all__ = [
     "KIND_CODES",

@@ -51,7 +51,7 @@ from muse_acp.sim.reads import Reads
 from muse_acp.sim.resume import SessionContinuations
 from muse_acp.sim.settings import ServeOptions
 from muse_acp.sim.wire import HOST_FRAME_LIMIT, HostReader, HostWriter, Outbox
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     EmptyResult,
     InitializeParams,
     InitializeResult,

@@ -25,7 +25,7 @@ from typing import Final
 from muse_acp.sim import errors
 from muse_acp.sim.ids import new_uuid7
 from muse_acp.sim.store import OutputInfo, Store
-from muse_acp_wire.msp_1_2_1 import ErrorData, ItemReadOutputResult, OutputRef
+from muse_acp_wire.msp import ErrorData, ItemReadOutputResult, OutputRef
 
 __all__ = [
     "BINARY_UNIT",

@@ -1,20 +1,21 @@
-"""The wire behaviour of each simulated host version, read from the generated MSP bindings.
+"""The wire behaviour of each simulated host version, read from that version's MSP bundle.
 
 Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simulated version:
-its schema fingerprint and method tables come from that version's generated module
-(``muse_acp_wire.msp_1_1_1`` or ``msp_1_2_1``), imported only when that version is served.
-Frames are built with the 1.2.1 models, whose shared members are identical to 1.1.1's (the
-protocol grew additively); the profile's feature flags say which 1.2.1 additions a 1.1.1 host
-must leave out, and its method table decides which requests exist at all.
+its schema fingerprint and method tables come from that version's own bundle (see
+``muse_acp.host.bindings``), imported only when that version is served, and so do its features:
+each is read off what the bundle publishes (a method it serves, a member it requires), never
+off a list of version strings. Frames are built with the vocabulary models (the newest bundle,
+whose shared members are those of every older one: the protocol grew additively); a feature
+flag says which later additions an older host must leave out, and the method table decides
+which requests exist at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Final
 
+from muse_acp.host.bindings import bindings_for
 from muse_acp.sim.versions import HostVersion
 from muse_acp_wire._base import NotificationSpec, RequestSpec
 
@@ -46,39 +47,22 @@ class HostProfile:
         return spec is not None and spec.command
 
 
-def _profile_1_1_1(version: HostVersion) -> HostProfile:
-    from muse_acp_wire import msp_1_1_1 as wire
-
-    return HostProfile(
-        version=version,
-        fingerprint=wire.SCHEMA_FINGERPRINT,
-        host_requests=wire.HOST_REQUESTS,
-        client_notifications=wire.CLIENT_NOTIFICATIONS,
-        output_refs=False,
-        session_names=False,
-        pending_kind_required=False,
-    )
-
-
-def _profile_1_2_1(version: HostVersion) -> HostProfile:
-    from muse_acp_wire import msp_1_2_1 as wire
-
-    return HostProfile(
-        version=version,
-        fingerprint=wire.SCHEMA_FINGERPRINT,
-        host_requests=wire.HOST_REQUESTS,
-        client_notifications=wire.CLIENT_NOTIFICATIONS,
-        output_refs=True,
-        session_names=True,
-        pending_kind_required=True,
-    )
-
-
-_LOADERS: Final[Mapping[str, Callable[[HostVersion], HostProfile]]] = MappingProxyType(
-    {"1.1.1": _profile_1_1_1, "1.2.1": _profile_1_2_1}
-)
+def _required(module: object, model: str, member: str) -> bool:
+    fields = getattr(getattr(module, model, None), "model_fields", {})
+    return member in fields and fields[member].is_required()
 
 
 def load_profile(version: HostVersion) -> HostProfile:
-    """The profile of ``version``; raises ``KeyError`` for a version without bindings."""
-    return _LOADERS[version.version](version)
+    """The profile of ``version``; raises ``KeyError`` for a version without a bundle."""
+    bindings = bindings_for(version.version)
+    if bindings.version != version.version:
+        raise KeyError(version.version)
+    return HostProfile(
+        version=version,
+        fingerprint=bindings.fingerprint,
+        host_requests=bindings.host_requests,
+        client_notifications=bindings.client_notifications,
+        output_refs=bindings.serves("item/readOutput"),
+        session_names=bindings.serves("session/rename"),
+        pending_kind_required=_required(bindings.module, "PendingRequest", "kind"),
+    )

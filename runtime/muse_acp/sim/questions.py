@@ -22,7 +22,7 @@ from muse_acp.sim.faults import exit_now
 from muse_acp.sim.session import Position
 from muse_acp.sim.tools import ToolCall, compact_json
 from muse_acp.sim.turn import Turn
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ErrorData,
     UserInputAnswer,
     UserInputOption,

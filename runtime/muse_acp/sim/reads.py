@@ -21,7 +21,7 @@ from muse_acp.sim.fold import Fold
 from muse_acp.sim.ids import durable_cursor, micros_of, parse_cursor
 from muse_acp.sim.outputs import MAX_READ_BYTES, read_range
 from muse_acp.sim.session import session_model
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ApprovalListPendingParams,
     ApprovalListPendingResult,
     EmptyResult,

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Final
 
 from muse_acp.sim.session import LiveSession, Position
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ApprovalResolvedParams,
     ItemEventParams,
     TurnCompletedParams,

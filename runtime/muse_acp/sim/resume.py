@@ -29,7 +29,7 @@ from muse_acp.sim.reads import history, pending_requests
 from muse_acp.sim.recovery import reconcile
 from muse_acp.sim.session import LiveSession, Position
 from muse_acp.sim.store import SessionMeta
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ErrorData,
     ItemEventParams,
     SessionForkParams,

@@ -44,7 +44,7 @@ from muse_acp.sim.questions import ask_user
 from muse_acp.sim.session import LiveSession, Position
 from muse_acp.sim.tools import SHELL_DISABLED, ToolCall, run_search, run_shell, run_web, shell_args
 from muse_acp.sim.turn import Steer, StopRequest, Turn, TurnRequest
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     TurnCompletedParams,
     TurnError,
     TurnRetractedParams,

@@ -24,7 +24,7 @@ from muse_acp.sim.profile import HostProfile
 from muse_acp.sim.store import EventLog, Lease, SessionMeta, Store
 from muse_acp.sim.wire import Outbox, log_line
 from muse_acp_wire._base import WireModel
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     ApprovalModeState,
     ForkOrigin,
     Session,

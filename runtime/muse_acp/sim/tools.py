@@ -29,7 +29,7 @@ from muse_acp.sim.outputs import (
     pattern_chunks,
 )
 from muse_acp.sim.turn import Turn
-from muse_acp_wire.msp_1_2_1 import OutputRef, ToolCallItem
+from muse_acp_wire.msp import OutputRef, ToolCallItem
 
 __all__ = ["ToolCall", "compact_json", "run_search", "run_shell", "run_web"]
 

@@ -22,7 +22,7 @@ import anyio
 from muse_acp.sim.directives import Prompt
 from muse_acp.sim.faults import exit_now
 from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
-from muse_acp_wire.msp_1_2_1 import (
+from muse_acp_wire.msp import (
     AgentMessageItem,
     CumulativeTokenUsage,
     ItemDeltaParams,

@@ -1,9 +1,12 @@
 """The Muse host versions muse-sim can impersonate, and how one is chosen.
 
-Contract: ``MUSE_SIM_VERSION`` names the simulated host (``1.1.1`` or ``1.2.1``, default
-``1.2.1``); ``resolve_version`` returns its ``HostVersion`` or raises ``UnsupportedVersion`` with
-a message fit for the user. This module imports nothing heavy: ``muse-sim --version`` answers
-from it alone, without loading the wire models.
+Contract: muse-sim plays every version that has an MSP bundle (``muse_acp_wire.msp_bundles``),
+so a bundle added to ``spec/msp/`` is playable with no edit here. ``MUSE_SIM_VERSION`` names
+the simulated host (default: the newest verified release in ``DEFAULT_VERSION``, else the newest
+bundle); ``resolve_version`` returns its ``HostVersion`` or raises ``UnsupportedVersion`` with a
+message fit for the user. A version's release build comes from ``RELEASE_BUILDS`` (the builds
+real hosts of that version report), else a made-up ``R0.1``. This module imports no models:
+``muse-sim --version`` answers from it alone.
 """
 
 from __future__ import annotations
@@ -22,8 +25,15 @@ __all__ = [
     "resolve_version",
 ]
 
+from muse_acp_wire.msp_bundles import BUNDLES
+
 VERSION_ENV: Final = "MUSE_SIM_VERSION"
 DEFAULT_VERSION: Final = "1.2.1"
+
+RELEASE_BUILDS: Final[Mapping[str, str]] = MappingProxyType(
+    {"1.1.1": "R2514.1", "1.2.1": "R2847.1", "1.3.0": "R3401.1", "1.4.2": "R4684.1"}
+)
+"""The release build real hosts of each version report after the version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +52,7 @@ class HostVersion:
 
 
 HOST_VERSIONS: Final[Mapping[str, HostVersion]] = MappingProxyType(
-    {
-        "1.1.1": HostVersion("1.1.1", "R2514.1"),
-        "1.2.1": HostVersion("1.2.1", "R2847.1"),
-    }
+    {version: HostVersion(version, RELEASE_BUILDS.get(version, "R0.1")) for version in BUNDLES}
 )
 
 

@@ -1,0 +1,271 @@
+"""Host processes kept for the agent's work, and the one mapping of a failed host call.
+
+Contract:
+
+* ``HostKeeper`` keeps at most one ``muse serve`` process for one purpose: a session's execution
+  host, a session's read host, the agent's catalog host. ``start`` runs the process in the
+  agent's task group and returns it once its handshake is done; ``holding`` marks it in use, so
+  the idle timer never closes it under a caller (``reading`` does both, within a read budget);
+  it closes once nobody held it for ``idle`` seconds, when ``close`` is called, or when it dies.
+  A keeper never runs two processes at once: ``start`` first waits (at most
+  ``PROCESS_EXIT_BUDGET``) until the previous process, and the one of the keeper it replaces
+  (``after``), is reaped. That is what keeps a new execution host from racing its predecessor
+  for Muse's session lease.
+* ``Hosting`` is how the agent starts hosts: the configured Muse executable, probed once
+  (``muse``), and ``opener(cwd, flags)``, which starts ``muse serve`` with those flags in that
+  directory within the startup budget. Sessions and the agent own their keepers; ``Hosting``
+  owns none.
+* ``ask`` sends one MSP request within a budget and turns every way it can fail into the
+  ACP failure of the phase the caller names: no answer in time is ``deadlineExceeded``, a host
+  that went away is ``hostExited`` (with its exit status and last stderr line), and a host's
+  error is ``hostRejected`` naming the method sent, unless the caller's ``refusal`` maps that
+  error to something more specific. Every host call of the agent goes through ``ask``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
+from typing import Final, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from muse_acp.agent import failures
+from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT, TERMINATE_GRACE
+from muse_acp.config import AdapterConfig
+from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, resolve_binary
+from muse_acp.host.client import HostEnded, MspHost, open_host
+from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp.tasks import wait_first
+from muse_acp_wire._base import WireModel
+
+__all__ = ["PROCESS_EXIT_BUDGET", "HostKeeper", "HostOpener", "Hosting", "Refusal", "ask"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+R = TypeVar("R", bound=WireModel)
+
+HostOpener = Callable[[], AbstractAsyncContextManager[MspHost]]
+"""Starts one host process and yields it after its handshake (``AgentContext.open_host``)."""
+
+Refusal = Callable[[RpcError], "RpcError | None"]
+"""Maps a host's error to the caller's own error, or None for the generic refusal."""
+
+PROCESS_EXIT_BUDGET: Final = EXIT_GRACE + TERMINATE_GRACE + SETTLE_TIMEOUT + 1.0
+"""Seconds a closing host may take to be reaped before its successor starts anyway."""
+
+
+async def ask(
+    host: MspHost,
+    method: str,
+    params: WireModel | None,
+    result_type: type[R],
+    *,
+    phase: failures.Phase,
+    budget: float,
+    refusal: Refusal | None = None,
+) -> R:
+    """Send ``method`` to ``host`` and return its parsed result (see the module contract).
+
+    Raises:
+        RpcError: the ACP failure for the phase, or what ``refusal`` made of a host error.
+    """
+    try:
+        with anyio.fail_after(budget):
+            return await host.call(method, params, result_type)
+    except TimeoutError:
+        raise failures.deadline_exceeded(phase, budget) from None
+    except ConnectionClosed:
+        code, stderr_tail = await host.ended()
+        raise failures.host_exited(phase, code, stderr_tail) from None
+    except RpcError as error:
+        mapped = refusal(error) if refusal is not None else None
+        raise (mapped or failures.host_rejected(method, error, phase)) from None
+
+
+class Hosting:
+    """How the agent starts Muse hosts (see the module contract)."""
+
+    def __init__(self, config: AdapterConfig, environ: Mapping[str, str]) -> None:
+        self.config = config
+        self.environ = environ
+        self._binary: MuseBinary | None = None
+        self._binary_lock = anyio.Lock()
+        self._tasks: TaskGroup | None = None
+
+    def attach(self, tasks: TaskGroup) -> None:
+        """Run hosts in ``tasks`` (the agent's task group) from now on."""
+        self._tasks = tasks
+
+    @property
+    def tasks(self) -> TaskGroup:
+        assert self._tasks is not None, "hosts are started only while the agent runs"
+        return self._tasks
+
+    async def muse(self) -> MuseBinary:
+        """The configured Muse executable, resolved and probed once.
+
+        Raises:
+            HostUnavailable: it is missing or cannot run ``serve``.
+        """
+        async with self._binary_lock:
+            if self._binary is None:
+                binary = await probe(resolve_binary(self.config.muse_bin))
+                binary.require_serve()
+                self._binary = binary
+            return self._binary
+
+    def opener(self, cwd: str, flags: tuple[str, ...] = ()) -> HostOpener:
+        """Start ``muse serve`` with ``flags`` in ``cwd`` when the returned opener is entered."""
+        return partial(self._open, cwd, flags)
+
+    @asynccontextmanager
+    async def _open(self, cwd: str, flags: tuple[str, ...]) -> AsyncIterator[MspHost]:
+        binary = await self.muse()
+        binary.require_flags(flags)
+        async with open_host(
+            binary.path,
+            cwd=cwd,
+            flags=flags,
+            env=self.environ,
+            startup_timeout=self.config.deadlines.startup,
+        ) as host:
+            yield host
+
+
+class HostKeeper:
+    """At most one host process at a time for one purpose (see the module contract)."""
+
+    def __init__(
+        self, name: str, hosting: Hosting, *, idle: float, after: HostKeeper | None = None
+    ) -> None:
+        self.name = name
+        self._hosting = hosting
+        self._idle = idle
+        self._after = after
+        self._host: MspHost | None = None
+        self._gone = anyio.Event()
+        self._gone.set()
+        self._stop = anyio.Event()
+        self._activity = anyio.Event()
+        self._users = 0
+
+    @property
+    def host(self) -> MspHost | None:
+        """The running host, while it is alive and not asked to stop."""
+        host = self._host
+        if host is None or host.dead.is_set() or self._stop.is_set():
+            return None
+        return host
+
+    async def start(self, cwd: str, flags: tuple[str, ...] = ()) -> MspHost:
+        """Start a new host once the previous one is gone; return it after its handshake.
+
+        Raises:
+            RpcError: ``HostUnavailable`` when the executable cannot be used, else an ACP
+                failure of the ``starting`` phase (nothing was submitted).
+        """
+        self.close()
+        with anyio.move_on_after(PROCESS_EXIT_BUDGET) as waited:
+            await self.wait_gone()
+            if self._after is not None:
+                await self._after.wait_gone()
+        if waited.cancelled_caught:
+            logger.warning("%s: the previous host was not reaped in time", self.name)
+        self._after = None
+        self._stop = anyio.Event()
+        hosting = self._hosting
+        startup = hosting.config.deadlines.startup
+        try:
+            host: MspHost = await hosting.tasks.start(self._serve, hosting.opener(cwd, flags))
+        except TimeoutError:
+            raise failures.deadline_exceeded("starting", startup) from None
+        except HostEnded as ended:
+            raise failures.host_exited("starting", ended.exit_code, ended.stderr_tail) from None
+        except ConnectionClosed:
+            raise failures.host_exited("starting", None, "") from None
+        except HostUnavailable:
+            raise
+        except RpcError as error:
+            raise failures.host_rejected("initialize", error, "starting") from None
+        except OSError as error:
+            raise HostUnavailable(
+                f"the Muse executable could not be started ({error.strerror or error}); check "
+                "that it runs, or point MUSE_ACP_MUSE_BIN at one that does"
+            ) from None
+        return host
+
+    async def wait_gone(self) -> None:
+        """Return once no process of this keeper runs (unbounded: callers bound it)."""
+        await self._gone.wait()
+
+    @asynccontextmanager
+    async def holding(self, host: MspHost) -> AsyncIterator[MspHost]:
+        """Mark ``host`` in use for the block, so the idle timer leaves it running."""
+        self._users += 1
+        self._activity.set()
+        try:
+            yield host
+        finally:
+            self._users -= 1
+            self._activity.set()
+
+    @asynccontextmanager
+    async def reading(self, cwd: str, budget: float) -> AsyncIterator[MspHost]:
+        """The running host (started in ``cwd`` when there is none), held for the block, with
+        ``budget`` seconds for everything the block does with it. A host that ran out of time
+        or went away is closed, since its state is unknown.
+
+        Raises:
+            RpcError: an ACP failure of the ``starting`` phase, or ``deadlineExceeded`` of the
+                ``reading`` phase, or what the block raised.
+        """
+        host = self.host or await self.start(cwd)
+        try:
+            async with self.holding(host):
+                with anyio.fail_after(budget):
+                    yield host
+        except TimeoutError:
+            self.close()
+            raise failures.deadline_exceeded("reading", budget) from None
+        except RpcError:
+            if host.dead.is_set():
+                self.close()
+            raise
+
+    def close(self) -> None:
+        """Ask the running host to stop; it is closed and reaped in the background."""
+        self._stop.set()
+        self._activity.set()
+
+    async def _serve(self, opener: HostOpener, *, task_status: TaskStatus[MspHost]) -> None:
+        gone = self._gone = anyio.Event()
+        stop = self._stop
+        started = False
+        try:
+            async with opener() as host:
+                self._host = host
+                task_status.started(host)
+                started = True
+                await self._keep(host, stop)
+        except Exception:
+            # Before it started, the error belongs to start(); afterwards the work that used
+            # the host reported what it saw, and the keeper must not take the agent down.
+            if not started:
+                raise
+            logger.debug("%s: host ended", self.name, exc_info=True)
+        finally:
+            self._host = None
+            gone.set()
+
+    async def _keep(self, host: MspHost, stop: anyio.Event) -> None:
+        while not stop.is_set() and not host.dead.is_set():
+            with anyio.move_on_after(self._idle) as waited:
+                await wait_first(self._activity, stop, host.dead)
+            self._activity = anyio.Event()
+            if waited.cancelled_caught and self._users == 0:
+                logger.debug("%s: closing the idle host", self.name)
+                return

@@ -1,0 +1,81 @@
+"""``session/list``: Muse's sessions, a page at a time, with the titles users chose.
+
+Pages come from the agent's kept catalog host (no host starts per page), ``LIST_PAGE_SIZE``
+sessions each, optionally only those of one workspace. The cursor handed to the client wraps the
+host's own cursor together with the workspace it was issued for, so a cursor from another
+listing (or a forged one) is refused with a clear error instead of listing something else.
+A session's title is the user's own when one is stored, else what Muse reports.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from typing import Final
+
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.hosts import ask
+from muse_acp.agent.titles import display_title
+from muse_acp.agent.workspace import check_workspace
+from muse_acp.rpc import INVALID_PARAMS, RequestContext, RpcError
+from muse_acp_wire import acp, msp
+
+__all__ = ["LIST_PAGE_SIZE", "handle_list"]
+
+LIST_PAGE_SIZE: Final = 50
+
+
+def _encode_cursor(cwd: str | None, host_cursor: str) -> str:
+    raw = json.dumps({"v": 1, "cwd": cwd, "next": host_cursor}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, cwd: str | None) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        valid = isinstance(data, dict) and data.get("v") == 1 and isinstance(data.get("next"), str)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        valid = False
+    if not valid or data.get("cwd") != cwd:
+        raise RpcError(
+            INVALID_PARAMS,
+            "the session cursor is not one this agent issued for this listing; list again "
+            "without a cursor",
+        )
+    host_cursor: str = data["next"]
+    return host_cursor
+
+
+async def handle_list(
+    ctx: AgentContext, params: acp.ListSessionsRequest, _: RequestContext
+) -> acp.ListSessionsResponse:
+    cwd = params.cwd
+    if cwd is not None:
+        check_workspace(cwd, None)
+    host_cursor = _decode_cursor(params.cursor, cwd) if params.cursor else None
+    async with ctx.catalog_host(cwd or os.getcwd()) as host:
+        page = await ask(
+            host,
+            "session/list",
+            msp.SessionListParams(limit=LIST_PAGE_SIZE, cursor=host_cursor, workspace_root=cwd),
+            msp.SessionListResult,
+            phase="reading",
+            budget=ctx.config.deadlines.read,
+        )
+    sessions = [
+        acp.SessionInfo(
+            session_id=row.session_id,
+            cwd=row.workspace_root,
+            title=display_title(ctx.preferences.load(row.session_id).user_title, row),
+            updated_at=row.updated_at,
+        )
+        for row in page.sessions
+        if row.workspace_root
+    ]
+    response = acp.ListSessionsResponse(sessions=sessions)
+    if page.next_cursor:
+        response.next_cursor = _encode_cursor(cwd, page.next_cursor)
+    return response

@@ -1,0 +1,115 @@
+"""The MSP bindings a Muse host is read with, chosen by the version it reports.
+
+Contract: ``muse_acp_wire.msp`` is the vocabulary every part of muse-acp (the simulator
+included) builds and reads MSP frames with: the models and tables of the newest bundle. A host's
+own bundle, ``bindings_for(version)``, says what that host serves and publishes: its request and
+notification tables, its error registry and its schema fingerprint. The bundle is the host's own
+version when one exists; otherwise the nearest older one (a newer patch or minor than any bundle
+is read as the newest bundle before it, whose protocol it extends), and the oldest bundle for a
+host older than all of them. Bundles are found through the generated ``msp_bundles.BUNDLES``
+table and imported only when a host of their version is met, so a bundle added to ``spec/msp/``
+reaches the runtime with no edit here.
+
+``error_kind`` reads the kind of a host's error from its ``data`` through the generated
+``ErrorData`` model, falling back to the registry row of its code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType, ModuleType
+from typing import Final
+
+from pydantic import ValidationError
+
+from muse_acp.rpc import RpcError
+from muse_acp_wire._base import ErrorSpec, NotificationSpec, RequestSpec
+from muse_acp_wire.msp_bundles import BUNDLES
+
+__all__ = ["Bindings", "bindings_for", "error_kind", "parse_version"]
+
+_VERSION: Final = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_version(text: str | None) -> tuple[int, int, int] | None:
+    """The first ``X.Y.Z`` in ``text`` as numbers, or None when it holds none."""
+    match = _VERSION.search(text or "")
+    if match is None:
+        return None
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch
+
+
+@dataclass(frozen=True, slots=True)
+class Bindings:
+    """One MSP bundle: what a host of its version serves and publishes."""
+
+    version: str
+    """The bundle's host version (``1.2.1``)."""
+    exact: bool
+    """The host reported exactly this version (False: the nearest bundle was chosen)."""
+    fingerprint: str
+    host_requests: Mapping[str, RequestSpec]
+    """Requests the host serves."""
+    client_notifications: Mapping[str, NotificationSpec]
+    """Notifications the host may send."""
+    client_requests: Mapping[str, RequestSpec]
+    """Requests the host may send (approvals and questions as server requests)."""
+    errors: Mapping[int, ErrorSpec]
+    """The error registry by code."""
+    module: ModuleType
+    """The bundle's generated module, for checks of a frame against this very version."""
+
+    def serves(self, method: str) -> bool:
+        return method in self.host_requests
+
+
+def _bundle_versions() -> list[tuple[tuple[int, int, int], str]]:
+    found = [(parse_version(version), version) for version in BUNDLES]
+    return sorted((key, version) for key, version in found if key is not None)
+
+
+@cache
+def _load(version: str, exact: bool) -> Bindings:
+    module = importlib.import_module(BUNDLES[version])
+    return Bindings(
+        version=version,
+        exact=exact,
+        fingerprint=str(module.SCHEMA_FINGERPRINT),
+        host_requests=module.HOST_REQUESTS,
+        client_notifications=module.CLIENT_NOTIFICATIONS,
+        client_requests=module.CLIENT_REQUESTS,
+        errors=MappingProxyType({row.code: row for row in module.ERRORS}),
+        module=module,
+    )
+
+
+def bindings_for(host_version: str | None) -> Bindings:
+    """The bundle a host reporting ``host_version`` is read with (see the module contract)."""
+    versions = _bundle_versions()
+    wanted = parse_version(host_version)
+    if wanted is None:
+        return _load(versions[-1][1], False)
+    older = [version for key, version in versions if key <= wanted]
+    chosen = older[-1] if older else versions[0][1]
+    return _load(chosen, parse_version(chosen) == wanted)
+
+
+def error_kind(error: RpcError, bindings: Bindings | None = None) -> str | None:
+    """The host's kind for ``error``: ``data.kind``, else its code's registry row, else None."""
+    if isinstance(error.data, dict):
+        from muse_acp_wire import msp  # the vocabulary; loaded by any host connection anyway
+
+        try:
+            data = msp.ErrorData.model_validate(error.data, by_alias=True, by_name=False)
+        except ValidationError:
+            data = None
+        if data is not None:
+            return data.kind
+    registry = (bindings or bindings_for(None)).errors
+    row = registry.get(error.code)
+    return row.kind if row is not None else None

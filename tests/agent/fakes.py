@@ -1,0 +1,28 @@
+"""Small real objects the agent's unit tests build sessions with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.session import AcpSession
+from muse_acp.rpc import Payload
+from muse_acp.rpc.jsonvalue import JsonValue
+
+
+@dataclass
+class RecordingClient:
+    """A client link that records every notification and refuses requests it was not given."""
+
+    notified: list[tuple[str, Payload]] = field(default_factory=list)
+
+    async def notify(self, method: str, params: Payload = None) -> None:
+        self.notified.append((method, params))
+
+    async def request(self, method: str, params: Payload = None) -> JsonValue:
+        raise AssertionError(f"no client request expected, got {method}")
+
+
+def add_session(ctx: AgentContext, session_id: str, cwd: str = "/") -> AcpSession:
+    """Register a session of ``ctx`` that talks to a ``RecordingClient``."""
+    return ctx.sessions.add(AcpSession(session_id, cwd, RecordingClient(), ctx.hosting))

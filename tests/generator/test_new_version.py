@@ -1,0 +1,90 @@
+"""A new Muse version needs exactly the steps README lists, and no edit anywhere else.
+
+On a copy of the repository, the newest MSP bundle is copied under a version number no host
+has, locked and generated. Then, with no other edit: codegen made its module and lists it, the
+runtime chooses that bundle for a host reporting the version, and muse-sim plays it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from codegen.config import REPO_ROOT, SPEC_DIR
+from muse_acp_wire.msp_bundles import VOCABULARY_VERSION
+
+NEW = "9.9.9"
+
+
+def _copy_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for name in ("spec", "codegen", "generated", "runtime"):
+        shutil.copytree(REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    paths = os.pathsep.join(str(root / part) for part in ("runtime", "generated", "."))
+    completed = subprocess.run(
+        [sys.executable, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": paths, **(env or {})},
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout
+
+
+def test_a_copied_bundle_is_picked_up_by_codegen_the_runtime_and_the_simulator(
+    tmp_path: Path,
+) -> None:
+    root = _copy_repo(tmp_path)
+    shutil.copytree(SPEC_DIR / "msp" / VOCABULARY_VERSION, root / "spec" / "msp" / NEW)
+    # The README's steps: lock, generate (diff and nox are for the maintainer's eyes).
+    _run(root, "-m", "codegen", "lock")
+    _run(root, "-m", "codegen", "generate")
+    assert (root / "generated" / "muse_acp_wire" / "msp_9_9_9.py").is_file()
+    assert _run(root, "-m", "codegen", "diff", f"spec/msp/{VOCABULARY_VERSION}", f"spec/msp/{NEW}")
+
+    seam = _run(
+        root,
+        "-c",
+        "import json; from muse_acp.host.bindings import bindings_for; "
+        "from muse_acp_wire import msp; b = bindings_for('9.9.9'); "
+        "n = bindings_for('9.10.0'); "
+        "print(json.dumps([b.version, b.exact, n.version, n.exact, msp.VOCABULARY_VERSION]))",
+    )
+    assert json.loads(seam) == [NEW, True, NEW, False, NEW]
+
+    env = {"MUSE_SIM_VERSION": NEW, "MUSE_SIM_HOME": str(tmp_path / "sim")}
+    assert NEW in _run(root, "-m", "muse_acp.sim", "--version", env=env)
+    frame = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"clientInfo": {"name": "test", "version": "1"}},
+    }
+    served = subprocess.run(
+        [sys.executable, "-m", "muse_acp.sim", "serve"],
+        cwd=root,
+        input=json.dumps(frame) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            **os.environ,
+            **env,
+            "PYTHONPATH": os.pathsep.join(str(root / p) for p in ("runtime", "generated")),
+        },
+    )
+    answer = json.loads(served.stdout.splitlines()[0])
+    assert answer["result"]["serverInfo"]["version"] == NEW
