@@ -26,6 +26,37 @@ def test_the_shipped_bundles_show_read_output_and_rename_as_added_in_1_2_1() -> 
     assert text.startswith("MSP protocol diff: 1.1.1 -> 1.2.1\n")
 
 
+def test_union_variants_are_named_by_tag_or_type(tmp_path: Path) -> None:
+    def part(tag: str) -> dict[str, Any]:
+        return {"properties": {"type": {"const": tag}}, "required": ["type"]}
+
+    old = {
+        "$defs": {
+            "Part": {
+                "oneOf": [part("text"), part("image")],
+                "discriminator": {"propertyName": "type"},
+            },
+            "Item": {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]},
+        }
+    }
+    new = {
+        "$defs": {
+            "Part": {
+                "oneOf": [part("text"), part("skill")],
+                "discriminator": {"propertyName": "type"},
+            },
+            "Item": {
+                "anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/C"}, {"$ref": "#/$defs/B"}]
+            },
+        }
+    }
+    text = diff_bundles(_bundle(tmp_path, "1.0.0", old), _bundle(tmp_path, "2.0.0", new))
+    assert '      + variant "skill"' in text
+    assert '      - variant "image"' in text
+    assert "      + variant C" in text
+    assert "variant A" not in text
+
+
 def test_members_enum_values_errors_and_capabilities_are_compared(tmp_path: Path) -> None:
     status = {"type": "string", "enum": ["idle", "running"]}
     old = {
