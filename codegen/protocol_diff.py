@@ -1,8 +1,8 @@
 """A readable protocol diff between two MSP schema bundles (``python -m codegen diff OLD NEW``).
 
 Maintainers read it when a new Muse release is exported into ``spec/msp/<version>/``: which
-methods, notifications, types, members, enum values, errors and capabilities were added,
-removed or changed. Member types are summarised, not dumped, so the diff stays short.
+methods, notifications, types, members, union variants, enum values, errors and capabilities
+were added, removed or changed. Member types are summarised, not dumped, so the diff stays short.
 """
 
 from __future__ import annotations
@@ -82,6 +82,22 @@ def _compare_tables(old: JsonObject, new: JsonObject) -> list[str]:
     return lines
 
 
+def _variants(definition: JsonObject) -> dict[str, Any]:
+    """The members of a union definition by label: the referenced type, else the tag value."""
+    tag = definition.get("discriminator", {}).get("propertyName")
+    for key in ("oneOf", "anyOf"):
+        members = definition.get(key)
+        if not isinstance(members, list):
+            continue
+        labelled: dict[str, Any] = {}
+        for member in members:
+            value = member.get("properties", {}).get(tag, {}).get("const") if tag else None
+            label = json.dumps(value) if isinstance(value, str) else summarise(member)
+            labelled[label] = member
+        return labelled
+    return {}
+
+
 def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
     lines = [f"  + {name}" for name in new if name not in old]
     lines += [f"  - {name}" for name in old if name not in new]
@@ -100,6 +116,9 @@ def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
             elif (prop in old_req) != (prop in new_req):
                 members.append(f"      ~ {prop}: now {need}")
         members += [f"      - {prop}" for prop in old_props if prop not in new_props]
+        old_variants, new_variants = _variants(old[name]), _variants(new[name])
+        members += [f"      + variant {v}" for v in new_variants if v not in old_variants]
+        members += [f"      - variant {v}" for v in old_variants if v not in new_variants]
         if not members:
             members.append("      ~ (description or constraints changed)")
         lines.append(f"  ~ {name}")

@@ -26,6 +26,65 @@ def test_the_shipped_bundles_show_read_output_and_rename_as_added_in_1_2_1() -> 
     assert text.startswith("MSP protocol diff: 1.1.1 -> 1.2.1\n")
 
 
+def test_the_shipped_bundles_read_as_a_changelog_of_1_3_0_and_1_4_2() -> None:
+    msp = SPEC_DIR / "msp"
+    to_130 = diff_bundles(msp / "1.2.1", msp / "1.3.0")
+    for line in (
+        "  + goal/set  (host, command)",
+        "  + task/background  (host, command)",
+        "  + usage/read  (host, request)",
+        "  + session/statusChanged  (client, notification)",
+        '      + variant "skill"',
+        "      + attention: array of AttentionFlag (optional)",
+        "  + -32032 skillNotFound",
+    ):
+        assert line in to_130.splitlines(), line
+    to_142 = diff_bundles(msp / "1.3.0", msp / "1.4.2")
+    for line in (
+        "  + session/delete  (host, command)",
+        "  + session/listChanged  (client, notification)",
+        "  + turn/foregroundCompleted  (client, notification)",
+        "      + workspaceRoots: array of string (optional)",
+        "  + sessionListStream",
+    ):
+        assert line in to_142.splitlines(), line
+    # Nothing an older host sends is dropped or newly required.
+    for text in (to_130, to_142):
+        assert not [ln for ln in text.splitlines() if ln.lstrip().startswith("- ")]
+        assert "now required" not in text
+
+
+def test_union_variants_are_named_by_tag_or_type(tmp_path: Path) -> None:
+    def part(tag: str) -> dict[str, Any]:
+        return {"properties": {"type": {"const": tag}}, "required": ["type"]}
+
+    old = {
+        "$defs": {
+            "Part": {
+                "oneOf": [part("text"), part("image")],
+                "discriminator": {"propertyName": "type"},
+            },
+            "Item": {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]},
+        }
+    }
+    new = {
+        "$defs": {
+            "Part": {
+                "oneOf": [part("text"), part("skill")],
+                "discriminator": {"propertyName": "type"},
+            },
+            "Item": {
+                "anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/C"}, {"$ref": "#/$defs/B"}]
+            },
+        }
+    }
+    text = diff_bundles(_bundle(tmp_path, "1.0.0", old), _bundle(tmp_path, "2.0.0", new))
+    assert '      + variant "skill"' in text
+    assert '      - variant "image"' in text
+    assert "      + variant C" in text
+    assert "variant A" not in text
+
+
 def test_members_enum_values_errors_and_capabilities_are_compared(tmp_path: Path) -> None:
     status = {"type": "string", "enum": ["idle", "running"]}
     old = {

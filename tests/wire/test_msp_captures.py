@@ -11,6 +11,10 @@ every frame is a JSON-RPC message; every covered request, notification and host 
 into its params model and every answer to a covered request into its result model; every error
 carries ErrorData; and every item in covered events, histories and pages keeps the class of its
 kind (unknown kinds become UnknownItem). Methods the bindings do not cover are printed.
+
+Two checks pin the ends of the range: the official transcripts, which follow the SDK's current
+schema, must also parse with the newest bindings (the ones the adapter parses every host with),
+and the real 1.1.1 host logs must keep parsing with the 1.1.1 bindings.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from pydantic import BaseModel
 
 from muse_acp_wire import msp_1_1_1 as v111
 from muse_acp_wire import msp_1_2_1 as v121
+from muse_acp_wire import msp_1_3_0 as v130
+from muse_acp_wire import msp_1_4_2 as v142
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -126,7 +132,64 @@ BINDINGS: Final = (
             }
         ),
     ),
+    Bindings(
+        version=(1, 3, 0),
+        host_requests=v130.HOST_REQUESTS,
+        host_notifications=v130.HOST_NOTIFICATIONS,
+        client_requests=v130.CLIENT_REQUESTS,
+        client_notifications=v130.CLIENT_NOTIFICATIONS,
+        message=v130.JsonRpcMessage,
+        error_data=v130.ErrorData,
+        parse_item=lambda raw: (
+            v130.ItemEventParams.model_validate(
+                {"sessionId": "", "viewCursor": "", "item": raw}
+            ).item
+        ),
+        unknown_item=v130.UnknownItem,
+        item_classes=MappingProxyType(
+            {
+                "userMessage": v130.UserMessageItem,
+                "agentMessage": v130.AgentMessageItem,
+                "reasoning": v130.ReasoningItem,
+                "toolCall": v130.ToolCallItem,
+                "userShell": v130.UserShellItem,
+                "workflow": v130.WorkflowItem,
+                "subagent": v130.SubagentItem,
+                "compaction": v130.CompactionItem,
+            }
+        ),
+    ),
+    Bindings(
+        version=(1, 4, 2),
+        host_requests=v142.HOST_REQUESTS,
+        host_notifications=v142.HOST_NOTIFICATIONS,
+        client_requests=v142.CLIENT_REQUESTS,
+        client_notifications=v142.CLIENT_NOTIFICATIONS,
+        message=v142.JsonRpcMessage,
+        error_data=v142.ErrorData,
+        parse_item=lambda raw: (
+            v142.ItemEventParams.model_validate(
+                {"sessionId": "", "viewCursor": "", "item": raw}
+            ).item
+        ),
+        unknown_item=v142.UnknownItem,
+        item_classes=MappingProxyType(
+            {
+                "userMessage": v142.UserMessageItem,
+                "agentMessage": v142.AgentMessageItem,
+                "reasoning": v142.ReasoningItem,
+                "toolCall": v142.ToolCallItem,
+                "userShell": v142.UserShellItem,
+                "workflow": v142.WorkflowItem,
+                "subagent": v142.SubagentItem,
+                "compaction": v142.CompactionItem,
+            }
+        ),
+    ),
 )
+
+NEWEST: Final = max(BINDINGS, key=lambda b: b.version)
+"""The bindings the adapter parses every host with; the official transcripts follow them."""
 
 
 def bindings_for(version: tuple[int, int, int]) -> Bindings:
@@ -358,13 +421,67 @@ def test_capture_parses_with_the_bindings_of_its_host_version(
 
 
 def test_nearest_bindings_are_chosen_for_unlisted_host_versions() -> None:
-    labels = {
-        v: bindings_for(v).label for v in [(0, 0, 0), (1, 0, 3), (1, 1, 1), (1, 2, 1), (1, 4, 2)]
-    }
+    versions = [
+        (0, 0, 0),
+        (1, 0, 3),
+        (1, 1, 1),
+        (1, 2, 1),
+        (1, 3, 0),
+        (1, 4, 0),
+        (1, 4, 2),
+        (1, 4, 14),
+    ]
+    labels = {v: bindings_for(v).label for v in versions}
     assert labels == {
         (0, 0, 0): "1.1.1",
         (1, 0, 3): "1.1.1",
         (1, 1, 1): "1.1.1",
         (1, 2, 1): "1.2.1",
-        (1, 4, 2): "1.2.1",
+        (1, 3, 0): "1.3.0",
+        (1, 4, 0): "1.3.0",
+        (1, 4, 2): "1.4.2",
+        (1, 4, 14): "1.4.2",
     }
+    assert NEWEST.label == "1.4.2"
+
+
+def _cases(paths: list[Path], absent: str) -> list[Any]:
+    cases = [pytest.param(p, id=str(p.relative_to(captures_dir()))) for p in paths]
+    return cases or [pytest.param(None, marks=pytest.mark.skip(reason=absent), id="no-captures")]
+
+
+_TRANSCRIPTS: Final = [p for p in _PATHS if p.parent.parent.name == TRANSCRIPT_FOLDER]
+_REAL_1_1_1: Final = [
+    p for p in _PATHS if p.parent.name == RAW_LOG_FOLDER and _parse_version(p.name) == (1, 1, 1)
+]
+
+
+@pytest.mark.parametrize(
+    "path",
+    _cases(_TRANSCRIPTS, f"no official transcripts under {captures_dir() / TRANSCRIPT_FOLDER}"),
+)
+def test_official_transcript_parses_with_the_newest_bindings(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The SDK's golden transcripts follow its current schema, and the adapter parses every host
+    # with its newest bindings: every frame those bindings have a model for must fit it.
+    capture = read_capture(path)
+    report = check_capture(capture, NEWEST)
+    assert report.covered > 0, f"{capture.name} has no message the newest bindings cover"
+    if report.uncovered:
+        with capsys.disabled():
+            print(
+                f"\n{capture.name} (msp {NEWEST.label} bindings): not covered: "
+                + ", ".join(sorted(report.uncovered))
+            )
+
+
+@pytest.mark.parametrize(
+    "path", _cases(_REAL_1_1_1, f"no 1.1.1 host logs under {captures_dir() / RAW_LOG_FOLDER}")
+)
+def test_real_1_1_1_capture_still_parses_with_the_1_1_1_bindings(path: Path) -> None:
+    capture = read_capture(path)
+    assert host_version(capture, path) == (1, 1, 1)
+    (bindings,) = (b for b in BINDINGS if b.version == (1, 1, 1))
+    report = check_capture(capture, bindings)
+    assert report.covered > 0, f"{capture.name} has no message the 1.1.1 bindings cover"

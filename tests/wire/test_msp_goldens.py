@@ -3,14 +3,16 @@
 Each file under ``tests/golden/msp/valid`` is one params or result object, registered below with
 the host version whose bindings parse it and its model; it must validate and dump back to the
 same JSON. Each file under ``tests/golden/msp/invalid`` must be refused by its model. The other
-tests pin the tolerance rules MSP relies on (unknown item kinds, open enums, unknown members)
-and the differences between the 1.1.1 and 1.2.1 bundles.
+tests pin the tolerance rules MSP relies on (unknown item kinds, open enums, unknown members),
+the differences between consecutive bundles, and that a newer bundle never demands of an older
+host what it did not send: the adapter parses every host with the newest bindings.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,6 +21,8 @@ from pydantic import ValidationError
 
 from muse_acp_wire import msp_1_1_1 as v111
 from muse_acp_wire import msp_1_2_1 as v121
+from muse_acp_wire import msp_1_3_0 as v130
+from muse_acp_wire import msp_1_4_2 as v142
 from muse_acp_wire._base import WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -98,6 +102,19 @@ VALID: Final[dict[str, Case]] = {
     "error_data_output_unavailable": ("1.2.1", v121.ErrorData),
     "jsonrpc_notification": ("1.1.1", v111.JsonRpcNotification),
     "jsonrpc_error_response": ("1.1.1", v111.JsonRpcErrorResponse),
+    "usage_read_result": ("1.3.0", v130.UsageReadResult),
+    "usage_read_result_unobserved": ("1.3.0", v130.UsageReadResult),
+    "goal_set_params": ("1.3.0", v130.GoalSetParams),
+    "goal_command_result": ("1.3.0", v130.GoalCommandResult),
+    "goal_changed_past_complete": ("1.3.0", v130.SessionGoalChangedParams),
+    "session_status_changed": ("1.3.0", v130.SessionStatusChangedParams),
+    "turn_start_params_skill": ("1.3.0", v130.TurnStartParams),
+    "item_tool_call_backgrounded": ("1.3.0", v130.ToolCallItem),
+    "session_list_changed": ("1.4.2", v142.SessionListChangedParams),
+    "session_start_params_workspace_roots": ("1.4.2", v142.SessionStartParams),
+    "approval_requested_protected_write": ("1.4.2", v142.ApprovalRequestedParams),
+    "turn_foreground_completed": ("1.4.2", v142.TurnForegroundCompletedParams),
+    "error_data_approval_requirement_stale": ("1.4.2", v142.ErrorData),
 }
 
 INVALID: Final[dict[str, Case]] = {
@@ -119,9 +136,22 @@ INVALID: Final[dict[str, Case]] = {
     "read_output_params_negative_offset": ("1.2.1", v121.ItemReadOutputParams),
     "read_output_result_missing_eof": ("1.2.1", v121.ItemReadOutputResult),
     "approval_stage_position_zero": ("1.1.1", v111.ApprovalStage),
+    "turn_start_params_skill_without_selector": ("1.3.0", v130.TurnStartParams),
+    "workflow_child_control_params_attempt_zero": ("1.3.0", v130.WorkflowChildControlParams),
 }
 
-_MODULE_OF_VERSION: Final = {"1.1.1": v111.__name__, "1.2.1": v121.__name__}
+_MODULE_OF_VERSION: Final = {
+    "1.1.1": v111.__name__,
+    "1.2.1": v121.__name__,
+    "1.3.0": v130.__name__,
+    "1.4.2": v142.__name__,
+}
+_ITEM_IN_EVENT_OF_VERSION: Final[dict[str, Callable[[Any], WireModel]]] = {
+    "1.1.1": lambda event: v111.ItemEventParams.model_validate(event).item,
+    "1.2.1": lambda event: v121.ItemEventParams.model_validate(event).item,
+    "1.3.0": lambda event: v130.ItemEventParams.model_validate(event).item,
+    "1.4.2": lambda event: v142.ItemEventParams.model_validate(event).item,
+}
 
 
 def _load(kind: str, stem: str) -> Any:
@@ -179,11 +209,7 @@ _BARE_ITEMS: Final = sorted(
 def test_item_inside_an_item_event_keeps_its_own_class(stem: str) -> None:
     version, model = VALID[stem]
     event = {"sessionId": "s", "viewCursor": "v:s:1", "item": _load("valid", stem)}
-    item: WireModel = (
-        v111.ItemEventParams.model_validate(event).item
-        if version == "1.1.1"
-        else v121.ItemEventParams.model_validate(event).item
-    )
+    item = _ITEM_IN_EVENT_OF_VERSION[version](event)
     assert type(item) is model
 
 
@@ -300,7 +326,12 @@ def test_bundles_differ_only_in_the_1_2_1_additions() -> None:
 
 @pytest.mark.parametrize(
     ("version", "fingerprint"),
-    [("1.1.1", v111.SCHEMA_FINGERPRINT), ("1.2.1", v121.SCHEMA_FINGERPRINT)],
+    [
+        ("1.1.1", v111.SCHEMA_FINGERPRINT),
+        ("1.2.1", v121.SCHEMA_FINGERPRINT),
+        ("1.3.0", v130.SCHEMA_FINGERPRINT),
+        ("1.4.2", v142.SCHEMA_FINGERPRINT),
+    ],
 )
 def test_manifest_fingerprint_is_the_hash_of_the_canonical_bundle(
     version: str, fingerprint: str
@@ -310,3 +341,123 @@ def test_manifest_fingerprint_is_the_hash_of_the_canonical_bundle(
     manifest = json.loads((SPEC_DIR / version / "manifest.json").read_text(encoding="utf-8"))
     assert manifest == {"experimental": False, "fingerprint": expected, "schemaVersion": 1}
     assert fingerprint == expected
+
+
+def test_goals_tasks_skills_and_usage_arrive_with_the_1_3_0_bindings() -> None:
+    added = {
+        "goal/set",
+        "goal/edit",
+        "goal/clear",
+        "goal/pause",
+        "goal/resume",
+        "task/background",
+        "task/stop",
+        "task/stopAll",
+        "workflow/cancel",
+        "workflow/childControl",
+        "skill/list",
+        "usage/read",
+    }
+    assert added <= set(v130.HOST_REQUESTS)
+    assert added.isdisjoint(v121.HOST_REQUESTS)
+    events = {
+        "session/statusChanged",
+        "session/viewHealthChanged",
+        "skill/changed",
+        "usage/changed",
+    }
+    assert events <= set(v130.CLIENT_NOTIFICATIONS)
+    assert events.isdisjoint(v121.CLIENT_NOTIFICATIONS)
+    assert v130.HOST_REQUESTS["usage/read"].params is None
+    assert {"attention", "last_activity_at"} <= set(v130.Session.model_fields)
+    assert {"background", "background_initiator", "patch_ref"} <= set(
+        v130.ToolCallItem.model_fields
+    )
+    assert any(row.code == -32032 and row.kind == "skillNotFound" for row in v130.ERRORS)
+
+
+def test_list_stream_deletion_and_foreground_arrive_with_the_1_4_2_bindings() -> None:
+    assert "session/delete" in v142.HOST_REQUESTS
+    assert "session/delete" not in v130.HOST_REQUESTS
+    events = {"session/listChanged", "session/deleteCompleted", "turn/foregroundCompleted"}
+    assert events <= set(v142.CLIENT_NOTIFICATIONS)
+    assert events.isdisjoint(v130.CLIENT_NOTIFICATIONS)
+    assert "workspace_roots" in v142.SessionStartParams.model_fields
+    assert "workspace_roots" in v142.TurnStartParams.model_fields
+    assert "workspace_roots" not in v130.TurnStartParams.model_fields
+    assert _bundle("1.4.2")["capabilities"]["grantable"] == [
+        "userShell",
+        "sessionMcp",
+        "sessionListStream",
+        "feedback",
+    ]
+    assert {(row.code, row.kind) for row in v142.ERRORS} >= {
+        (-32029, "workspaceNotTrusted"),
+        (-32033, "computerUseUnavailable"),
+        (-32038, "uploadNotFound"),
+    }
+
+
+def _enums(node: Any, path: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    if isinstance(node, dict):
+        if isinstance(node.get("enum"), list):
+            found[path] = {json.dumps(v) for v in node["enum"]}
+        for key, value in node.items():
+            found |= _enums(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found |= _enums(value, f"{path}/{index}")
+    return found
+
+
+def _variants(definition: dict[str, Any]) -> set[str]:
+    members = definition.get("oneOf", definition.get("anyOf", []))
+    return {json.dumps(member, sort_keys=True) for member in members}
+
+
+def _shape(schema: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in schema.items() if key != "description"}
+
+
+# Members whose schema a newer bundle changed on purpose, each so that it accepts everything the
+# old one did: a grant list typed by the open CapabilityName enum, a signal real hosts record as
+# a number, and goal progress that hosts pass through past 100.
+_WIDENED: Final = {
+    ("1.2.1", "1.3.0"): {
+        "InitializeResult.grantedCapabilities",
+        "UserShellItem.exitSignal",
+        "Goal.percentComplete",
+    },
+    ("1.3.0", "1.4.2"): set(),
+}
+
+
+@pytest.mark.parametrize(("old_version", "new_version"), sorted(_WIDENED))
+def test_a_newer_bundle_demands_nothing_an_older_host_did_not_send(
+    old_version: str, new_version: str
+) -> None:
+    old, new = _bundle(old_version), _bundle(new_version)
+    for table in ("methods", "notifications"):
+        for method, spec in old[table].items():
+            assert new[table].get(method) == spec, f"{table} {method} changed or was dropped"
+    assert set(old["$defs"]) <= set(new["$defs"])
+    retyped = set()
+    for name, before in old["$defs"].items():
+        after = new["$defs"][name]
+        grown = set(after.get("required", [])) - set(before.get("required", []))
+        assert not grown, f"{name} now requires {sorted(grown)}"
+        assert _variants(before) <= _variants(after), f"{name} lost a union member"
+        for prop, schema in before.get("properties", {}).items():
+            assert prop in after["properties"], f"{name}.{prop} was dropped"
+            if _shape(after["properties"][prop]) != _shape(schema):
+                retyped.add(f"{name}.{prop}")
+        if before.get("x-msp-openness") == "open":
+            assert after.get("x-msp-openness") == "open", f"{name} was closed"
+    assert retyped == _WIDENED[(old_version, new_version)]
+    old_enums, new_enums = _enums(old["$defs"], ""), _enums(new["$defs"], "")
+    for path, values in old_enums.items():
+        assert values <= new_enums[path], f"{path} lost {sorted(values - new_enums[path])}"
+    assert {e["code"] for e in old["errors"]} <= {e["code"] for e in new["errors"]}
+    old_grants = set(old["capabilities"]["grantable"])
+    assert old_grants <= set(new["capabilities"]["grantable"])
