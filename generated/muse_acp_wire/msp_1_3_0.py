@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import Field, RootModel
 
@@ -2294,6 +2294,46 @@ CLIENT_NOTIFICATIONS: Final[Mapping[str, NotificationSpec]] = MappingProxyType(
 HOST_NOTIFICATIONS: Final[Mapping[str, NotificationSpec]] = MappingProxyType(
     {"initialized": NotificationSpec("initialized", None)}
 )
+JsonRpcVersion: TypeAlias = Literal["2.0"]
+ReasoningEffort: TypeAlias = Literal[
+    "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"
+]
+ApprovalMode: TypeAlias = Literal["allowAll", "promptUnmatched", "onRequest", "denyUnmatched"]
+CommandAckStatus: TypeAlias = Literal["accepted", "noop"]
+PlatformFamily: TypeAlias = Literal["unix", "windows"]
+PlatformOs: TypeAlias = Literal["macos", "linux", "windows"]
+HistoryPreference: TypeAlias = Literal["auto", "inline", "snapshot", "anchored"]
+IfBusy: TypeAlias = Literal["queue", "steer", "replace"]
+WorkflowChildAction: TypeAlias = Literal["skip", "retry"]
+UserInputSelectionMode: TypeAlias = Literal["single", "multiple"]
+ViewPageDirection: TypeAlias = Literal["forward", "backward"]
+TurnInputPart: TypeAlias = TextTurnInputPart | ImageTurnInputPart | SkillTurnInputPart
+TURN_INPUT_PART_VARIANTS: Final[Mapping[str, type[TurnInputPart]]] = MappingProxyType(
+    {"text": TextTurnInputPart, "image": ImageTurnInputPart, "skill": SkillTurnInputPart}
+)
+Item: TypeAlias = (
+    UserMessageItem
+    | AgentMessageItem
+    | ReasoningItem
+    | ToolCallItem
+    | UserShellItem
+    | WorkflowItem
+    | SubagentItem
+    | CompactionItem
+    | UnknownItem
+)
+ITEM_VARIANTS: Final[Mapping[str, type[Item]]] = MappingProxyType(
+    {
+        "userMessage": UserMessageItem,
+        "agentMessage": AgentMessageItem,
+        "reasoning": ReasoningItem,
+        "toolCall": ToolCallItem,
+        "userShell": UserShellItem,
+        "workflow": WorkflowItem,
+        "subagent": SubagentItem,
+        "compaction": CompactionItem,
+    }
+)
 ERRORS: Final[tuple[ErrorSpec, ...]] = (
     ErrorSpec(-32700, "parseError", False, "The frame was not valid JSON."),
     ErrorSpec(
@@ -2390,4 +2430,39 @@ ERRORS: Final[tuple[ErrorSpec, ...]] = (
         -32056, "userInputAlreadySettled", False, "The user-input request was already settled."
     ),
     ErrorSpec(-32057, "userInputAnswerInvalid", False, "The answers do not fit the questions."),
+)
+ERROR_CODES: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "parseError": -32700,
+        "invalidRequest": -32600,
+        "methodNotFound": -32601,
+        "invalidParams": -32602,
+        "internal": -32603,
+        "overloaded": -32001,
+        "inputTooLarge": -32002,
+        "capabilityRequired": -32010,
+        "notFound": -32011,
+        "interrupted": -32013,
+        "cancelled": -32014,
+        "sessionNotFound": -32020,
+        "sessionInUse": -32021,
+        "sessionAmbiguous": -32022,
+        "forkBoundaryInvalid": -32023,
+        "sessionNotLoaded": -32024,
+        "sessionStreamMismatch": -32025,
+        "commandRejected": -32030,
+        "backpressured": -32031,
+        "skillNotFound": -32032,
+        "viewTruncated": -32040,
+        "outputUnavailable": -32041,
+        "boundaryPruned": -32042,
+        "approvalNotFound": -32050,
+        "approvalAlreadyResolved": -32051,
+        "approvalChoiceInvalid": -32052,
+        "approvalRequirementStale": -32053,
+        "approvalReviewerUnavailable": -32054,
+        "userInputNotFound": -32055,
+        "userInputAlreadySettled": -32056,
+        "userInputAnswerInvalid": -32057,
+    }
 )

@@ -12,9 +12,11 @@ BUNDLES: Final[Mapping[str, str]] = MappingProxyType(
     {
         "1.1.1": "muse_acp_wire.msp_1_1_1",
         "1.2.1": "muse_acp_wire.msp_1_2_1",
+        "1.3.0": "muse_acp_wire.msp_1_3_0",
+        "1.4.2": "muse_acp_wire.msp_1_4_2",
     }
 )
 """Every MSP bundle, oldest first: host version to module name."""
 
-VOCABULARY_VERSION: Final = "1.2.1"
+VOCABULARY_VERSION: Final = "1.4.2"
 """The newest bundle, whose names ``muse_acp_wire.msp`` carries."""

@@ -42,10 +42,11 @@ from muse_acp_wire.msp import (
     ApprovalDecideResult,
     ApprovalResolutionSummary,
     ErrorData,
-    ImageTurnInputPart,
+    SkillTurnInputPart,
     TextTurnInputPart,
     TurnCancelParams,
     TurnCommandResult,
+    TurnInputPart,
     TurnInterruptParams,
     TurnStartParams,
     TurnStartResult,
@@ -66,15 +67,25 @@ MAX_STEERS: Final = 64
 
 
 def read_input(
-    parts: Sequence[TextTurnInputPart | ImageTurnInputPart], method: str
+    parts: Sequence[TurnInputPart], method: str, *, skills: bool = True
 ) -> tuple[str, tuple[str, ...], tuple[dict[str, object], ...]]:
-    """The text of turn input, how its images are echoed, and their attachment records."""
+    """The text of turn input, how its images and skills are echoed, and the images'
+    attachment records. ``skills`` is False for a host version without skill input parts."""
     texts: list[str] = []
     echoes: list[str] = []
     attachments: list[dict[str, object]] = []
     for part in parts:
         if isinstance(part, TextTurnInputPart):
             texts.append(part.text)
+            continue
+        if isinstance(part, SkillTurnInputPart):
+            if not skills:
+                raise errors.invalid_params(
+                    f"invalid {method} input: this host has no skill input parts"
+                )
+            echoes.append(
+                f"[skill {part.selector}{' ' + part.arguments if part.arguments else ''}]"
+            )
             continue
         if (part.width is None) != (part.height is None):
             raise errors.invalid_params(f"invalid {method} input: give width and height together")
@@ -113,7 +124,9 @@ class TurnControls:
     async def start(self, params: TurnStartParams, request: RequestContext) -> TurnStartResult:
         ctx = self.ctx
         session = ctx.live(params.session_id)
-        text, echoes, attachments = read_input(params.input, "turn/start")
+        text, echoes, attachments = read_input(
+            params.input, "turn/start", skills=self.ctx.profile.skill_input
+        )
         cid = params.command_id
         turn = TurnRequest(
             turn_id=cid,
@@ -170,7 +183,9 @@ class TurnControls:
             raise errors.command_rejected("turn/steer", params.command_id, reason)
         if runner.steering_backlog >= MAX_STEERS:
             raise errors.command_rejected("turn/steer", params.command_id, "runtime_busy")
-        text, echoes, _attachments = read_input(params.input, "turn/steer")
+        text, echoes, _attachments = read_input(
+            params.input, "turn/steer", skills=self.ctx.profile.skill_input
+        )
         runner.steer(Steer("\n".join(part for part in (text, *echoes) if part), params.command_id))
         return TurnCommandResult(
             command_id=params.command_id, status="accepted", turn_id=runner.turn_id

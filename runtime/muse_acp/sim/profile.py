@@ -38,6 +38,8 @@ class HostProfile:
     """Sessions have slug names (``session/rename``) and report ``name``/``firstUserPrompt``."""
     pending_kind_required: bool
     """``pendingRequests`` entries must say which kind of request they are."""
+    skill_input: bool
+    """Turn input may invoke a skill (a ``skill`` input part)."""
 
     def serves(self, method: str) -> bool:
         return method in self.host_requests
@@ -65,4 +67,5 @@ def load_profile(version: HostVersion) -> HostProfile:
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
         pending_kind_required=_required(bindings.module, "PendingRequest", "kind"),
+        skill_input="skill" in getattr(bindings.module, "TURN_INPUT_PART_VARIANTS", {}),
     )
