@@ -1,7 +1,8 @@
 """Recorded MSP traffic against the generated ``muse_acp_wire.msp_*`` bindings.
 
-The captures folder defaults to ``<repo root>/../shared/reference/msp-captures`` and can be moved
-with ``MUSE_ACP_MSP_CAPTURES``; without it the capture tests skip and say why. Two formats are
+The repository's own recordings under ``tests/fixtures/msp`` are always checked; a larger
+collection is checked too when one is at hand (``MUSE_ACP_MSP_CAPTURES``, else ``msp-captures``
+under ``reference`` in the ``shared`` folder beside the repository). Two formats are
 read: ``latekaapi-baaz/*.jsonl`` raw logs (``--> `` client frame, ``<-- `` host line, ``#``
 comment) and ``official-transcripts/<scenario>/transcript.ndjson`` (one
 ``{"dir": "client"|"server", "raw": "<line>"}`` per line).
@@ -32,6 +33,7 @@ from muse_acp_wire import msp_1_2_1 as v121
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+FIXTURES: Final = REPO_ROOT / "tests" / "fixtures" / "msp"
 CAPTURES_ENV: Final = "MUSE_ACP_MSP_CAPTURES"
 DEFAULT_CAPTURES: Final = REPO_ROOT.parent / "shared" / "reference" / "msp-captures"
 
@@ -154,11 +156,21 @@ def captures_dir() -> Path:
 
 
 def capture_paths() -> list[Path]:
+    """The repository's recordings, then those of the collection at hand, if any."""
+    own = sorted(
+        [*FIXTURES.glob("raw-logs/*.jsonl"), *FIXTURES.glob("transcripts/*/transcript.ndjson")]
+    )
     root = captures_dir()
     if not root.is_dir():
-        return []
+        return own
     raw_logs = root.glob(f"{RAW_LOG_FOLDER}/*.jsonl")
-    return sorted([*raw_logs, *root.glob(f"{TRANSCRIPT_FOLDER}/*/transcript.ndjson")])
+    return own + sorted([*raw_logs, *root.glob(f"{TRANSCRIPT_FOLDER}/*/transcript.ndjson")])
+
+
+def capture_name(path: Path) -> str:
+    if path.is_relative_to(FIXTURES):
+        return f"own/{path.relative_to(FIXTURES)}"
+    return str(path.relative_to(captures_dir()))
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -185,8 +197,7 @@ def read_capture(path: Path) -> Capture:
             prefix, _, raw = line.partition(" ")
             assert prefix in ("-->", "<--"), f"line {number}: neither a frame nor a comment"
             frames.append(Frame("client" if prefix == "-->" else "host", number, raw))
-    name = str(path.relative_to(captures_dir()))
-    return Capture(name, tuple(frames))
+    return Capture(capture_name(path), tuple(frames))
 
 
 _VERSION_IN_NAME: Final = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -320,23 +331,7 @@ def check_capture(capture: Capture, bindings: Bindings) -> Report:
     return report
 
 
-_PATHS: Final = capture_paths()
-_ABSENT: Final = pytest.param(
-    None,
-    marks=pytest.mark.skip(
-        reason=(
-            f"no MSP captures at {captures_dir()}; set {CAPTURES_ENV} to a folder holding "
-            f"{RAW_LOG_FOLDER}/*.jsonl or {TRANSCRIPT_FOLDER}/<scenario>/transcript.ndjson"
-        )
-    ),
-    id="no-captures",
-)
-_CASES: Final = [pytest.param(p, id=str(p.relative_to(captures_dir()))) for p in _PATHS] or [
-    _ABSENT
-]
-
-
-@pytest.mark.parametrize("path", _CASES)
+@pytest.mark.parametrize("path", [pytest.param(p, id=capture_name(p)) for p in capture_paths()])
 def test_capture_parses_with_the_bindings_of_its_host_version(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -368,3 +363,10 @@ def test_nearest_bindings_are_chosen_for_unlisted_host_versions() -> None:
         (1, 2, 1): "1.2.1",
         (1, 4, 2): "1.2.1",
     }
+
+
+def test_the_repository_ships_recordings_of_both_formats_and_both_versions() -> None:
+    own = [path for path in capture_paths() if path.is_relative_to(FIXTURES)]
+    assert {path.suffix for path in own} == {".jsonl", ".ndjson"}
+    versions = {host_version(read_capture(path), path) for path in own}
+    assert {(1, 1, 1), (1, 2, 1)} <= versions
