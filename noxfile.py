@@ -1,12 +1,15 @@
-"""Developer and CI tasks. A bare ``nox`` runs codegen_check, lint, typecheck and tests."""
+"""Developer and CI tasks. A bare ``nox`` runs codegen_check, lint, typecheck, tests and dist."""
 
 from __future__ import annotations
 
 import os
+import shlex
+import tempfile
+from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["codegen_check", "lint", "typecheck", "tests"]
+nox.options.sessions = ["codegen_check", "lint", "typecheck", "tests", "dist"]
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
@@ -68,3 +71,72 @@ def fuzz(session: nox.Session) -> None:
         *session.posargs,
         env={"MUSE_ACP_FUZZ_EXAMPLES": examples},
     )
+
+
+PIP_TO_UV = {
+    "index-url": ("UV_DEFAULT_INDEX", " "),
+    "extra-index-url": ("UV_INDEX", " "),
+    "find-links": ("UV_FIND_LINKS", ","),
+}
+"""pip settings and the uv variables that say the same, with the separator of each list."""
+
+
+def _pip_settings(session: nox.Session) -> dict[str, str]:
+    """pip's effective index settings in this session, as ``pip config list`` reports them.
+
+    pip reads the environment over site, user and global files, in that order of precedence.
+    """
+    listing = session.run("python", "-m", "pip", "config", "list", silent=True) or ""
+    rank = {":env:": 0, "site": 1, "user": 2, "global": 3}
+    found: dict[str, tuple[int, str]] = {}
+    for line in str(listing).splitlines():
+        name, equals, quoted = line.partition("=")
+        scope, _, key = name.rpartition(".")
+        if not equals or key not in (*PIP_TO_UV, "cert"):
+            continue
+        value = " ".join(shlex.split(quoted))
+        order = rank.get(scope, len(rank))
+        if key not in found or order < found[key][0]:
+            found[key] = (order, value)
+    return {key: value for key, (_, value) in found.items()}
+
+
+def _uv_environment(session: nox.Session, scratch: Path) -> dict[str, str]:
+    """uv pointed at the indexes pip uses here, with every cache and home in ``scratch``."""
+    env = {
+        "UV_CACHE_DIR": str(scratch / "uv-cache"),
+        "UV_TOOL_DIR": str(scratch / "uv-tools"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "PIPX_HOME": str(scratch / "pipx-home"),
+        "PIPX_BIN_DIR": str(scratch / "pipx-bin"),
+        "PIPX_MAN_DIR": str(scratch / "pipx-man"),
+        "XDG_DATA_HOME": str(scratch / "data"),
+        "MUSE_SIM_HOME": str(scratch / "sim-home"),
+    }
+    settings = _pip_settings(session)
+    for key, (variable, separator) in PIP_TO_UV.items():
+        if settings.get(key):
+            env[variable] = separator.join(settings[key].split())
+    cert = settings.get("cert")
+    if cert and Path(cert).is_file():
+        env["SSL_CERT_FILE"] = cert
+    return env
+
+
+@nox.session
+def dist(session: nox.Session) -> None:
+    """Build and check the sdist and wheel, then run the wheel as uvx and pipx users would."""
+    session.install("build", "twine", "uv", "pipx")
+    out = Path("dist")
+    for old in out.glob("muse_acp-*"):
+        old.unlink()
+    session.run("python", "-m", "build", "--outdir", str(out))
+    built = sorted(str(path) for path in out.glob("muse_acp-*"))
+    session.run("twine", "check", "--strict", *built)
+    wheel = next(path for path in built if path.endswith(".whl"))
+    with tempfile.TemporaryDirectory(prefix="muse-acp-dist-") as scratch:
+        env = _uv_environment(session, Path(scratch))
+        session.run("uvx", "--from", wheel, "muse-acp", "--version", env=env)
+        session.run("uvx", "--from", wheel, "muse-acp", "demo", env=env)
+        doctor = {**env, "MUSE_ACP_MUSE_BIN": "muse-sim"}
+        session.run("pipx", "run", "--spec", wheel, "muse-acp", "doctor", env=doctor)

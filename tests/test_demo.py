@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import shlex
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from muse_acp import __version__
 from muse_acp.demo import SIM_PROMPTS, run_demo
 
 
@@ -24,6 +28,8 @@ def test_the_demo_shows_all_four_exchanges_and_succeeds(
     out = capsys.readouterr().out
 
     assert status == 0, out
+    assert re.search(r"^  host    Muse 1\.2\.1 \(.*muse-sim, the simulator bundled", out, re.M)
+    assert f"connected to muse-acp {__version__} over ACP v1" in out
     parts = [out.index(f"\n{number}. ") for number in range(1, 5)]
     assert parts == sorted(parts)
     plain, tool, permission, plan = (
@@ -53,3 +59,19 @@ def test_a_missing_muse_executable_fails_with_a_clear_reason(
     assert "The demo could not start" in out
     assert "no-such-muse" in out
     assert list(scratch_root.iterdir()) == []
+
+
+def test_the_demo_names_the_version_its_muse_host_reports(
+    scratch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = tmp_path / "older-muse"
+    older.write_text(
+        f"#!/bin/sh\nMUSE_SIM_VERSION=1.1.1 exec {shlex.quote(sys.executable)} -m muse_acp.sim "
+        f'"$@"\n'
+    )
+    older.chmod(0o755)
+    status = run_demo(str(older))
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"  host    Muse 1.1.1 ({older})\n" in out
+    assert f"Muse Code {__version__}" not in out

@@ -1,7 +1,8 @@
-"""``muse-acp doctor`` against ``muse-sim`` (both versions) and against missing executables."""
+"""``muse-acp doctor`` against ``muse-sim`` (both versions), missing and unusable executables."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from muse_acp import __version__
 from muse_acp.doctor import run_doctor
 from muse_acp.host.binary import SERVE_FLAGS
 from muse_acp.host.versions import VERIFIED_HOSTS
@@ -30,7 +32,13 @@ def no_configured_muse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    for name in ("MUSE_ACP_MUSE_BIN", "MUSE_SIM_VERSION", "MUSE_ACP_STARTUP_TIMEOUT"):
+    monkeypatch.setenv("MUSE_SIM_HOME", str(tmp_path / "sim-home"))
+    for name in (
+        "MUSE_ACP_MUSE_BIN",
+        "MUSE_SIM_VERSION",
+        "MUSE_ACP_STARTUP_TIMEOUT",
+        "MUSE_ACP_LOG",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -62,6 +70,8 @@ def test_muse_sim_is_ready_with_the_features_verified_for_its_version(
         feature: "on" if version in verified else "off"
         for feature, verified in VERIFIED_HOSTS.items()
     }
+    assert re.search(rf"^  initialize +answered by muse {re.escape(version)} in ", out, re.M)
+    assert re.search(rf"^  muse-acp +{re.escape(__version__)}  \(Python ", out, re.M)
     assert "verdict       ready" in out
 
 
@@ -124,3 +134,73 @@ def test_an_unusable_setting_fails_before_looking_for_muse(
     assert status == 1
     assert "MUSE_ACP_STARTUP_TIMEOUT" in out
     assert "\n  executable" not in out
+
+
+def test_an_executable_that_does_not_speak_msp_is_not_usable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = run_doctor("/bin/true")
+    out = capsys.readouterr().out
+    assert status == 1
+    assert re.search(r"^  serve +supported$", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^  initialize +NOT usable: it ended before answering MSP initialize \(exit code 0\)$",
+        out,
+        flags=re.MULTILINE,
+    )
+    assert "NOT READY: the Muse executable /bin/true is not usable: it ended before" in out
+    assert "features" not in out
+
+
+def test_an_executable_that_never_answers_is_not_usable_within_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    silent = tmp_path / "silent-muse"
+    python = shlex.quote(sys.executable)
+    silent.write_text(
+        f'#!/bin/sh\nif [ "$1" = serve ] && [ -z "$2" ]; then\n'
+        f'  exec {python} -c "import time; time.sleep(60)"\nfi\n'
+    )
+    silent.chmod(0o755)
+    monkeypatch.setenv("MUSE_ACP_STARTUP_TIMEOUT", "1")
+    status = run_doctor(str(silent))
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "NOT usable: it did not answer MSP initialize within 1s" in out
+
+
+def test_an_unusable_log_level_is_reported(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MUSE_ACP_LOG", "nonsense")
+    assert run_doctor(None) == 1
+    out = capsys.readouterr().out
+    assert "MUSE_ACP_LOG must be one of debug, info, warning, error, got 'nonsense'" in out
+
+
+def test_json_output_carries_the_same_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrapper = sim_wrapper(tmp_path, "1.2.1")
+    assert run_doctor(str(wrapper), as_json=True) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["ready"] is True
+    assert document["muse_acp"] == {"version": __version__}
+    sections = {section["name"]: section for section in document["sections"]}
+    assert list(sections) == ["muse_acp", "executable", "handshake", "features"]
+    assert all(section["ok"] for section in sections.values())
+    assert sections["executable"]["facts"]["path"] == str(wrapper)
+    assert sections["executable"]["facts"]["origin"] == "--muse"
+    assert sections["handshake"]["facts"]["server_version"] == "1.2.1"
+    assert sections["features"]["facts"]["storedOutput"]["enabled"] is True
+
+
+def test_json_output_of_an_unusable_executable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_doctor("/bin/true", as_json=True) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["ready"] is False
+    assert "not usable" in document["verdict"]
+    handshake = document["sections"][-1]
+    assert handshake["name"] == "handshake"
+    assert handshake["ok"] is False
+    assert handshake["facts"]["ok"] is False

@@ -2,12 +2,13 @@
 
 Contract: ``run_demo`` starts ``muse-acp serve`` as a child process with ``muse-sim`` as its
 Muse host (or the executable given as ``muse``), in a scratch home (the simulator's state, the
-adapter's data and a workspace, all in one temporary directory that is removed afterwards). It
-then runs four exchanges and prints them as they happen: a plain text reply, a tool call whose
-long output Muse truncated, a command that needs permission (answered by the ``allow_once``
-policy), and a plan. It returns 0 when all four turns ended normally and 1, after a
-one-paragraph explanation, when anything failed. The demo is not a protocol process, so it
-prints to stdout; colour is used only when stdout is a terminal.
+adapter's data and a workspace, all in one temporary directory that is removed afterwards).
+It first prints the version that host reports in an MSP handshake of its own, then runs four
+exchanges and prints them as they happen: a plain text reply, a tool call whose long output Muse
+truncated, a command that needs permission (answered by the ``allow_once`` policy), and a plan.
+It returns 0 when all four turns ended normally and 1, after a one-paragraph explanation, when
+anything failed. The demo is not a protocol process, so it prints to stdout; colour is used only
+when stdout is a terminal.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from muse_acp.client import (
     output_ref,
 )
 from muse_acp.host.binary import HostUnavailable, resolve_binary
+from muse_acp.host.client import open_host
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp
 
@@ -47,6 +49,8 @@ SIM_VERSION: Final = "1.2.1"
 SIM_TIMEOUT: Final = 60.0
 REAL_TIMEOUT: Final = 600.0
 """A real model can take minutes over four turns; the simulator takes seconds."""
+HOST_TIMEOUT: Final = 30.0
+"""Seconds the Muse host may take to answer the handshake that reads its version."""
 PREVIEW_LINES: Final = 2
 PREVIEW_CHARS: Final = 100
 _NOTE: Final = re.compile(r"^\[.+\]$")
@@ -268,8 +272,14 @@ class _Demo:
 
 async def _converse(out: _Transcript, env: dict[str, str], workspace: str, real: bool) -> None:
     demo = _Demo(out)
-    host = f"the Muse executable {env['MUSE_ACP_MUSE_BIN']}" if real else f"muse-sim {SIM_VERSION}"
-    out.line("…", f"starting muse-acp serve with {host} as its Muse host")
+    path = env["MUSE_ACP_MUSE_BIN"]
+    async with open_host(
+        path, cwd=workspace, env={**os.environ, **env}, startup_timeout=HOST_TIMEOUT
+    ) as host:
+        version = host.version
+    what = "" if real else ", the simulator bundled with muse-acp"
+    out.line("host", f"Muse {version} ({path}{what})")
+    out.line("…", "starting muse-acp serve")
     started = time.monotonic()
     stderr = forward_to_stderr if env["MUSE_ACP_LOG"] == "debug" else _ignore
     async with connect(
@@ -297,7 +307,7 @@ def _ignore(line: str) -> None:
 
 def _agent_name(agent: AgentConnection) -> str:
     info = agent.initialize_response.agent_info
-    name = f"{info.title or info.name} {info.version}" if info else "the agent"
+    name = f"{info.name} {info.version}" if info else "the agent"
     return f"{name} over ACP v{agent.initialize_response.protocol_version}"
 
 

@@ -1,28 +1,55 @@
-"""``muse-acp doctor``: what the configured Muse executable is and what muse-acp can do with it.
+"""``muse-acp doctor``: what muse-acp is, which Muse executable it would use, and whether it works.
 
-Contract: ``run_doctor`` prints, to stdout, one line per finding: the adapter settings, which
-Muse executable would be used and why (``--muse``, ``MUSE_ACP_MUSE_BIN`` or PATH), what its
-``--version`` printed and the version read from it, whether it supports ``serve`` and which
-safety flags ``serve --help`` lists, and which version-gated features are on for that version
-(``muse_acp.host.versions.VERIFIED_HOSTS``). It ends with a one-line verdict and returns 0 when
-the adapter can serve with this executable, or 1 with what to install or set when it cannot.
+Contract: ``run_doctor`` runs its checks in order and prints their findings to stdout, one
+section per check, then a one-line verdict; it returns 0 when the adapter can serve ACP with the
+Muse executable, or 1 with what to install or set when it cannot. The checks:
+
+* **muse-acp**: the adapter's version, the Python running it, its data folder, its log level and
+  whether every ``MUSE_ACP_*`` setting is usable (an unusable one ends the checks: ``serve``
+  refuses it too);
+* **Muse executable**: which executable would be used and why (``--muse``,
+  ``MUSE_ACP_MUSE_BIN`` or PATH), what its ``--version`` printed and the version read from it,
+  whether it supports ``serve`` and which safety flags ``serve --help`` lists;
+* **MSP handshake**: ``<muse> serve`` is started in a scratch folder and sent MSP
+  ``initialize``; the executable is usable only if it answers with a result within
+  ``HANDSHAKE_TIMEOUT`` seconds (or the configured startup deadline, if shorter). The process is
+  always reaped. The version the host reports there is the one features are judged by;
+* **features**: which version-gated features are on for that version
+  (``muse_acp.host.versions.VERIFIED_HOSTS``).
+
+A check that finds a blocking problem ends the run there. With ``as_json`` the same findings
+are printed as one JSON document instead: ``{"muse_acp": {...}, "sections": [{"name", "title",
+"ok", "findings": [{"label", "text"}], "facts": {...}}], "ready", "verdict"}``. More checks
+(sign-in, bundles, backends) are added by appending to ``CHECKS``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import sys
-from collections.abc import Mapping
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
 
-from muse_acp.config import ENV_MUSE_BIN, ConfigError, load_config
+from muse_acp import __version__
+from muse_acp.config import ENV_MUSE_BIN, AdapterConfig, ConfigError, load_config
 from muse_acp.host.binary import SERVE_FLAGS, HostUnavailable, MuseBinary, probe, resolve_binary
+from muse_acp.host.client import HostEnded, open_host
 from muse_acp.host.versions import VERIFIED_HOSTS, Feature, supports
+from muse_acp.logs import resolve_level
+from muse_acp.redact import redact
+from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp_wire import msp
 
-__all__ = ["FEATURE_DESCRIPTIONS", "run_doctor"]
+__all__ = ["CHECKS", "FEATURE_DESCRIPTIONS", "HANDSHAKE_TIMEOUT", "Doctor", "Section", "run_doctor"]
 
 FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
     {
@@ -31,50 +58,73 @@ FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
 )
 """What each version-gated feature gives a user; a feature missing here shows its name."""
 
+HANDSHAKE_TIMEOUT: Final = 30.0
+"""Seconds the executable's ``serve`` may take to answer ``initialize`` during the doctor."""
+
 _LABEL_WIDTH: Final = 14
 
 
-class _Report:
-    """The doctor's findings, written as aligned lines."""
+@dataclass(slots=True)
+class Section:
+    """What one check found: labelled lines for people, facts for ``--json``."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    name: str
+    title: str
+    findings: list[tuple[str, str]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None
+    """Why the adapter cannot serve, when this check found a blocking problem."""
 
     def line(self, label: str, text: str) -> None:
-        self._stream.write(f"  {label.ljust(_LABEL_WIDTH)}{text}\n")
-
-    def verdict(self, ready: bool, text: str) -> int:
-        self._stream.write(
-            f"\n  {'verdict'.ljust(_LABEL_WIDTH)}{'ready' if ready else 'NOT READY'}"
-        )
-        self._stream.write(f": {text}\n")
-        self._stream.flush()
-        return 0 if ready else 1
+        self.findings.append((label, text))
 
 
-def _origin(muse: str | None, environ: Mapping[str, str]) -> str:
-    """Where the executable is looked for, in the adapter's own order."""
-    if muse:
-        return "--muse"
-    if environ.get(ENV_MUSE_BIN):
-        return ENV_MUSE_BIN
-    return "PATH"
+@dataclass(slots=True)
+class Doctor:
+    """What the checks share: the inputs, and what earlier checks established."""
+
+    muse: str | None
+    environ: Mapping[str, str]
+    data_dir: Path | None = None
+    config: AdapterConfig | None = None
+    binary: MuseBinary | None = None
+    host_info: msp.InitializeResult | None = None
+
+    @property
+    def origin(self) -> str:
+        """Where the executable is looked for, in the adapter's own order."""
+        if self.muse:
+            return "--muse"
+        if self.environ.get(ENV_MUSE_BIN):
+            return ENV_MUSE_BIN
+        return "PATH"
+
+    @property
+    def host_version(self) -> str | None:
+        """The version the host reported in its handshake, else the one ``--version`` printed."""
+        if self.host_info is not None:
+            return self.host_info.server_info.version
+        return self.binary.version if self.binary is not None else None
 
 
-def _features(report: _Report, version: str | None) -> int:
-    """Print each version-gated feature; returns how many are off."""
-    off = 0
-    for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
-        enabled = supports(feature, version)
-        off += not enabled
-        versions = ", ".join(sorted(verified))
-        description = FEATURE_DESCRIPTIONS.get(feature, feature)
-        state = "on " if enabled else "off"
-        report.line(
-            "features" if index == 0 else "",
-            f"{feature:<14}{state}  {description} (verified: {versions})",
-        )
-    return off
+def _adapter(doctor: Doctor) -> Section:
+    section = Section("muse_acp", "muse-acp")
+    python = f"Python {platform.python_version()}, {sys.executable}"
+    section.line("muse-acp", f"{__version__}  ({python})")
+    section.facts.update(version=__version__, python=platform.python_version())
+    try:
+        level = resolve_level(None, doctor.environ)
+        doctor.config = load_config(doctor.environ, muse_bin=doctor.muse, data_dir=doctor.data_dir)
+    except ConfigError as error:
+        section.line("settings", f"NOT usable: {error}")
+        section.facts["settings_error"] = str(error)
+        section.problem = f"{error}; fix or unset it, `muse-acp serve` refuses it too."
+        return section
+    section.line("data dir", str(doctor.config.data_dir))
+    section.line("log level", level)
+    section.line("settings", "usable")
+    section.facts.update(data_dir=str(doctor.config.data_dir), log_level=level)
+    return section
 
 
 def _flags(binary: MuseBinary) -> str:
@@ -86,47 +136,181 @@ def _flags(binary: MuseBinary) -> str:
     return text
 
 
-def _examine(report: _Report, binary: MuseBinary) -> int:
-    first_line = next((line for line in binary.version_text.splitlines() if line.strip()), "")
-    report.line("--version", first_line or "(printed nothing)")
-    report.line("version", binary.version or "not recognised in the --version output")
-    if not binary.serves:
-        report.line("serve", "NOT supported (`serve --help` failed)")
-        try:
-            binary.require_serve()
-        except HostUnavailable as error:
-            return report.verdict(False, error.message)
-    report.line("serve", "supported")
-    report.line("safety flags", _flags(binary))
-    off = _features(report, binary.version)
-    if binary.version is None:
-        caveat = "; its version is unknown, so every version-gated feature is off"
-    elif off:
-        caveat = f"; {off} version-gated feature(s) are off for Muse {binary.version}"
-    else:
-        caveat = ""
-    return report.verdict(True, f"muse-acp can serve ACP with this Muse executable{caveat}.")
-
-
-def run_doctor(muse: str | None) -> int:
-    """Examine the Muse executable ``muse`` (else the configured one); returns the exit status."""
-    report = _Report(sys.stdout)
-    environ = os.environ
-    sys.stdout.write("muse-acp doctor: can muse-acp serve ACP with this Muse executable?\n\n")
+def _executable(doctor: Doctor) -> Section:
+    section = Section("executable", "Muse executable")
+    section.facts["origin"] = doctor.origin
+    assert doctor.config is not None
     try:
-        config = load_config(environ, muse_bin=muse)
-    except ConfigError as error:
-        report.line("settings", f"NOT usable: {error}")
-        return report.verdict(False, "fix or unset that variable; `muse-acp serve` refuses it.")
-    report.line("data dir", str(config.data_dir))
-    try:
-        path = resolve_binary(config.muse_bin)
+        path = resolve_binary(doctor.config.muse_bin)
     except HostUnavailable as error:
-        report.line("executable", f"not found (looked for it through {_origin(muse, environ)})")
-        return report.verdict(False, error.message)
-    report.line("executable", f"{path}  (through {_origin(muse, environ)})")
+        section.line("executable", f"not found (looked for it through {doctor.origin})")
+        section.facts["path"] = None
+        section.problem = error.message
+        return section
+    section.line("executable", f"{path}  (through {doctor.origin})")
+    section.facts["path"] = path
     try:
         binary = anyio.run(probe, path)
     except HostUnavailable as error:
-        return report.verdict(False, error.message)
-    return _examine(report, binary)
+        section.problem = error.message
+        return section
+    doctor.binary = binary
+    first_line = next((line for line in binary.version_text.splitlines() if line.strip()), "")
+    section.line("--version", first_line or "(printed nothing)")
+    section.line("version", binary.version or "not recognised in the --version output")
+    section.facts.update(
+        version_text=first_line,
+        version=binary.version,
+        serve=binary.serves,
+        safety_flags=[flag for flag in SERVE_FLAGS if flag in binary.serve_flags],
+    )
+    if not binary.serves:
+        section.line("serve", "NOT supported (`serve --help` failed)")
+        try:
+            binary.require_serve()
+        except HostUnavailable as error:
+            section.problem = error.message
+        return section
+    section.line("serve", "supported")
+    section.line("safety flags", _flags(binary))
+    return section
+
+
+async def _initialize(path: str, budget: float) -> msp.InitializeResult:
+    with tempfile.TemporaryDirectory(prefix="muse-acp-doctor-") as scratch:
+        async with open_host(path, cwd=scratch, startup_timeout=budget) as host:
+            return host.info
+
+
+def _handshake_failure(error: BaseException, timeout: float) -> str:
+    if isinstance(error, TimeoutError):
+        return f"it did not answer MSP initialize within {timeout:.0f}s"
+    if isinstance(error, HostEnded):
+        reason = f"it ended before answering MSP initialize (exit code {error.exit_code})"
+        last = next((line for line in reversed(error.stderr_tail.splitlines()) if line), "")
+        return reason + (f"; its last words: {redact(last, limit=200)}" if last else "")
+    if isinstance(error, RpcError):
+        return f"its answer to MSP initialize was not a result: {redact(error.message, limit=200)}"
+    if isinstance(error, ConnectionClosed):
+        return "it closed its output before answering MSP initialize"
+    return f"it could not be started: {redact(str(error), limit=200)}"
+
+
+def _handshake(doctor: Doctor) -> Section:
+    section = Section("handshake", "MSP handshake")
+    assert doctor.binary is not None
+    assert doctor.config is not None
+    path = doctor.binary.path
+    timeout = min(HANDSHAKE_TIMEOUT, doctor.config.deadlines.startup)
+    started = time.monotonic()
+    try:
+        info = anyio.run(_initialize, path, timeout)
+    except (RpcError, ConnectionClosed, OSError, TimeoutError) as error:
+        why = _handshake_failure(error, timeout)
+        section.line("initialize", f"NOT usable: {why}")
+        section.facts.update(ok=False, error=why)
+        section.problem = (
+            f"the Muse executable {path} is not usable: {why}. Point --muse or "
+            f"{ENV_MUSE_BIN} at Muse Code (1.1.1 or newer) or at `muse-sim`."
+        )
+        return section
+    elapsed = time.monotonic() - started
+    doctor.host_info = info
+    server = f"{info.server_info.name} {info.server_info.version}"
+    section.line("initialize", f"answered by {server} in {elapsed:.1f}s")
+    section.line("sessions", f"{info.session_durability}; Muse home {info.muse_home}")
+    section.facts.update(
+        ok=True,
+        server_name=info.server_info.name,
+        server_version=info.server_info.version,
+        session_durability=info.session_durability,
+        muse_home=info.muse_home,
+        seconds=round(elapsed, 3),
+    )
+    return section
+
+
+def _features(doctor: Doctor) -> Section:
+    section = Section("features", "Features")
+    version = doctor.host_version
+    for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
+        enabled = supports(feature, version)
+        versions = ", ".join(sorted(verified))
+        description = FEATURE_DESCRIPTIONS.get(feature, feature)
+        state = "on " if enabled else "off"
+        section.line(
+            "features" if index == 0 else "",
+            f"{feature:<14}{state}  {description} (verified: {versions})",
+        )
+        section.facts[feature] = {"enabled": enabled, "verified": sorted(verified)}
+    return section
+
+
+CHECKS: Final[tuple[Callable[[Doctor], Section], ...]] = (
+    _adapter,
+    _executable,
+    _handshake,
+    _features,
+)
+"""The checks in the order they run; each may rely on what the earlier ones set on ``Doctor``."""
+
+
+def _ready_text(doctor: Doctor, sections: list[Section]) -> str:
+    version = doctor.host_version
+    features = next((s for s in sections if s.name == "features"), None)
+    off = sum(1 for facts in (features.facts if features else {}).values() if not facts["enabled"])
+    if version is None:
+        caveat = "; its version is unknown, so every version-gated feature is off"
+    elif off:
+        caveat = f"; {off} version-gated feature(s) are off for Muse {version}"
+    else:
+        caveat = ""
+    return f"muse-acp can serve ACP with this Muse executable{caveat}."
+
+
+def _write_text(stream: TextIO, sections: list[Section], ready: bool, verdict: str) -> None:
+    stream.write("muse-acp doctor: can muse-acp serve ACP with this Muse executable?\n")
+    for section in sections:
+        stream.write(f"\n{section.title}\n")
+        for label, text in section.findings:
+            stream.write(f"  {label.ljust(_LABEL_WIDTH)}{text}\n")
+    state = "ready" if ready else "NOT READY"
+    stream.write(f"\n  {'verdict'.ljust(_LABEL_WIDTH)}{state}: {verdict}\n")
+    stream.flush()
+
+
+def _write_json(stream: TextIO, sections: list[Section], ready: bool, verdict: str) -> None:
+    document = {
+        "muse_acp": {"version": __version__},
+        "sections": [
+            {
+                "name": section.name,
+                "title": section.title,
+                "ok": section.problem is None,
+                "findings": [{"label": label, "text": text} for label, text in section.findings],
+                "facts": section.facts,
+            }
+            for section in sections
+        ],
+        "ready": ready,
+        "verdict": verdict,
+    }
+    stream.write(json.dumps(document, indent=2) + "\n")
+    stream.flush()
+
+
+def run_doctor(muse: str | None, *, as_json: bool = False, data_dir: Path | None = None) -> int:
+    """Run the checks (see the module contract); returns the exit status."""
+    doctor = Doctor(muse=muse, environ=os.environ, data_dir=data_dir)
+    sections: list[Section] = []
+    problem: str | None = None
+    for check in CHECKS:
+        section = check(doctor)
+        sections.append(section)
+        problem = section.problem
+        if problem is not None:
+            break
+    ready = problem is None
+    verdict = _ready_text(doctor, sections) if problem is None else problem
+    (_write_json if as_json else _write_text)(sys.stdout, sections, ready, verdict)
+    return 0 if ready else 1

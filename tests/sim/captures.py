@@ -1,8 +1,10 @@
 """Where the recorded MSP traffic is, for the tests that compare the simulator with it.
 
-The folder defaults to ``<repo root>/../shared/reference/msp-captures`` and can be moved with
-``MUSE_ACP_MSP_CAPTURES``. It is not part of the repository: tests that need it skip, saying
-why, when it is absent.
+The repository ships its own small recordings under ``tests/fixtures/msp`` (``raw-logs/*.jsonl``
+and ``transcripts/<scenario>/transcript.ndjson``), written to the shapes real hosts use, so the
+comparisons run on any clone. A larger collection of recordings, when one is at hand, is read
+as well: the folder named by ``MUSE_ACP_MSP_CAPTURES``, else ``msp-captures`` under
+``reference`` in the ``shared`` folder beside the repository.
 """
 
 from __future__ import annotations
@@ -14,32 +16,44 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+FIXTURES: Final = REPO_ROOT / "tests" / "fixtures" / "msp"
 CAPTURES_ENV: Final = "MUSE_ACP_MSP_CAPTURES"
 RAW_LOGS: Final = "latekaapi-baaz"
 TRANSCRIPTS: Final = "official-transcripts"
 
 
-def captures_root() -> Path:
+def external_root() -> Path | None:
+    """The collection of recordings outside the repository, when there is one."""
     configured = os.environ.get(CAPTURES_ENV, "")
-    if configured:
-        return Path(configured)
-    return REPO_ROOT.parent / "shared" / "reference" / "msp-captures"
+    root = Path(configured) if configured else REPO_ROOT.parent / "shared" / "reference"
+    root = root if configured else root / "msp-captures"
+    return root if root.is_dir() else None
 
 
 def raw_logs() -> dict[str, Path]:
-    """Real host logs (``--> `` client line, ``<-- `` host line) by file stem."""
-    folder = captures_root() / RAW_LOGS
-    if not folder.is_dir():
-        return {}
-    return {path.stem: path for path in sorted(folder.glob("*.jsonl"))}
+    """Host logs (``--> `` client line, ``<-- `` host line) by file stem, the repository's first."""
+    folders = [FIXTURES / "raw-logs"]
+    external = external_root()
+    if external is not None:
+        folders.append(external / RAW_LOGS)
+    return {path.stem: path for folder in folders for path in sorted(folder.glob("*.jsonl"))}
 
 
 def official_transcripts() -> dict[str, Path]:
-    """Official ``{"dir","raw"}`` transcripts by scenario name."""
-    folder = captures_root() / TRANSCRIPTS
-    if not folder.is_dir():
-        return {}
-    return {path.parent.name: path for path in sorted(folder.glob("*/transcript.ndjson"))}
+    """``{"dir","raw"}`` transcripts by scenario name, the repository's first."""
+    folders = [FIXTURES / "transcripts"]
+    external = external_root()
+    if external is not None:
+        folders.append(external / TRANSCRIPTS)
+    return {
+        path.parent.name: path
+        for folder in folders
+        for path in sorted(folder.glob("*/transcript.ndjson"))
+    }
+
+
+def is_external(path: Path) -> bool:
+    return not path.is_relative_to(FIXTURES)
 
 
 @dataclass(frozen=True, slots=True)

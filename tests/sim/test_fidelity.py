@@ -1,9 +1,10 @@
-"""The simulator against real host traffic (see ``fidelity`` for how frames are compared).
+"""The simulator against recorded host traffic (see ``fidelity`` for how frames are compared).
 
-Each capture of the captures folder (``captures`` says where it is) is replayed from its client
-side: real host logs against a 1.1.1 simulator (the nearest simulated version to their 1.0.3 and
-1.1.1 hosts), official transcripts against a 1.2.1 one. The test prints, per capture, what could
-not be reproduced and why, and fails on any frame whose shape differs from the recording.
+Each recording (``captures`` says where they are: the repository's own, and a larger collection
+when one is at hand) is replayed from its client side: host logs against a 1.1.1 simulator (the
+nearest simulated version to their 1.0.3 and 1.1.1 hosts), official-style transcripts against a
+1.2.1 one. The test prints, per capture, what could not be reproduced and why, and fails on any
+frame whose shape differs from the recording.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
 from .captures import (
     Recorded,
-    captures_root,
     connections,
+    is_external,
     official_transcripts,
     raw_logs,
     read_raw_log,
@@ -197,20 +198,19 @@ async def _replay_all(
 
 async def test_the_simulator_answers_real_host_traffic_in_its_shapes(tmp_path: Path) -> None:
     logs = raw_logs()
-    if not logs:
-        pytest.skip(f"no real host logs under {captures_root()} (set MUSE_ACP_MSP_CAPTURES)")
     captures = {name: read_raw_log(path) for name, path in logs.items()}
     reports = await _replay_all(tmp_path, captures, "1.1.1", msp_1_1_1, ordered=True)
     _print(reports)
     assert [f for report in reports for f in report.failures] == []
-    assert sum(report.checked for report in reports) > 100
+    # The repository's own logs alone check a handful of frames; the full collection, many.
+    minimum = 100 if any(map(is_external, logs.values())) else 5
+    assert sum(report.checked for report in reports) > minimum
 
 
 async def test_the_simulator_answers_official_transcripts_in_their_shapes(tmp_path: Path) -> None:
     transcripts = official_transcripts()
-    if not transcripts:
-        pytest.skip(f"no official transcripts under {captures_root()} (set MUSE_ACP_MSP_CAPTURES)")
     captures = {name: read_transcript(path) for name, path in transcripts.items()}
     reports = await _replay_all(tmp_path, captures, "1.2.1", msp_1_2_1, ordered=False)
     _print(reports)
     assert [f for report in reports for f in report.failures] == []
+    assert sum(report.checked for report in reports) > 5

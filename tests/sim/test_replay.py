@@ -71,11 +71,16 @@ async def test_an_unreadable_transcript_is_a_usage_error(tmp_path: Path) -> None
     assert "cannot replay" in sim.diagnostics
 
 
-async def test_an_official_transcript_replays_byte_for_byte(tmp_path: Path) -> None:
-    transcripts = official_transcripts()
-    path = transcripts.get("text-run-single-turn")
-    if path is None:
-        pytest.skip("the official transcript text-run-single-turn is not available")
+def _single_turns() -> list[str]:
+    """The repository's own single-turn transcript, and the official one when it is at hand."""
+    return [
+        name for name in ("text-turn", "text-run-single-turn") if name in official_transcripts()
+    ]
+
+
+@pytest.mark.parametrize("scenario", _single_turns())
+async def test_a_recorded_transcript_replays_byte_for_byte(tmp_path: Path, scenario: str) -> None:
+    path = official_transcripts()[scenario]
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     async with sim_process(tmp_path, "--replay", str(path)) as sim:
         for index, entry in enumerate(entries):

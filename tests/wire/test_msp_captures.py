@@ -1,7 +1,8 @@
 """Recorded MSP traffic against the generated ``muse_acp_wire.msp_*`` bindings.
 
-The captures folder defaults to ``<repo root>/../shared/reference/msp-captures`` and can be moved
-with ``MUSE_ACP_MSP_CAPTURES``; without it the capture tests skip and say why. Two formats are
+The repository's own recordings under ``tests/fixtures/msp`` are always checked; a larger
+collection is checked too when one is at hand (``MUSE_ACP_MSP_CAPTURES``, else ``msp-captures``
+under ``reference`` in the ``shared`` folder beside the repository). Two formats are
 read: ``latekaapi-baaz/*.jsonl`` raw logs (``--> `` client frame, ``<-- `` host line, ``#``
 comment) and ``official-transcripts/<scenario>/transcript.ndjson`` (one
 ``{"dir": "client"|"server", "raw": "<line>"}`` per line).
@@ -38,6 +39,7 @@ from muse_acp_wire import msp_1_4_2 as v142
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+FIXTURES: Final = REPO_ROOT / "tests" / "fixtures" / "msp"
 CAPTURES_ENV: Final = "MUSE_ACP_MSP_CAPTURES"
 DEFAULT_CAPTURES: Final = REPO_ROOT.parent / "shared" / "reference" / "msp-captures"
 
@@ -217,11 +219,21 @@ def captures_dir() -> Path:
 
 
 def capture_paths() -> list[Path]:
+    """The repository's recordings, then those of the collection at hand, if any."""
+    own = sorted(
+        [*FIXTURES.glob("raw-logs/*.jsonl"), *FIXTURES.glob("transcripts/*/transcript.ndjson")]
+    )
     root = captures_dir()
     if not root.is_dir():
-        return []
+        return own
     raw_logs = root.glob(f"{RAW_LOG_FOLDER}/*.jsonl")
-    return sorted([*raw_logs, *root.glob(f"{TRANSCRIPT_FOLDER}/*/transcript.ndjson")])
+    return own + sorted([*raw_logs, *root.glob(f"{TRANSCRIPT_FOLDER}/*/transcript.ndjson")])
+
+
+def capture_name(path: Path) -> str:
+    if path.is_relative_to(FIXTURES):
+        return f"own/{path.relative_to(FIXTURES)}"
+    return str(path.relative_to(captures_dir()))
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -248,8 +260,7 @@ def read_capture(path: Path) -> Capture:
             prefix, _, raw = line.partition(" ")
             assert prefix in ("-->", "<--"), f"line {number}: neither a frame nor a comment"
             frames.append(Frame("client" if prefix == "-->" else "host", number, raw))
-    name = str(path.relative_to(captures_dir()))
-    return Capture(name, tuple(frames))
+    return Capture(capture_name(path), tuple(frames))
 
 
 _VERSION_IN_NAME: Final = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -383,23 +394,7 @@ def check_capture(capture: Capture, bindings: Bindings) -> Report:
     return report
 
 
-_PATHS: Final = capture_paths()
-_ABSENT: Final = pytest.param(
-    None,
-    marks=pytest.mark.skip(
-        reason=(
-            f"no MSP captures at {captures_dir()}; set {CAPTURES_ENV} to a folder holding "
-            f"{RAW_LOG_FOLDER}/*.jsonl or {TRANSCRIPT_FOLDER}/<scenario>/transcript.ndjson"
-        )
-    ),
-    id="no-captures",
-)
-_CASES: Final = [pytest.param(p, id=str(p.relative_to(captures_dir()))) for p in _PATHS] or [
-    _ABSENT
-]
-
-
-@pytest.mark.parametrize("path", _CASES)
+@pytest.mark.parametrize("path", [pytest.param(p, id=capture_name(p)) for p in capture_paths()])
 def test_capture_parses_with_the_bindings_of_its_host_version(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -445,22 +440,26 @@ def test_nearest_bindings_are_chosen_for_unlisted_host_versions() -> None:
     assert NEWEST.label == "1.4.2"
 
 
-def _cases(paths: list[Path], absent: str) -> list[Any]:
-    cases = [pytest.param(p, id=str(p.relative_to(captures_dir()))) for p in paths]
-    return cases or [pytest.param(None, marks=pytest.mark.skip(reason=absent), id="no-captures")]
+def test_the_repository_ships_recordings_of_both_formats_and_both_versions() -> None:
+    own = [path for path in capture_paths() if path.is_relative_to(FIXTURES)]
+    assert {path.suffix for path in own} == {".jsonl", ".ndjson"}
+    versions = {host_version(read_capture(path), path) for path in own}
+    assert {(1, 1, 1), (1, 2, 1)} <= versions
 
 
-_TRANSCRIPTS: Final = [p for p in _PATHS if p.parent.parent.name == TRANSCRIPT_FOLDER]
+def _case_id(path: Path) -> str:
+    return capture_name(path)
+
+
+_PATHS: Final = capture_paths()
+_TRANSCRIPTS: Final = [p for p in _PATHS if p.suffix == ".ndjson"]
 _REAL_1_1_1: Final = [
-    p for p in _PATHS if p.parent.name == RAW_LOG_FOLDER and _parse_version(p.name) == (1, 1, 1)
+    p for p in _PATHS if p.suffix == ".jsonl" and host_version(read_capture(p), p) == (1, 1, 1)
 ]
 
 
-@pytest.mark.parametrize(
-    "path",
-    _cases(_TRANSCRIPTS, f"no official transcripts under {captures_dir() / TRANSCRIPT_FOLDER}"),
-)
-def test_official_transcript_parses_with_the_newest_bindings(
+@pytest.mark.parametrize("path", _TRANSCRIPTS, ids=_case_id)
+def test_a_transcript_parses_with_the_newest_bindings(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The SDK's golden transcripts follow its current schema, and the adapter parses every host
@@ -476,10 +475,8 @@ def test_official_transcript_parses_with_the_newest_bindings(
             )
 
 
-@pytest.mark.parametrize(
-    "path", _cases(_REAL_1_1_1, f"no 1.1.1 host logs under {captures_dir() / RAW_LOG_FOLDER}")
-)
-def test_real_1_1_1_capture_still_parses_with_the_1_1_1_bindings(path: Path) -> None:
+@pytest.mark.parametrize("path", _REAL_1_1_1, ids=_case_id)
+def test_a_1_1_1_host_log_still_parses_with_the_1_1_1_bindings(path: Path) -> None:
     capture = read_capture(path)
     assert host_version(capture, path) == (1, 1, 1)
     (bindings,) = (b for b in BINDINGS if b.version == (1, 1, 1))

@@ -1,6 +1,9 @@
 """Finding the Muse executable and probing what it can do.
 
 The executable comes from ``--muse PATH``, else ``MUSE_ACP_MUSE_BIN``, else ``muse`` on PATH.
+A bare name (``muse``, ``muse-sim``) not found on PATH is also looked for beside the running
+interpreter and in this installation's scripts folder, so the commands installed together with
+muse-acp are found under pipx, uvx or an absolute-path launch whose PATH lacks that folder.
 Each binary is probed once (``--version`` and ``serve --help``) and the result cached by path,
 size and modification time, so replacing the binary is noticed without restarting the adapter.
 A missing or unusable binary is reported with what to do about it.
@@ -13,6 +16,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass
 from typing import Final
 
@@ -79,17 +84,38 @@ class MuseBinary:
             )
 
 
+def installation_dirs() -> list[str]:
+    """Folders holding this installation's commands: beside the interpreter, then its scripts."""
+    folders = [os.path.dirname(sys.executable)] if sys.executable else []
+    scripts = sysconfig.get_path("scripts")
+    if scripts:
+        folders.append(scripts)
+    return list(dict.fromkeys(os.path.abspath(folder) for folder in folders if folder))
+
+
+def _which(name: str) -> str | None:
+    """``name`` on PATH, else beside the interpreter or in this installation's scripts folder."""
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    for folder in installation_dirs():
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def resolve_binary(explicit: str | None) -> str:
     """Return an absolute path to the Muse executable, or raise HostUnavailable."""
     if explicit:
-        candidate = explicit if os.sep in explicit else shutil.which(explicit)
+        candidate = explicit if os.sep in explicit else _which(explicit)
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return os.path.abspath(candidate)
         raise HostUnavailable(
             f"the Muse executable {explicit!r} was not found or is not executable; fix "
             "--muse or MUSE_ACP_MUSE_BIN, or unset them to use `muse` from PATH"
         )
-    found = shutil.which("muse")
+    found = _which("muse")
     if found is None:
         raise HostUnavailable(
             "no Muse executable found: install Muse Code so `muse` is on PATH, or set "

@@ -1,0 +1,208 @@
+"""The ``muse-acp`` command line as a person meets it: version, bad input, terminals, launches."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from muse_acp import __version__
+from muse_acp.cli import TERMINAL_HINT
+from muse_acp.host.binary import HostUnavailable, installation_dirs, resolve_binary
+
+WAIT = 60.0
+INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+BIN = Path(sys.executable).parent
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """This environment without Muse settings, with scratch homes and no ``muse`` on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUSE_", "META_"))}
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    env.update(
+        PATH=str(empty),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        MUSE_SIM_HOME=str(tmp_path / "sim-home"),
+    )
+    env.update(extra)
+    return env
+
+
+def muse_acp(
+    env: dict[str, str], *args: str, command: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*(command or [sys.executable, "-m", "muse_acp"]), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+
+
+def sim_wrapper(directory: Path, version: str) -> Path:
+    wrapper = directory / f"muse-{version}"
+    wrapper.write_text(
+        f"#!/bin/sh\nMUSE_SIM_VERSION={version} "
+        f'exec {shlex.quote(sys.executable)} -m muse_acp.sim "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_version_names_the_adapter_and_the_muse_executable(tmp_path: Path) -> None:
+    wrapper = sim_wrapper(tmp_path, "1.1.1")
+    done = muse_acp(clean_env(tmp_path, MUSE_ACP_MUSE_BIN=str(wrapper)), "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"muse-acp {__version__}",
+        f"Muse Code: muse 1.1.1-R2514.1 (simulated by muse-sim), {wrapper}",
+    ]
+
+
+def test_version_without_any_muse_still_succeeds(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path), "--version")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"muse-acp {__version__}"
+    assert lines[1].startswith("Muse Code: no executable found")
+
+
+def test_version_of_a_muse_that_cannot_start_still_succeeds(tmp_path: Path) -> None:
+    broken = tmp_path / "muse"
+    broken.write_text("#!/nowhere/interpreter\n")
+    broken.chmod(0o755)
+    done = muse_acp(clean_env(tmp_path, MUSE_ACP_MUSE_BIN=str(broken)), "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("Muse Code: it could not be started")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_an_unknown_log_level_is_refused_wherever_it_is_given(tmp_path: Path, where: str) -> None:
+    args = ["--log-level", "nonsense", "serve"]
+    done = muse_acp(clean_env(tmp_path), *(args if where == "before" else args[2:] + args[:2]))
+    assert done.returncode == 2
+    assert "--log-level" in done.stderr
+    assert "must be one of debug, info, warning, error, got 'nonsense'" in done.stderr
+
+
+def test_an_unknown_log_level_in_the_environment_is_refused_by_serve(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path, MUSE_ACP_LOG="nonsense"), "serve")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "muse-acp: MUSE_ACP_LOG must be one of debug, info, warning, error, got 'nonsense'"
+    )
+    assert done.stdout == ""
+
+
+def test_an_unknown_option_exits_2(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path), "--no-such-option")
+    assert done.returncode == 2
+    assert "--no-such-option" in done.stderr
+    assert done.stdout == ""
+
+
+def test_options_before_the_command_reach_the_command(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "muse"
+    done = muse_acp(clean_env(tmp_path), "--muse", str(missing), "doctor")
+    assert done.returncode == 1
+    assert "(looked for it through --muse)" in done.stdout
+    assert str(missing) in done.stdout
+
+
+def test_a_bare_launch_on_a_terminal_hints_on_stderr_and_still_serves(tmp_path: Path) -> None:
+    leader, follower = pty.openpty()
+    try:
+        with subprocess.Popen(
+            [sys.executable, "-m", "muse_acp"],
+            env=clean_env(tmp_path),
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as process:
+            os.close(follower)
+            follower = -1
+            try:
+                assert process.stderr is not None
+                assert process.stdout is not None
+                assert process.stderr.readline().decode() == TERMINAL_HINT + "\n"
+                # Still serving: an ACP request typed on the terminal is answered on stdout.
+                os.write(leader, INITIALIZE + b"\n")
+                ready, _, _ = select.select([process.stdout], [], [], WAIT)
+                assert ready, "no answer to initialize"
+                answer = process.stdout.readline()
+                assert b'"id":1' in answer
+                assert b'"protocolVersion":1' in answer
+                os.write(leader, b"\x04")  # end of input, as Ctrl-D on a terminal
+                assert process.wait(WAIT) == 0
+            finally:
+                if process.poll() is None:
+                    process.kill()
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert "\n" not in TERMINAL_HINT
+    assert "muse-acp demo" in TERMINAL_HINT
+
+
+def test_a_launch_without_a_terminal_prints_no_hint(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path), "serve")
+    assert done.returncode == 0
+    assert TERMINAL_HINT not in done.stderr
+
+
+def test_companion_commands_are_found_beside_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    sim = bin_dir / "muse-sim"
+    sim.write_text("#!/bin/sh\n")
+    sim.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+
+    assert str(bin_dir) == installation_dirs()[0]
+    assert resolve_binary("muse-sim") == str(sim)
+    with pytest.raises(HostUnavailable, match="no Muse executable found"):
+        resolve_binary(None)
+    muse = bin_dir / "muse"
+    muse.write_text("#!/bin/sh\n")
+    muse.chmod(0o755)
+    assert resolve_binary(None) == str(muse)
+
+
+def test_path_comes_before_the_installation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in ("on-path", "venv"):
+        (tmp_path / folder).mkdir()
+        script = tmp_path / folder / "muse-sim"
+        script.write_text("#!/bin/sh\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "on-path"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "python"))
+    assert resolve_binary("muse-sim") == str(tmp_path / "on-path" / "muse-sim")
+
+
+def test_an_absolute_launch_finds_muse_sim_without_the_venv_on_path(tmp_path: Path) -> None:
+    script = BIN / "muse-acp"
+    assert script.is_file(), f"muse-acp is installed as a console script beside {sys.executable}"
+    env = clean_env(tmp_path, MUSE_ACP_MUSE_BIN="muse-sim")
+    assert str(BIN) not in env["PATH"].split(os.pathsep)
+    started = time.monotonic()
+    done = muse_acp(env, "doctor", command=[str(script)])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{BIN / 'muse-sim'}  (through MUSE_ACP_MUSE_BIN)" in done.stdout
+    assert time.monotonic() - started < WAIT
