@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+import anyio
 import pytest
 
+from muse_acp.agent import preferences
 from muse_acp.agent.preferences import (
     MAX_FILE_BYTES,
     SCHEMA_VERSION,
@@ -213,3 +217,79 @@ def test_every_id_muse_can_mint_names_a_file_in_the_sessions_directory(tmp_path:
     store = _store(tmp_path)
     for session_id in (SESSION, "a", "A_b-9", "x" * 128):
         assert store.path_for(session_id).parent == store.directory
+
+
+# -- reading off the event loop: never a hang, never more than one session's problem --------
+
+CORRUPT: Final = {
+    "not json": b"{not json",
+    "empty": b"",
+    "array": b"[1, 2]",
+    "wrong schema version": b'{"schemaVersion": 2}',
+    "non-string title": b'{"schemaVersion": 1, "userTitle": {"text": 5}}',
+    "multi-line title": b'{"schemaVersion": 1, "userTitle": {"text": "a\\nb"}}',
+    "invalid utf-8": b'{"schemaVersion": 1, "userTitle": {"text": "\xff"}}',
+    "two megabytes": b'{"schemaVersion": 1, "pad": "' + b"x" * (2 * 1024 * 1024) + b'"}',
+    "deep nesting": b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "huge number": b'{"schemaVersion": 1, "n": ' + b"9" * 5000 + b"}",
+}
+SAYS: Final = {
+    "not json": "not valid UTF-8 JSON",
+    "empty": "not valid UTF-8 JSON",
+    "array": "does not hold a JSON object",
+    "wrong schema version": "schemaVersion is 2",
+    "non-string title": "userTitle.text",
+    "multi-line title": "userTitle.text",
+    "invalid utf-8": "not valid UTF-8 JSON",
+    "two megabytes": "larger than",
+    "deep nesting": "nests deeper",
+    "huge number": "integer longer",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", CORRUPT)
+async def test_a_corrupt_file_is_its_sessions_problem_only(tmp_path: Path, name: str) -> None:
+    store = _store(tmp_path)
+    good = "0190b5c2-7a1e-7c3d-9f00-00000000000a"
+    store.save_user_title(good, "Fine", now=MOMENT)
+    path = _write_raw(store, CORRUPT[name])
+    with anyio.fail_after(10):
+        kept = await store.read_many([SESSION, good])
+    problem = kept[SESSION].problem
+    assert problem is not None
+    assert SAYS[name] in problem
+    assert str(path) in problem
+    assert kept[SESSION].user_title is None
+    assert kept[good] == SessionPreferences("Fine", "2026-03-04T05:06:07.890Z")
+    assert path.read_bytes() == CORRUPT[name], "an unusable file is never rewritten"
+
+
+@pytest.mark.anyio
+async def test_a_fifo_at_the_path_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = store.path_for(SESSION)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with anyio.fail_after(2):
+        kept = await store.read(SESSION)
+    assert kept.problem is not None
+    assert "not a regular file" in kept.problem
+
+
+@pytest.mark.anyio
+async def test_a_file_system_that_never_answers_costs_one_bounded_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    released = threading.Event()
+    monkeypatch.setattr(preferences, "IO_TIMEOUT", 0.2)
+    # A worker that hangs as a dead network mount would (released at the end of the test).
+    monkeypatch.setattr(store, "load", lambda _: released.wait(30) and SessionPreferences())
+    try:
+        with anyio.fail_after(5):
+            kept = await store.read(SESSION)
+    finally:
+        released.set()
+    assert kept.problem is not None
+    assert "did not answer" in kept.problem

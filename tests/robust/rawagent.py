@@ -6,7 +6,7 @@ Every stdout line is kept exactly as written (``lines``); lines that are JSON ob
 sorted: responses by id (keyed by the id's JSON text, so ``1``, ``"1"`` and ``null`` stay apart)
 and notifications in arrival order. Requests the agent sends are answered at once: a permission
 request with its first allow option, anything else with METHOD_NOT_FOUND. Every wait is bounded
-by ``WAIT`` seconds.
+by ``WAIT`` seconds. ``answers`` overrides how the requests of one method are answered.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class RawAgent:
         self.responses: dict[str, list[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.agent_requests: list[dict[str, Any]] = []
+        self.answers: dict[str, Callable[[Any], dict[str, Any]]] = {}
+        """Per method: the reply members (``result`` or ``error``) for a request's params."""
         self._tasks = tasks
         self._changed = anyio.Event()
         self._next_id = 0
@@ -195,7 +197,10 @@ class RawAgent:
 
     async def _answer_agent_request(self, message: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        if message["method"] == "session/request_permission":
+        answer = self.answers.get(message["method"])
+        if answer is not None:
+            reply.update(answer(message.get("params")))
+        elif message["method"] == "session/request_permission":
             reply["result"] = _allow_first(message.get("params"))
         else:
             reply["error"] = {"code": -32601, "message": "not offered by this test client"}

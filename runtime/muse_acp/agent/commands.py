@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, TypeVar
 
-import anyio
-
 from muse_acp.agent import account
 from muse_acp.agent.config_options import ModelCatalog, config_options
 from muse_acp.agent.context import AgentContext
@@ -120,12 +118,7 @@ async def run(
 
 
 async def _reply(session: AcpSession, text: str) -> None:
-    await session.send_update(
-        acp.AgentMessageChunkSessionUpdate(
-            session_update="agent_message_chunk",
-            content=acp.TextContentBlock(type="text", text=text),
-        ),
-    )
+    await session.say(text)
 
 
 async def _interruptible(work: SessionWork, job: Callable[[], Awaitable[T]]) -> T | None:
@@ -214,9 +207,7 @@ async def _rename(
 ) -> acp.StopReason:
     title = check_user_title(argument)
     # The write ends with fsync, which must not stall every other session's traffic.
-    saved = await anyio.to_thread.run_sync(
-        ctx.preferences.save_user_title, session.session_id, title
-    )
+    saved = await ctx.preferences.write_user_title(session.session_id, title)
     session.user_title = saved.user_title
     await session.send_update(
         acp.SessionInfoUpdateSessionUpdate(

@@ -88,22 +88,42 @@ async def _read_session(ctx: AgentContext, host: MspHost, session_id: str, cwd: 
     return result.session
 
 
-def _bring_back(ctx: AgentContext, session_id: str, cwd: str, title: str | None) -> AcpSession:
-    """Register a session Muse already has, replacing a closed or idle earlier copy."""
-    previous = ctx.sessions.get(session_id)
-    if previous is not None and not previous.closed and previous.busy is not None:
+def _refuse_busy(ctx: AgentContext, session_id: str, doing: str) -> None:
+    """Refuse to load, resume or fork a session while something runs on it here."""
+    live = ctx.sessions.get(session_id)
+    if live is not None and not live.closed and live.busy is not None:
         raise RpcError(
             INVALID_REQUEST,
-            f"session {session_id} is busy with {previous.busy}; wait for it or cancel it first",
+            f"session {shown_id(session_id)} is busy with {live.busy}; {doing} it once that "
+            "has finished or been cancelled",
+            {"busy": live.busy},
         )
-    return ctx.new_session(
+
+
+async def _bring_back(
+    ctx: AgentContext, session_id: str, cwd: str, title: str | None
+) -> tuple[AcpSession, str | None]:
+    """Register a session Muse already has, replacing a closed or idle earlier copy; also say
+    what was wrong with the adapter's own records of it, if anything."""
+    _refuse_busy(ctx, session_id, "load")
+    kept = await ctx.preferences.read(session_id)
+    previous = ctx.sessions.get(session_id)
+    session = ctx.new_session(
         session_id,
         cwd,
         settings=previous.settings if previous is not None else None,
         on_host=True,
         host_title=title,
-        user_title=ctx.preferences.load(session_id).user_title,
+        user_title=kept.user_title,
     )
+    return session, kept.problem
+
+
+async def _tell(session: AcpSession, problem: str | None) -> None:
+    """Show the user, in the session's chat, a problem with the adapter's own records."""
+    if problem is None:
+        return
+    await session.say(f"muse-acp could not use its own records of this session: {problem}")
 
 
 def _title_of(row: msp.Session) -> str | None:
@@ -132,7 +152,7 @@ async def handle_load(
     _warn_mcp(params.mcp_servers)
     async with ctx.catalog_host(cwd) as host:
         row = await _read_session(ctx, host, session_id, cwd)
-        session = _bring_back(ctx, session_id, cwd, _title_of(row))
+        session, problem = await _bring_back(ctx, session_id, cwd, _title_of(row))
         output = OutputPolicy(
             references=ctx.negotiated.output and supports("storedOutput", host.version)
         )
@@ -143,6 +163,7 @@ async def handle_load(
                 session_update="session_info_update", title=session.title
             ),
         )
+    await _tell(session, problem)
     rctx.after_response(partial(commands.advertise, ctx, session))
     return acp.LoadSessionResponse(
         modes=session_modes(session.settings),
@@ -156,28 +177,32 @@ async def handle_resume(
     session_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
+    _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
+    problem: str | None = None
     if live is not None and not live.closed and same_directory(live.cwd, cwd):
         session = live
     else:
         async with ctx.catalog_host(cwd) as host:
             row = await _read_session(ctx, host, session_id, cwd)
-        session = _bring_back(ctx, session_id, cwd, _title_of(row))
-    rctx.after_response(partial(_announce_resumed, ctx, session))
+        session, problem = await _bring_back(ctx, session_id, cwd, _title_of(row))
+    rctx.after_response(partial(_announce_resumed, ctx, session, problem))
     return acp.ResumeSessionResponse(
         modes=session_modes(session.settings),
         config_options=config_options(session.settings, ctx.catalog),
     )
 
 
-async def _announce_resumed(ctx: AgentContext, session: AcpSession) -> None:
-    """After a resume: the current title (no history is replayed) and the commands."""
+async def _announce_resumed(ctx: AgentContext, session: AcpSession, problem: str | None) -> None:
+    """After a resume: the current title (no history is replayed), any problem with the
+    adapter's own records, and the commands."""
     if session.title:
         await session.send_update(
             acp.SessionInfoUpdateSessionUpdate(
                 session_update="session_info_update", title=session.title
             ),
         )
+    await _tell(session, problem)
     await commands.advertise(ctx, session)
 
 
@@ -187,9 +212,8 @@ async def handle_fork(
     source_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
+    _refuse_busy(ctx, source_id, "fork")
     live = ctx.sessions.get(source_id)
-    if live is not None and not live.closed and live.busy is not None:
-        raise RpcError(INVALID_REQUEST, f"session {source_id} is busy; fork it once it is idle")
     # The fork stays held by the host that made it: that host is closed right after, and the
     # fork's own execution host waits until it is gone.
     async with ctx.one_off_host(cwd) as (host, keeper):

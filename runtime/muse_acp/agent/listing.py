@@ -4,7 +4,9 @@ Pages come from the agent's kept catalog host (no host starts per page), ``LIST_
 sessions each, optionally only those of one workspace. The cursor handed to the client wraps the
 host's own cursor together with the workspace it was issued for, so a cursor from another
 listing (or a forged one) is refused with a clear error instead of listing something else.
-A session's title is the user's own when one is stored, else what Muse reports.
+A session's title is the user's own when one is stored, else what Muse reports. Stored
+preferences are read off the event loop, one bounded read per page; a session whose own file is
+unusable is still listed, with the problem in its ``_meta["muse/notice"]``.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from typing import Final
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosts import ask
+from muse_acp.agent.preferences import SessionPreferences
 from muse_acp.agent.titles import display_title
 from muse_acp.agent.workspace import check_workspace
 from muse_acp.rpc import INVALID_PARAMS, RequestContext, RpcError
+from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
 __all__ = ["LIST_PAGE_SIZE", "handle_list"]
 
 LIST_PAGE_SIZE: Final = 50
+NOTICE_LIMIT: Final = 2048
 
 
 def _encode_cursor(cwd: str | None, host_cursor: str) -> str:
@@ -49,6 +54,20 @@ def _decode_cursor(cursor: str, cwd: str | None) -> str:
     return host_cursor
 
 
+def _entry(row: msp.Session, kept: SessionPreferences) -> acp.SessionInfo:
+    """One listed session; an unusable preference file of its own is told in its ``_meta``."""
+    entry = acp.SessionInfo(
+        session_id=row.session_id,
+        cwd=row.workspace_root,
+        title=display_title(kept.user_title, row),
+        updated_at=row.updated_at,
+    )
+    if kept.problem is not None:
+        notice = acp.MuseSessionListItemMeta(muse_notice=clip(kept.problem, NOTICE_LIMIT))
+        entry.field_meta = notice.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return entry
+
+
 async def handle_list(
     ctx: AgentContext, params: acp.ListSessionsRequest, _: RequestContext
 ) -> acp.ListSessionsResponse:
@@ -65,16 +84,9 @@ async def handle_list(
             phase="reading",
             budget=ctx.config.deadlines.read,
         )
-    sessions = [
-        acp.SessionInfo(
-            session_id=row.session_id,
-            cwd=row.workspace_root,
-            title=display_title(ctx.preferences.load(row.session_id).user_title, row),
-            updated_at=row.updated_at,
-        )
-        for row in page.sessions
-        if row.workspace_root
-    ]
+    rows = [row for row in page.sessions if row.workspace_root]
+    kept = await ctx.preferences.read_many([row.session_id for row in rows])
+    sessions = [_entry(row, kept[row.session_id]) for row in rows]
     response = acp.ListSessionsResponse(sessions=sessions)
     if page.next_cursor:
         response.next_cursor = _encode_cursor(cwd, page.next_cursor)

@@ -4,11 +4,20 @@ Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session
 
     {"schemaVersion": 1, "userTitle": {"text": "...", "updatedAt": "<RFC 3339 UTC>"}}
 
-A missing file means no preferences. A file that cannot be read, is not JSON, has another
-``schemaVersion`` or a malformed member is reported as ``RpcError`` ``INTERNAL_ERROR`` naming
-the file and asking the user to fix or remove it; it is never reset behind their back, and it
-is not overwritten either. Rewrites keep every member this version does not know, so a newer
-adapter's additions survive. Writes are atomic (a temporary file in the same directory,
+A missing file means no preferences. A file that cannot be read, is not a regular file (a FIFO
+or a device is never opened for a blocking read), is not JSON within the runtime's limits, has
+another ``schemaVersion`` or a malformed member is reported as ``RpcError`` ``INTERNAL_ERROR``
+naming the file and asking the user to fix or remove it; it is never reset behind their back,
+and it is not overwritten either.
+
+The agent reads and writes only through ``read``, ``read_many`` and ``write_user_title``, which
+run the file work in a worker thread within ``IO_TIMEOUT`` seconds, so a hung file system never
+stalls the event loop. ``read`` and ``read_many`` never fail: an unusable file (or one that does
+not answer in time) comes back as ``SessionPreferences.problem``, a sentence for the user, so one
+bad file concerns its own session only.
+
+Rewrites keep every member this version does not know, so a newer adapter's additions survive.
+Writes are atomic (a temporary file in the same directory,
 flushed with ``fsync``, then ``os.replace``), and both the directory (0700) and the files
 (0600) are created private to the user rather than restricted afterwards. The store refuses a
 session id that is not a plain file name, even though callers already check ids, because the
@@ -21,16 +30,32 @@ import contextlib
 import json
 import os
 import re
+import stat
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+
+import anyio
 
 from muse_acp.agent.titles import title_problem
-from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from muse_acp.rpc.decoding import RefusedFrame, decode_frame
+from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, PARSE_ERROR, RpcError
 
-__all__ = ["MAX_FILE_BYTES", "SCHEMA_VERSION", "PreferenceStore", "SessionPreferences"]
+__all__ = [
+    "IO_TIMEOUT",
+    "MAX_FILE_BYTES",
+    "SCHEMA_VERSION",
+    "PreferenceStore",
+    "SessionPreferences",
+]
+
+_T = TypeVar("_T")
+
+IO_TIMEOUT: Final = 5.0
+"""Seconds the preference files of one request may take to read or write."""
 
 SCHEMA_VERSION: Final = 1
 MAX_FILE_BYTES: Final = 1024 * 1024
@@ -49,6 +74,8 @@ class SessionPreferences:
     user_title: str | None = None
     title_updated_at: str | None = None
     """When the user title was set (RFC 3339, UTC)."""
+    problem: str | None = None
+    """Why the session's file could not be used (its other members are then empty)."""
 
 
 def _timestamp(now: datetime | None) -> str:
@@ -109,20 +136,70 @@ class PreferenceStore:
         self._write(path, document)
         return _preferences(path, document)
 
+    async def read(self, session_id: str) -> SessionPreferences:
+        """The session's preferences, read off the event loop; a problem instead of an error."""
+        return (await self.read_many([session_id]))[session_id]
+
+    async def read_many(self, session_ids: Sequence[str]) -> dict[str, SessionPreferences]:
+        """Each session's preferences (see ``read``), all read in one bounded worker call."""
+
+        def load_all() -> dict[str, SessionPreferences]:
+            return {session_id: self._load_or_problem(session_id) for session_id in session_ids}
+
+        try:
+            return await _off_loop(load_all)
+        except TimeoutError:
+            late = SessionPreferences(
+                problem=f"its preference file did not answer within {IO_TIMEOUT:g} s"
+            )
+            return dict.fromkeys(session_ids, late)
+
+    async def write_user_title(self, session_id: str, title: str) -> SessionPreferences:
+        """``save_user_title`` off the event loop, within ``IO_TIMEOUT``.
+
+        Raises:
+            RpcError: as ``save_user_title``, or INTERNAL_ERROR when the write did not finish.
+        """
+        try:
+            return await _off_loop(lambda: self.save_user_title(session_id, title))
+        except TimeoutError:
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"saving the session title did not finish within {IO_TIMEOUT:g} s; check that "
+                f"{self.directory} is on a responsive file system",
+            ) from None
+
+    def _load_or_problem(self, session_id: str) -> SessionPreferences:
+        try:
+            return self.load(session_id)
+        except RpcError as error:
+            return SessionPreferences(problem=error.message)
+
     def _read(self, path: Path) -> dict[str, Any] | None:
         try:
-            with path.open("rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES + 1)
+            # Non-blocking, so a FIFO planted at the path is refused instead of waited on.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except OSError as error:
             raise _unusable(path, f"it cannot be read ({error.strerror or error})") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _unusable(path, "it cannot be read: it is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                raw = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as error:
+            raise _unusable(path, f"it cannot be read ({error.strerror or error})") from None
+        finally:
+            os.close(fd)
         if len(raw) > MAX_FILE_BYTES:
             raise _unusable(path, f"it is larger than {MAX_FILE_BYTES} bytes")
-        try:
-            document = json.loads(raw)
-        except (UnicodeDecodeError, ValueError):
-            raise _unusable(path, "it is not valid UTF-8 JSON") from None
+        document = decode_frame(raw)
+        if isinstance(document, RefusedFrame):
+            if document.error.code == PARSE_ERROR:
+                raise _unusable(path, "it is not valid UTF-8 JSON")
+            why = document.error.message.removeprefix("frame ")
+            raise _unusable(path, f"it is JSON muse-acp will not read (it {why})")
         if not isinstance(document, dict):
             raise _unusable(path, "it does not hold a JSON object")
         return document
@@ -203,3 +280,10 @@ def _preferences(path: Path, document: dict[str, Any]) -> SessionPreferences:
     if updated_at is not None and not isinstance(updated_at, str):
         raise _unusable(path, "its userTitle.updatedAt is not a string")
     return SessionPreferences(user_title=text, title_updated_at=updated_at)
+
+
+async def _off_loop(work: Callable[[], _T]) -> _T:
+    """Run ``work`` in a worker thread, giving up on it after ``IO_TIMEOUT`` (``TimeoutError``);
+    the thread of a file system that never answers is left behind, never waited for."""
+    with anyio.fail_after(IO_TIMEOUT):
+        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)

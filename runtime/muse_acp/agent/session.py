@@ -204,6 +204,15 @@ class AcpSession:
             "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
         )
 
+    async def say(self, text: str) -> None:
+        """Show ``text`` in the session's chat as a message of the agent."""
+        await self.send_update(
+            acp.AgentMessageChunkSessionUpdate(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=text),
+            )
+        )
+
     async def ask_client(self, method: str, params: Payload) -> JsonValue:
         return await self.client.request(method, params)
 

@@ -215,6 +215,7 @@ class ActiveTurn:
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()
         finally:
+            self._tasks = None
             listening.close()
             if self.acknowledged.is_set():
                 with anyio.CancelScope(shield=True):
@@ -386,6 +387,8 @@ class ActiveTurn:
             await self._session.send_update(update)
         except ConnectionClosed:
             self._client_gone = True
+            if self.settled or self._tasks is None:
+                return  # the turn has ended (or the agent is stopping): nothing to stop
             logger.warning(
                 "the client went away while turn %s of session %s was streaming; stopping it",
                 self.turn_id,

@@ -30,6 +30,7 @@ __all__ = [
     "SERVE_FLAGS",
     "HostUnavailable",
     "MuseBinary",
+    "installation_dirs",
     "probe",
     "resolve_binary",
 ]
