@@ -28,6 +28,7 @@ from muse_acp.agent.session import AcpSession
 from muse_acp.agent.skills import (
     MAX_SKILLS_SHOWN,
     Skill,
+    SkillsCatalog,
     SkillsUnavailable,
     list_skills,
     parse_skills,
@@ -254,6 +255,7 @@ class FakeContext(AgentContext):
         config = AdapterConfig(data_dir=tmp_path / "data", deadlines=Deadlines(read=read))
         super().__init__(config, environ={} if environ is None else environ)
         self.hosting = FakeHosting(config, binary)
+        self.skills = SkillsCatalog(self.hosting)
         self.host = host
         self.read_hosts = 0
         self.client = RecordingClient()
@@ -660,3 +662,20 @@ async def test_advertise_sends_nothing_for_a_session_closed_meanwhile(tmp_path: 
     with anyio.fail_after(WAIT):
         await commands.advertise(ctx, session)
     assert ctx.updates == []
+
+
+async def test_sessions_opened_together_share_one_skills_listing(tmp_path: Path) -> None:
+    record = tmp_path / "runs"
+    body = f"open({str(record)!r}, 'a').write('x')\nprint({json.dumps(SKILLS)!r})"
+    ctx = FakeContext(tmp_path, binary=_muse_script(tmp_path, body))
+    sessions = [
+        _session(ctx, tmp_path, f"0190b5c2-7a1e-7c3d-9f00-00000000001{i}") for i in range(4)
+    ]
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            for session in sessions:
+                tasks.start_soon(commands.advertise, ctx, session)
+    assert record.read_text() == "x", "one listing served every advertisement"
+    assert len(ctx.updates) == 4
+    assert await _run(ctx, sessions[0], [text("/skills")]) == "end_turn"
+    assert record.read_text() == "xx", "/skills always lists afresh"

@@ -8,6 +8,7 @@ import pytest
 
 from muse_acp.host.client import open_host
 from muse_acp.ids import new_uuid7
+from muse_acp.sim.store import SessionMeta, Store
 from muse_acp_wire import msp
 
 from .harness import WAIT, World, failure_of, running_agent
@@ -233,3 +234,37 @@ async def test_a_session_held_by_another_host_process_fails_before_anything_is_s
     assert (failure["phase"], failure["execution"]) == ("starting", "notSubmitted")
     assert failure["retryable"] is True
     assert len(world.host_requests("turn/start")) == 1
+
+
+async def test_paging_many_stored_sessions_starts_one_host_in_all(world: World) -> None:
+    store = Store(world.sim_home)
+    for index in range(230):
+        session_id = new_uuid7()
+        stamp = f"2026-11-30T10:{index // 60:02d}:{index % 60:02d}Z"
+        lease = store.create(
+            SessionMeta(
+                session_id=session_id,
+                created_at=stamp,
+                updated_at=stamp,
+                workspace_root=str(world.workspace),
+                provider_id=None,
+                model_id=None,
+                approval_mode="promptUnmatched",
+                first_user_prompt=f"seeded session {index}",
+            )
+        )
+        assert lease is not None
+        lease.release()
+    seen: list[str] = []
+    async with running_agent(world) as agent:
+        cursor: str | None = None
+        with anyio.fail_after(WAIT):
+            while True:
+                page = await agent.conn.list_sessions(cwd=str(world.workspace), cursor=cursor)
+                seen += [entry.session_id for entry in page.sessions]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+    assert len(seen) == len(set(seen)) == 230
+    assert len(world.host_requests("session/list")) == 5
+    assert len(world.host_requests("initialize")) == 1, "every page came from the kept host"

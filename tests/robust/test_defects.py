@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from .faults_harness import MARGIN, Budgets, FaultWorld, fault_world, require_proc
+from .faults_harness import MARGIN, Budgets, FaultWorld, fault_world
 from .rawagent import EXTENSIONS, RawAgent, id_key, raw_agent
 
 pytestmark = pytest.mark.anyio
@@ -221,26 +220,7 @@ async def test_a_question_whose_cancel_muse_never_acknowledges_still_settles(
     assert (failure["kind"], failure["phase"]) == ("deadlineExceeded", "answering")
 
 
-# -- 5: SIGTERM and SIGHUP ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-async def test_a_signal_stops_the_agent_in_order_and_leaves_no_process_behind(
-    faulty: FaultWorld, signum: int
-) -> None:
-    require_proc()
-    async with agent_with_session(faulty) as (agent, session):
-        await agent.start_request(
-            "session/prompt",
-            {"sessionId": session, "prompt": [{"type": "text", "text": "sim:hold"}]},
-        )
-        await faulty_turn_started(faulty, agent)
-        assert faulty.running(), "a host serves the turn"
-        os.kill(agent.process.pid, signum)
-        with anyio.fail_after(BUDGETS.startup + MARGIN):
-            await agent.process.wait()
-        await faulty.all_exited(MARGIN)
-    assert "Traceback" not in faulty.world.stderr_text()
+# -- 5: SIGTERM and SIGHUP: see test_lifecycle.py
 
 
 # -- 6 and 7: preference files that block or cannot be used --------------------------------------
@@ -272,23 +252,48 @@ async def test_a_fifo_and_a_corrupt_file_concern_their_own_sessions_only(
 
 # -- 8: malformed client answers --------------------------------------------------------------
 
-MALFORMED: Final[dict[str, dict[str, Any]]] = {
-    "permission: not an object": {"result": [1]},
-    "permission: unknown outcome": {"result": {"outcome": {"outcome": "perhaps"}}},
-    "permission: option not offered": {
-        "result": {"outcome": {"outcome": "selected", "optionId": "x\ny"}}
-    },
-    "permission: an error": {"error": {"code": -32603, "message": "boom\nsecond line"}},
+MALFORMED: Final[dict[str, tuple[str, dict[str, Any]]]] = {
+    "permission: not an object": ("session/request_permission", {"result": [1]}),
+    "permission: unknown outcome": (
+        "session/request_permission",
+        {"result": {"outcome": {"outcome": "perhaps"}}},
+    ),
+    "permission: option not offered": (
+        "session/request_permission",
+        {"result": {"outcome": {"outcome": "selected", "optionId": "x\ny"}}},
+    ),
+    "permission: an error": (
+        "session/request_permission",
+        {"error": {"code": -32603, "message": "boom\nsecond line"}},
+    ),
+    "question: not an object": ("elicitation/create", {"result": "yes"}),
+    "question: unknown action": ("elicitation/create", {"result": {"action": "shrug"}}),
+    "question: answer not offered": (
+        "elicitation/create",
+        {"result": {"action": "accept", "content": {"choice": "gamma\n"}}},
+    ),
+    "question: content of the wrong type": (
+        "elicitation/create",
+        {"result": {"action": "accept", "content": [1, 2]}},
+    ),
+    "question: an error": (
+        "elicitation/create",
+        {"error": {"code": -32603, "message": "form\nbroke"}},
+    ),
+}
+PROMPTS: Final = {
+    "session/request_permission": "sim:approve make install",
+    "elicitation/create": "sim:ask",
 }
 
 
-@pytest.mark.parametrize("answer", MALFORMED.values(), ids=MALFORMED.keys())
-async def test_a_malformed_permission_answer_is_told_in_our_own_words(
-    faulty: FaultWorld, answer: dict[str, Any]
+@pytest.mark.parametrize(("method", "answer"), MALFORMED.values(), ids=MALFORMED.keys())
+async def test_a_malformed_client_answer_is_told_in_our_own_words(
+    faulty: FaultWorld, method: str, answer: dict[str, Any]
 ) -> None:
-    async with agent_with_session(faulty) as (agent, session):
-        agent.answers["session/request_permission"] = lambda _: answer
-        reply = await agent.prompt_text(session, "sim:approve make install")
+    async with agent_with_session(faulty, FORMS) as (agent, session):
+        agent.answers[method] = lambda _: answer
+        reply = await agent.prompt_text(session, PROMPTS[method])
     error = reply["error"]
     assert error["data"]["failure"]["source"] == "client"
     for leaked in ("input_value", "pydantic", "errors.pydantic.dev", "\n"):

@@ -1,12 +1,15 @@
-"""Thirty-two sessions at once in one ``muse-acp serve``: nothing hangs, leaks or crosses over.
+"""Sixty-four sessions at once in one ``muse-acp serve``: nothing hangs, leaks or crosses over.
 
 Every session runs a seeded random plan of prompts, strictly one after another, while all
 sessions run concurrently against slow simulated hosts: prompts that complete, prompts
-cancelled mid-stream, prompts steered while they hold, and sessions closed while a prompt runs.
-Every prompt text and correction is made of words unique to it, so the test can check that each
-completed turn streamed exactly the host's reply (every delta once, in order), that a cancelled
-turn streamed a prefix of it, and that no turn ever shows another turn's words. Once every
-session is idle, the agent's child processes and open files must be back where they started.
+cancelled mid-stream, prompts steered while they hold, sessions closed while a prompt runs, and
+sessions closed mid-turn then loaded again and prompted at once (its new host must not race the
+old one for Muse's session lease). Every prompt text and correction is made of words unique to
+it, so the test can check that each completed turn streamed exactly the host's reply (every
+delta once, in order), that a cancelled turn streamed a prefix of it, that no turn ever shows
+another turn's words, and that no delta of a turn arrives after its prompt was answered. Once
+every session is idle, the agent's child processes and open files must be back where they
+started.
 """
 
 from __future__ import annotations
@@ -36,13 +39,13 @@ from tests.robust.faults_harness import (
 
 pytestmark = pytest.mark.anyio
 
-SESSIONS: Final = 32
-PROMPTS: Final = (2, 4)
+SESSIONS: Final = 64
+PROMPTS: Final = (2, 3)
 """Each session sends between this many prompts (both included)."""
 SEED: Final = 20_261_130
 PROMPT_BOUND: Final = 60.0
 """Seconds one prompt may take, its host's start included, before it counts as hung."""
-TOTAL_BOUND: Final = 120.0
+TOTAL_BOUND: Final = 180.0
 BUDGETS: Final = Budgets(startup=60.0, submit=30.0, cancel=3.0, read=30.0, idle=2.0)
 SLOW_MS: Final = 15
 """Simulated model latency before every host event, so that cancels land mid-stream."""
@@ -54,9 +57,10 @@ EXPECTED_STOPS: Final = {
     "steer": frozenset({"end_turn"}),
     "cancel": frozenset({"cancelled", "end_turn"}),  # a fast turn may finish before the cancel
     "close": frozenset({"cancelled"}),
+    "reopen": frozenset({"cancelled"}),
 }
 
-Kind = Literal["complete", "cancel", "steer", "close"]
+Kind = Literal["complete", "cancel", "steer", "close", "reopen"]
 
 
 @dataclass
@@ -73,6 +77,12 @@ class Turn:
     streamed: str = ""
     waiting: str = "the prompt to start"
     """What the turn waited for last, to say where a hung turn hung."""
+    answered_at: int = 0
+    """How many frames the client had read when the prompt was answered."""
+    next_at: int | None = None
+    """How many frames it had read when the session's next activity began (None: none did)."""
+    reopened: str | None = None
+    """For a reopen: the stop reason of the prompt sent right after loading the session."""
 
     @property
     def prompt(self) -> str:
@@ -94,6 +104,7 @@ class Turn:
 class Plan:
     index: int
     turns: list[Turn] = field(default_factory=list)
+    session: str = ""
 
     def where(self, number: int) -> str:
         return f"session {self.index} prompt {number} ({self.turns[number].kind})"
@@ -107,6 +118,8 @@ def make_plan(index: int, rng: random.Random) -> Plan:
         kind: Kind = rng.choice(("complete", "complete", "cancel", "steer"))
         if number == count - 1 and rng.random() < 0.25:
             kind = "close"
+        elif rng.random() < 0.12:
+            kind = "reopen"
         turn = Turn(kind, words)
         if kind == "steer":
             turn.correction = " ".join(f"s{index:02d}p{number}c{k}" for k in range(3))
@@ -157,6 +170,16 @@ async def _intervene(agent: Agent, session: str, turn: Turn) -> None:
         await agent.conn.close_session(session_id=session)
 
 
+async def _reopen(agent: Agent, session: str, turn: Turn) -> None:
+    """Load the session closed mid-turn, and prompt at once: the new host must get the lease."""
+    turn.waiting = "the load after the close"
+    await agent.conn.load_session(
+        session_id=session, cwd=str(agent.world.workspace), mcp_servers=[]
+    )
+    turn.waiting = "the prompt after the load"
+    turn.reopened = (await agent.prompt(session, "after the reload")).stop_reason
+
+
 async def _play(agent: Agent, session: str, turn: Turn) -> None:
     start = len(agent.frames)
 
@@ -173,23 +196,50 @@ async def _play(agent: Agent, session: str, turn: Turn) -> None:
         pass  # a bounded wait of the client ran out: the turn hung, as recorded below
     if turn.stop is None:
         turn.stop = "hung"
-    else:
-        turn.streamed = _streamed(agent, session, slice(start, len(agent.frames)))
+        return
+    turn.answered_at = len(agent.frames)
+    turn.streamed = _streamed(agent, session, slice(start, turn.answered_at))
+    if turn.kind == "reopen":
+        turn.next_at = len(agent.frames)
+        with anyio.move_on_after(PROMPT_BOUND):
+            await _reopen(agent, session, turn)
 
 
 async def _drive(agent: Agent, plan: Plan) -> None:
-    session = await agent.new_session()
+    plan.session = session = await agent.new_session()
     # The announcements counted in ``_intervene`` are this session's, so one prompt at a time.
+    previous: Turn | None = None
     for turn in plan.turns:
+        if previous is not None:
+            previous.next_at = len(agent.frames)
         await _play(agent, session, turn)
-        if turn.stop == "hung":
+        if turn.stop == "hung" or turn.kind == "reopen":
             return
+        previous = turn
 
 
-def _check(plan: Plan, everyone: set[str]) -> None:
+def _late(agent: Agent, plan: Plan, turn: Turn) -> int:
+    """Reply chunks of the turn's session that arrived after its answer and before the
+    session's next activity (or before now)."""
+    end = turn.next_at if turn.next_at is not None else len(agent.frames)
+    return sum(
+        1
+        for direction, message in agent.frames[turn.answered_at : end]
+        if direction == "in"
+        and message.get("method") == "session/update"
+        and message.get("params", {}).get("sessionId") == plan.session
+        and message["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+    )
+
+
+def _check(agent: Agent, plan: Plan, everyone: set[str]) -> None:
     for number, turn in enumerate(plan.turns):
         where = plan.where(number)
         assert turn.stop in EXPECTED_STOPS[turn.kind], f"{where}: stopped {turn.stop}"
+        assert _late(agent, plan, turn) == 0, f"{where}: reply chunks arrived after its answer"
+        if turn.kind == "reopen":
+            assert turn.reopened == "end_turn", f"{where}: after the load: {turn.reopened}"
+            break
         if turn.stop == "end_turn":
             assert turn.streamed == turn.reply, f"{where}: streamed {turn.streamed!r}"
         else:
@@ -198,7 +248,7 @@ def _check(plan: Plan, everyone: set[str]) -> None:
         assert not foreign, f"{where}: words of other turns leaked in: {sorted(foreign)}"
 
 
-async def test_thirty_two_busy_sessions_settle_every_prompt_exactly_and_leave_nothing_behind(
+async def test_sixty_four_busy_sessions_settle_every_prompt_exactly_and_leave_nothing_behind(
     tmp_path: Path,
 ) -> None:
     require_proc()
@@ -237,10 +287,10 @@ async def test_thirty_two_busy_sessions_settle_every_prompt_exactly_and_leave_no
         )
         assert open_fds(pid) == fds
         assert faulty.running() == []
+        for plan in plans:
+            _check(agent, plan, everyone)
     await faulty.all_exited(MARGIN)
     assert len(faulty.pids()) > SESSIONS, "every session ran its own host"
-    for plan in plans:
-        _check(plan, everyone)
     assert watch.elapsed < TOTAL_BOUND
 
 

@@ -33,7 +33,6 @@ from muse_acp.agent.skills import (
     SKILL_ID_LIMIT,
     Skill,
     SkillsUnavailable,
-    list_skills,
     skills_reply,
 )
 from muse_acp.agent.titles import check_user_title
@@ -191,7 +190,7 @@ async def _skills(
 ) -> acp.StopReason:
     async def listing() -> str:
         try:
-            return skills_reply(await list_skills(ctx.hosting, session.cwd))
+            return skills_reply(await ctx.skills.listing(session.cwd, fresh=True))
         except SkillsUnavailable as error:
             return f"Muse's skills could not be listed: {error}."
 
@@ -296,7 +295,7 @@ def available_commands(skills: Sequence[Skill]) -> list[acp.AvailableCommand]:
 async def advertise(ctx: AgentContext, session: AcpSession) -> None:
     """Send the session's ``available_commands_update``; skills are added when Muse lists them."""
     try:
-        skills = await list_skills(ctx.hosting, session.cwd)
+        skills = await ctx.skills.listing(session.cwd)
     except SkillsUnavailable as error:
         logger.info("advertising built-in commands only: %s", error)
         skills = ()

@@ -24,6 +24,7 @@ from muse_acp.agent.config_options import ModelCatalog, SessionSettings
 from muse_acp.agent.hosts import Hosting, HostKeeper
 from muse_acp.agent.preferences import PreferenceStore
 from muse_acp.agent.session import AcpSession, SessionRegistry
+from muse_acp.agent.skills import SkillsCatalog
 from muse_acp.agent.turn import TurnOptions
 from muse_acp.config import AdapterConfig
 from muse_acp.host.client import MspHost
@@ -47,6 +48,7 @@ class AgentContext:
         self.catalog: ModelCatalog | None = None
         self.preferences = PreferenceStore(config.data_dir)
         self.hosting = Hosting(config, self.environ)
+        self.skills = SkillsCatalog(self.hosting)
         idle = min(CATALOG_HOST_IDLE, config.deadlines.idle)
         self._catalog_host = HostKeeper("catalog host", self.hosting, idle=idle)
         self._catalog_cwd: str | None = None

@@ -152,6 +152,7 @@ class HostKeeper:
         self._stop = anyio.Event()
         self._activity = anyio.Event()
         self._users = 0
+        self._starting = anyio.Lock()
 
     @property
     def host(self) -> MspHost | None:
@@ -161,13 +162,27 @@ class HostKeeper:
             return None
         return host
 
+    async def obtain(self, cwd: str, flags: tuple[str, ...] = ()) -> MspHost:
+        """The running host, or a new one; callers that come together share one start.
+
+        Raises:
+            RpcError: as ``start``.
+        """
+        async with self._starting:
+            return self.host or await self._start(cwd, flags)
+
     async def start(self, cwd: str, flags: tuple[str, ...] = ()) -> MspHost:
-        """Start a new host once the previous one is gone; return it after its handshake.
+        """Start a new host in place of the running one (once that one is gone); return it
+        after its handshake.
 
         Raises:
             RpcError: ``HostUnavailable`` when the executable cannot be used, else an ACP
                 failure of the ``starting`` phase (nothing was submitted).
         """
+        async with self._starting:
+            return await self._start(cwd, flags)
+
+    async def _start(self, cwd: str, flags: tuple[str, ...]) -> MspHost:
         self.close()
         with anyio.move_on_after(PROCESS_EXIT_BUDGET) as waited:
             await self.wait_gone()
@@ -223,7 +238,7 @@ class HostKeeper:
             RpcError: an ACP failure of the ``starting`` phase, or ``deadlineExceeded`` of the
                 ``reading`` phase, or what the block raised.
         """
-        host = self.host or await self.start(cwd)
+        host = await self.obtain(cwd)
         try:
             async with self.holding(host):
                 with anyio.fail_after(budget):
@@ -268,4 +283,5 @@ class HostKeeper:
             self._activity = anyio.Event()
             if waited.cancelled_caught and self._users == 0:
                 logger.debug("%s: closing the idle host", self.name)
+                stop.set()  # from now on nobody is handed this host
                 return

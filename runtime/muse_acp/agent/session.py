@@ -43,6 +43,7 @@ from muse_acp.text import clip
 from muse_acp_wire import acp
 
 __all__ = [
+    "MAX_CLOSED_KEPT",
     "READ_HOST_IDLE",
     "AcpSession",
     "ClientLink",
@@ -56,6 +57,9 @@ READ_HOST_IDLE: Final = 10.0
 """Seconds a read host stays up after its last read (less when the configured idle period is
 shorter); a client paging an output reads far more often, and a forgotten one costs an idle
 process for no longer than this."""
+
+MAX_CLOSED_KEPT: Final = 256
+"""Closed sessions remembered as closed; older ones are forgotten (memory stays bounded)."""
 
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 _ID_SHOWN: Final = 100
@@ -218,13 +222,18 @@ class AcpSession:
 
 
 class SessionRegistry:
-    """Every session this agent has seen, open or closed."""
+    """Every open session of this agent, and the ``MAX_CLOSED_KEPT`` most recently added closed
+    ones (so a request for one of those hears that it was closed, and how to get it back)."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, AcpSession] = {}
 
     def add(self, session: AcpSession) -> AcpSession:
+        self._sessions.pop(session.session_id, None)
         self._sessions[session.session_id] = session
+        closed = [s.session_id for s in self._sessions.values() if s.closed]
+        for session_id in closed[: max(0, len(closed) - MAX_CLOSED_KEPT)]:
+            del self._sessions[session_id]
         return session
 
     def get(self, session_id: str) -> AcpSession | None:

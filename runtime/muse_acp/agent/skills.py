@@ -23,7 +23,9 @@ from muse_acp.text import one_line
 
 __all__ = [
     "MAX_SKILLS_SHOWN",
+    "SKILLS_FRESH",
     "Skill",
+    "SkillsCatalog",
     "SkillsUnavailable",
     "list_skills",
     "parse_skills",
@@ -37,6 +39,8 @@ DESCRIPTION_LIMIT: Final = 200
 SKILL_ID_LIMIT: Final = 128
 SKILLS_TIMEOUT: Final = 15.0
 """Seconds ``muse skills list`` may take."""
+SKILLS_FRESH: Final = 30.0
+"""Seconds a workspace's listing is reused for command advertisements."""
 SKILLS_OUTPUT_LIMIT: Final = 1024 * 1024
 """Bytes of ``muse skills list`` output read; a longer listing is refused, not cut."""
 REASON_LIMIT: Final = 500
@@ -148,3 +152,29 @@ def skills_reply(skills: Sequence[Skill]) -> str:
     if len(skills) > MAX_SKILLS_SHOWN:
         lines.append(f"…and {len(skills) - MAX_SKILLS_SHOWN} more, not shown.")
     return "\n".join(lines)
+
+
+class SkillsCatalog:
+    """Listings per workspace, reused for ``SKILLS_FRESH`` seconds: sessions opened together in
+    one workspace (an editor restoring its threads) share one ``muse skills list``."""
+
+    def __init__(self, hosting: Hosting) -> None:
+        self._hosting = hosting
+        self._listings: dict[str, tuple[float, tuple[Skill, ...]]] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def listing(self, cwd: str, *, fresh: bool = False) -> tuple[Skill, ...]:
+        """The skills of workspace ``cwd``; ``fresh`` always runs the listing again.
+
+        Raises:
+            SkillsUnavailable: as ``list_skills``.
+        """
+        lock = self._locks.setdefault(cwd, anyio.Lock())
+        async with lock:
+            kept = self._listings.get(cwd)
+            now = anyio.current_time()
+            if kept is not None and not fresh and now - kept[0] < SKILLS_FRESH:
+                return kept[1]
+            skills = await list_skills(self._hosting, cwd)
+            self._listings[cwd] = (anyio.current_time(), skills)
+            return skills

@@ -1,0 +1,56 @@
+"""However the agent is stopped mid-turn, it stops in order and leaves nothing behind.
+
+Editors end an agent by closing its stdin, or with SIGTERM (most), SIGHUP (a closed terminal)
+or SIGINT (Ctrl-C). Each must cancel the turn, close every host, kill their process groups and
+reap them, with nothing alarming in the log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Final
+
+import anyio
+import pytest
+
+from .faults_harness import MARGIN, Budgets, FaultWorld, fault_world, require_proc
+from .rawagent import raw_agent
+
+pytestmark = pytest.mark.anyio
+
+BUDGETS: Final = Budgets(startup=8.0, submit=2.0, cancel=1.0, read=5.0, idle=60.0)
+STOPS: Final = {
+    "end of stdin": None,
+    "SIGTERM": signal.SIGTERM,
+    "SIGHUP": signal.SIGHUP,
+    "SIGINT": signal.SIGINT,
+}
+
+
+@pytest.mark.parametrize("stop", STOPS.values(), ids=STOPS.keys())
+@pytest.mark.parametrize("prompt", ["sim:hold", "sim:stream 20000"], ids=["holding", "streaming"])
+async def test_a_stopped_agent_leaves_no_process_and_no_traceback(
+    tmp_path: Path, stop: int | None, prompt: str
+) -> None:
+    require_proc()
+    faulty: FaultWorld = fault_world(tmp_path, BUDGETS)
+    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
+        await agent.initialize()
+        session = await agent.new_session()
+        params = {"sessionId": session, "prompt": [{"type": "text", "text": prompt}]}
+        await agent.start_request("session/prompt", params)
+        await agent.wait_until(lambda: bool(faulty.world.host_requests("turn/start")), "a turn")
+        assert faulty.running(), "a host serves the turn"
+        if stop is None:
+            assert agent.process.stdin is not None
+            await agent.process.stdin.aclose()
+        else:
+            os.kill(agent.process.pid, stop)
+        with anyio.fail_after(BUDGETS.startup + MARGIN):
+            await agent.process.wait()
+        await faulty.all_exited(MARGIN)
+    log = faulty.world.stderr_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert agent.process.returncode is not None
