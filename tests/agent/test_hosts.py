@@ -5,15 +5,18 @@ from __future__ import annotations
 import stat
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from muse_acp.agent import failures
-from muse_acp.agent.hosts import Hosting, HostKeeper, ask
+from muse_acp.agent import failures, hosts
+from muse_acp.agent.hosts import MAX_CONCURRENT_STARTS, Hosting, HostKeeper, ask
 from muse_acp.agent.output_reference import MAX_PROOFS, ProofCache
 from muse_acp.config import AdapterConfig, Deadlines
+from muse_acp.host.client import MspHost, open_host
 from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
 
@@ -177,3 +180,34 @@ async def test_a_host_refusal_names_the_method_and_keeps_the_hosts_kind(
         keeper.close()
     assert raised.value.host_kind == "sessionNotFound"
     assert "session/read" in raised.value.message
+
+
+async def test_at_most_a_few_hosts_start_at_once(
+    hosting: Hosting, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starting = 0
+    most = 0
+    real_open_host = open_host
+
+    @asynccontextmanager
+    async def counted(*args: Any, **kwargs: Any) -> AsyncIterator[MspHost]:
+        nonlocal starting, most
+        starting += 1
+        most = max(most, starting)
+        try:
+            async with real_open_host(*args, **kwargs) as host:
+                starting -= 1
+                yield host
+        finally:
+            starting = max(0, starting)
+
+    monkeypatch.setattr(hosts, "open_host", counted, raising=True)
+    keepers = [HostKeeper(f"k{i}", hosting, idle=60) for i in range(MAX_CONCURRENT_STARTS + 3)]
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tasks:
+            for keeper in keepers:
+                tasks.start_soon(keeper.start, str(tmp_path))
+        assert all(keeper.host is not None for keeper in keepers)
+        for keeper in keepers:
+            keeper.close()
+    assert most == MAX_CONCURRENT_STARTS

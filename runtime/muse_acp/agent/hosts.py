@@ -13,8 +13,8 @@ Contract:
   for Muse's session lease.
 * ``Hosting`` is how the agent starts hosts: the configured Muse executable, probed once
   (``muse``), and ``opener(cwd, flags)``, which starts ``muse serve`` with those flags in that
-  directory within the startup budget. Sessions and the agent own their keepers; ``Hosting``
-  owns none.
+  directory within the startup budget, at most ``MAX_CONCURRENT_STARTS`` starting at once.
+  Sessions and the agent own their keepers; ``Hosting`` owns none.
 * ``ask`` sends one MSP request within a budget and turns every way it can fail into the
   ACP failure of the phase the caller names: no answer in time is ``deadlineExceeded``, a host
   that went away is ``hostExited`` (with its exit status and last stderr line), and a host's
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Final, TypeVar
 
@@ -42,7 +42,15 @@ from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.tasks import wait_first
 from muse_acp_wire._base import WireModel
 
-__all__ = ["PROCESS_EXIT_BUDGET", "HostKeeper", "HostOpener", "Hosting", "Refusal", "ask"]
+__all__ = [
+    "MAX_CONCURRENT_STARTS",
+    "PROCESS_EXIT_BUDGET",
+    "HostKeeper",
+    "HostOpener",
+    "Hosting",
+    "Refusal",
+    "ask",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -54,6 +62,8 @@ HostOpener = Callable[[], AbstractAsyncContextManager[MspHost]]
 Refusal = Callable[[RpcError], "RpcError | None"]
 """Maps a host's error to the caller's own error, or None for the generic refusal."""
 
+MAX_CONCURRENT_STARTS: Final = 4
+"""Hosts that may be starting (spawned, not yet past their handshake) at the same time."""
 PROCESS_EXIT_BUDGET: Final = EXIT_GRACE + TERMINATE_GRACE + SETTLE_TIMEOUT + 1.0
 """Seconds a closing host may take to be reaped before its successor starts anyway."""
 
@@ -95,6 +105,7 @@ class Hosting:
         self._binary: MuseBinary | None = None
         self._binary_lock = anyio.Lock()
         self._tasks: TaskGroup | None = None
+        self._starts = anyio.Semaphore(MAX_CONCURRENT_STARTS)
 
     def attach(self, tasks: TaskGroup) -> None:
         """Run hosts in ``tasks`` (the agent's task group) from now on."""
@@ -126,13 +137,20 @@ class Hosting:
     async def _open(self, cwd: str, flags: tuple[str, ...]) -> AsyncIterator[MspHost]:
         binary = await self.muse()
         binary.require_flags(flags)
-        async with open_host(
-            binary.path,
-            cwd=cwd,
-            flags=flags,
-            env=self.environ,
-            startup_timeout=self.config.deadlines.startup,
-        ) as host:
+        startup = self.config.deadlines.startup
+        async with AsyncExitStack() as stack:
+            # Starting a host is CPU-bound; a few at a time keeps the first ones fast and every
+            # one within the startup budget when many sessions open together.
+            with anyio.fail_after(startup):
+                await self._starts.acquire()
+            try:
+                host = await stack.enter_async_context(
+                    open_host(
+                        binary.path, cwd=cwd, flags=flags, env=self.environ, startup_timeout=startup
+                    )
+                )
+            finally:
+                self._starts.release()
             yield host
 
 
