@@ -1,8 +1,14 @@
-"""Driving a real ``muse-sim serve`` subprocess over its stdio, frame by frame.
+"""Driving a simulated host, frame by frame: a real ``muse-sim serve`` subprocess or one
+served in process.
 
 ``sim_process`` starts ``python -m muse_acp.sim serve`` with its own state directory, drains its
-stderr, and yields a ``SimProcess`` that sends frames and reads them back in order. Every wait
-is bounded by ``WAIT`` seconds.
+stderr, and yields a ``SimProcess`` that sends frames and reads them back in order.
+``sim_served`` serves the same host in process over memory streams (faster; not for faults that
+end the process) and yields a ``SimPeer`` with the same interface. With ``strict`` (always, in
+process) every frame read is checked against the bundle of the simulated version (see
+``validation``); what does not fit is collected in ``violations``, which must be empty when the
+block ends (a test that expects a violation removes it). Every wait is bounded by ``WAIT``
+seconds.
 """
 
 from __future__ import annotations
@@ -16,10 +22,17 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from muse_acp.rpc import FrameReader, OversizedFrame, encode_message
+from muse_acp.rpc import FrameReader, OversizedFrame, encode_message, memory_stream_pair
+from muse_acp.sim.faults import Faults
+from muse_acp.sim.host import serve_streams
 from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.quirks import NO_QUIRKS, Quirks
+from muse_acp.sim.settings import ServeOptions
+from muse_acp.sim.versions import HOST_VERSIONS
+
+from .validation import check_frame
 
 WAIT: Final = 10.0
 """Upper bound, in seconds, on any single wait for the simulator."""
@@ -64,26 +77,30 @@ async def _drain(stream: ByteReceiveStream | None, sink: bytearray) -> None:
         pass
 
 
-class SimProcess:
-    """One running simulator (see the module docstring)."""
+class SimPeer:
+    """A client's end of one simulated host connection (see the module docstring)."""
 
-    def __init__(self, process: Process, stderr: bytearray) -> None:
-        assert process.stdout is not None
-        assert process.stdin is not None
-        self.process = process
-        self.stderr = stderr
-        self.reader = FrameReader(process.stdout, max_frame_bytes=64 * 1024 * 1024)
+    def __init__(
+        self, receive: ByteReceiveStream, send: ByteSendStream, version: str, *, strict: bool
+    ) -> None:
+        self.reader = FrameReader(receive, max_frame_bytes=64 * 1024 * 1024)
+        self._send_stream = send
+        self.version = version
+        self.strict = strict
+        self.violations: list[str] = []
+        self._asked: dict[Any, str] = {}
         self._next_id = 1
-
-    @property
-    def diagnostics(self) -> str:
-        return self.stderr.decode("utf-8", "replace")
+        self.lists = False
+        """The connection streams the session list (``initialize`` granted it)."""
+        self.after_start: list[Frame] = []
+        """What ``start`` read after the result up to ``session/listChanged``, when it did."""
 
     async def send_raw(self, line: bytes) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send(line + b"\n")
+        await self._send_stream.send(line + b"\n")
 
     async def send(self, message: Mapping[str, Any]) -> None:
+        if "id" in message and isinstance(message.get("method"), str):
+            self._asked[message["id"]] = message["method"]
         await self.send_raw(encode_message(message))
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
@@ -104,6 +121,11 @@ class SimProcess:
         line = await self.line()
         assert not isinstance(line, OversizedFrame), "unexpected oversized frame"
         frame: Frame = json.loads(line)
+        answered = None
+        if "method" not in frame:
+            answered = self._asked.pop(frame.get("id"), None)
+        if self.strict:
+            self.violations += check_frame(frame, self.version, answered)
         return frame
 
     async def until(self, stop: Callable[[Frame], bool]) -> list[Frame]:
@@ -150,6 +172,7 @@ class SimProcess:
             params["capabilities"] = capabilities
         result = await self.call("initialize", params)
         await self.notify("initialized")
+        self.lists = "sessionListStream" in result["grantedCapabilities"]
         return result
 
     async def start(self, workspace: Path | str = "/projects/demo", **extra: Any) -> str:
@@ -161,6 +184,8 @@ class SimProcess:
             **extra,
         }
         await self.call("session/start", params)
+        if self.lists:  # the new row follows the result (after any approvalModeChanged)
+            self.after_start = await self.until_method("session/listChanged")
         return session_id
 
     async def turn_start(self, session_id: str, text: str, **extra: Any) -> tuple[int, str]:
@@ -185,6 +210,23 @@ class SimProcess:
 
     async def reply(self, host_request: Frame, result: Mapping[str, Any] | None = None) -> None:
         await self.send({"jsonrpc": "2.0", "id": host_request["id"], "result": result or {}})
+
+
+class SimProcess(SimPeer):
+    """One running simulator process (see the module docstring)."""
+
+    def __init__(
+        self, process: Process, stderr: bytearray, version: str, *, strict: bool = False
+    ) -> None:
+        assert process.stdout is not None
+        assert process.stdin is not None
+        super().__init__(process.stdout, process.stdin, version, strict=strict)
+        self.process = process
+        self.stderr = stderr
+
+    @property
+    def diagnostics(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
 
     async def close(self) -> int:
         """Close stdin and wait for the exit status (killing the process if it lingers)."""
@@ -230,6 +272,7 @@ async def sim_process(
     *args: str,
     version: str = "1.2.1",
     env: Mapping[str, str] | None = None,
+    strict: bool = False,
 ) -> AsyncIterator[SimProcess]:
     """Run ``muse-sim serve *args`` with ``home`` as its state directory."""
     command = [sys.executable, "-m", "muse_acp.sim", "serve", *args]
@@ -237,10 +280,56 @@ async def sim_process(
     process = await anyio.open_process(command, env=sim_env(home, version, env))
     async with process, anyio.create_task_group() as group:
         group.start_soon(_drain, process.stderr, stderr)
-        sim = SimProcess(process, stderr)
+        sim = SimProcess(process, stderr, version, strict=strict)
         try:
             yield sim
         finally:
             with anyio.CancelScope(shield=True):
                 await sim.close()
             group.cancel_scope.cancel()
+    assert sim.violations == [], sim.violations
+
+
+@asynccontextmanager
+async def sim_served(
+    home: Path,
+    version: str,
+    *,
+    quirks: Quirks = NO_QUIRKS,
+    faults: Faults | None = None,
+    **flags: Any,
+) -> AsyncIterator[SimPeer]:
+    """Serve a simulated host of ``version`` in process; ``flags`` are ``ServeOptions``
+    members (``disable_write=True``...). Every frame read is checked against ``version``."""
+    options = ServeOptions(
+        home=home,
+        version=HOST_VERSIONS[version],
+        faults=faults or Faults(),
+        quirks=quirks,
+        **flags,
+    )
+    (client_in, client_out), (host_in, host_out) = memory_stream_pair()
+    peer = SimPeer(client_in, client_out, version, strict=True)
+
+    async def serve() -> None:
+        try:
+            await serve_streams(options, host_in, host_out)
+        finally:
+            await host_out.aclose()
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve)
+            try:
+                yield peer
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(WAIT) as scope:
+                    await client_out.aclose()
+                    async for _ in peer.reader:  # what the host still writes before it stops
+                        pass
+                if scope.cancelled_caught:
+                    group.cancel_scope.cancel()
+    finally:
+        for stream in (client_in, host_in, host_out):
+            await stream.aclose()
+    assert peer.violations == [], peer.violations

@@ -6,21 +6,32 @@ import pytest
 
 from muse_acp.sim.asks import split_stages
 from muse_acp.sim.directives import (
+    DIRECTIVE_NAMES,
     MAX_STREAM_DELTAS,
     Approve,
     AskUser,
     Crash,
     Fail,
+    Gap,
     Hold,
+    Name,
     Plan,
     Prompt,
+    ProtectedWrite,
     Search,
     Shell,
+    Spawn,
     Stream,
+    ViewLost,
     WebSearch,
     parse_prompt,
+    slug,
 )
+from muse_acp.sim.quirks import QUIRKS
 from muse_acp.sim.turn import split_text
+from muse_acp_wire.msp_bundles import BUNDLES
+
+from .captures import REPO_ROOT
 
 
 def test_directive_lines_are_taken_out_of_the_prompt_in_order() -> None:
@@ -108,3 +119,66 @@ def test_staged_commands_split_at_command_separators() -> None:
 def test_a_stream_directive_takes_a_bounded_delta_count(line: str, expected: Stream | None) -> None:
     directives = parse_prompt(line).directives
     assert directives == ((expected,) if expected is not None else ())
+
+
+def test_readme_names_every_version_directive_and_quirk() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## muse-sim\n") : readme.index("## Development\n")]
+    for version in BUNDLES:
+        assert version in section
+    for name in DIRECTIVE_NAMES:
+        assert f"`sim:{name}" in section or f", `sim:{name}" in section, name
+    for quirk in QUIRKS:
+        assert f"`{quirk}`" in section
+
+
+def test_the_directives_of_the_newer_hosts_parse() -> None:
+    prompt = parse_prompt(
+        "sim:stagerace ls; pwd; id\n"
+        "sim:protected .git/config\n"
+        "sim:protected-bare a b.txt\n"
+        "sim:gap 3\n"
+        "sim:spawn 2.5\n"
+        "sim:name Fix the Login bug!\n"
+        "sim:viewlost"
+    )
+    assert prompt == Prompt(
+        "",
+        (
+            Approve("ls; pwd; id", 3, race=True),
+            ProtectedWrite(".git/config"),
+            ProtectedWrite("a b.txt", bare=True),
+            Gap(3),
+            Spawn("2.5"),
+            Name("Fix the Login bug!"),
+            ViewLost(),
+        ),
+    )
+    assert Name("Fix the Login bug!").slug == "fix-the-login-bug"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sim:stagerace",
+        "sim:protected",
+        "sim:gap 0",
+        "sim:gap 1001",
+        "sim:gap x",
+        "sim:spawn",
+        "sim:spawn -1",
+        "sim:spawn 1e3",
+        "sim:spawn 3601",
+        "sim:name",
+        "sim:name !!!",
+        "sim:viewlost now",
+    ],
+)
+def test_newer_directives_that_do_not_parse_stay_prompt_text(line: str) -> None:
+    assert parse_prompt(line) == Prompt(line, ())
+
+
+def test_names_become_slugs() -> None:
+    assert slug("Héllo  Wörld -- 42") == "hello-world-42"
+    assert slug("-" * 3 + "a" * 100) == "a" * 64
+    assert slug("...") == ""

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.profile import facts_for
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
-from .harness import SimProcess, labels, sim_process
+from .captures import REPO_ROOT
+from .harness import SimProcess, labels, sim_process, sim_served
+from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
+SPEC = REPO_ROOT / "spec" / "msp"
 INITIALIZE_MEMBERS = [
     "serverInfo",
     "userAgent",
@@ -219,3 +224,39 @@ async def test_the_capture_file_records_every_request_line_as_received(tmp_path:
     )
     assert lines[1] == b'{"jsonrpc":"2.0","method":"initialized"}'
     assert [line.split(b'"method":"')[1].split(b'"')[0] for line in lines[2:]] == [b"model/list"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_grantable_capabilities_are_those_of_the_version_bundle(version: str) -> None:
+    schema = json.loads((SPEC / version / "msp.schema.json").read_text(encoding="utf-8"))
+    assert facts_for(version).grantable == tuple(schema["capabilities"]["grantable"])
+
+
+@pytest.mark.parametrize(
+    ("version", "asked", "unasked"),
+    [
+        ("1.1.1", ["userShell"], []),
+        ("1.2.1", ["userShell"], []),
+        ("1.3.0", ["userShell"], []),
+        (
+            "1.4.2",
+            ["userShell", "sessionMcp", "sessionListStream", "feedback"],
+            ["sessionListStream"],
+        ),
+    ],
+)
+async def test_capabilities_are_granted_as_the_version_grants_them(
+    tmp_path: Path, version: str, asked: list[str], unasked: list[str]
+) -> None:
+    """Only names the version's bundle lists as grantable; unknown and reserved names are
+    silently left out; 1.4.2 grants ``sessionListStream`` unasked."""
+    requested = ["bogus", "feedback", "rawLog", "sessionListStream", "sessionMcp", "userShell"]
+    async with sim_served(tmp_path / "asked", version) as sim:
+        granted = await sim.initialize(requestedCapabilities=requested)
+    async with sim_served(tmp_path / "unasked", version) as sim:
+        bare = await sim.initialize()
+    async with sim_served(tmp_path / "none", version) as sim:
+        empty = await sim.initialize(requestedCapabilities=[])
+    assert granted["grantedCapabilities"] == asked
+    assert bare["grantedCapabilities"] == unasked
+    assert empty["grantedCapabilities"] == unasked

@@ -5,16 +5,19 @@ client can observe: ``--version``, ``serve`` (MSP over stdio, or ``--replay`` of
 transcript), ``skills list``, ``login`` and ``logout``. Its turns come from a deterministic fake
 model driven by ``sim:`` directives in the prompt (see ``directives``); its sessions are durable
 in a state directory, so later or concurrent host processes can resume or read them; host
-faults can be injected with ``MUSE_SIM_FAULTS`` (see ``faults``).
+faults can be injected with ``MUSE_SIM_FAULTS`` (see ``faults``) and behaviours of particular
+real hosts played with ``MUSE_SIM_QUIRKS`` (see ``quirks``). It plays every version that has an
+MSP bundle, each as that version's bundle says (see ``profile``).
 
 Modules, bottom up:
 
 * configuration, light enough for ``--version``: ``versions``, ``settings``, ``faults``,
-  ``accounts`` (skills, login, logout) and ``cli``;
+  ``quirks``, ``accounts`` (skills, login, logout) and ``cli``;
 * wire basics: ``profile`` (bindings per host version), ``ids``, ``errors``, ``wire``;
 * durable state: ``store``, ``fold``, ``session``, ``context``;
 * the fake model: ``directives``, ``turn``, ``outputs``, ``tools``, ``asks`` (approvals),
-  ``questions``, ``runner`` and ``recovery``;
+  ``questions``, ``notices`` (status, usage, names, view health, gaps), ``runner`` and
+  ``recovery``;
 * method handlers: ``commands``, ``resume``, ``controls`` and ``reads``, served by ``host``;
 * ``replay``.
 

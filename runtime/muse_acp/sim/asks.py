@@ -1,21 +1,35 @@
-"""Approvals (``sim:approve``, ``sim:stages``): what the host asks and how decisions apply.
+"""Approvals (``sim:approve``, ``sim:stages``, ``sim:stagerace``, ``sim:protected``): what the
+host asks and how decisions apply.
 
-Contract: an ``ApprovalAsk`` is one approval of a ``bash`` tool call, in one or more stages.
-``request_approval`` (turn side) publishes it (``approval/requested``, then the
-``approval/request`` server request with the same params; a ``{}`` reply, an error or no reply
-are all fine) and waits for decisions; ``ApprovalAsk.decide`` (``approval/decide`` side) checks
-and applies a decision at once, in the order real hosts check: -32051 already resolved, -32053
-stale requirement, -32052 choice not offered. The turn emits what each decision causes once its
-answer is written: ``approval/updated`` (``change.kind`` ``stageResolved`` and the next
-``currentRequirementId``) between stages, ``approval/resolved`` at the end.
+Contract: an ``ApprovalAsk`` is one approval of a tool call: a ``bash`` command in one or more
+stages (``shell`` subject, one requirement per stage) or a ``write_file`` (``fileAccess``
+subject, one requirement). ``request_approval`` (turn side) publishes it (``approval/requested``,
+then the ``approval/request`` server request with the same params; a ``{}`` reply, an error or
+no reply are all fine) and waits for decisions; ``ApprovalAsk.decide`` (``approval/decide``
+side) checks and applies a decision at once, in the order real hosts check: -32051 already
+resolved, -32053 stale requirement (data ``{kind, approvalId, currentRequirementId}``), -32052
+choice not offered. The turn emits what each decision causes once its answer is written:
+``approval/updated`` (``change.kind`` ``stageResolved`` and the next ``currentRequirementId``;
+``change.reason`` where the version has it) between stages, ``approval/resolved`` at the end.
 
 Choices: ``allow_once`` approves the current stage; ``allow_session`` approves every remaining
-stage for the session; ``abort`` rejects the whole command. The session's approval mode applies
-first: ``allowAll`` runs the command unasked, ``denyUnmatched`` has the policy deny it.
+stage for the session; ``abort`` rejects the whole command. A protected write (hosts with
+protected writes, see ``profile.VERSION_FACTS``) is asked with ``protectedWrite: true`` and only
+``allow_once`` and ``abort``; a ``bare`` one leaves ``viewCursor`` out of both the notification
+and the server request, as a real 1.4.2 host sent it (the session's log keeps it). The
+session's approval mode applies first: ``allowAll`` runs the call unasked (never a protected
+write), ``denyUnmatched`` has the policy deny it.
+
+The stage race (``race``, on hosts that race): once the client decides the first stage
+``allow_once``, the host settles the second stage itself (``known_safe``) in the same instant
+and moves on to the third; the ``approval/updated`` it sends still names the second stage, and
+the update for its own settlement is recorded in the session's view but never sent. A decision
+aimed at the second stage is then stale.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections import deque
 from collections.abc import Mapping
@@ -26,7 +40,7 @@ from typing import Final
 
 import anyio
 
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import RawJson, RpcError, encode_message
 from muse_acp.sim import errors
 from muse_acp.sim.context import ANSWER_WAIT
 from muse_acp.sim.faults import exit_now
@@ -49,7 +63,15 @@ from muse_acp_wire.msp import (
     StageResolution,
 )
 
-__all__ = ["CHOICES", "ApprovalAsk", "request_approval", "split_stages"]
+__all__ = [
+    "CHOICES",
+    "CLIENT_DECISION",
+    "ONCE_CHOICES",
+    "POLICY_DECISION",
+    "ApprovalAsk",
+    "request_approval",
+    "split_stages",
+]
 
 CHOICES: Final = (
     ApprovalChoice(choice_id="allow_once", label="Allow once", decision="approved", scope="once"),
@@ -67,14 +89,18 @@ CHOICES: Final = (
         accepts_feedback=True,
     ),
 )
-_DECISIONS: Final[Mapping[str, str]] = MappingProxyType(
-    {choice.choice_id: str(choice.decision) for choice in CHOICES}
-)
-"""Offered choice -> the decision it makes."""
+ONCE_CHOICES: Final = (CHOICES[0], CHOICES[2])
+"""What a protected write offers: nothing persistent."""
 _STAGE_KINDS: Final[Mapping[str, str]] = MappingProxyType(
     {"allow_once": "allowOnce", "allow_session": "policyAmendment", "abort": "abort"}
 )
 """Offered choice -> how the stages it settles are resolved."""
+RACED_STAGE: Final = "known_safe"
+"""How the host settles the stage it takes over in the stage race."""
+CLIENT_DECISION: Final = "clientDecision"
+"""``change.reason`` of an update caused by the client's decision."""
+POLICY_DECISION: Final = "policyDecision"
+"""``change.reason`` of an update caused by the host's own policy (the stage race)."""
 
 
 def _argv(part: str) -> list[str]:
@@ -102,6 +128,8 @@ class _Decided:
     terminal: bool
     resolutions: tuple[str, ...]
     answered: anyio.Event
+    raced: tuple[str, ...] | None = None
+    """The resolutions once the host settled the next stage itself (the stage race)."""
 
 
 @dataclass(slots=True)
@@ -113,9 +141,19 @@ class ApprovalAsk:
     item_id: str
     tool_call_id: str
     raw_args: str
-    command: str
     workspace_root: str | None
     stages: list[list[str]]
+    """The argv of each stage of a shell command; empty for a file write."""
+    command: str = ""
+    tool_name: str = "bash"
+    path: str | None = None
+    """The written path of a ``fileAccess`` approval (None for a shell command)."""
+    protected: bool = False
+    bare: bool = False
+    race: bool = False
+    reasons: bool = False
+    """Updates say why they happened (``change.reason``)."""
+    choices: tuple[ApprovalChoice, ...] = CHOICES
     approval_id: str = field(default_factory=new_uuid7)
     resolutions: list[str] = field(default_factory=list)
     current: int = 0
@@ -127,12 +165,24 @@ class ApprovalAsk:
     wake: anyio.Event = field(default_factory=anyio.Event)
 
     def __post_init__(self) -> None:
-        self.resolutions = ["unresolved"] * len(self.stages)
+        self.resolutions = ["unresolved"] * max(1, len(self.stages))
+
+    @property
+    def requirements(self) -> int:
+        return len(self.resolutions)
+
+    def decision_of(self, choice_id: str) -> str | None:
+        choice = next((c for c in self.choices if c.choice_id == choice_id), None)
+        return None if choice is None else str(choice.decision)
 
     def requirement(self, index: int) -> RequirementId:
         return RequirementId(approval_id=self.approval_id, source_index=index)
 
     def subject(self, resolutions: tuple[str, ...] | list[str]) -> ApprovalSubject:
+        if self.path is not None:
+            return ApprovalSubject(
+                kind="fileAccess", tool_name=self.tool_name, path=self.path, access="write"
+            )
         total = len(self.stages)
         stages = [
             ApprovalStage(
@@ -157,14 +207,14 @@ class ApprovalAsk:
             task_id=self.item_id,
             item_id=self.item_id,
             tool_call_id=self.tool_call_id,
-            tool_name="bash",
+            tool_name=self.tool_name,
             raw_args=self.raw_args,
             view_cursor=pos.cursor,
             source_range=pos.source_range,
             subject=self.subject(self.resolutions),
             current_requirement_id=self.requirement(0),
-            available_choices=list(CHOICES),
-            protected_write=False,
+            available_choices=list(self.choices),
+            protected_write=self.protected,
             judge_escalated=False,
         )
 
@@ -183,12 +233,12 @@ class ApprovalAsk:
                 f"approval {self.approval_id} has moved past that stage",
                 ErrorData(
                     kind="approvalRequirementStale",
-                    retryable=False,
                     approval_id=self.approval_id,
                     current_requirement_id=self.requirement(self.current),
                 ),
             )
-        if choice_id not in _DECISIONS:
+        decision = self.decision_of(choice_id)
+        if decision is None:
             raise errors.host_error(
                 f"approval {self.approval_id} does not offer the choice {choice_id!r}",
                 ErrorData(
@@ -199,15 +249,21 @@ class ApprovalAsk:
                 ),
             )
         index = self.current
-        last = choice_id != "allow_once" or index == len(self.stages) - 1
-        for stage in range(index, len(self.stages) if choice_id == "allow_session" else index + 1):
+        total = self.requirements
+        last = choice_id != "allow_once" or index == total - 1
+        for stage in range(index, total if choice_id == "allow_session" else index + 1):
             self.resolutions[stage] = _STAGE_KINDS[choice_id]
         if last:
-            self.outcome = _DECISIONS[choice_id]
+            self.outcome = decision
         else:
             self.current += 1
         snapshot = tuple(self.resolutions)
-        self.decided.append(_Decided(index, choice_id, command_id, last, snapshot, answered))
+        raced: tuple[str, ...] | None = None
+        if not last and self.race and index == 0 and self.current < total - 1:
+            self.resolutions[self.current] = RACED_STAGE
+            self.current += 1
+            raced = tuple(self.resolutions)
+        self.decided.append(_Decided(index, choice_id, command_id, last, snapshot, answered, raced))
         self.wake.set()
         return last
 
@@ -239,6 +295,11 @@ class ApprovalAsk:
             for index, argv in enumerate(self.stages)
         ]
 
+    def rule_preview(self) -> str:
+        if self.path is not None:
+            return f"write `{self.path}` in this session"
+        return f"run `{self.command}` in this session"
+
 
 async def _resolve(
     session: LiveSession, ask: ApprovalAsk, *, by: str, command_id: str | None
@@ -261,7 +322,7 @@ async def _resolve(
         )
         if decision == "approvedForSession":
             resolved.amendment = PolicyAmendment(
-                durability="session", rule_preview=f"run `{ask.command}` in this session"
+                durability="session", rule_preview=ask.rule_preview()
             )
         if command_id is not None:
             resolved.decided_by_command_id = command_id
@@ -273,15 +334,25 @@ async def _resolve(
     ask.resolved_cursor = params.view_cursor
 
 
+def _without_cursor(body: bytes) -> bytes:
+    """The encoded params with ``viewCursor`` taken out, every other member in place."""
+    params = json.loads(body)
+    params.pop("viewCursor", None)
+    return encode_message(params)
+
+
 async def request_approval(turn: Turn, ask: ApprovalAsk) -> str:
     """Put ``ask`` to the client and wait until it is settled; returns the decision."""
     session = turn.session
     mode = session.meta.approval_mode
-    if mode == "allowAll":
+    if mode == "allowAll" and not ask.protected:
         return "approved"
     session.asks[ask.approval_id] = ask
     turn.phase = "waiting for an approval"
-    params = await session.emit("approval/requested", ask.requested)
+    await session.outbox.pace()
+    _, body = session.record("approval/requested", ask.requested)
+    sent = _without_cursor(body) if ask.bare else body
+    await session.outbox.send_event("approval/requested", sent)
     if mode == "denyUnmatched":
         ask.outcome = "denied"
         await _resolve(session, ask, by="policy", command_id=None)
@@ -294,7 +365,7 @@ async def request_approval(turn: Turn, ask: ApprovalAsk) -> str:
         await _resolve(session, ask, by="user", command_id=None)
 
     turn.open_items[ask.approval_id] = abandon
-    turn.ctx.spawn(turn.ctx.ask_client, "approval/request", params, done)
+    turn.ctx.spawn(turn.ctx.ask_client, "approval/request", RawJson(sent), done)
     if turn.ctx.options.faults.exits_at("approval"):
         exit_now("exit:approval")
     try:
@@ -309,10 +380,32 @@ async def request_approval(turn: Turn, ask: ApprovalAsk) -> str:
                     del turn.open_items[ask.approval_id]
                     await _resolve(session, ask, by="user", command_id=decided.command_id)
                     return ask.outcome or "abort"
-                await session.emit("approval/updated", partial(_updated, ask, decided))
+                await _report(session, ask, decided)
     finally:
         done.set()
         turn.phase = "the model was working"
+
+
+async def _report(session: LiveSession, ask: ApprovalAsk, decided: _Decided) -> None:
+    """The ``approval/updated`` of a non-final decision; in the stage race, also the update of
+    the stage the host settled itself, recorded in the same instant but never sent."""
+    await session.outbox.pace()
+    _, body = session.record("approval/updated", partial(_updated, ask, decided))
+    if decided.raced is not None:
+        session.record("approval/updated", partial(_raced, ask, decided))
+    await session.outbox.send_event("approval/updated", body)
+
+
+def _change(ask: ApprovalAsk, index: int, choice_id: str | None, reason: str) -> ApprovalChange:
+    decision = ask.decision_of(choice_id) if choice_id is not None else "approved"
+    change = ApprovalChange(
+        kind="stageResolved", requirement_id=ask.requirement(index), decision=decision
+    )
+    if choice_id is not None:
+        change.choice_id = choice_id
+    if ask.reasons:
+        change.reason = reason
+    return change
 
 
 def _updated(ask: ApprovalAsk, decided: _Decided, pos: Position) -> ApprovalUpdatedParams:
@@ -324,11 +417,21 @@ def _updated(ask: ApprovalAsk, decided: _Decided, pos: Position) -> ApprovalUpda
         approval_id=ask.approval_id,
         current_requirement_id=ask.requirement(decided.index + 1),
         subject=ask.subject(decided.resolutions),
-        available_choices=list(CHOICES),
-        change=ApprovalChange(
-            kind="stageResolved",
-            requirement_id=ask.requirement(decided.index),
-            choice_id=decided.choice_id,
-            decision=_DECISIONS[decided.choice_id],
-        ),
+        available_choices=list(ask.choices),
+        change=_change(ask, decided.index, decided.choice_id, CLIENT_DECISION),
+    )
+
+
+def _raced(ask: ApprovalAsk, decided: _Decided, pos: Position) -> ApprovalUpdatedParams:
+    """The unsent ``approval/updated`` of the stage the host settled itself."""
+    assert decided.raced is not None
+    return ApprovalUpdatedParams(
+        session_id=ask.session_id,
+        view_cursor=pos.cursor,
+        source_range=pos.source_range,
+        approval_id=ask.approval_id,
+        current_requirement_id=ask.requirement(decided.index + 2),
+        subject=ask.subject(decided.raced),
+        available_choices=list(ask.choices),
+        change=_change(ask, decided.index + 1, None, POLICY_DECISION),
     )

@@ -9,7 +9,8 @@ Contract: ``main`` parses the arguments with argparse and returns the exit statu
 * ``skills list [--json] [--workspace DIR]`` prints the skill catalog.
 * ``login`` / ``logout`` manage a credential file in the state directory (exit status only).
 
-Usage errors, an unsupported ``MUSE_SIM_VERSION`` and a malformed ``MUSE_SIM_FAULTS`` exit 2.
+Usage errors, an unsupported ``MUSE_SIM_VERSION``, a malformed ``MUSE_SIM_FAULTS`` and an
+unknown ``MUSE_SIM_QUIRKS`` entry exit 2.
 Startup is kept fast (a client may spawn one host per operation): the wire models and the
 runtime are imported only once ``serve`` is known to run.
 """
@@ -25,6 +26,7 @@ from typing import Final
 
 from muse_acp.sim.accounts import login, logout, skills_document, skills_table
 from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
+from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
 from muse_acp.sim.settings import (
     CAPTURE_ENV,
     SANDBOX_NETWORK_MODES,
@@ -98,13 +100,15 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         version = resolve_version(env)
         faults = parse_faults(env.get(FAULTS_ENV, ""))
-    except (UnsupportedVersion, FaultSyntaxError) as exc:
+        quirks = parse_quirks(env.get(QUIRKS_ENV, ""))
+    except (UnsupportedVersion, FaultSyntaxError, QuirkSyntaxError) as exc:
         return _fail(str(exc))
     capture = env.get(CAPTURE_ENV, "")
     options = ServeOptions(
         home=resolve_home(env),
         version=version,
         faults=faults,
+        quirks=quirks,
         disable_write=args.disable_write,
         disable_shell=args.disable_shell,
         disable_sandbox=args.disable_sandbox,

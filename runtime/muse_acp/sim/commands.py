@@ -1,14 +1,24 @@
-"""Session commands: start and the session settings.
+"""Session commands: start, delete and the session settings.
 
 Contract, per method (every one is a command with a UUIDv7 ``commandId``):
 
 * ``session/start``: a new session with the client's UUIDv7 ``sessionId`` (or a minted one; a
   retained id is rejected ``session_id_conflict``), held by this process; ``session/started``
   precedes the result. An explicit ``approvalMode`` is announced by
-  ``session/approvalModeChanged`` after the result (1.1.1 hosts skip the default mode).
-* ``session/setModel`` (then ``session/modelChanged``), ``session/setApprovalMode``
-  (``session/approvalModeChanged`` first; ``noop`` when unchanged), ``session/rename`` (slug
-  names only, then ``session/nameChanged``) and ``session/setReasoningEffort``.
+  ``session/approvalModeChanged`` after the result (1.1.1 hosts skip the default mode), then
+  the new row by ``session/listChanged`` to a connection that streams the session list.
+* ``session/setModel`` (then ``session/modelChanged`` with the new model, where the version
+  publishes it), ``session/setApprovalMode`` (``session/approvalModeChanged`` first; ``noop``
+  when unchanged), ``session/rename`` (slug names only, then ``session/nameChanged`` and
+  ``session/listChanged``) and ``session/setReasoningEffort``.
+* ``session/delete`` (versions whose schema has it; experimental: -32601
+  ``experimentalRequired`` unless the client opted in with ``experimentalApi``): -32020 for an
+  unknown session, -32021 ``sessionInUse`` while another host process holds its lease.
+  Otherwise the session's durable state is removed (a session loaded here is unloaded first)
+  and, after the acknowledgement, ``session/deleteCompleted {sessionId, commandId, outcome:
+  "completed"}`` and ``session/listChanged`` with its last row (``notLoaded``) follow. A
+  session of this process with a turn running or queued is left alone: ``session/deleteCompleted``
+  reports ``outcome: "failed", reason: "writerBusy", physicalChange: "none"``.
 """
 
 from __future__ import annotations
@@ -27,7 +37,10 @@ from muse_acp.sim.store import SessionMeta
 from muse_acp_wire.msp import (
     ApprovalModeState,
     CommandAck,
+    ErrorData,
     SessionApprovalModeChangedParams,
+    SessionDeleteCompletedParams,
+    SessionDeleteParams,
     SessionModelChangedParams,
     SessionNameChangedParams,
     SessionReasoningEffortChangedParams,
@@ -62,6 +75,7 @@ class SessionCommands:
                 "session/setApprovalMode", SessionSetApprovalModeParams, self.set_approval_mode
             ),
             RequestRoute("session/rename", SessionRenameParams, self.rename),
+            RequestRoute("session/delete", SessionDeleteParams, self.delete),
             RequestRoute(
                 "session/setReasoningEffort",
                 SessionSetReasoningEffortParams,
@@ -113,6 +127,7 @@ class SessionCommands:
         if mode is not None and (mode != DEFAULT_MODE or ctx.profile.session_names):
             _, body = self._mode_changed(session, params.command_id)
             ctx.send_after(request, "session/approvalModeChanged", body)
+        ctx.list_changed_after(request, session.meta)
         return SessionStartResult(
             session=session.model(self.ctx.profile), view_cursor=session.head_cursor
         )
@@ -128,6 +143,8 @@ class SessionCommands:
                 "session/setModel", params.command_id, "unsupported_route"
             )
         session.update(model_id=model.model_id, provider_id=provider)
+        if not self.ctx.profile.publishes("session/modelChanged"):
+            return CommandAck(command_id=params.command_id, status="accepted")
         _, body = session.record(
             "session/modelChanged",
             lambda pos: SessionModelChangedParams(
@@ -191,6 +208,7 @@ class SessionCommands:
             ),
         )
         self.ctx.send_after(request, "session/nameChanged", body)
+        self.ctx.list_changed_after(request, session.meta)
         return SessionRenameResult(
             command_id=params.command_id, status="accepted", name=params.name
         )
@@ -212,3 +230,49 @@ class SessionCommands:
         )
         self.ctx.send_after(request, "session/reasoningEffortChanged", body)
         return CommandAck(command_id=params.command_id, status="accepted")
+
+    async def delete(self, params: SessionDeleteParams, request: RequestContext) -> CommandAck:
+        ctx = self.ctx
+        if not ctx.client.experimental:
+            raise errors.host_error(
+                "session/delete requires the experimentalApi capability",
+                ErrorData(kind="experimentalRequired", descriptor="session/delete"),
+            )
+        sid = params.session_id
+        ack = CommandAck(command_id=params.command_id, status="accepted")
+        live = ctx.sessions.get(sid)
+        if live is not None and (live.runner is not None or live.queue):
+            ctx.notify_after(
+                request,
+                "session/deleteCompleted",
+                SessionDeleteCompletedParams(
+                    session_id=sid,
+                    command_id=params.command_id,
+                    outcome="failed",
+                    reason="writerBusy",
+                    physical_change="none",
+                ),
+            )
+            return ack
+        meta = live.meta if live is not None else ctx.store.read_meta(sid)
+        if meta is None:
+            raise errors.session_not_found(sid)
+        lease = live.lease if live is not None else ctx.store.acquire(sid)
+        if lease is None:
+            raise errors.session_in_use(sid)
+        if live is not None:
+            live.log.close()
+            del ctx.sessions[sid]
+        try:
+            ctx.store.delete(sid)
+        finally:
+            lease.release()
+        ctx.notify_after(
+            request,
+            "session/deleteCompleted",
+            SessionDeleteCompletedParams(
+                session_id=sid, command_id=params.command_id, outcome="completed"
+            ),
+        )
+        ctx.list_changed_after(request, meta, status="notLoaded")
+        return ack

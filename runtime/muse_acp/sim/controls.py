@@ -3,7 +3,8 @@
 Contract, per method (all commands, on a session held by this process):
 
 * ``turn/start``: a fresh turn (``turnId`` = ``commandId``) sends ``turn/started`` and its user
-  message, then the acknowledgement ``{commandId, status, turnId, startedNewTurn: true,
+  message (after the acknowledgement with the ``ack-before-started`` quirk), then the
+  acknowledgement ``{commandId, status, turnId, startedNewTurn: true,
   disposition: "started"}``; the turn plays once that is written. While a turn runs, ``ifBusy``
   decides: ``queue`` (default) runs it afterwards (``disposition: "queued"``), ``steer`` hands the
   input to the running turn (``"steered"``), ``replace`` interrupts it and runs the new one next.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -159,8 +161,11 @@ class TurnControls:
             return self._started(cid, cid, "queued")
         runner = TurnRunner(ctx, session, turn)
         session.runner = runner
-        await runner.open()
-        ctx.spawn(runner.run, ctx.answered(request))
+        if ctx.options.quirks.ack_before_started:
+            ctx.spawn(partial(runner.run, ctx.answered(request), open_after_ack=True))
+        else:
+            await runner.open()
+            ctx.spawn(runner.run, ctx.answered(request))
         return self._started(cid, cid, "started")
 
     @staticmethod

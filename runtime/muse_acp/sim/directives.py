@@ -27,21 +27,42 @@ line starts with ``sim:`` after optional leading blanks:
 ``sim:stream N``
     an agent message streamed as exactly ``N`` text deltas (``t0 ``, ``t1 ``, ...), the load of
     a long, fast model reply.
+``sim:stagerace COMMAND``
+    a three-stage approval of a ``bash`` tool call in which, on hosts that race (1.4.2), the host
+    settles the second stage itself once the first is decided, without telling the client.
+``sim:protected PATH`` / ``sim:protected-bare PATH``
+    a ``write_file`` tool call to a protected path: a ``fileAccess`` write approval (on 1.4.2
+    ``protectedWrite``, once-scoped choices only; ``-bare`` leaves ``viewCursor`` out).
+``sim:gap N``
+    ``N`` agent messages recorded in the session's view but not sent live, then ``view/gap``.
+``sim:spawn SECONDS``
+    a ``bash`` tool call that runs a real ``sleep SECONDS`` child process.
+``sim:name TEXT``
+    the model names the session after ``TEXT`` (a slug, and ``TEXT`` as its title).
+``sim:viewlost``
+    the host reports the session's live view unavailable (``session/viewHealthChanged``).
 
 A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text.
 Sizes are whole bytes, at most ``MAX_OUTPUT_BYTES``; stage counts are 1 to ``MAX_STAGES``; delta
-counts are 1 to ``MAX_STREAM_DELTAS``.
+counts are 1 to ``MAX_STREAM_DELTAS``; gap counts are 1 to ``MAX_GAP_EVENTS``; spawn durations
+are decimal seconds (``2``, ``0.5``) up to ``MAX_SPAWN_SECONDS``; a name must have at least one
+letter or digit.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
 __all__ = [
+    "DIRECTIVE_NAMES",
+    "MAX_GAP_EVENTS",
     "MAX_OUTPUT_BYTES",
+    "MAX_SPAWN_SECONDS",
     "MAX_STAGES",
     "MAX_STREAM_DELTAS",
     "Approve",
@@ -49,14 +70,20 @@ __all__ = [
     "Crash",
     "Directive",
     "Fail",
+    "Gap",
     "Hold",
+    "Name",
     "Plan",
     "Prompt",
+    "ProtectedWrite",
     "Search",
     "Shell",
+    "Spawn",
     "Stream",
+    "ViewLost",
     "WebSearch",
     "parse_prompt",
+    "slug",
 ]
 
 PREFIX: Final = "sim:"
@@ -64,6 +91,12 @@ MAX_OUTPUT_BYTES: Final = 1 << 30
 MAX_STAGES: Final = 16
 MAX_STREAM_DELTAS: Final = 100_000
 """Keeps the completed message (every delta joined) far below the host's 10 MiB frame limit."""
+MAX_GAP_EVENTS: Final = 1000
+"""One ``view/page`` (limit 1000) can return every missed event."""
+MAX_SPAWN_SECONDS: Final = 3600
+SLUG_LENGTH: Final = 64
+_SECONDS: Final = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,3})?")
+_NOT_SLUG: Final = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +119,52 @@ class WebSearch:
 
 @dataclass(frozen=True, slots=True)
 class Approve:
-    """A bash tool call gated by an approval with ``stages`` stages."""
+    """A bash tool call gated by an approval with ``stages`` stages (``race``: the host may
+    settle the second stage itself, ``sim:stagerace``)."""
 
     command: str
     stages: int
+    race: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedWrite:
+    """A ``write_file`` call to a protected path (``sim:protected``, ``sim:protected-bare``)."""
+
+    path: str
+    bare: bool = False
+    """The approval goes out without ``viewCursor``, as a real 1.4.2 host sent it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """``count`` view events the client never gets live (``sim:gap N``)."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Spawn:
+    """A bash call running a real ``sleep`` child (``sim:spawn SECONDS``)."""
+
+    seconds: str
+    """The duration as written: ``sleep``'s argument."""
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """The model names the session (``sim:name TEXT``)."""
+
+    text: str
+
+    @property
+    def slug(self) -> str:
+        return slug(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewLost:
+    """The host reports the live view unavailable (``sim:viewlost``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +200,21 @@ class Stream:
 
 
 Directive: TypeAlias = (
-    Shell | Search | WebSearch | Approve | AskUser | Hold | Fail | Plan | Crash | Stream
+    Shell
+    | Search
+    | WebSearch
+    | Approve
+    | AskUser
+    | Hold
+    | Fail
+    | Plan
+    | Crash
+    | Stream
+    | ProtectedWrite
+    | Gap
+    | Spawn
+    | Name
+    | ViewLost
 )
 
 
@@ -134,6 +223,13 @@ class Prompt:
     text: str
     """The prompt without its directive lines."""
     directives: tuple[Directive, ...]
+
+
+def slug(text: str) -> str:
+    """``text`` as a session name: lower-case letters and digits, runs of anything else one
+    hyphen, no hyphen first or last, at most ``SLUG_LENGTH`` characters ("" if nothing is left)."""
+    ascii_text = unicodedata.normalize("NFKD", text.lower()).encode("ascii", "ignore").decode()
+    return _NOT_SLUG.sub("-", ascii_text).strip("-")[:SLUG_LENGTH].rstrip("-")
 
 
 def _size(arg: str) -> int | None:
@@ -168,6 +264,21 @@ def _stages(arg: str) -> Directive | None:
     return Approve(command.strip(), int(count))
 
 
+def _gap(arg: str) -> Directive | None:
+    count = int(arg) if arg.isascii() and arg.isdigit() and len(arg) <= 4 else 0
+    return Gap(count) if 1 <= count <= MAX_GAP_EVENTS else None
+
+
+def _spawn(arg: str) -> Directive | None:
+    if _SECONDS.fullmatch(arg) is None or float(arg) > MAX_SPAWN_SECONDS:
+        return None
+    return Spawn(arg)
+
+
+def _name(arg: str) -> Directive | None:
+    return Name(arg) if slug(arg) else None
+
+
 _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyType(
     {
         "bash": _shell("text"),
@@ -183,9 +294,18 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "plan": _bare(Plan()),
         "crash": _bare(Crash()),
         "stream": _stream,
+        "stagerace": _text(lambda command: Approve(command, 3, race=True)),
+        "protected": _text(ProtectedWrite),
+        "protected-bare": _text(lambda path: ProtectedWrite(path, bare=True)),
+        "gap": _gap,
+        "spawn": _spawn,
+        "name": _name,
+        "viewlost": _bare(ViewLost()),
     }
 )
 """Directive name -> parser of the rest of its line (None when the argument is unusable)."""
+DIRECTIVE_NAMES: Final = tuple(_PARSERS)
+"""Every directive name (``sim:<name>``)."""
 
 
 def parse_directive(line: str) -> Directive | None:

@@ -8,7 +8,10 @@ else is -32601 ``methodNotFound``) it applies, in order:
 
 1. injected faults bound to a method (see ``muse_acp.sim.faults``);
 2. the handshake: ``initialize`` once (-32600 ``alreadyInitialized`` after), then nothing but
-   ``initialize`` until the ``initialized`` notification (-32600 ``notInitialized``);
+   ``initialize`` until the ``initialized`` notification (-32600 ``notInitialized``; with the
+   ``drop-initialized`` quirk the notification is ignored, so that never ends). ``initialize``
+   grants the requested capabilities the version's bundle lists as grantable, plus those the
+   version grants unasked (see ``profile.VERSION_FACTS``); other names are silently left out;
 3. for commands: a UUIDv7 ``commandId`` (-32602 otherwise), replay of a known ``commandId``
    (the first answer again, byte for byte) and admission: at most ``ADMISSION_CAPACITY``
    commands in flight (-32031 ``backpressured``, retryable);
@@ -66,8 +69,6 @@ logger: Final = logging.getLogger("muse_acp.sim")
 ADMISSION_CAPACITY: Final = 4
 REPLAY_MEMORY: Final = 256
 """How many command answers are kept for replayed ``commandId`` values."""
-GRANTABLE: Final = frozenset[str]()
-"""Capabilities muse-sim can grant: none (it serves no capability-gated method)."""
 MALFORMED_LINE: Final = b"muse-sim: this line is deliberately not JSON"
 OVERSIZED_HEAD: Final = b'{"jsonrpc":"2.0","method":"muse-sim/padding","params":{"padding":"'
 
@@ -107,6 +108,8 @@ class Host:
         ctx = self.ctx
         capabilities = params.capabilities
         requested = set(capabilities.requested_capabilities or []) if capabilities else set()
+        granted = ctx.profile.grants(requested)
+        ctx.granted = frozenset(granted)
         experimental = bool(capabilities and capabilities.experimental_api)
         dialogs = capabilities is None or capabilities.user_input_dialogs is not False
         ctx.client = ClientInfo(params.client_info.name, dialogs, experimental)
@@ -120,12 +123,15 @@ class Host:
             platform_family=family,
             platform_os=system,
             schema_=SchemaInfo(version=1, fingerprint=ctx.profile.fingerprint),
-            granted_capabilities=sorted(requested & GRANTABLE),
+            granted_capabilities=granted,
             experimental_api=experimental,
             session_durability="ephemeral" if ctx.options.no_session_log else "durable",
         )
 
     async def initialized(self, _: EmptyResult) -> None:
+        if self.ctx.options.quirks.drop_initialized:
+            logger.debug("ignored initialized (quirk drop-initialized)")
+            return
         if self._stage == "initializing":
             self._stage = "ready"
 

@@ -3,23 +3,71 @@
 Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simulated version:
 its schema fingerprint and method tables come from that version's own bundle (see
 ``muse_acp.host.bindings``), imported only when that version is served, and so do its features:
-each is read off what the bundle publishes (a method it serves, a member it requires), never
-off a list of version strings. Frames are built with the vocabulary models (the newest bundle,
-whose shared members are those of every older one: the protocol grew additively); a feature
-flag says which later additions an older host must leave out, and the method table decides
-which requests exist at all.
+each is read off what the bundle publishes (a method it serves, a notification it may send, a
+member a model has or requires), never off a list of version strings. The facts a bundle does
+not carry in its generated module live in one table, ``VERSION_FACTS``, one row per version;
+a version without a row takes the row of the nearest older version that has one, so a bundle
+added to ``spec/msp/`` is playable with no edit here.
+
+Frames are built with the vocabulary models (the newest bundle, whose shared members are those
+of every older one: the protocol grew additively); a feature flag says which later additions an
+older host must leave out, and the method and notification tables decide which requests exist
+and which notifications are sent at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
 
-from muse_acp.host.bindings import bindings_for
+from muse_acp.host.bindings import bindings_for, parse_version
 from muse_acp.sim.versions import HostVersion
 from muse_acp_wire._base import NotificationSpec, RequestSpec
 
-__all__ = ["HostProfile", "load_profile"]
+__all__ = ["VERSION_FACTS", "HostProfile", "VersionFacts", "facts_for", "load_profile"]
+
+
+@dataclass(frozen=True, slots=True)
+class VersionFacts:
+    """What a host version does that its generated bindings do not say."""
+
+    grantable: tuple[str, ...]
+    """Capabilities the host grants when asked: the bundle's ``capabilities.grantable``, in
+    its order (the generated modules do not carry that list)."""
+    granted_unasked: tuple[str, ...] = ()
+    """Capabilities the host grants by its own policy, asked or not."""
+    protected_writes: bool = False
+    """Writes to protected paths ask a ``protectedWrite`` approval offering only once-scoped
+    choices."""
+    stage_race: bool = False
+    """After the first stage of a multi-stage shell approval is decided, the host may settle the
+    next stage itself and move on without sending an ``approval/updated`` for it."""
+
+
+VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
+    {
+        "1.1.1": VersionFacts(grantable=("userShell",)),
+        "1.2.1": VersionFacts(grantable=("userShell",)),
+        "1.3.0": VersionFacts(grantable=("userShell",)),
+        "1.4.2": VersionFacts(
+            grantable=("userShell", "sessionMcp", "sessionListStream", "feedback"),
+            granted_unasked=("sessionListStream",),
+            protected_writes=True,
+            stage_race=True,
+        ),
+    }
+)
+"""The one table of per-version facts the bundles' generated modules do not carry."""
+
+
+def facts_for(version: str) -> VersionFacts:
+    """The row of ``version``, else of the nearest older version with one (else the oldest)."""
+    wanted = parse_version(version)
+    rows = sorted((parse_version(key), key) for key in VERSION_FACTS)
+    older = [key for number, key in rows if number is not None and wanted and number <= wanted]
+    return VERSION_FACTS[older[-1] if older else rows[0][1]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,22 +84,45 @@ class HostProfile:
     """Tool items carry ``outputRef`` and ``item/readOutput`` serves the stored bytes."""
     session_names: bool
     """Sessions have slug names (``session/rename``) and report ``name``/``firstUserPrompt``."""
+    titles: bool
+    """Sessions report a ``title``."""
     pending_kind_required: bool
     """``pendingRequests`` entries must say which kind of request they are."""
     skill_input: bool
     """Turn input may invoke a skill (a ``skill`` input part)."""
+    change_reasons: bool
+    """``approval/updated`` changes may say why they happened (``change.reason``)."""
+    facts: VersionFacts
+    """The facts of ``VERSION_FACTS`` for this version."""
 
     def serves(self, method: str) -> bool:
         return method in self.host_requests
+
+    def publishes(self, method: str) -> bool:
+        """Whether this version's schema lets the host send the notification ``method``."""
+        return method in self.client_notifications
 
     def is_command(self, method: str) -> bool:
         spec = self.host_requests.get(method)
         return spec is not None and spec.command
 
+    def grants(self, requested: set[str]) -> list[str]:
+        """The capabilities granted for ``requested``, in the bundle's order: the grantable
+        ones asked for, and those granted unasked; unknown names are silently left out."""
+        facts = self.facts
+        return [
+            name for name in facts.grantable if name in requested or name in facts.granted_unasked
+        ]
+
+
+def _fields(module: object, model: str) -> Mapping[str, object]:
+    fields: Mapping[str, object] = getattr(getattr(module, model, None), "model_fields", {})
+    return fields
+
 
 def _required(module: object, model: str, member: str) -> bool:
-    fields = getattr(getattr(module, model, None), "model_fields", {})
-    return member in fields and fields[member].is_required()
+    field = _fields(module, model).get(member)
+    return field is not None and bool(getattr(field, "is_required", lambda: False)())
 
 
 def load_profile(version: HostVersion) -> HostProfile:
@@ -59,6 +130,7 @@ def load_profile(version: HostVersion) -> HostProfile:
     bindings = bindings_for(version.version)
     if bindings.version != version.version:
         raise KeyError(version.version)
+    module = bindings.module
     return HostProfile(
         version=version,
         fingerprint=bindings.fingerprint,
@@ -66,6 +138,9 @@ def load_profile(version: HostVersion) -> HostProfile:
         client_notifications=bindings.client_notifications,
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
-        pending_kind_required=_required(bindings.module, "PendingRequest", "kind"),
-        skill_input="skill" in getattr(bindings.module, "TURN_INPUT_PART_VARIANTS", {}),
+        titles="title" in _fields(module, "Session"),
+        pending_kind_required=_required(module, "PendingRequest", "kind"),
+        skill_input="skill" in getattr(module, "TURN_INPUT_PART_VARIANTS", {}),
+        change_reasons="reason" in _fields(module, "ApprovalChange"),
+        facts=facts_for(version.version),
     )

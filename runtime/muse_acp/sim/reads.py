@@ -5,8 +5,10 @@ Contract: these requests work on any stored session, including one another host 
 for), ``session/list`` (most recently updated first, ``limit`` 1..200 default 50, opaque
 ``nextCursor``, null on the last page, optional ``workspaceRoot`` filter), ``view/page``
 (durable events only, ascending in both directions, ``limit`` 1..1000, ``nextCursor`` null when
-nothing further), ``item/readOutput`` (1.2.1), ``model/list``, ``approval/listPending`` and
-``view/unsubscribe``. ``history`` and ``pending_requests`` also shape resume and fork results.
+nothing further), ``item/readOutput`` (1.2.1), ``model/list``, ``approval/listPending``,
+``view/unsubscribe`` and ``usage/read`` (1.3.0; ``{}`` until the host has observed usage at the
+end of a turn, then ``{usage}``, the figures ``usage/changed`` last sent). ``history`` and
+``pending_requests`` also shape resume and fork results.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from muse_acp_wire.msp import (
     SessionListParams,
     SessionListResult,
     SessionReadParams,
+    UsageReadResult,
     ViewPageParams,
     ViewUnsubscribeParams,
 )
@@ -116,6 +119,7 @@ class Reads:
             RequestRoute("model/list", ModelListParams, self.models),
             RequestRoute("approval/listPending", ApprovalListPendingParams, self.list_pending),
             RequestRoute("view/unsubscribe", ViewUnsubscribeParams, self.unsubscribe),
+            RequestRoute("usage/read", EmptyResult, self.usage),
         ]
 
     def _session(self, view: SessionView, *, in_list: bool = False) -> Any:
@@ -252,3 +256,7 @@ class Reads:
     async def unsubscribe(self, params: ViewUnsubscribeParams, _: RequestContext) -> EmptyResult:
         self.ctx.meta_of(params.session_id)
         return EmptyResult()
+
+    async def usage(self, _: EmptyResult, __: RequestContext) -> UsageReadResult:
+        current = self.ctx.usage.current
+        return UsageReadResult() if current is None else UsageReadResult(usage=current)

@@ -10,7 +10,7 @@ Contract:
 * ``session/fork`` makes a new session, held by this process, with the items of the source's
   completed turns (up to ``cutPoint``; -32023 when that is not one of its turns); any stored
   session can be forked, including one another process holds. ``session/started`` precedes
-  the result.
+  the result; ``session/listChanged`` follows it on a connection that streams the session list.
 """
 
 from __future__ import annotations
@@ -149,6 +149,7 @@ class SessionContinuations:
         for item in source.fold.turn_items(turns):
             session.record("item/completed", partial(_copied, session.session_id, item))
         await session.announce(self.ctx.profile)
+        ctx.list_changed_after(request, session.meta)
         return SessionHistoryResult(
             session=session.model(self.ctx.profile),
             view_cursor=session.head_cursor,

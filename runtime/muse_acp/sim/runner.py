@@ -1,12 +1,16 @@
 """Running a turn of the fake model from ``turn/started`` to ``turn/completed``.
 
-Contract: a ``TurnRunner`` plays one ``TurnRequest``. ``open`` emits ``turn/started`` and the
-user message (real hosts send both before acknowledging ``turn/start``); ``run`` waits until the
-acknowledgement is written, then plays the prompt: a one-part reasoning summary (unless the
-reasoning effort is ``none``), each directive in order, the agent message echoing the prompt
-text (and its images), token and context usage, and ``turn/completed`` (``completed``, or
-``failed`` with a turn error for ``sim:fail``). Steering input is answered between steps (a user
-message marked ``steered`` and an agent message quoting it); ``sim:hold`` waits for it.
+Contract: a ``TurnRunner`` plays one ``TurnRequest``. ``open`` emits ``turn/started`` (only
+recorded, never sent, with the ``no-turn-started`` quirk), ``session/statusChanged`` ``running``
+where the version has it, and the user message; real hosts send them before acknowledging
+``turn/start``, so ``open`` runs before the answer unless the ``ack-before-started`` quirk asks
+``run`` to open the turn once the answer is written. ``run`` waits until the acknowledgement is
+written, then plays the prompt: a one-part reasoning summary (unless the reasoning effort is
+``none``), each directive in order, the agent message echoing the prompt text (and its images),
+token and context usage, and ``turn/completed`` (``completed``, or ``failed`` with a turn error
+for ``sim:fail``), followed (see ``notices``) by ``session/statusChanged`` ``idle`` when nothing
+is queued and by ``usage/changed``. Steering input is answered between steps (a user message
+marked ``steered`` and an agent message quoting it); ``sim:hold`` waits for it.
 
 ``stop`` ends the turn early (``turn/cancel``, ``turn/interrupt``): open items are completed
 ``cancelled``, pending approvals and questions are settled, then ``turn/completed`` reports
@@ -22,7 +26,7 @@ from typing import Final
 
 import anyio
 
-from muse_acp.sim.asks import ApprovalAsk, request_approval, split_stages
+from muse_acp.sim.asks import CHOICES, ONCE_CHOICES, ApprovalAsk, request_approval, split_stages
 from muse_acp.sim.context import HostContext
 from muse_acp.sim.directives import (
     Approve,
@@ -30,19 +34,41 @@ from muse_acp.sim.directives import (
     Crash,
     Directive,
     Fail,
+    Gap,
     Hold,
+    Name,
     Plan,
+    ProtectedWrite,
     Search,
     Shell,
+    Spawn,
     Stream,
+    ViewLost,
     WebSearch,
 )
 from muse_acp.sim.faults import FAULT_EXIT_CODE
 from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
+from muse_acp.sim.notices import (
+    miss_events,
+    name_session,
+    status_changed,
+    usage_changed,
+    view_lost,
+)
 from muse_acp.sim.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.questions import ask_user
 from muse_acp.sim.session import LiveSession, Position
-from muse_acp.sim.tools import SHELL_DISABLED, ToolCall, run_search, run_shell, run_web, shell_args
+from muse_acp.sim.tools import (
+    SHELL_DISABLED,
+    WRITE_DISABLED,
+    ToolCall,
+    compact_json,
+    run_search,
+    run_shell,
+    run_spawn,
+    run_web,
+    shell_args,
+)
 from muse_acp.sim.turn import Steer, StopRequest, Turn, TurnRequest
 from muse_acp_wire.msp import (
     TurnCompletedParams,
@@ -60,6 +86,8 @@ HOLD_MARK: Final = "sim:hold"
 RETRYABLE_FAILURES: Final = frozenset({"modelError", "environmentError"})
 DENIED_BY_POLICY: Final = "the approval policy (denyUnmatched) refused this command"
 APPROVAL_CANCELLED: Final = "tool approval cancelled"
+WRITTEN_CONTENT: Final = "written by muse-sim\n"
+"""What a simulated ``write_file`` says it wrote (nothing is written anywhere)."""
 
 
 class TurnRunner:
@@ -103,16 +131,21 @@ class TurnRunner:
     async def open(self) -> None:
         request = self.turn.request
         session = self.session
-        await session.emit(
-            "turn/started",
-            lambda pos: TurnStartedParams(
+
+        def started(pos: Position) -> TurnStartedParams:
+            return TurnStartedParams(
                 session_id=session.session_id,
                 view_cursor=pos.cursor,
                 source_range=pos.source_range,
                 turn_id=request.turn_id,
                 command_id=request.command_id,
-            ),
-        )
+            )
+
+        if self.ctx.options.quirks.no_turn_started:
+            params, _ = session.record("turn/started", started)
+        else:
+            params = await session.emit("turn/started", started)
+        await status_changed(self.ctx, session, "running", params.view_cursor)
         self._message = await self.turn.user_message(request.text, request.command_id)
         first_prompt = session.meta.first_user_prompt or request.text
         session.update(active_turn_id=request.turn_id, first_user_prompt=first_prompt)
@@ -122,25 +155,37 @@ class TurnRunner:
         await self.open()
         await self.run(None)
 
-    async def run(self, acked: anyio.Event | None) -> None:
+    async def run(self, acked: anyio.Event | None, *, open_after_ack: bool = False) -> None:
+        """Play the turn once ``acked`` is set (and first ``open`` it, when asked to)."""
         failure: TurnError | None = None
         played = False
         try:
+            if acked is not None:
+                with anyio.move_on_after(ACK_WAIT):
+                    await acked.wait()
+            if open_after_ack:
+                await self.open()
             with self._scope:
-                if acked is not None:
-                    with anyio.move_on_after(ACK_WAIT):
-                        await acked.wait()
                 failure = await self._play()
                 played = True
             self._ending = True
             if played:
-                await self._complete(failure)
+                cursor = await self._complete(failure)
+                await self._settle(cursor)
             else:
                 with anyio.CancelScope(shield=True):
-                    await self._stopped()
+                    cursor = await self._stopped()
+                    await self._settle(cursor)
         finally:
             self.done.set()
         self._next()
+
+    async def _settle(self, cursor: str) -> None:
+        """What follows ``turn/completed``: the session goes idle unless a turn is queued, and
+        the host observes its usage."""
+        if not self.session.queue:
+            await status_changed(self.ctx, self.session, "idle", cursor)
+        await usage_changed(self.ctx)
 
     async def _play(self) -> TurnError | None:
         turn = self.turn
@@ -171,6 +216,16 @@ class TurnRunner:
                 await run_web(turn, directive)
             case Approve():
                 await self._approved_command(directive)
+            case ProtectedWrite():
+                await self._protected_write(directive)
+            case Gap(count=count):
+                await miss_events(turn, count)
+            case Spawn():
+                await run_spawn(turn, directive)
+            case Name():
+                await name_session(turn, directive)
+            case ViewLost():
+                await view_lost(turn)
             case AskUser():
                 await ask_user(turn)
             case Hold():
@@ -210,6 +265,8 @@ class TurnRunner:
             command=directive.command,
             workspace_root=self.session.meta.workspace_root,
             stages=split_stages(directive.command, directive.stages),
+            race=directive.race and self.ctx.profile.facts.stage_race,
+            reasons=self.ctx.profile.change_reasons,
             approval_id=approval_id,
         )
         decision = await request_approval(turn, ask)
@@ -218,6 +275,44 @@ class TurnRunner:
             call.store(TEXT_MEDIA_TYPE)
             await call.stream([f"simulated run of: {directive.command}\n".encode()])
             await call.finish()
+        elif decision == "denied":
+            await call.finish_with("rejected", DENIED_BY_POLICY)
+        else:
+            await call.finish_with("failed", APPROVAL_CANCELLED)
+
+    async def _protected_write(self, directive: ProtectedWrite) -> None:
+        turn = self.turn
+        profile = self.ctx.profile
+        protected = profile.facts.protected_writes
+        approval_id = new_uuid7()
+        args = compact_json({"content": WRITTEN_CONTENT, "path": directive.path})
+        call = ToolCall(turn, "write_file", args, approval_id=approval_id)
+        await turn.usage(args, final=False)
+        await call.start()
+        if self.ctx.options.disable_write:
+            await call.finish_with("rejected", WRITE_DISABLED)
+            return
+        ask = ApprovalAsk(
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            item_id=call.item_id,
+            tool_call_id=call.call_id,
+            raw_args=args,
+            workspace_root=self.session.meta.workspace_root,
+            stages=[],
+            tool_name="write_file",
+            path=directive.path,
+            protected=protected,
+            bare=protected and directive.bare,
+            reasons=profile.change_reasons,
+            choices=ONCE_CHOICES if protected else CHOICES,
+            approval_id=approval_id,
+        )
+        decision = await request_approval(turn, ask)
+        if decision in ("approved", "approvedForSession"):
+            await call.update()
+            size = len(WRITTEN_CONTENT.encode())
+            await call.finish_with("completed", f"wrote {size} bytes to {directive.path}")
         elif decision == "denied":
             await call.finish_with("rejected", DENIED_BY_POLICY)
         else:
@@ -256,29 +351,35 @@ class TurnRunner:
             fields["time_to_first_token_ms"] = max(1, turn.first_token_ms - turn.started_ms)
         return TurnCompletedParams.model_validate(fields, by_name=True)
 
-    async def _complete(self, failure: TurnError | None) -> None:
+    async def _complete(self, failure: TurnError | None) -> str:
+        """Emit ``turn/completed``; returns its cursor."""
         if failure is None:
-            await self.session.emit("turn/completed", lambda pos: self._completed(pos, "completed"))
+            params = await self.session.emit(
+                "turn/completed", lambda pos: self._completed(pos, "completed")
+            )
         else:
-            await self.session.emit(
+            params = await self.session.emit(
                 "turn/completed",
                 lambda pos: self._completed(pos, "failed", reason=failure.message, error=failure),
             )
         self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+        return params.view_cursor
 
-    async def _stopped(self) -> None:
+    async def _stopped(self) -> str:
+        """Close what is open and emit ``turn/completed`` ``cancelled``; returns its cursor."""
         turn = self.turn
         for cleanup in reversed(list(turn.open_items.values())):
             await cleanup()
         turn.open_items.clear()
         reason = f"cancelled while {turn.phase}"
-        await self.session.emit(
+        params = await self.session.emit(
             "turn/completed", lambda pos: self._completed(pos, "cancelled", reason=reason)
         )
         stop = self._stop
         if stop is not None and stop.interrupt and stop.retract and self._message is not None:
             await self._retract(self._message)
         self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+        return params.view_cursor
 
     async def _retract(self, message: UserMessageItem) -> None:
         session = self.session

@@ -174,12 +174,14 @@ def session_model(
                 "lastCommandId": meta.approval_command_id,
             }
         )
-    if profile.session_names:
-        if meta.name is not None:
-            extra["name"] = meta.name
-        if meta.first_user_prompt is not None:
-            extra["title"] = meta.first_user_prompt[:80]
-            extra["first_user_prompt"] = meta.first_user_prompt
+    if profile.session_names and meta.name is not None:
+        extra["name"] = meta.name
+    if profile.titles:
+        title = meta.title or (meta.first_user_prompt[:80] if meta.first_user_prompt else None)
+        if title is not None:
+            extra["title"] = title
+    if profile.session_names and meta.first_user_prompt is not None:
+        extra["first_user_prompt"] = meta.first_user_prompt
     forked = ForkOrigin.model_validate(meta.forked_from) if meta.forked_from else None
     return Session(
         session_id=meta.session_id,

@@ -2,8 +2,9 @@
 
 Contract: ``resolve_home`` picks the state directory (``MUSE_SIM_HOME``, else
 ``$XDG_DATA_HOME/muse-sim``, else ``~/.local/share/muse-sim``); ``ServeOptions`` carries the
-``serve`` flags and everything resolved from the environment, frozen, so the host never reads
-the environment itself. Light on imports: the command line uses it before deciding what to load.
+``serve`` flags and everything resolved from the environment (faults and quirks included),
+frozen, so the host never reads the environment itself. Light on imports: the command line
+uses it before deciding what to load.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from muse_acp.sim.faults import Faults
+from muse_acp.sim.quirks import NO_QUIRKS, Quirks
 from muse_acp.sim.versions import HostVersion
 
 __all__ = [
@@ -53,6 +55,8 @@ class ServeOptions:
     sandbox_network: str = "proxy-only"
     no_session_log: bool = False
     trust_workspace: bool = False
+    quirks: Quirks = NO_QUIRKS
+    """Real-host behaviours to play (``MUSE_SIM_QUIRKS``)."""
     capture: Path | None = None
     """Where to append every request line received, when ``MUSE_SIM_CAPTURE`` is set."""
     replay: Path | None = None

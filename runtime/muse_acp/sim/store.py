@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -53,6 +54,8 @@ class SessionMeta:
     forked_from: dict[str, Any] | None = None
     name: str | None = None
     first_user_prompt: str | None = None
+    title: str | None = None
+    """The title the model gave the session (``sim:name``); else the first prompt is shown."""
     reasoning_effort: str | None = None
     active_turn_id: str | None = None
     """The turn in progress, as last recorded by the lease holder (for list rows)."""
@@ -182,6 +185,10 @@ class Store:
         if lease is not None:
             self.write_meta(meta)
         return lease
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session's directory; the caller holds its lease (and releases it after)."""
+        shutil.rmtree(self.session_dir(session_id))
 
     def acquire(self, session_id: str) -> Lease | None:
         return _try_lock(self.session_dir(session_id) / LOCK_FILE)

@@ -9,15 +9,24 @@ running), ``stream`` emits its output as ``item/delta`` ``output`` chunks of at 
 A stopped turn completes an open tool call ``cancelled``. ``run_shell``, ``run_search`` and
 ``run_web`` are the ``sim:bash|binary|unavailable``, ``sim:search`` and ``sim:web`` steps; under
 ``--disable-shell`` a bash call completes ``rejected``.
+
+``run_spawn`` (``sim:spawn SECONDS``) is a bash call that starts a real child process, ``sleep
+SECONDS``, in the host's own process group, with no stdin and its output discarded. Its output
+is ``pid <n>\n`` as soon as the child runs, then ``exit <status>\n`` when it ends (completed
+when the status is 0, failed otherwise); the turn holds until then. A turn stopped meanwhile
+(or a host shutting down) kills the child and reaps it before the call completes ``cancelled``.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterable
 from typing import Final
 
-from muse_acp.sim.directives import Search, Shell, WebSearch
+import anyio
+
+from muse_acp.sim.directives import Search, Shell, Spawn, WebSearch
 from muse_acp.sim.ids import new_call_id, new_uuid7, rfc3339_now
 from muse_acp.sim.outputs import (
     BINARY_MEDIA_TYPE,
@@ -31,10 +40,11 @@ from muse_acp.sim.outputs import (
 from muse_acp.sim.turn import Turn
 from muse_acp_wire.msp import OutputRef, ToolCallItem
 
-__all__ = ["ToolCall", "compact_json", "run_search", "run_shell", "run_web"]
+__all__ = ["ToolCall", "compact_json", "run_search", "run_shell", "run_spawn", "run_web"]
 
 CANCELLED_REASON: Final = "stopped because the turn ended early"
 SHELL_DISABLED: Final = "shell tools are disabled on this host (--disable-shell)"
+WRITE_DISABLED: Final = "file writes are disabled on this host (--disable-write)"
 
 
 def compact_json(value: object) -> str:
@@ -185,3 +195,31 @@ async def run_web(turn: Turn, directive: WebSearch) -> None:
     query = directive.query
     output = f"1. Simulated result for {query}\n   https://example.invalid/search?q={len(query)}\n"
     await run_text_tool(turn, ToolCall(turn, "web_search", compact_json({"query": query})), output)
+
+
+async def run_spawn(turn: Turn, directive: Spawn) -> None:
+    seconds = directive.seconds
+    command = f"sleep {seconds}"
+    call = ToolCall(turn, "bash", shell_args(command, f"Wait {seconds} seconds"))
+    await turn.usage(command, final=False)
+    await call.start()
+    if turn.ctx.options.disable_shell:
+        await call.finish_with("rejected", SHELL_DISABLED)
+        return
+    call.store(TEXT_MEDIA_TYPE)
+    process = await anyio.open_process(
+        ["sleep", seconds],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await call.stream([f"pid {process.pid}\n".encode()])
+        status = await process.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.aclose()  # waits for the child: it is always reaped
+    await call.stream([f"exit {status}\n".encode()])
+    await call.finish("completed" if status == 0 else "failed")

@@ -133,7 +133,7 @@ class Turn:
         self.steered = anyio.Event()
         return taken
 
-    async def item_event(self, method: str, item: Item, *, durable: bool = True) -> None:
+    def _item_params(self, item: Item) -> Callable[[Position], ItemEventParams]:
         def build(pos: Position) -> ItemEventParams:
             if pos.source_range is None:
                 return ItemEventParams(
@@ -146,7 +146,29 @@ class Turn:
                 item=item,
             )
 
-        await self.session.emit(method, build, durable=durable, item_id=item.item_id)
+        return build
+
+    async def item_event(self, method: str, item: Item, *, durable: bool = True) -> None:
+        await self.session.emit(
+            method, self._item_params(item), durable=durable, item_id=item.item_id
+        )
+
+    def record_item(self, method: str, item: Item) -> tuple[ItemEventParams, bytes]:
+        """Record a durable item event without sending it."""
+        return self.session.record(method, self._item_params(item), item_id=item.item_id)
+
+    def finished_message(self, text: str) -> AgentMessageItem:
+        """An agent message that exists only completed (revision 1), as a page shows one whose
+        start and deltas were never recorded."""
+        return AgentMessageItem(
+            item_id=new_uuid7(),
+            kind="agentMessage",
+            turn_id=self.turn_id,
+            revision=1,
+            status="completed",
+            recorded_at=rfc3339_now(),
+            text=text,
+        )
 
     async def delta(self, item_id: str, member: str, text: str) -> None:
         if self.first_token_ms is None:

@@ -1,0 +1,104 @@
+"""What the host tells a client besides the items of a turn: status, usage, names, view health
+and gaps in the live view.
+
+Contract, each only where the simulated version's schema publishes the notification:
+
+* ``status_changed``: ``session/statusChanged {sessionId, status, viewCursor}`` (no
+  ``attention``, no ``sourceRange``; not a view event, so not logged) with the cursor of the
+  record that caused it: ``running`` after ``turn/started``, ``idle`` after the
+  ``turn/completed`` that leaves nothing queued.
+* ``usage_changed``: after every ``turn/completed``, the host observes its subscription usage
+  (``usage/read`` answers it from then on) and sends it as ``usage/changed``.
+* ``name_session`` (``sim:name TEXT``): on versions with session names, the session is named
+  ``slug(TEXT)`` (and titled ``TEXT`` where sessions have titles), and a durable
+  ``session/nameChanged {sessionId, viewCursor, sourceRange, name}`` is emitted, then
+  ``session/listChanged`` to a connection that streams the session list.
+* ``view_lost`` (``sim:viewlost``): ``session/viewHealthChanged {sessionId, health:
+  "unavailable", noneReason: "projectionUnavailable"}``; a notice only, the turn's events keep
+  coming.
+* ``miss_events`` (``sim:gap N``): ``N`` completed agent messages are recorded in the session's
+  view and not sent; the next one (``resumed after N missed events``) is recorded and sent, then
+  ``view/gap {sessionId, after, next}``, where ``after`` is the cursor of the last durable event
+  sent before the gap and ``next`` that of the event just sent (the order of the SDK's recorded
+  gap). ``view/page`` forward from ``after`` with limit ``N`` returns exactly the missed events.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from muse_acp.sim.directives import Name
+from muse_acp_wire.msp import (
+    SessionNameChangedParams,
+    SessionStatusChangedParams,
+    SessionViewHealthChangedParams,
+    ViewGapParams,
+)
+
+if TYPE_CHECKING:
+    from muse_acp.sim.context import HostContext
+    from muse_acp.sim.session import LiveSession
+    from muse_acp.sim.turn import Turn
+
+__all__ = ["miss_events", "name_session", "status_changed", "usage_changed", "view_lost"]
+
+
+async def status_changed(ctx: HostContext, session: LiveSession, status: str, cursor: str) -> None:
+    await ctx.notify(
+        "session/statusChanged",
+        SessionStatusChangedParams(
+            session_id=session.session_id, status=status, view_cursor=cursor
+        ),
+    )
+
+
+async def usage_changed(ctx: HostContext) -> None:
+    usage = ctx.usage.observe_turn()
+    await ctx.notify("usage/changed", usage)
+
+
+async def name_session(turn: Turn, directive: Name) -> None:
+    ctx = turn.ctx
+    session = turn.session
+    if not ctx.profile.session_names:
+        return  # this version's sessions have no names
+    name = directive.slug
+    session.update(name=name, title=directive.text if ctx.profile.titles else None)
+    if ctx.profile.publishes("session/nameChanged"):
+        await session.emit(
+            "session/nameChanged",
+            lambda pos: SessionNameChangedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                name=name,
+            ),
+        )
+    await ctx.list_changed(session.meta)
+
+
+async def view_lost(turn: Turn) -> None:
+    await turn.ctx.notify(
+        "session/viewHealthChanged",
+        SessionViewHealthChangedParams(
+            session_id=turn.session_id, health="unavailable", none_reason="projectionUnavailable"
+        ),
+    )
+
+
+async def miss_events(turn: Turn, count: int) -> None:
+    session = turn.session
+    after = session.head_cursor
+    for number in range(1, count + 1):
+        turn.record_item(
+            "item/completed", turn.finished_message(f"missed event {number} of {count}")
+        )
+    await session.outbox.pace()
+    params, body = turn.record_item(
+        "item/completed", turn.finished_message(f"resumed after {count} missed events")
+    )
+    await session.outbox.send_event("item/completed", body)
+    await turn.ctx.notify(
+        "view/gap",
+        ViewGapParams(session_id=session.session_id, after=after, next=params.view_cursor),
+    )

@@ -1,0 +1,85 @@
+"""Checking a simulator frame against the bundle of the very version it plays.
+
+``check_frame`` validates one frame with the generated models of ``bundle(version)``: a
+notification must be one that version publishes, with params its model accepts; a host request
+likewise; an answer must fit the result model of the method it answers (errors: ``ErrorData``).
+It is strict where the models are lenient: a member the version's model does not know is a
+violation too (the models ignore unknown members, since peers evolve additively, but a host of
+that version cannot have sent one).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from muse_acp.host.bindings import bindings_for
+from muse_acp_wire.msp_bundles import BUNDLES
+
+VERSIONS = tuple(BUNDLES)
+"""Every version muse-sim plays, oldest first."""
+
+
+@cache
+def bundle(version: str) -> ModuleType:
+    """The generated module of ``version``'s own bundle."""
+    bindings = bindings_for(version)
+    assert bindings.version == version, f"no bundle of its own for {version}"
+    return bindings.module
+
+
+def _unknown(data: Any, dumped: Any, where: str, found: list[str]) -> None:
+    if isinstance(data, dict) and isinstance(dumped, dict):
+        for key, value in data.items():
+            if key not in dumped:
+                found.append(f"{where}.{key}")
+            else:
+                _unknown(value, dumped[key], f"{where}.{key}", found)
+    elif isinstance(data, list) and isinstance(dumped, list):
+        for index, (item, known) in enumerate(zip(data, dumped, strict=False)):
+            _unknown(item, known, f"{where}[{index}]", found)
+
+
+def _check(model: type[BaseModel] | None, data: Any, where: str) -> list[str]:
+    if model is None:
+        return [] if data in (None, {}) else [f"{where}: expected no params, got {data!r}"]
+    try:
+        parsed = model.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        return [f"{where}: {exc.error_count()} errors: {exc.errors()[0]}"]
+    found: list[str] = []
+    _unknown(data, parsed.model_dump(mode="json", by_alias=True, exclude_unset=True), where, found)
+    return [f"unknown member {path}" for path in found]
+
+
+def check_frame(frame: dict[str, Any], version: str, answered: str | None = None) -> list[str]:
+    """What is wrong with ``frame`` for a host of ``version`` (empty when nothing is).
+
+    ``answered`` is the method a response answers (None for other frames)."""
+    wire = bundle(version)
+    method = frame.get("method")
+    if isinstance(method, str) and "id" not in frame:
+        spec = wire.CLIENT_NOTIFICATIONS.get(method)
+        if spec is None:
+            return [f"{method} is not a notification {version} publishes"]
+        problems = _check(spec.params, frame.get("params"), method)
+        if list(frame)[-1] != "emittedAtMs":
+            problems.append(f"{method}: emittedAtMs is not the last envelope member")
+        return problems
+    if isinstance(method, str):
+        spec = wire.CLIENT_REQUESTS.get(method)
+        if spec is None:
+            return [f"request {method} is not one {version} sends"]
+        return _check(spec.params, frame.get("params"), f"request {method}")
+    if "error" in frame:
+        data = frame["error"].get("data")
+        return _check(wire.ErrorData, data, f"error of {answered}")
+    if answered is None:
+        return []
+    request = wire.HOST_REQUESTS.get(answered)
+    if request is None:
+        return [f"{answered} was answered but {version} does not serve it"]
+    return _check(request.result, frame.get("result"), f"result of {answered}")
