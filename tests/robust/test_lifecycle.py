@@ -15,7 +15,16 @@ from typing import Final
 import anyio
 import pytest
 
-from .faults_harness import MARGIN, Budgets, FaultWorld, fault_world, require_proc
+from .faults_harness import (
+    MARGIN,
+    Budgets,
+    FaultWorld,
+    children,
+    fault_world,
+    is_running,
+    require_proc,
+    wait_until,
+)
 from .rawagent import raw_agent
 
 pytestmark = pytest.mark.anyio
@@ -29,19 +38,35 @@ STOPS: Final = {
 }
 
 
+def _tool_pids(faulty: FaultWorld) -> list[int]:
+    """The processes the hosts started themselves (a ``sim:spawn`` tool's ``sleep``)."""
+    return [child for host in faulty.running() for child in children(host)]
+
+
 @pytest.mark.parametrize("stop", STOPS.values(), ids=STOPS.keys())
-@pytest.mark.parametrize("prompt", ["sim:hold", "sim:stream 20000"], ids=["holding", "streaming"])
+@pytest.mark.parametrize(
+    "prompt",
+    ["sim:hold", "sim:stream 20000", "sim:spawn 120"],
+    ids=["holding", "streaming", "running a tool process"],
+)
 async def test_a_stopped_agent_leaves_no_process_and_no_traceback(
     tmp_path: Path, stop: int | None, prompt: str
 ) -> None:
     require_proc()
     faulty: FaultWorld = fault_world(tmp_path, BUDGETS)
+    # The host leaves its tool process behind when it exits: only the agent's kill of the
+    # host's process group can end it.
+    faulty.world.extra_env["MUSE_SIM_QUIRKS"] = "orphan-tools"
     async with raw_agent(faulty.world, BUDGETS.env()) as agent:
         await agent.initialize()
         session = await agent.new_session()
         params = {"sessionId": session, "prompt": [{"type": "text", "text": prompt}]}
         await agent.start_request("session/prompt", params)
         await agent.wait_until(lambda: bool(faulty.world.host_requests("turn/start")), "a turn")
+        tools: list[int] = []
+        if prompt.startswith("sim:spawn"):
+            await agent.wait_until(lambda: bool(_tool_pids(faulty)), "the tool process")
+            tools = _tool_pids(faulty)
         assert faulty.running(), "a host serves the turn"
         if stop is None:
             assert agent.process.stdin is not None
@@ -51,6 +76,11 @@ async def test_a_stopped_agent_leaves_no_process_and_no_traceback(
         with anyio.fail_after(BUDGETS.startup + MARGIN):
             await agent.process.wait()
         await faulty.all_exited(MARGIN)
+        await wait_until(
+            lambda: not [pid for pid in tools if is_running(pid)],
+            MARGIN,
+            lambda: f"tool processes still running: {tools}",
+        )
     log = faulty.world.stderr_text()
     assert "Traceback" not in log, log[-3000:]
     assert agent.process.returncode is not None

@@ -16,6 +16,10 @@ host consults the value at fixed points; nothing else in muse-sim reads the vari
     ``turn/started`` is never sent (it is still recorded in the session's view, so paging and
     ``session/read`` see the turn), so a ``turn/completed`` can follow the acknowledgement
     directly.
+``orphan-tools``
+    A tool process the host started (``sim:spawn``) is left running when the turn ends early or
+    the host exits, as a host that dies mid-tool leaves it; only its process group still finds
+    it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Final
 __all__ = ["NO_QUIRKS", "QUIRKS", "QUIRKS_ENV", "QuirkSyntaxError", "Quirks", "parse_quirks"]
 
 QUIRKS_ENV: Final = "MUSE_SIM_QUIRKS"
-QUIRKS: Final = ("drop-initialized", "ack-before-started", "no-turn-started")
+QUIRKS: Final = ("drop-initialized", "ack-before-started", "no-turn-started", "orphan-tools")
 """Every quirk name, in the order the documentation lists them."""
 
 
@@ -51,6 +55,10 @@ class Quirks:
     @property
     def no_turn_started(self) -> bool:
         return "no-turn-started" in self.names
+
+    @property
+    def orphan_tools(self) -> bool:
+        return "orphan-tools" in self.names
 
 
 NO_QUIRKS: Final = Quirks()

@@ -217,9 +217,10 @@ async def run_spawn(turn: Turn, directive: Spawn) -> None:
         await call.stream([f"pid {process.pid}\n".encode()])
         status = await process.wait()
     finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.aclose()  # waits for the child: it is always reaped
+        if not turn.ctx.options.quirks.orphan_tools:
+            with anyio.CancelScope(shield=True):
+                if process.returncode is None:
+                    process.kill()
+                await process.aclose()  # waits for the child: it is always reaped
     await call.stream([f"exit {status}\n".encode()])
     await call.finish("completed" if status == 0 else "failed")
