@@ -1,9 +1,10 @@
 """Where the generator reads and writes, and every datamodel-code-generator flag, in one place.
 
 A target is one generated module built from one or more spec files. The ACP schema and the Muse
-extension schema form one module (the extensions refer to ACP content blocks); each MSP host
-version under ``spec/msp/<version>/`` forms a module of its own, so a newly exported host schema
-dropped into that folder is picked up without touching this file.
+extension schema form one module (the extensions refer to ACP content blocks); the output format
+of the legacy ``muse exec --json`` forms another (``exec_jsonl``); each MSP host version under
+``spec/msp/<version>/`` forms a module of its own, so a newly exported host schema dropped into
+that folder is picked up without touching this file.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ DATAMODEL_CODEGEN_FLAGS: Final[tuple[str, ...]] = (
 ROOT_CLASS_NAME: Final = "CodegenRoot"
 """Name given to the schema root, which carries only ``$defs`` and is dropped after generation."""
 
+EXEC_SCHEMA: Final = "exec/exec.schema.json"
+"""The schema of the JSON Lines that ``muse exec --json`` writes (hosts without ``serve``)."""
+
 _MSP_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 
@@ -60,7 +64,7 @@ class Target:
 
     module: str
     inputs: tuple[str, ...]
-    family: Literal["acp", "msp"]
+    family: Literal["acp", "exec", "msp"]
     host_version: str | None = None
 
     @property
@@ -69,8 +73,10 @@ class Target:
 
 
 def discover_targets(spec_dir: Path = SPEC_DIR) -> tuple[Target, ...]:
-    """Return every target, ACP first and then MSP versions in ascending order."""
+    """Return every target: ACP, the exec output format, then MSP versions in ascending order."""
     targets = [Target("acp", ("acp/acp.schema.json", "extensions/muse.schema.json"), "acp")]
+    if (spec_dir / EXEC_SCHEMA).is_file():
+        targets.append(Target("exec_jsonl", (EXEC_SCHEMA,), "exec"))
     versions = sorted(
         (p.name for p in (spec_dir / "msp").iterdir() if p.is_dir() and _MSP_VERSION.match(p.name)),
         key=lambda v: tuple(int(part) for part in v.split(".")),

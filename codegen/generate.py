@@ -33,6 +33,7 @@ from codegen.prepass import SchemaError, prepare
 
 _FAMILY_TITLE = {
     "acp": "ACP v1 (the subset muse-acp speaks) and the Muse ACP extensions",
+    "exec": "the JSON Lines of `muse exec --json` (Muse hosts without `serve`)",
     "msp": "MSP as served by Muse host {version}",
 }
 

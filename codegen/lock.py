@@ -22,6 +22,10 @@ _DEFAULT_PROVENANCE: Final = {
         "(schema release 1.21.0); covers the subset muse-acp speaks."
     ),
     "extensions": "Written for muse-acp: the Muse extensions muse-acp negotiates over ACP.",
+    "exec": (
+        "Written for muse-acp from public descriptions of the `muse exec --json` output of Muse "
+        "releases without `serve`; spec/README.md says which members are evidenced."
+    ),
     "msp": (
         "Written for muse-acp from observed Muse {version} host traffic, in the layout of a "
         "`muse schema generate-json-schema` export."

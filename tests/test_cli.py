@@ -105,6 +105,30 @@ def test_an_unknown_log_level_in_the_environment_is_refused_by_serve(tmp_path: P
     assert done.stdout == ""
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_an_unknown_backend_is_refused_wherever_it_is_given(tmp_path: Path, where: str) -> None:
+    args = ["--backend", "sdk", "serve"]
+    done = muse_acp(clean_env(tmp_path), *(args if where == "before" else args[2:] + args[:2]))
+    assert done.returncode == 2
+    assert "--backend must be auto, msp or exec" in done.stderr
+    assert "got 'sdk'" in done.stderr
+    assert done.stdout == ""
+
+
+def test_an_unknown_backend_in_the_environment_is_refused_by_serve(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path, MUSE_ACP_BACKEND="sdk"), "serve")
+    assert done.returncode == 2
+    assert done.stderr.startswith("muse-acp: MUSE_ACP_BACKEND must be auto, msp or exec (msp: ")
+    assert done.stdout == ""
+
+
+def test_the_backend_option_reaches_doctor(tmp_path: Path) -> None:
+    wrapper = sim_wrapper(tmp_path, "1.2.1")
+    done = muse_acp(clean_env(tmp_path), "--backend", "exec", "doctor", "--muse", str(wrapper))
+    assert done.returncode == 0, done.stdout
+    assert "exec: exec was chosen with --backend or MUSE_ACP_BACKEND" in done.stdout
+
+
 def test_an_unknown_option_exits_2(tmp_path: Path) -> None:
     done = muse_acp(clean_env(tmp_path), "--no-such-option")
     assert done.returncode == 2

@@ -35,6 +35,7 @@ def no_configured_muse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MUSE_SIM_HOME", str(tmp_path / "sim-home"))
     for name in (
         "MUSE_ACP_MUSE_BIN",
+        "MUSE_ACP_BACKEND",
         "MUSE_SIM_VERSION",
         "MUSE_ACP_STARTUP_TIMEOUT",
         "MUSE_ACP_LOG",
@@ -122,7 +123,56 @@ def test_an_executable_without_serve_fails(
     out = capsys.readouterr().out
     assert status == 1
     assert re.search(r"^  version +0\.9\.0$", out, flags=re.MULTILINE)
+    assert "supports neither `serve` nor `exec --json`" in out
+
+
+def test_a_muse_without_serve_is_ready_through_the_exec_backend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_doctor(str(sim_wrapper(tmp_path, "0.2.1"))) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  serve +NOT supported", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^  backend +exec: Muse 0\.2\.1 has no `serve` \(added in Muse 1\.1\.1\), so the "
+        r"legacy `muse exec --json` is used$",
+        out,
+        flags=re.MULTILINE,
+    )
+    assert re.search(r"^  exec flags +--json, --image, --disable-write", out, flags=re.MULTILINE)
+    assert re.search(r"^  initialize +not used: the exec backend speaks no MSP$", out, re.M)
+    assert set(features(out).values()) == {"off"}
+    assert "ready: muse-acp can serve ACP with this Muse executable through the legacy exec" in out
+
+
+def test_the_backend_asked_for_is_reported_with_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrapper = sim_wrapper(tmp_path, "1.2.1")
+    assert run_doctor(str(wrapper), backend="exec", as_json=True) == 0
+    sections = {s["name"]: s for s in json.loads(capsys.readouterr().out)["sections"]}
+    assert sections["backend"]["facts"]["backend"] == "exec"
+    assert sections["backend"]["facts"]["reason"] == (
+        "exec was chosen with --backend or MUSE_ACP_BACKEND"
+    )
+    assert sections["features"]["facts"]["storedOutput"]["enabled"] is False
+
+    monkeypatch.setenv("MUSE_ACP_BACKEND", "msp")
+    assert run_doctor(str(sim_wrapper(tmp_path, "0.2.1"))) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^  backend +NOT usable \(msp was asked for\)$", out, flags=re.MULTILINE)
     assert "does not support `serve`" in out
+    assert "MUSE_ACP_BACKEND=exec" in out
+
+
+def test_an_unknown_backend_is_refused_and_says_what_is_accepted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MUSE_ACP_BACKEND", "sdk")
+    assert run_doctor(None) == 1
+    out = capsys.readouterr().out
+    assert "MUSE_ACP_BACKEND must be auto, msp or exec" in out
+    assert "got 'sdk'" in out
+    assert "\n  executable" not in out
 
 
 def test_an_unusable_setting_fails_before_looking_for_muse(
@@ -187,10 +237,11 @@ def test_json_output_carries_the_same_findings(
     assert document["ready"] is True
     assert document["muse_acp"] == {"version": __version__}
     sections = {section["name"]: section for section in document["sections"]}
-    assert list(sections) == ["muse_acp", "executable", "handshake", "features"]
+    assert list(sections) == ["muse_acp", "executable", "backend", "handshake", "features"]
     assert all(section["ok"] for section in sections.values())
     assert sections["executable"]["facts"]["path"] == str(wrapper)
     assert sections["executable"]["facts"]["origin"] == "--muse"
+    assert sections["backend"]["facts"]["backend"] == "msp"
     assert sections["handshake"]["facts"]["server_version"] == "1.2.1"
     assert sections["features"]["facts"]["storedOutput"]["enabled"] is True
 

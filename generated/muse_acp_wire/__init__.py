@@ -3,6 +3,7 @@
 Modules:
 
 * ``muse_acp_wire.acp``: ACP v1 as muse-acp speaks it, plus the Muse ACP extensions.
+* ``muse_acp_wire.exec_jsonl``: the JSON Lines that ``muse exec --json`` writes (legacy hosts).
 * ``muse_acp_wire.msp_<major>_<minor>_<patch>``: MSP as served by that Muse host version.
 * ``muse_acp_wire.msp``: the MSP vocabulary, the newest bundle's names.
 * ``muse_acp_wire.msp_bundles``: ``BUNDLES``, every MSP bundle by host version (no models).

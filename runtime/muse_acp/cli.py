@@ -56,6 +56,28 @@ def _check_log_level(value: str | None) -> str | None:
         raise typer.BadParameter(str(error)) from None
 
 
+def _check_backend(value: str | None) -> str | None:
+    from muse_acp.config import ConfigError, check_backend
+
+    if value is None:
+        return None
+    try:
+        return check_backend(value, "--backend")
+    except ConfigError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        metavar="NAME",
+        help="msp (`muse serve`), exec (legacy `muse exec --json`) or auto "
+        "(default: $MUSE_ACP_BACKEND, else auto: msp when Muse has `serve`).",
+        show_default=False,
+        callback=_check_backend,
+    ),
+]
 MuseOption = Annotated[
     str | None,
     typer.Option(
@@ -94,6 +116,7 @@ class _Common:
     muse: str | None = None
     log_level: str | None = None
     data_dir: Path | None = None
+    backend: str | None = None
 
 
 def _common(ctx: typer.Context) -> _Common:
@@ -147,7 +170,9 @@ def _serve(common: _Common) -> None:
         print(TERMINAL_HINT, file=sys.stderr, flush=True)
     try:
         configure_logging(common.log_level)
-        config = load_config(os.environ, muse_bin=common.muse, data_dir=common.data_dir)
+        config = load_config(
+            os.environ, muse_bin=common.muse, data_dir=common.data_dir, backend=common.backend
+        )
     except ConfigError as error:
         print(f"muse-acp: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -160,6 +185,7 @@ def default(
     muse: MuseOption = None,
     log_level: LogOption = None,
     data_dir: DataDirOption = None,
+    backend: BackendOption = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -171,7 +197,7 @@ def default(
     ] = False,
 ) -> None:
     """Without a command, serve ACP on stdio (the same as `muse-acp serve`)."""
-    common = _Common(muse=muse, log_level=log_level, data_dir=data_dir)
+    common = _Common(muse=muse, log_level=log_level, data_dir=data_dir, backend=backend)
     ctx.obj = common
     if ctx.invoked_subcommand is None:
         _serve(common)
@@ -183,6 +209,7 @@ def serve(
     muse: MuseOption = None,
     log_level: LogOption = None,
     data_dir: DataDirOption = None,
+    backend: BackendOption = None,
 ) -> None:
     """Serve ACP on stdin/stdout (what editors and acpx launch)."""
     given = _common(ctx)
@@ -191,6 +218,7 @@ def serve(
             muse=muse or given.muse,
             log_level=log_level or given.log_level,
             data_dir=data_dir or given.data_dir,
+            backend=backend or given.backend,
         )
     )
 
@@ -219,15 +247,23 @@ def demo(
 def doctor(
     ctx: typer.Context,
     muse: MuseOption = None,
+    backend: BackendOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the findings as one JSON document.")
     ] = False,
 ) -> None:
-    """Report muse-acp's settings, the Muse executable, its handshake and enabled features."""
+    """Report muse-acp's settings, the Muse executable, its backend, handshake and features."""
     from muse_acp.doctor import run_doctor
 
     given = _common(ctx)
-    raise typer.Exit(run_doctor(muse or given.muse, as_json=as_json, data_dir=given.data_dir))
+    raise typer.Exit(
+        run_doctor(
+            muse or given.muse,
+            as_json=as_json,
+            data_dir=given.data_dir,
+            backend=backend or given.backend,
+        )
+    )
 
 
 @app.command()

@@ -6,6 +6,7 @@ defaults. A malformed value is reported when the adapter starts, not when it is 
 | variable | meaning | default |
 | --- | --- | --- |
 | ``MUSE_ACP_MUSE_BIN`` | the Muse executable | ``muse`` on PATH |
+| ``MUSE_ACP_BACKEND`` | ``msp``, ``exec`` (legacy ``muse exec --json``) or ``auto`` | ``auto`` |
 | ``MUSE_ACP_DATA_DIR`` | adapter preferences (titles) | ``$XDG_DATA_HOME/muse-acp`` |
 | ``MUSE_ACP_STARTUP_TIMEOUT`` | seconds for a host to start and finish its handshake | 120 |
 | ``MUSE_ACP_SUBMIT_TIMEOUT`` | seconds for Muse to acknowledge a command | 30 |
@@ -21,10 +22,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 
 ENV_MUSE_BIN: Final = "MUSE_ACP_MUSE_BIN"
 ENV_DATA_DIR: Final = "MUSE_ACP_DATA_DIR"
+ENV_BACKEND: Final = "MUSE_ACP_BACKEND"
+
+BackendSetting: TypeAlias = Literal["auto", "msp", "exec"]
+"""How Muse is driven: ``auto`` chooses ``msp`` when the executable has ``serve``, else ``exec``."""
+BACKEND_SETTINGS: Final[tuple[BackendSetting, ...]] = get_args(BackendSetting)
 
 
 class ConfigError(ValueError):
@@ -59,11 +65,29 @@ class AdapterConfig:
     """Explicit Muse executable (``--muse`` or ``MUSE_ACP_MUSE_BIN``); None searches PATH."""
     data_dir: Path = field(default_factory=lambda: default_data_dir(os.environ))
     deadlines: Deadlines = field(default_factory=Deadlines)
+    backend: BackendSetting = "auto"
+    """The backend the user asked for (``--backend`` or ``MUSE_ACP_BACKEND``); see ``backends``."""
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
     base = environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "muse-acp"
+
+
+def _is_backend(value: str) -> TypeGuard[BackendSetting]:
+    return value in BACKEND_SETTINGS
+
+
+def check_backend(raw: str, source: str) -> BackendSetting:
+    """``raw`` as a backend setting, or a ConfigError saying which ``source`` held what."""
+    value = raw.strip().lower()
+    if not _is_backend(value):
+        accepted = ", ".join(BACKEND_SETTINGS[:-1]) + f" or {BACKEND_SETTINGS[-1]}"
+        raise ConfigError(
+            f"{source} must be {accepted} (msp: `muse serve`; exec: the legacy `muse exec "
+            f"--json`; auto: msp when Muse has `serve`, else exec), got {raw!r}"
+        )
+    return value
 
 
 def _seconds(name: str, raw: str) -> float:
@@ -77,7 +101,11 @@ def _seconds(name: str, raw: str) -> float:
 
 
 def load_config(
-    environ: Mapping[str, str], *, muse_bin: str | None = None, data_dir: Path | None = None
+    environ: Mapping[str, str],
+    *,
+    muse_bin: str | None = None,
+    data_dir: Path | None = None,
+    backend: str | None = None,
 ) -> AdapterConfig:
     """Build the configuration from explicit options and the environment.
 
@@ -92,8 +120,14 @@ def load_config(
         }
     )
     explicit_data = data_dir or (Path(environ[ENV_DATA_DIR]) if environ.get(ENV_DATA_DIR) else None)
+    if backend:
+        chosen = check_backend(backend, "--backend")
+    else:
+        raw_backend = environ.get(ENV_BACKEND, "")
+        chosen = check_backend(raw_backend, ENV_BACKEND) if raw_backend.strip() else "auto"
     return AdapterConfig(
         muse_bin=muse_bin or environ.get(ENV_MUSE_BIN) or None,
         data_dir=explicit_data or default_data_dir(environ),
         deadlines=deadlines,
+        backend=chosen,
     )

@@ -10,17 +10,20 @@ Muse executable, or 1 with what to install or set when it cannot. The checks:
 * **Muse executable**: which executable would be used and why (``--muse``,
   ``MUSE_ACP_MUSE_BIN`` or PATH), what its ``--version`` printed and the version read from it,
   whether it supports ``serve`` and which safety flags ``serve --help`` lists;
-* **MSP handshake**: ``<muse> serve`` is started in a scratch folder and sent MSP
-  ``initialize``; the executable is usable only if it answers with a result within
+* **backend**: which backend muse-acp would use (``msp`` or the legacy ``exec``) and why
+  (``muse_acp.host.backends``), and for exec the ``exec --help`` flags it may pass; an executable
+  that cannot run the backend asked for (or any backend) ends the checks;
+* **MSP handshake** (MSP backend only): ``<muse> serve`` is started in a scratch folder and sent
+  MSP ``initialize``; the executable is usable only if it answers with a result within
   ``HANDSHAKE_TIMEOUT`` seconds (or the configured startup deadline, if shorter). The process is
   always reaped. The version the host reports there is the one features are judged by;
 * **features**: which version-gated features are on for that version
-  (``muse_acp.host.versions.VERIFIED_HOSTS``).
+  (``muse_acp.host.versions.VERIFIED_HOSTS``); the exec backend has none of them.
 
 A check that finds a blocking problem ends the run there. With ``as_json`` the same findings
 are printed as one JSON document instead: ``{"muse_acp": {...}, "sections": [{"name", "title",
 "ok", "findings": [{"label", "text"}], "facts": {...}}], "ready", "verdict"}``. More checks
-(sign-in, bundles, backends) are added by appending to ``CHECKS``.
+(sign-in, bundles) are added by appending to ``CHECKS``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,15 @@ import anyio
 
 from muse_acp import __version__
 from muse_acp.config import ENV_MUSE_BIN, AdapterConfig, ConfigError, load_config
-from muse_acp.host.binary import SERVE_FLAGS, HostUnavailable, MuseBinary, probe, resolve_binary
+from muse_acp.host.backends import BackendChoice, choose_backend
+from muse_acp.host.binary import (
+    EXEC_FLAGS,
+    SERVE_FLAGS,
+    HostUnavailable,
+    MuseBinary,
+    probe,
+    resolve_binary,
+)
 from muse_acp.host.client import HostEnded, open_host
 from muse_acp.host.versions import VERIFIED_HOSTS, Feature, supports
 from muse_acp.logs import resolve_level
@@ -86,8 +97,11 @@ class Doctor:
     muse: str | None
     environ: Mapping[str, str]
     data_dir: Path | None = None
+    backend_setting: str | None = None
+    """``--backend``, when given."""
     config: AdapterConfig | None = None
     binary: MuseBinary | None = None
+    backend: BackendChoice | None = None
     host_info: msp.InitializeResult | None = None
 
     @property
@@ -114,7 +128,12 @@ def _adapter(doctor: Doctor) -> Section:
     section.facts.update(version=__version__, python=platform.python_version())
     try:
         level = resolve_level(None, doctor.environ)
-        doctor.config = load_config(doctor.environ, muse_bin=doctor.muse, data_dir=doctor.data_dir)
+        doctor.config = load_config(
+            doctor.environ,
+            muse_bin=doctor.muse,
+            data_dir=doctor.data_dir,
+            backend=doctor.backend_setting,
+        )
     except ConfigError as error:
         section.line("settings", f"NOT usable: {error}")
         section.facts["settings_error"] = str(error)
@@ -165,14 +184,44 @@ def _executable(doctor: Doctor) -> Section:
         safety_flags=[flag for flag in SERVE_FLAGS if flag in binary.serve_flags],
     )
     if not binary.serves:
+        # Whether that rules the executable out is the backend check's to say.
         section.line("serve", "NOT supported (`serve --help` failed)")
-        try:
-            binary.require_serve()
-        except HostUnavailable as error:
-            section.problem = error.message
         return section
     section.line("serve", "supported")
     section.line("safety flags", _flags(binary))
+    return section
+
+
+def _backend(doctor: Doctor) -> Section:
+    section = Section("backend", "Backend")
+    assert doctor.binary is not None
+    assert doctor.config is not None
+    setting = doctor.config.backend
+    section.facts["setting"] = setting
+    try:
+        choice = anyio.run(choose_backend, setting, doctor.binary.path)
+    except HostUnavailable as error:
+        section.line("backend", f"NOT usable ({setting} was asked for)")
+        section.facts.update(backend=None, reason=error.message)
+        section.problem = error.message
+        return section
+    doctor.backend = choice
+    doctor.binary = choice.binary
+    section.line("backend", f"{choice.kind}: {choice.reason}")
+    section.facts.update(backend=choice.kind, reason=choice.reason)
+    if choice.exec:
+        offered = [flag for flag in EXEC_FLAGS if flag in (choice.binary.exec_flags or ())]
+        missing = [flag for flag in EXEC_FLAGS if flag not in offered]
+        text = ", ".join(offered)
+        if missing:
+            text += f"; missing {', '.join(missing)} (what needs them is refused)"
+        section.line("exec flags", text)
+        section.line(
+            "exec turns",
+            "one `muse exec --json` per prompt; no steering, stored output, local commands, "
+            "or session list/load/resume/fork",
+        )
+        section.facts["exec_flags"] = offered
     return section
 
 
@@ -200,6 +249,10 @@ def _handshake(doctor: Doctor) -> Section:
     section = Section("handshake", "MSP handshake")
     assert doctor.binary is not None
     assert doctor.config is not None
+    if doctor.backend is not None and doctor.backend.exec:
+        section.line("initialize", "not used: the exec backend speaks no MSP")
+        section.facts.update(ok=None, skipped="exec backend")
+        return section
     path = doctor.binary.path
     timeout = min(HANDSHAKE_TIMEOUT, doctor.config.deadlines.startup)
     started = time.monotonic()
@@ -233,8 +286,9 @@ def _handshake(doctor: Doctor) -> Section:
 def _features(doctor: Doctor) -> Section:
     section = Section("features", "Features")
     version = doctor.host_version
+    on_exec = doctor.backend is not None and doctor.backend.exec
     for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
-        enabled = supports(feature, version)
+        enabled = supports(feature, version) and not on_exec
         versions = ", ".join(sorted(verified))
         description = FEATURE_DESCRIPTIONS.get(feature, feature)
         state = "on " if enabled else "off"
@@ -249,6 +303,7 @@ def _features(doctor: Doctor) -> Section:
 CHECKS: Final[tuple[Callable[[Doctor], Section], ...]] = (
     _adapter,
     _executable,
+    _backend,
     _handshake,
     _features,
 )
@@ -259,7 +314,9 @@ def _ready_text(doctor: Doctor, sections: list[Section]) -> str:
     version = doctor.host_version
     features = next((s for s in sections if s.name == "features"), None)
     off = sum(1 for facts in (features.facts if features else {}).values() if not facts["enabled"])
-    if version is None:
+    if doctor.backend is not None and doctor.backend.exec:
+        caveat = " through the legacy exec backend, without MSP features"
+    elif version is None:
         caveat = "; its version is unknown, so every version-gated feature is off"
     elif off:
         caveat = f"; {off} version-gated feature(s) are off for Muse {version}"
@@ -299,9 +356,15 @@ def _write_json(stream: TextIO, sections: list[Section], ready: bool, verdict: s
     stream.flush()
 
 
-def run_doctor(muse: str | None, *, as_json: bool = False, data_dir: Path | None = None) -> int:
+def run_doctor(
+    muse: str | None,
+    *,
+    as_json: bool = False,
+    data_dir: Path | None = None,
+    backend: str | None = None,
+) -> int:
     """Run the checks (see the module contract); returns the exit status."""
-    doctor = Doctor(muse=muse, environ=os.environ, data_dir=data_dir)
+    doctor = Doctor(muse=muse, environ=os.environ, data_dir=data_dir, backend_setting=backend)
     sections: list[Section] = []
     problem: str | None = None
     for check in CHECKS:

@@ -157,6 +157,7 @@ ACP_INVALID: Final[dict[str, type[WireModel]]] = {
 
 EXTENSIONS_VALID: Final[dict[str, type[WireModel]]] = {
     "agent_meta": acp.MuseAgentMeta,
+    "agent_meta_backend": acp.MuseAgentMeta,
     "client_capabilities_meta": acp.MuseClientCapabilitiesMeta,
     "client_capabilities_meta_bare_steering": acp.MuseClientCapabilitiesMeta,
     "client_capabilities_meta_none": acp.MuseClientCapabilitiesMeta,
@@ -183,6 +184,7 @@ EXTENSIONS_VALID: Final[dict[str, type[WireModel]]] = {
 
 EXTENSIONS_INVALID: Final[dict[str, type[WireModel]]] = {
     "agent_meta_read_limit_too_large": acp.MuseAgentMeta,
+    "agent_meta_unknown_backend": acp.MuseAgentMeta,
     "agent_meta_wrong_method": acp.MuseAgentMeta,
     "client_capabilities_meta_text_steering": acp.MuseClientCapabilitiesMeta,
     "client_capabilities_meta_zero_version": acp.MuseClientCapabilitiesMeta,

@@ -7,6 +7,11 @@ stored output only when the configured Muse host is a version verified to serve 
 ``_meta`` blocks are read and written through their generated models
 (``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so an opt-in the extension schema refuses
 is refused here too (-32602), and every limit advertised is the schema's own.
+
+``_meta["muse/backend"]`` says which backend serves the connection and why, whenever it is
+known. On the legacy exec backend (``muse exec --json`` per turn) sessions can only be created
+and closed: no load, list, resume or fork, and no extension (stored output, steering) is
+negotiated, whatever the client asks for.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from muse_acp import __version__
 from muse_acp.host.versions import supports
-from muse_acp.rpc import INVALID_PARAMS, RpcError, describe_validation_error
+from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
 from muse_acp_wire import acp
 
 __all__ = [
@@ -29,6 +34,7 @@ __all__ = [
     "Negotiated",
     "initialize_response",
     "negotiate",
+    "not_on_exec",
     "schema_maximum",
 ]
 
@@ -73,6 +79,8 @@ class Negotiated:
     elicitation_form: bool = False
     """The client can answer form elicitations (Muse questions)."""
     terminal_auth: bool = False
+    exec_backend: bool = False
+    """The legacy exec backend serves the connection: no MSP feature is offered."""
 
     @property
     def any_steering(self) -> bool:
@@ -96,8 +104,12 @@ def _client_meta(capabilities: acp.ClientCapabilities | None) -> acp.MuseClientC
         ) from None
 
 
-def negotiate(request: acp.InitializeRequest, host_version: str | None) -> Negotiated:
-    """What the client asked for and the agent agrees to.
+def negotiate(
+    request: acp.InitializeRequest,
+    host_version: str | None,
+    backend: acp.MuseBackendReport | None = None,
+) -> Negotiated:
+    """What the client asked for and the agent agrees to, on ``backend`` (MSP when unknown).
 
     Raises:
         RpcError: INVALID_PARAMS for a Muse opt-in the extension schema refuses.
@@ -107,13 +119,28 @@ def negotiate(request: acp.InitializeRequest, host_version: str | None) -> Negot
     compatible = meta.steering
     elicitation = capabilities.elicitation if capabilities else None
     auth = capabilities.auth if capabilities else None
+    on_msp = backend is None or backend.backend == "msp"
     return Negotiated(
-        output=meta.muse_output is not None and supports("storedOutput", host_version),
-        steering=meta.muse_steering is not None,
-        compatible_steering=compatible is True
-        or (isinstance(compatible, acp.SteeringSupport) and compatible.supported),
+        output=on_msp and meta.muse_output is not None and supports("storedOutput", host_version),
+        steering=on_msp and meta.muse_steering is not None,
+        compatible_steering=on_msp
+        and (
+            compatible is True
+            or (isinstance(compatible, acp.SteeringSupport) and compatible.supported)
+        ),
         elicitation_form=elicitation is not None and elicitation.form is not None,
         terminal_auth=bool(auth and auth.terminal),
+        exec_backend=not on_msp,
+    )
+
+
+def not_on_exec(method: str) -> RpcError:
+    """The answer to a session method the exec backend does not advertise."""
+    return RpcError(
+        METHOD_NOT_FOUND,
+        f"{method} is not available on the legacy exec backend: `muse exec` keeps no session "
+        "muse-acp can read back, so only new sessions work; use the MSP backend (Muse Code "
+        "1.1.1 or newer) to list, load, resume or fork sessions",
     )
 
 
@@ -141,7 +168,10 @@ def _auth_methods(negotiated: Negotiated) -> list[Any]:
     return methods
 
 
-def initialize_response(negotiated: Negotiated) -> acp.InitializeResponse:
+def initialize_response(
+    negotiated: Negotiated, backend: acp.MuseBackendReport | None = None
+) -> acp.InitializeResponse:
+    """The ``initialize`` result for ``negotiated``; ``backend`` is reported when known."""
     meta = acp.MuseAgentMeta()
     if negotiated.output:
         meta.muse_output = acp.MuseOutputAdvertisement(
@@ -151,20 +181,25 @@ def initialize_response(negotiated: Negotiated) -> acp.InitializeResponse:
         meta.muse_steering = acp.MuseSteeringAdvertisement(version=1, method="_muse/steer")
     if negotiated.compatible_steering:
         meta.steering = acp.SteeringSupport(supported=True)
+    if backend is not None:
+        meta.muse_backend = backend
+    sessions = acp.SessionCapabilities(close=acp.SessionCloseCapabilities())
+    if not negotiated.exec_backend:
+        sessions = acp.SessionCapabilities(
+            list=acp.SessionListCapabilities(),
+            resume=acp.SessionResumeCapabilities(),
+            close=acp.SessionCloseCapabilities(),
+            fork=acp.SessionForkCapabilities(),
+        )
     response = acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=acp.AgentCapabilities(
-            load_session=True,
+            load_session=not negotiated.exec_backend,
             prompt_capabilities=acp.PromptCapabilities(
                 image=True, audio=False, embedded_context=True
             ),
             mcp_capabilities=acp.McpCapabilities(http=False, sse=False),
-            session_capabilities=acp.SessionCapabilities(
-                list=acp.SessionListCapabilities(),
-                resume=acp.SessionResumeCapabilities(),
-                close=acp.SessionCloseCapabilities(),
-                fork=acp.SessionForkCapabilities(),
-            ),
+            session_capabilities=sessions,
             auth=acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities()),
         ),
         auth_methods=_auth_methods(negotiated),

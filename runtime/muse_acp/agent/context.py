@@ -6,8 +6,10 @@ the adapter's own preference store, the model catalog last read from Muse, how h
 (``hosting``) and the agent's catalog host: a lease-free host kept for listing and reading
 sessions, so that paging through ``session/list`` or loading several sessions does not start a
 process per request. Work that leaves a session held by the host it ran on (a fork) gets a
-one-off host instead, which the new session's execution host waits to see gone. Per-session
-state lives in each ``AcpSession``, never here.
+one-off host instead, which the new session's execution host waits to see gone. The backend
+(MSP, or the legacy exec; see ``muse_acp.host.backends``) is chosen once, at ``initialize`` or
+first use, and kept for the connection (``backend``). Per-session state lives in each
+``AcpSession``, never here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Final
 
+import anyio
 from anyio.abc import TaskGroup
 
 from muse_acp.agent.capabilities import Negotiated
@@ -27,6 +30,8 @@ from muse_acp.agent.session import AcpSession, SessionRegistry
 from muse_acp.agent.skills import SkillsCatalog
 from muse_acp.agent.turn import TurnOptions
 from muse_acp.config import AdapterConfig
+from muse_acp.host.backends import BackendChoice, choose_backend
+from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.client import MspHost
 from muse_acp.rpc import Connection
 
@@ -53,6 +58,8 @@ class AgentContext:
         self._catalog_host = HostKeeper("catalog host", self.hosting, idle=idle)
         self._catalog_cwd: str | None = None
         self._acp: Connection | None = None
+        self._backend: BackendChoice | None = None
+        self._backend_lock = anyio.Lock()
 
     def attach(self, connection: Connection, tasks: TaskGroup) -> None:
         self._acp = connection
@@ -62,6 +69,29 @@ class AgentContext:
     def acp(self) -> Connection:
         assert self._acp is not None, "the agent connection is not running"
         return self._acp
+
+    async def backend(self) -> BackendChoice:
+        """The backend serving this connection, chosen once and kept (a failure of the chosen
+        backend never makes the other one run instead).
+
+        Raises:
+            HostUnavailable: the executable is missing, or cannot run the backend asked for.
+        """
+        async with self._backend_lock:
+            if self._backend is None:
+                binary = await self.hosting.muse()
+                self._backend = await choose_backend(self.config.backend, binary.path)
+            return self._backend
+
+    async def on_exec(self) -> bool:
+        """True when the exec backend serves this connection. An executable that cannot be used
+        yet counts as MSP unless exec was asked for: the MSP path then reports what is wrong."""
+        if self.config.backend != "auto":
+            return self.config.backend == "exec"
+        try:
+            return (await self.backend()).exec
+        except HostUnavailable:
+            return False
 
     @property
     def turn_options(self) -> TurnOptions:

@@ -117,16 +117,15 @@ class Hosting:
         return self._tasks
 
     async def muse(self) -> MuseBinary:
-        """The configured Muse executable, resolved and probed once.
+        """The configured Muse executable, resolved and probed once (``serve`` is required
+        only where a host is started: the exec backend runs Muse without it).
 
         Raises:
-            HostUnavailable: it is missing or cannot run ``serve``.
+            HostUnavailable: it is missing or cannot be probed.
         """
         async with self._binary_lock:
             if self._binary is None:
-                binary = await probe(resolve_binary(self.config.muse_bin))
-                binary.require_serve()
-                self._binary = binary
+                self._binary = await probe(resolve_binary(self.config.muse_bin))
             return self._binary
 
     def opener(self, cwd: str, flags: tuple[str, ...] = ()) -> HostOpener:
@@ -136,6 +135,7 @@ class Hosting:
     @asynccontextmanager
     async def _open(self, cwd: str, flags: tuple[str, ...]) -> AsyncIterator[MspHost]:
         binary = await self.muse()
+        binary.require_serve()
         binary.require_flags(flags)
         startup = self.config.deadlines.startup
         async with AsyncExitStack() as stack:

@@ -5,7 +5,9 @@ the first prompt. Load, resume and fork read through the agent's catalog host (l
 session running elsewhere can still be read; kept between requests), bounded by the startup and
 read budgets. Load replays history before it answers; resume and fork do not. Every
 session-scoped request checks the id's shape first, since ids also name preference files, and
-errors quote client-supplied ids and paths redacted and bounded.
+errors quote client-supplied ids and paths redacted and bounded. On the legacy exec backend only
+new and close work (load, resume and fork are not advertised and refused, see
+``capabilities.not_on_exec``), and new sessions advertise no local commands.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from functools import partial
 from typing import Final
 
 from muse_acp.agent import commands
+from muse_acp.agent.capabilities import not_on_exec
 from muse_acp.agent.config_options import config_options, session_modes
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.history import replay_history
@@ -136,7 +139,8 @@ async def handle_new(
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
     session = ctx.new_session(new_uuid7(), cwd)
-    rctx.after_response(partial(commands.advertise, ctx, session))
+    if not await ctx.on_exec():  # exec: no local commands
+        rctx.after_response(partial(commands.advertise, ctx, session))
     return acp.NewSessionResponse(
         session_id=session.session_id,
         modes=session_modes(session.settings),
@@ -147,6 +151,8 @@ async def handle_new(
 async def handle_load(
     ctx: AgentContext, params: acp.LoadSessionRequest, rctx: RequestContext
 ) -> acp.LoadSessionResponse:
+    if await ctx.on_exec():
+        raise not_on_exec("session/load")
     session_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
@@ -174,6 +180,8 @@ async def handle_load(
 async def handle_resume(
     ctx: AgentContext, params: acp.ResumeSessionRequest, rctx: RequestContext
 ) -> acp.ResumeSessionResponse:
+    if await ctx.on_exec():
+        raise not_on_exec("session/resume")
     session_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
@@ -209,6 +217,8 @@ async def _announce_resumed(ctx: AgentContext, session: AcpSession, problem: str
 async def handle_fork(
     ctx: AgentContext, params: acp.ForkSessionRequest, _: RequestContext
 ) -> acp.ForkSessionResponse:
+    if await ctx.on_exec():
+        raise not_on_exec("session/fork")
     source_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)

@@ -6,7 +6,8 @@ host's own cursor together with the workspace it was issued for, so a cursor fro
 listing (or a forged one) is refused with a clear error instead of listing something else.
 A session's title is the user's own when one is stored, else what Muse reports. Stored
 preferences are read off the event loop, one bounded read per page; a session whose own file is
-unusable is still listed, with the problem in its ``_meta["muse/notice"]``.
+unusable is still listed, with the problem in its ``_meta["muse/notice"]``. The legacy exec
+backend does not advertise listing and refuses it (``capabilities.not_on_exec``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 from typing import Final
 
+from muse_acp.agent.capabilities import not_on_exec
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.preferences import SessionPreferences
@@ -71,6 +73,8 @@ def _entry(row: msp.Session, kept: SessionPreferences) -> acp.SessionInfo:
 async def handle_list(
     ctx: AgentContext, params: acp.ListSessionsRequest, _: RequestContext
 ) -> acp.ListSessionsResponse:
+    if await ctx.on_exec():
+        raise not_on_exec("session/list")
     cwd = params.cwd
     if cwd is not None:
         check_workspace(cwd, None)

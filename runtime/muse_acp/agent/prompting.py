@@ -5,7 +5,8 @@ session must be open (-32002) and idle (-32600; a prompt that arrives while the 
 being cancelled first waits for it, within the cancel budget), and its content acceptable
 (-32602, see ``prompt_content``). A local command (``commands``) then runs without any model
 turn; anything else gets the session's execution host ready and runs a turn until it settles
-(see ``turn``).
+(see ``turn``). On the legacy exec backend there are no local commands: every prompt is one
+``muse exec --json`` run (see ``exec_turn``).
 
 Cancellation is ordered by arrival, not by task scheduling: ``session/cancel`` stops the work
 running on the session and any prompt that arrived before it but has not begun (a prompt and its
@@ -20,6 +21,7 @@ from typing import Final
 
 from muse_acp.agent import commands
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.exec_turn import run_exec_turn
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.prompt_content import convert_prompt
 from muse_acp.agent.session import AcpSession
@@ -75,7 +77,9 @@ async def handle_prompt(
     try:
         parts = convert_prompt(params.prompt)
         command = commands.recognise(params.prompt)
-        if command is not None:
+        if await ctx.on_exec():  # the legacy exec backend: a run per prompt, no local commands
+            stop = await run_exec_turn(ctx, session, work, parts)
+        elif command is not None:
             stop = await commands.run(ctx, session, work, command)
         else:
             stop = await run_turn(ctx, session, work, parts)

@@ -102,13 +102,19 @@ async def handle_initialize(
     ctx: AgentContext, params: InitializeParams, _: RequestContext
 ) -> acp.InitializeResponse:
     version: str | None = None
+    backend: acp.MuseBackendReport | None = None
     try:
-        version = (await ctx.hosting.muse()).version
+        choice = await ctx.backend()
+        version, backend = choice.binary.version, choice.report()
     except HostUnavailable as error:
         # initialize still succeeds so the client can show the problem on first use.
         logger.warning("%s", error.message)
-    ctx.negotiated = negotiate(params, version)
-    return initialize_response(ctx.negotiated)
+        if ctx.config.backend == "exec":
+            backend = acp.MuseBackendReport(
+                backend="exec", reason="exec was chosen with --backend or MUSE_ACP_BACKEND"
+            )
+    ctx.negotiated = negotiate(params, version, backend)
+    return initialize_response(ctx.negotiated, backend)
 
 
 REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (

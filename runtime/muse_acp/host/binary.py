@@ -6,7 +6,8 @@ interpreter and in this installation's scripts folder, so the commands installed
 muse-acp are found under pipx, uvx or an absolute-path launch whose PATH lacks that folder.
 Each binary is probed once (``--version`` and ``serve --help``) and the result cached by path,
 size and modification time, so replacing the binary is noticed without restarting the adapter.
-A missing or unusable binary is reported with what to do about it.
+``exec --help`` (the legacy backend, see ``backends``) is probed only when asked for, and then
+cached with the rest. A missing or unusable binary is reported with what to do about it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import anyio
@@ -26,6 +27,7 @@ import anyio
 from muse_acp.rpc import INTERNAL_ERROR, RpcError
 
 __all__ = [
+    "EXEC_FLAGS",
     "PROBE_TIMEOUT",
     "SERVE_FLAGS",
     "HostUnavailable",
@@ -46,7 +48,18 @@ SERVE_FLAGS: Final = (
     "--disable-sandbox",
     "--sandbox-network",
 )
+EXEC_FLAGS: Final = (
+    "--json",
+    "--image",
+    "--disable-write",
+    "--disable-shell",
+    "--disable-approval",
+    "--model",
+    "--reasoning-effort",
+)
+"""The ``muse exec`` flags the exec backend may pass, each only when ``exec --help`` lists it."""
 _VERSION: Final = re.compile(rb"(\d+\.\d+\.\d+)")
+_FLAG: Final = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 
 
 class HostUnavailable(RpcError):
@@ -68,12 +81,28 @@ class MuseBinary:
     """``serve --help`` exited 0, so the binary speaks MSP over stdio."""
     serve_flags: frozenset[str]
     """The safety flags ``serve --help`` mentions."""
+    exec_flags: frozenset[str] | None = None
+    """The ``EXEC_FLAGS`` that ``exec --help`` lists (empty when it failed); None until probed."""
+
+    @property
+    def execs(self) -> bool:
+        """``exec --help`` exited 0 and offers ``--json``: the legacy exec backend can run."""
+        return self.exec_flags is not None and "--json" in self.exec_flags
 
     def require_serve(self) -> None:
         if not self.serves:
             raise HostUnavailable(
                 f"the Muse executable {self.path} does not support `serve`; install a Muse Code "
-                "release that does (1.1.1 or newer) or point MUSE_ACP_MUSE_BIN at one"
+                "release that does (1.1.1 or newer) or point MUSE_ACP_MUSE_BIN at one, or use "
+                "the legacy exec backend (MUSE_ACP_BACKEND=exec)"
+            )
+
+    def require_exec(self) -> None:
+        if not self.execs:
+            raise HostUnavailable(
+                f"the Muse executable {self.path} does not support `exec --json`, which the exec "
+                "backend needs; choose the MSP backend (MUSE_ACP_BACKEND=msp) or point "
+                "MUSE_ACP_MUSE_BIN at a Muse Code that has it"
             )
 
     def require_flags(self, flags: tuple[str, ...]) -> None:
@@ -140,8 +169,16 @@ async def _run_probe(path: str, *args: str) -> tuple[int | None, bytes]:
 _cache: dict[tuple[str, int, int], MuseBinary] = {}
 
 
-async def probe(path: str) -> MuseBinary:
-    """Probe ``path`` once per (path, size, mtime)."""
+async def _probe_exec(binary: MuseBinary) -> MuseBinary:
+    code, output = await _run_probe(binary.path, "exec", "--help")
+    offered = set(_FLAG.findall(output.decode("utf-8", "replace"))) if code == 0 else set()
+    flags = frozenset(flag for flag in EXEC_FLAGS if flag in offered)
+    logger.info("Muse executable %s: exec flags %s", binary.path, sorted(flags) or "none")
+    return replace(binary, exec_flags=flags)
+
+
+async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
+    """Probe ``path`` once per (path, size, mtime); ``exec_help`` also probes ``exec --help``."""
     try:
         stat = os.stat(path)
     except OSError as exc:
@@ -149,6 +186,8 @@ async def probe(path: str) -> MuseBinary:
     key = (path, stat.st_size, stat.st_mtime_ns)
     cached = _cache.get(key)
     if cached is not None:
+        if exec_help and cached.exec_flags is None:
+            cached = _cache[key] = await _probe_exec(cached)
         return cached
     _, version_output = await _run_probe(path, "--version")
     match = _VERSION.search(version_output)
@@ -161,6 +200,8 @@ async def probe(path: str) -> MuseBinary:
         serves=help_code == 0,
         serve_flags=frozenset(flag for flag in SERVE_FLAGS if flag in help_text),
     )
+    if exec_help:
+        binary = await _probe_exec(binary)
     _cache[key] = binary
     logger.info("Muse executable %s: version %s, serve %s", path, binary.version, binary.serves)
     return binary

@@ -8,6 +8,8 @@ Contract: ``main`` parses the arguments with argparse and returns the exit statu
   stdin ends (stderr carries diagnostics only); ``serve --help`` lists those flags.
 * ``skills list [--json] [--workspace DIR]`` prints the skill catalog.
 * ``login`` / ``logout`` manage a credential file in the state directory (exit status only).
+* ``exec --json [flags] PROMPT`` runs one prompt headless and writes JSON Lines (see ``exec``);
+  ``MUSE_SIM_VERSION=0.2.1`` plays a release that has ``exec`` but no ``serve``.
 
 Usage errors, an unsupported ``MUSE_SIM_VERSION``, a malformed ``MUSE_SIM_FAULTS`` and an
 unknown ``MUSE_SIM_QUIRKS`` entry exit 2.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from muse_acp.sim.accounts import login, logout, skills_document, skills_table
+from muse_acp.sim.exec import add_exec_parser, legacy_version, run_exec
 from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
 from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
 from muse_acp.sim.settings import (
@@ -75,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("login", help="store simulated credentials")
     commands.add_parser("logout", help="remove stored credentials")
+    add_exec_parser(commands)
     return parser
 
 
@@ -145,12 +149,16 @@ def _skills(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``muse-sim`` with ``argv`` (default: the process arguments); return the exit status."""
     parser = build_parser()
+    legacy = legacy_version(os.environ)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if legacy is not None and arguments[:1] == ["serve"]:
+        return _fail(f"muse {legacy.version} has no `serve` command (it came with Muse 1.1.1)")
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
     try:
-        version = resolve_version(os.environ)
+        version = legacy or resolve_version(os.environ)
     except UnsupportedVersion as exc:
         return _fail(str(exc))
     if args.version:
@@ -158,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         return _serve(args)
+    if args.command == "exec":
+        return run_exec(args)
     if args.command == "skills":
         return _skills(args, parser)
     home = resolve_home(os.environ)

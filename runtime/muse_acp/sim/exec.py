@@ -1,0 +1,290 @@
+"""``muse-sim exec --json``: one headless run, as Muse hosts without ``serve`` run a prompt.
+
+Contract: ``run_exec`` plays the fake model of the prompt argument (the same ``sim:`` directives
+as ``serve``, see ``directives``) and writes its records to stdout as JSON Lines, one envelope
+per line, built with the generated models of ``spec/exec`` (``muse_acp_wire.exec_jsonl``):
+``run.lifecycle.started``, then per directive
+
+* ``sim:bash N`` (also ``binary``/``unavailable``): a ``bash`` intent, then its ``tool.result``
+  (a JSON object with ``command``, ``description`` and the first ``N`` bytes of output, at most
+  ``MAX_RESULT_BYTES``); refused (outcome ``rejected``) under ``--disable-shell``;
+* ``sim:search PATTERN`` / ``sim:web QUERY``: a ``search`` / ``web_search`` intent and result;
+* ``sim:approve COMMAND`` (and ``sim:stages``): with ``--disable-approval`` the command runs as
+  a bash call; under ``--disable-shell`` it is refused; otherwise the run records
+  ``approval_wait.effect.started`` and waits, as a headless run has no one to ask;
+* ``sim:stream N``: ``N`` text deltas; ``sim:hold``: wait until stopped;
+* ``sim:fail KIND``: ``run.terminal.failed`` with the host's reason for KIND (``stepLimit``: a
+  step limit; ``authRequired``: a refused credential) and exit status 1;
+* ``sim:crash``: exit 101 at once; ``sim:ask`` and ``sim:plan`` are said in text (a headless run
+  asks nothing and publishes no plan);
+
+then the reply (``You said: <prompt text>``, and a line per ``--image``) as text deltas,
+``run.terminal.completed`` and exit status 0. SIGTERM or SIGINT ends the run with
+``run.terminal.cancelled`` and status 143 or 130. With ``MUSE_SIM_CAPTURE`` set, one line
+``{"exec": {...}}`` records the process id, the flags, the prompt and each image file (its size
+and the modes of the file and its folder) before the run starts. ``LEGACY_VERSIONS`` are the
+releases that have ``exec`` but no ``serve`` (``MUSE_SIM_VERSION=0.2.1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import stat
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType, MappingProxyType
+from typing import Final
+
+from muse_acp.sim.directives import (
+    Approve,
+    AskUser,
+    Crash,
+    Directive,
+    Fail,
+    Hold,
+    Plan,
+    Search,
+    Shell,
+    Stream,
+    WebSearch,
+    parse_prompt,
+)
+from muse_acp.sim.ids import new_call_id, new_uuid7, rfc3339_now
+from muse_acp.sim.settings import CAPTURE_ENV
+from muse_acp.sim.turn import split_text
+from muse_acp.sim.versions import VERSION_ENV, HostVersion
+from muse_acp_wire import exec_jsonl
+
+__all__ = [
+    "LEGACY_VERSIONS",
+    "MAX_RESULT_BYTES",
+    "add_exec_parser",
+    "legacy_version",
+    "run_exec",
+]
+
+LEGACY_VERSIONS: Final[Mapping[str, HostVersion]] = MappingProxyType(
+    {"0.2.1": HostVersion("0.2.1", "R1433.1")}
+)
+"""Simulated releases with ``exec --json`` and no ``serve`` (their builds are made up)."""
+MAX_RESULT_BYTES: Final = 1024 * 1024
+OUTPUT_LINE: Final = "output-marker\n"
+"""The line ``sim:bash`` output repeats, as on ``serve``."""
+FAIL_REASONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "stepLimit": "the run reached its max model steps (25) before finishing",
+        "authRequired": "provider authentication failed: 401 Unauthorized (check the API key)",
+    }
+)
+_STOPPED: Final[Mapping[int, int]] = MappingProxyType({signal.SIGTERM: 143, signal.SIGINT: 130})
+
+
+def legacy_version(env: Mapping[str, str]) -> HostVersion | None:
+    """The simulated release without ``serve`` that ``MUSE_SIM_VERSION`` names, if it names one."""
+    return LEGACY_VERSIONS.get(env.get(VERSION_ENV, "").strip())
+
+
+def add_exec_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``exec`` to the command line (its ``--help`` lists every flag it takes)."""
+    parser = commands.add_parser("exec", help="run one prompt headless and exit")
+    parser.add_argument("--json", action="store_true", help="write records as JSON Lines")
+    parser.add_argument(
+        "--image", metavar="PATH", action="append", default=[], help="attach an image file"
+    )
+    parser.add_argument("--disable-write", action="store_true", help="refuse file writes")
+    parser.add_argument("--disable-shell", action="store_true", help="refuse shell tools")
+    parser.add_argument(
+        "--disable-approval", action="store_true", help="act without asking for approval"
+    )
+    parser.add_argument("--model", metavar="MODEL", help="the model to run on")
+    parser.add_argument("--reasoning-effort", metavar="EFFORT", help="the reasoning effort")
+    parser.add_argument("prompt", help="what to do")
+
+
+class _Run:
+    """The records of one run, written as they happen."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.session_id = new_uuid7()
+        self.sequence = 0
+
+    def record(self, payload_type: str, payload: Mapping[str, object]) -> None:
+        envelope = exec_jsonl.ExecEnvelope(
+            schema_version=1,
+            id=new_uuid7(),
+            stream=exec_jsonl.ExecStream(kind="session", id=self.session_id),
+            sequence=self.sequence,
+            recorded_at=rfc3339_now(),
+            record_type="event",
+            durability="durable",
+            causation_id=None,
+            payload_type=payload_type,
+            payload_schema_version=1,
+            payload=dict(payload),
+        )
+        self.sequence += 1
+        line = json.dumps(envelope.model_dump(mode="json"), separators=(",", ":"))
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def say(self, text: str) -> None:
+        for piece in split_text(text):
+            self.record("run.output.delta", exec_jsonl.OutputDeltaPayload(text=piece).model_dump())
+
+    def intent(self, tool: str) -> str:
+        call_id = new_call_id()
+        payload = exec_jsonl.SideEffectIntentPayload(
+            operation=f"tool:{tool}", idempotency_key=f"tool:{call_id}"
+        )
+        self.record("task.lifecycle.side_effect_intent", payload.model_dump(exclude_none=True))
+        return call_id
+
+    def result(self, call_id: str, tool: str, text: str, outcome: str = "success") -> None:
+        payload = exec_jsonl.ToolResultPayload(
+            call_id=call_id,
+            text=text,
+            correlation_facts=exec_jsonl.ToolCorrelationFacts(tool_name=tool, outcome=outcome),
+        )
+        self.record("tool.result", payload.model_dump(exclude_none=True))
+
+    def shell(self, command: str, output: str) -> None:
+        call_id = self.intent("bash")
+        if self.args.disable_shell:
+            self.result(call_id, "bash", "shell tools are disabled (--disable-shell)", "rejected")
+            return
+        result = {"command": command, "description": f"Run {command}", "output": output}
+        self.result(call_id, "bash", json.dumps(result, ensure_ascii=False))
+
+    def terminal(self, outcome: str, reason: str | None = None) -> None:
+        payload = exec_jsonl.RunTerminalPayload(reason=reason)
+        self.record(f"run.terminal.{outcome}", payload.model_dump())
+
+    def wait_until_stopped(self) -> None:
+        while True:
+            signal.pause()
+
+    def step(self, directive: Directive) -> int | None:
+        """Play one directive; an exit status ends the run there."""
+        if isinstance(directive, Shell):
+            size = min(directive.size, MAX_RESULT_BYTES)
+            output = (OUTPUT_LINE * (size // len(OUTPUT_LINE) + 1))[:size]
+            self.shell(f"sim-output {directive.size}", output)
+        elif isinstance(directive, Search | WebSearch):
+            tool, query = (
+                ("search", directive.pattern)
+                if isinstance(directive, Search)
+                else ("web_search", directive.query)
+            )
+            call_id = self.intent(tool)
+            self.result(call_id, tool, f"1 match for {query}:\nREADME.md:1: {query}")
+        elif isinstance(directive, Approve):
+            return self.approve(directive.command)
+        elif isinstance(directive, Stream):
+            for index in range(directive.deltas):
+                payload = exec_jsonl.OutputDeltaPayload(text=f"t{index} ")
+                self.record("run.output.delta", payload.model_dump())
+        elif isinstance(directive, Hold):
+            self.wait_until_stopped()
+        elif isinstance(directive, Fail):
+            reason = FAIL_REASONS.get(directive.kind, f"the model failed ({directive.kind})")
+            self.terminal("failed", reason)
+            sys.stderr.write(f"muse: error: {reason}\n")
+            return 1
+        elif isinstance(directive, Crash):
+            sys.stderr.write("muse: internal error: simulated crash\n")
+            sys.stderr.flush()
+            os._exit(101)
+        elif isinstance(directive, AskUser | Plan):
+            what = "ask you anything" if isinstance(directive, AskUser) else "publish a plan"
+            self.say(f"(A headless run cannot {what}.) ")
+        return None
+
+    def approve(self, command: str) -> int | None:
+        if self.args.disable_approval or self.args.disable_shell:
+            self.shell(command, f"ran: {command}\n")
+            return None
+        call_id = self.intent("bash")
+        payload = exec_jsonl.ApprovalWaitPayload(
+            operation="tool:bash", idempotency_key=f"tool:{call_id}"
+        )
+        self.record("approval_wait.effect.started", payload.model_dump(exclude_none=True))
+        self.wait_until_stopped()
+        return None
+
+
+def _capture(args: argparse.Namespace) -> None:
+    target = os.environ.get(CAPTURE_ENV, "")
+    if not target:
+        return
+    images = []
+    for name in args.image:
+        path = Path(name)
+        info = path.stat()
+        images.append(
+            {
+                "path": str(path),
+                "bytes": info.st_size,
+                "mode": stat.S_IMODE(info.st_mode),
+                "dirMode": stat.S_IMODE(path.parent.stat().st_mode),
+            }
+        )
+    flags = [
+        flag
+        for flag, on in (
+            ("--json", args.json),
+            ("--disable-write", args.disable_write),
+            ("--disable-shell", args.disable_shell),
+            ("--disable-approval", args.disable_approval),
+        )
+        if on
+    ]
+    document = {
+        "exec": {
+            "pid": os.getpid(),
+            "flags": flags,
+            "model": args.model,
+            "reasoningEffort": args.reasoning_effort,
+            "prompt": args.prompt,
+            "images": images,
+        }
+    }
+    with open(Path(target).absolute(), "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(document, ensure_ascii=False) + "\n")
+
+
+def run_exec(args: argparse.Namespace) -> int:
+    """Run ``muse-sim exec`` (see the module contract); returns the exit status."""
+    if not args.json:
+        sys.stderr.write("muse-sim: exec writes JSON Lines only; pass --json\n")
+        return 2
+    missing = [name for name in args.image if not Path(name).is_file()]
+    if missing:
+        sys.stderr.write(f"muse-sim: image {missing[0]!r} is not a readable file\n")
+        return 2
+    _capture(args)
+    run = _Run(args)
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        run.terminal("cancelled", "stopped by a signal")
+        sys.stdout.flush()
+        os._exit(_STOPPED[signum])
+
+    for signum in _STOPPED:
+        signal.signal(signum, stop)
+    prompt = parse_prompt(args.prompt)
+    run.record("run.lifecycle.started", {"prompt": prompt.text})
+    for directive in prompt.directives:
+        status = run.step(directive)
+        if status is not None:
+            return status
+    reply = f"You said: {prompt.text}"
+    for name in args.image:
+        reply += f"\n[image {Path(name).suffix.lstrip('.')}, {Path(name).stat().st_size} bytes]"
+    run.say(reply)
+    run.terminal("completed")
+    return 0
