@@ -141,10 +141,13 @@ async def test_a_stopped_run_records_its_cancellation(
             command, env=sim_env(tmp_path, "1.2.1", None), stderr=subprocess.DEVNULL
         ) as process:
             assert process.stdout is not None
+            signalled = False
             async for chunk in process.stdout:
                 output += chunk
-                if b"approval_wait.effect.started" in output and output.endswith(b"\n"):
+                waiting = b"approval_wait.effect.started" in output and output.endswith(b"\n")
+                if waiting and not signalled:
                     process.send_signal(signum)
+                    signalled = True
             assert await process.wait() == status
     found = records(output.decode())
     assert found[-2]["payload_type"] == "approval_wait.effect.started"

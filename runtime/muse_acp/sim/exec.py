@@ -270,6 +270,9 @@ def run_exec(args: argparse.Namespace) -> int:
     run = _Run(args)
 
     def stop(signum: int, _frame: FrameType | None) -> None:
+        # A second signal during this handler would record the end twice.
+        for other in _STOPPED:
+            signal.signal(other, signal.SIG_IGN)
         run.terminal("cancelled", "stopped by a signal")
         sys.stdout.flush()
         os._exit(_STOPPED[signum])
