@@ -7,6 +7,7 @@ defaults. A malformed value is reported when the adapter starts, not when it is 
 | --- | --- | --- |
 | ``MUSE_ACP_MUSE_BIN`` | the Muse executable | ``muse`` on PATH |
 | ``MUSE_ACP_BACKEND`` | ``msp``, ``exec`` (legacy ``muse exec --json``) or ``auto`` | ``auto`` |
+| ``MUSE_ACP_TRUST_NEWER_HOST`` | ``1``: gated features for a Muse newer than all verified | ``0`` |
 | ``MUSE_ACP_DATA_DIR`` | adapter preferences (titles) | ``$XDG_DATA_HOME/muse-acp`` |
 | ``MUSE_ACP_STARTUP_TIMEOUT`` | seconds for a host to start and finish its handshake | 120 |
 | ``MUSE_ACP_SUBMIT_TIMEOUT`` | seconds for Muse to acknowledge a command | 30 |
@@ -27,6 +28,7 @@ from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 ENV_MUSE_BIN: Final = "MUSE_ACP_MUSE_BIN"
 ENV_DATA_DIR: Final = "MUSE_ACP_DATA_DIR"
 ENV_BACKEND: Final = "MUSE_ACP_BACKEND"
+ENV_TRUST_NEWER: Final = "MUSE_ACP_TRUST_NEWER_HOST"
 
 BackendSetting: TypeAlias = Literal["auto", "msp", "exec"]
 """How Muse is driven: ``auto`` chooses ``msp`` when the executable has ``serve``, else ``exec``."""
@@ -67,6 +69,9 @@ class AdapterConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)
     backend: BackendSetting = "auto"
     """The backend the user asked for (``--backend`` or ``MUSE_ACP_BACKEND``); see ``backends``."""
+    trust_newer_host: bool = False
+    """Offer version-gated features to a host newer than every verified one
+    (``MUSE_ACP_TRUST_NEWER_HOST=1``); see ``host.versions``."""
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -88,6 +93,15 @@ def check_backend(raw: str, source: str) -> BackendSetting:
             f"--json`; auto: msp when Muse has `serve`, else exec), got {raw!r}"
         )
     return value
+
+
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"", "0", "false", "no"}:
+        return False
+    if value in {"1", "true", "yes"}:
+        return True
+    raise ConfigError(f"{name} must be 1 (on) or 0 (off), got {raw!r}")
 
 
 def _seconds(name: str, raw: str) -> float:
@@ -130,4 +144,5 @@ def load_config(
         data_dir=explicit_data or default_data_dir(environ),
         deadlines=deadlines,
         backend=chosen,
+        trust_newer_host=_flag(ENV_TRUST_NEWER, environ.get(ENV_TRUST_NEWER, "")),
     )

@@ -17,8 +17,10 @@ Muse executable, or 1 with what to install or set when it cannot. The checks:
   MSP ``initialize``; the executable is usable only if it answers with a result within
   ``HANDSHAKE_TIMEOUT`` seconds (or the configured startup deadline, if shorter). The process is
   always reaped. The version the host reports there is the one features are judged by;
-* **features**: which version-gated features are on for that version
-  (``muse_acp.host.versions.VERIFIED_HOSTS``); the exec backend has none of them.
+* **features**: which MSP bindings that version is read with (its own bundle or the nearest
+  older one), which version-gated features are on for it
+  (``muse_acp.host.versions.VERIFIED_HOSTS``) and, for a host newer than every verified one,
+  how to turn them on (``MUSE_ACP_TRUST_NEWER_HOST=1``); the exec backend has none of them.
 
 A check that finds a blocking problem ends the run there. With ``as_json`` the same findings
 are printed as one JSON document instead: ``{"muse_acp": {...}, "sections": [{"name", "title",
@@ -43,7 +45,13 @@ from typing import Any, Final, TextIO
 import anyio
 
 from muse_acp import __version__
-from muse_acp.config import ENV_MUSE_BIN, AdapterConfig, ConfigError, load_config
+from muse_acp.config import (
+    ENV_MUSE_BIN,
+    ENV_TRUST_NEWER,
+    AdapterConfig,
+    ConfigError,
+    load_config,
+)
 from muse_acp.host.backends import BackendChoice, choose_backend
 from muse_acp.host.binary import (
     EXEC_FLAGS,
@@ -53,8 +61,9 @@ from muse_acp.host.binary import (
     probe,
     resolve_binary,
 )
+from muse_acp.host.bindings import bindings_for
 from muse_acp.host.client import HostEnded, open_host
-from muse_acp.host.versions import VERIFIED_HOSTS, Feature, supports
+from muse_acp.host.versions import VERIFIED_HOSTS, Feature, newer_than_verified, supports
 from muse_acp.logs import resolve_level
 from muse_acp.redact import redact
 from muse_acp.rpc import ConnectionClosed, RpcError
@@ -287,8 +296,14 @@ def _features(doctor: Doctor) -> Section:
     section = Section("features", "Features")
     version = doctor.host_version
     on_exec = doctor.backend is not None and doctor.backend.exec
+    trust_newer = doctor.config is not None and doctor.config.trust_newer_host
+    if not on_exec and version is not None:
+        bindings = bindings_for(version)
+        how = "its own" if bindings.exact else "the nearest older one"
+        section.line("bindings", f"MSP {bindings.version} ({how}) for Muse {version}")
+        section.facts.update(bundle=bindings.version, exact_bundle=bindings.exact)
     for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
-        enabled = supports(feature, version) and not on_exec
+        enabled = supports(feature, version, trust_newer=trust_newer) and not on_exec
         versions = ", ".join(sorted(verified))
         description = FEATURE_DESCRIPTIONS.get(feature, feature)
         state = "on " if enabled else "off"
@@ -296,7 +311,21 @@ def _features(doctor: Doctor) -> Section:
             "features" if index == 0 else "",
             f"{feature:<14}{state}  {description} (verified: {versions})",
         )
-        section.facts[feature] = {"enabled": enabled, "verified": sorted(verified)}
+        newer = not on_exec and newer_than_verified(feature, version)
+        if newer and not enabled:
+            section.line(
+                "",
+                f"{'':<14}      this Muse is newer than every verified one; set "
+                f"{ENV_TRUST_NEWER}=1 to turn it on",
+            )
+        elif newer:
+            section.line("", f"{'':<14}      on because {ENV_TRUST_NEWER}=1 trusts newer hosts")
+        section.facts[feature] = {
+            "enabled": enabled,
+            "verified": sorted(verified),
+            "newerThanVerified": newer,
+            "trustNewer": trust_newer,
+        }
     return section
 
 
@@ -313,7 +342,8 @@ CHECKS: Final[tuple[Callable[[Doctor], Section], ...]] = (
 def _ready_text(doctor: Doctor, sections: list[Section]) -> str:
     version = doctor.host_version
     features = next((s for s in sections if s.name == "features"), None)
-    off = sum(1 for facts in (features.facts if features else {}).values() if not facts["enabled"])
+    found = features.facts if features else {}
+    off = sum(1 for name in VERIFIED_HOSTS if name in found and not found[name]["enabled"])
     if doctor.backend is not None and doctor.backend.exec:
         caveat = " through the legacy exec backend, without MSP features"
     elif version is None:

@@ -64,9 +64,12 @@ def _requested(
     subject: dict[str, Any] | None = None,
     source_index: int = 0,
     tool_name: str = "shell",
+    protected_write: bool | None = None,
 ) -> msp.ApprovalRequestedParams:
+    extra = {} if protected_write is None else {"protectedWrite": protected_write}
     return msp.ApprovalRequestedParams.model_validate(
         {
+            **extra,
             "sessionId": "host-session",
             "approvalId": "apr-1",
             "turnId": "turn-1",
@@ -187,6 +190,7 @@ def test_a_request_offers_every_host_choice_in_host_order() -> None:
                 "turnId": "turn-1",
                 "itemId": "item-1",
                 "requirement": {"approvalId": "apr-1", "sourceIndex": 0},
+                "protectedWrite": False,
             }
         },
     }
@@ -293,6 +297,19 @@ def test_permission_titles(
     view = _view(raw_args=raw_args, subject=subject, source_index=source_index)
     raw = _wire(permission_request("s", view, tool_call_id="t", kind="execute"))
     assert raw["toolCall"]["title"] == title
+
+
+def test_a_protected_write_says_so_in_its_title_and_meta() -> None:
+    view = _view(
+        raw_args=json.dumps({"path": ".muse/settings.json", "content": "{}"}),
+        subject={"kind": "fileAccess", "path": ".muse/settings.json", "access": "write"},
+        tool_name="write_file",
+        protected_write=True,
+    )
+    raw = _wire(permission_request("s", view, tool_call_id="t", kind="edit"))
+    assert raw["toolCall"]["title"] == "Protected write: .muse/settings.json"
+    assert raw["_meta"]["muse/approval"]["protectedWrite"] is True
+    assert acp.MusePermissionMeta.model_validate(raw["_meta"]).muse_approval is not None
 
 
 def test_a_long_title_is_cut_to_the_limit() -> None:

@@ -30,7 +30,8 @@ AVAILABLE_REF: Final = {
     "mediaType": "text/plain",
 }
 NOT_ENABLED: Final = (
-    "[Muse stored the full output, but it cannot be read back over this connection.]"
+    "[Muse stored the full output (300000 bytes), but the part not shown here cannot be read "
+    "back over this connection.]"
 )
 READABLE: Final = (
     "[The full output (300000 bytes) can be read through this card's muse/output reference.]"
@@ -423,6 +424,24 @@ def test_baseline_clients_get_no_reference_but_a_note() -> None:
     update = _wire(tool_call(SESSION, _stored(), policy=BASELINE_OUTPUT))
     assert "_meta" not in update
     assert _text(update) == "y\ny\n\n\n" + NOT_ENABLED
+
+
+def test_a_card_that_shows_all_the_stored_bytes_claims_nothing_is_missing() -> None:
+    update = _wire(tool_call(SESSION, _stored(byteLen=4), policy=BASELINE_OUTPUT))
+    assert _text(update) == "y\ny\n"
+
+
+def test_a_card_whose_publication_muse_shortened_still_says_the_rest_is_unreadable() -> None:
+    item = _tool(
+        "bash",
+        {"command": "yes | head"},
+        visibleOutput="y\ny\n",
+        truncated=True,
+        outputRef={**AVAILABLE_REF, "byteLen": 4},
+    )
+    assert _text(_wire(tool_call(SESSION, item, policy=BASELINE_OUTPUT))).endswith(
+        "cannot be read back over this connection.]"
+    )
 
 
 @pytest.mark.parametrize("policy", [REFERENCES, BASELINE_OUTPUT])

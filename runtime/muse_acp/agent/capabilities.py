@@ -108,8 +108,11 @@ def negotiate(
     request: acp.InitializeRequest,
     host_version: str | None,
     backend: acp.MuseBackendReport | None = None,
+    *,
+    trust_newer: bool = False,
 ) -> Negotiated:
-    """What the client asked for and the agent agrees to, on ``backend`` (MSP when unknown).
+    """What the client asked for and the agent agrees to, on ``backend`` (MSP when unknown);
+    ``trust_newer`` is the user's ``MUSE_ACP_TRUST_NEWER_HOST`` (see ``host.versions``).
 
     Raises:
         RpcError: INVALID_PARAMS for a Muse opt-in the extension schema refuses.
@@ -121,7 +124,9 @@ def negotiate(
     auth = capabilities.auth if capabilities else None
     on_msp = backend is None or backend.backend == "msp"
     return Negotiated(
-        output=on_msp and meta.muse_output is not None and supports("storedOutput", host_version),
+        output=on_msp
+        and meta.muse_output is not None
+        and supports("storedOutput", host_version, trust_newer=trust_newer),
         steering=on_msp and meta.muse_steering is not None,
         compatible_steering=on_msp
         and (

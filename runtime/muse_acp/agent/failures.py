@@ -32,11 +32,13 @@ __all__ = [
     "automatic_unavailable",
     "client_answer_failed",
     "deadline_exceeded",
+    "handshake_incomplete",
     "host_exited",
     "host_rejected",
     "session_in_use",
     "stop_reason",
     "too_many_early_events",
+    "unreadable_ask",
     "user_input_unsupported",
 ]
 
@@ -217,6 +219,9 @@ class HostRefusal(RpcError):
 
 def host_rejected(method: str, error: RpcError, phase: Phase) -> HostRefusal:
     """The host answered the adapter's ``method`` request with an MSP error."""
+    kind = error_kind(error)
+    if kind == "notInitialized":
+        return HostRefusal(handshake_incomplete(method), kind)
     failure = Failure("hostRejected", "host", retryable=False, phase=phase)
     detail = _sentence(error.message) if error.message.strip() else "It gave no reason."
     return HostRefusal(
@@ -224,7 +229,19 @@ def host_rejected(method: str, error: RpcError, phase: Phase) -> HostRefusal:
             f"Muse refused the {clip(method, 100)} request (MSP error {error.code}): {detail} "
             f"{_INSPECT_HINT}"
         ),
-        error_kind(error),
+        kind,
+    )
+
+
+def handshake_incomplete(method: str) -> RpcError:
+    """The host answered ``initialize`` but refuses work as if the handshake never finished
+    (it ignored the ``initialized`` notification, as some 1.3.0 hosts do): nothing ran."""
+    failure = Failure("handshakeIncomplete", "host", retryable=False, phase="starting")
+    return failure.error(
+        f"This Muse host did not complete the handshake: it accepted initialize but then "
+        f"refused {clip(method, 100)} as if it had never been initialized, so nothing was sent "
+        "to the model. Update Muse (some 1.3.0 builds drop the `initialized` notification), "
+        "and run `muse-acp doctor` to check the host."
     )
 
 
@@ -306,4 +323,21 @@ def too_many_early_events(limit: int, method: str) -> RpcError:
         f"Muse sent more than {limit} events (the last a {clip(method, 100)}) before saying "
         "which turn they belong to, so the turn was stopped. Send the prompt again; if this "
         "repeats, check the Muse host version."
+    )
+
+
+_ASK_WORDS: Final[MappingProxyType[str, str]] = MappingProxyType(
+    {"approval/requested": "an approval", "userInput/requested": "a question"}
+)
+
+
+def unreadable_ask(method: str, detail: str) -> RpcError:
+    """The host asked for an approval or a question in a form that cannot be answered."""
+    failure = Failure("unreadableRequest", "host", retryable=True, phase="running")
+    asked = _ASK_WORDS.get(method, "an answer")
+    return failure.error(
+        f"Muse asked for {asked}, but its request cannot be answered ({_sentence(detail, 300)}), "
+        "so the turn was stopped rather than left waiting for an answer that cannot be given. "
+        "Send the prompt again; if this repeats, check that this Muse version is supported "
+        "(muse-acp doctor)."
     )

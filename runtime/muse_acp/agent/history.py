@@ -12,12 +12,11 @@ from __future__ import annotations
 import logging
 from typing import Final, Protocol
 
-from pydantic import ValidationError
-
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.tool_cards import output_reference_update
 from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.view_events import read_event
 from muse_acp.host.client import MspHost
 from muse_acp_wire import acp, msp
 
@@ -61,13 +60,8 @@ async def replay_history(
             budget=budget,
         )
         for event in page.events:
-            spec = msp.CLIENT_NOTIFICATIONS.get(event.method)
-            if spec is None or spec.params is None:
-                continue
-            try:
-                params = spec.params.model_validate(event.params, by_alias=True, by_name=False)
-            except ValidationError:
-                logger.warning("skipped an unreadable %s event in history", event.method)
+            params = read_event(event)
+            if params is None:
                 continue
             item = params.item if isinstance(params, msp.ItemEventParams) else None
             if isinstance(item, msp.ToolCallItem | msp.UserShellItem) and item.output_ref:

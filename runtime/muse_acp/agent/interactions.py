@@ -4,11 +4,13 @@ Muse asks for approval (``approval/requested``, updated stage by stage with
 ``approval/updated``) and asks questions (``userInput/requested``) while a turn runs. Each is
 answered in a task of the turn, because answering waits on the client and on further host
 frames, while host events keep flowing. The client is asked once per approval stage; only
-choices the host offered are ever sent back; a decision the host reports as stale or already
-resolved is harmless. Automatic modes pick a host-offered "once" choice and fail the turn when
-there is none. A question goes to the client as a form elicitation when it supports forms;
-otherwise the turn fails clearly and the question is cancelled on the host. Everything
-outstanding is withdrawn when the turn settles or is cancelled.
+choices the host offered are ever sent back. A decision the host reports as stale (-32053, the
+stage moved on) makes the adapter read the pending approvals back and ask about the stage that
+is current now; one already resolved is harmless. Automatic modes pick a host-offered "once"
+choice and fail the turn when there is none. A question goes to the client as a form
+elicitation when it supports forms; otherwise the turn fails clearly and the question is
+cancelled on the host. Everything outstanding is withdrawn when the turn settles or is
+cancelled.
 
 A client answer that cannot be used (an error, a result that is not a valid answer, an option
 Muse did not offer) fails the turn as the client's failure, in words of our own; every host
@@ -39,6 +41,7 @@ from muse_acp.agent.questions import (
     user_input_cancel_reason,
 )
 from muse_acp.agent.tool_cards import kind_for_tool
+from muse_acp.host.asks import UnreadableAsk
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RpcError, describe_validation_error
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -52,7 +55,8 @@ logger: Final = logging.getLogger("muse_acp.agent")
 R = TypeVar("R", bound=WireModel)
 M = TypeVar("M", bound=BaseModel)
 
-BENIGN_DECISION_ERRORS: Final = frozenset({"approvalRequirementStale", "approvalAlreadyResolved"})
+STALE_REQUIREMENT: Final = "approvalRequirementStale"
+BENIGN_DECISION_ERRORS: Final = frozenset({"approvalAlreadyResolved"})
 BENIGN_CANCEL_ERRORS: Final = frozenset({"userInputNotFound", "userInputAlreadySettled"})
 
 
@@ -125,7 +129,10 @@ class Interactions:
 
     def on_event(self, params: WireModel) -> None:
         """Take note of an approval or question event (must not block)."""
-        if isinstance(params, msp.ApprovalRequestedParams):
+        if isinstance(params, UnreadableAsk):
+            if self._turn.accepting:
+                self._turn.fail(failures.unreadable_ask(params.method, params.detail))
+        elif isinstance(params, msp.ApprovalRequestedParams):
             # Hosts may send an approval twice (the notification and the server request, which
             # is delivered from its own task and can arrive after later updates); only the
             # first is news, a repeat must not roll the approval back to its first stage.
@@ -149,8 +156,8 @@ class Interactions:
                 scope.cancel()
 
     def _on_approval(self, view: ApprovalView, turn_id: str | None) -> None:
-        if turn_id is not None and self._turn.turn_id is not None and turn_id != self._turn.turn_id:
-            return
+        if turn_id and self._turn.turn_id is not None and turn_id != self._turn.turn_id:
+            return  # another turn's (an empty id: the host did not say, so it is this one's)
         self._approvals[view.approval_id] = view
         if not self._turn.accepting:
             return
@@ -213,13 +220,41 @@ class Interactions:
                 "approval/decide", params, msp.ApprovalDecideResult, "answering"
             )
         except failures.HostRefusal as refused:
-            if refused.host_kind not in BENIGN_DECISION_ERRORS:
+            if refused.host_kind == STALE_REQUIREMENT:
+                await self._reread(view.approval_id)
+            elif refused.host_kind not in BENIGN_DECISION_ERRORS:
                 self._turn.fail(refused)
         except RpcError as failure:
             self._turn.fail(failure)
 
+    async def _reread(self, approval_id: str) -> None:
+        """Learn the approval's current stage from the host after a stale decision.
+
+        A host may settle a stage itself and move on without an ``approval/updated`` (1.4.2
+        does), so the stage the client decided is gone and nothing new would ever be asked:
+        the pending approvals are read back, and the one still pending replaces the view so
+        the caller asks about its current stage. One that is no longer pending was resolved.
+        """
+        params = msp.ApprovalListPendingParams(session_id=self._turn.session_id)
+        try:
+            pending = await self._turn.ask_host(
+                "approval/listPending", params, msp.ApprovalListPendingResult, "answering"
+            )
+        except RpcError as failure:
+            self._turn.fail(failure)
+            return
+        listed = next((a for a in pending.approvals if a.approval_id == approval_id), None)
+        if listed is None:
+            self._approvals.pop(approval_id, None)
+        else:
+            self._approvals[approval_id] = ApprovalView.from_requested(listed)
+
     def _on_question(self, params: msp.UserInputRequestedParams) -> None:
-        if params.turn_id != self._turn.turn_id and self._turn.turn_id is not None:
+        if (
+            params.turn_id
+            and self._turn.turn_id is not None
+            and params.turn_id != self._turn.turn_id
+        ):
             return
         if not self._turn.accepting or params.user_input_id in self._seen_questions:
             return

@@ -99,16 +99,25 @@ def stored_output(item: msp.Item) -> msp.OutputRef | None:
 
 
 def stored_output_notes(
-    item: msp.Item, reference: acp.MuseOutputReference | None, policy: OutputPolicy
+    item: msp.Item,
+    reference: acp.MuseOutputReference | None,
+    policy: OutputPolicy,
+    shown_all: bool = False,
 ) -> list[str]:
     """What a card's text says about the stored output: that it can be read back through the
-    card's reference, is stored but unavailable, or cannot be read back over this connection
-    (only said when the client did not negotiate references)."""
+    card's reference, is stored but unavailable, or, only when the client did not negotiate
+    references and the card does not show all of it (``shown_all``), that the rest cannot be
+    read back over this connection."""
     ref = stored_output(item)
     if ref is None:
         return []
     if not policy.references:
-        return ["[Muse stored the full output, but it cannot be read back over this connection.]"]
+        if shown_all:
+            return []
+        return [
+            f"[Muse stored the full output ({ref.byte_len} bytes), but the part not shown here "
+            "cannot be read back over this connection.]"
+        ]
     if reference is None:
         return []
     if ref.availability == "available":

@@ -38,7 +38,6 @@ TITLE_LIMIT: Final = 256
 
 META_DECISION: Final = "muse/decision"
 META_SCOPE: Final = "muse/scope"
-META_APPROVAL: Final = "muse/approval"
 
 APPROVING_DECISIONS: Final = frozenset(
     {"approved", "approvedForSession", "approvedPolicyAmendment"}
@@ -150,6 +149,9 @@ def _title(view: ApprovalView, raw_input: dict[str, object]) -> str:
             ),
             view.requested.tool_name,
         )
+    if view.requested.protected_write:
+        # Muse offers only one-time choices for these; the user must see why before deciding.
+        title = f"Protected write: {title}"
     # Titles are shown on one line; a multi-line command would otherwise break the layout.
     return clip(" ".join(title.splitlines()), TITLE_LIMIT)
 
@@ -180,17 +182,23 @@ def permission_request(
         for choice in view.choices
     ]
     requested = view.requested
-    meta = {
-        "approvalId": requested.approval_id,
-        "turnId": requested.turn_id,
-        "itemId": requested.item_id,
-        "requirement": view.requirement.model_dump(mode="json", by_alias=True),
-    }
+    meta = acp.MusePermissionMeta(
+        muse_approval=acp.MuseApprovalReference(
+            approval_id=requested.approval_id,
+            turn_id=requested.turn_id,
+            item_id=requested.item_id,
+            requirement=acp.MuseApprovalStage(
+                approval_id=view.requirement.approval_id,
+                source_index=view.requirement.source_index,
+            ),
+            protected_write=bool(requested.protected_write),
+        )
+    )
     return acp.RequestPermissionRequest(
         session_id=session_id,
         tool_call=tool_call,
         options=options,
-        field_meta={META_APPROVAL: meta},
+        field_meta=meta.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
 
 

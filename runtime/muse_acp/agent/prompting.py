@@ -46,7 +46,8 @@ async def run_turn(
     if starting.cancelled_caught or work.cancel_requested:
         return "cancelled"
     output = OutputPolicy(
-        references=ctx.negotiated.output and supports("storedOutput", host.version)
+        references=ctx.negotiated.output
+        and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
     )
     translator = TurnTranslator(session_id=session.session_id, output=output)
     turn = ActiveTurn(session, host, translator, ctx.turn_options)

@@ -113,7 +113,7 @@ async def handle_initialize(
             backend = acp.MuseBackendReport(
                 backend="exec", reason="exec was chosen with --backend or MUSE_ACP_BACKEND"
             )
-    ctx.negotiated = negotiate(params, version, backend)
+    ctx.negotiated = negotiate(params, version, backend, trust_newer=ctx.config.trust_newer_host)
     return initialize_response(ctx.negotiated, backend)
 
 

@@ -118,7 +118,7 @@ async def handle_read_output(
     session = ctx.sessions.require(params.session_id)
     read = OutputRead.of(params)
     async with session.reader.reading(session.cwd, ctx.config.deadlines.read) as host:
-        if not supports("storedOutput", host.version):
+        if not supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host):
             raise unsupported_host()
         view_cursor = await _check_session(session, host)
         item = session.proofs.proven(host, read.item_id, view_cursor)

@@ -38,6 +38,7 @@ from muse_acp.agent.output_cards import (
     OutputPolicy,
     card_meta,
     output_reference,
+    stored_output,
     stored_output_notes,
 )
 from muse_acp.agent.progress import (
@@ -310,7 +311,8 @@ def _card_text(
         text, cut = cut_utf8(whole, CARD_TEXT_LIMIT_BYTES)
         total = utf8_size(whole) if cut else 0
     notes: list[str] = []
-    if isinstance(item, msp.ToolCallItem) and item.truncated:
+    shortened = isinstance(item, msp.ToolCallItem) and bool(item.truncated)
+    if shortened:
         notes.append("[Muse shortened this output before publishing it; the rest is not shown.]")
     if cut:
         notes.append(cut_note(total))
@@ -321,7 +323,9 @@ def _card_text(
                 notes.append(f"[Failed: {cut_utf8(reason, _FAILURE_LIMIT_BYTES)[0]}]")
         else:
             notes.append(f"[Not completed: {item.status[:STATUS_LIMIT_CHARS]}.]")
-    notes.extend(stored_output_notes(item, reference, policy))
+    ref = stored_output(item)
+    shown_all = not (cut or shortened) and ref is not None and utf8_size(text) >= ref.byte_len
+    notes.extend(stored_output_notes(item, reference, policy, shown_all))
     return join_notes(text, notes)
 
 

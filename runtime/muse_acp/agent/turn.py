@@ -10,7 +10,9 @@ host's ``turn/started`` for this turn's command, or its acknowledgement of ``tur
 events are held back (at most ``MAX_HELD_EVENTS``), then handled in arrival order; from then on
 an event naming another turn (the late tail of a cancelled one) is dropped. So a
 ``turn/completed`` that arrives right behind the acknowledgement, with no ``turn/started``
-before it, still settles the turn, and one prompt never receives another's output.
+before it, still settles the turn, and one prompt never receives another's output. A
+``view/gap`` (events the host recorded but never sent) is filled in a task of the turn by
+paging the missed range back, live events waiting behind it (``view_events.GapFiller``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
@@ -28,6 +30,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 import anyio
@@ -35,12 +38,14 @@ from anyio.abc import TaskGroup
 
 from muse_acp.agent import failures, hosts
 from muse_acp.agent.config_options import MODES, SessionSettings, turn_effort
+from muse_acp.agent.corrections import send_correction
 from muse_acp.agent.interactions import Interactions
 from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.view_events import GapFiller
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
-from muse_acp.rpc import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.tasks import task_group
 from muse_acp_wire import acp, msp
@@ -107,6 +112,7 @@ class ActiveTurn:
         self._client_gone = False
         self.acknowledged = anyio.Event()
         self._interactions = Interactions(self)
+        self._gaps = GapFiller(self._read_page, self._handle, MAX_HELD_EVENTS)
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
 
@@ -236,7 +242,7 @@ class ActiveTurn:
         # Events arriving while the held ones are handled join the end of the line, so
         # arrival order holds; the line is gone only once it is empty.
         while held:
-            await self._handle(*held.popleft())
+            await self._route(*held.popleft())
         self._held = None
 
     async def _watch_host(self) -> None:
@@ -268,44 +274,8 @@ class ActiveTurn:
         return self.acknowledged.is_set() and self.accepting
 
     async def steer(self, parts: list[msp.TurnInputPart]) -> str:
-        """Send one correction to this turn with ``turn/steer``; return the turn id Muse named.
-
-        Sent at most once; a failure is never retried or turned into a new turn. If Muse does
-        not acknowledge within the submit budget the outcome is unknown, so the turn fails.
-
-        Raises:
-            RpcError: the turn is no longer steerable, Muse refused the correction, its
-                acknowledgement did not name this turn, or the correction's outcome is
-                unknown (the turn then fails too, with the same failure).
-        """
-        if not self.steerable or self.turn_id is None:
-            raise RpcError(INVALID_REQUEST, "the turn has ended; there is no running turn to steer")
-        params = msp.TurnSteerParams(
-            command_id=new_uuid7(),
-            session_id=self.session_id,
-            expected_turn_id=self.turn_id,
-            input=parts,
-        )
-        try:
-            ack = await self.ask_host("turn/steer", params, msp.TurnCommandResult, "steering")
-        except failures.HostRefusal as refused:
-            raise RpcError(
-                INVALID_REQUEST,
-                f"Muse did not accept the correction for turn {self.turn_id}: {refused.message}",
-                refused.data,
-            ) from None
-        except RpcError as failure:
-            # The correction may or may not have reached the model; the turn cannot go on in
-            # an unknown state, and the steering caller hears why.
-            self.fail(failure)
-            raise
-        if ack.status != "accepted" or ack.turn_id != self.turn_id:
-            raise RpcError(
-                INTERNAL_ERROR,
-                f"Muse acknowledged the correction for turn {ack.turn_id} with status "
-                f"{ack.status}, not for turn {self.turn_id}",
-            )
-        return ack.turn_id
+        """Send one correction to this turn (see ``corrections.send_correction``)."""
+        return await send_correction(self, parts)
 
     async def _publish_active_turn(self, turn_id: str | None) -> None:
         if not self._options.announce_active_turn:
@@ -368,17 +338,34 @@ class ActiveTurn:
                 return
             held.append((method, params))
             return
-        await self._handle(method, params)
+        await self._route(method, params)
+
+    async def _route(self, method: str, params: WireModel) -> None:
+        if not self._gaps.hold(method, params):
+            await self._handle(method, params)
 
     async def _handle(self, method: str, params: WireModel) -> None:
         if isinstance(params, msp.TurnCompletedParams):
             if params.turn_id == self.turn_id:
                 self.settle(failures.stop_reason(params))
             return
+        if isinstance(params, msp.ViewGapParams):
+            self._gaps.open()
+            self.spawn(partial(self._fill_gap, params))
+            return
         if not isinstance(params, msp.TurnStartedParams):
             self._interactions.on_event(params)
         for update in self._translator.on_notification(method, params):
             await self._send(update)
+
+    async def _read_page(self, params: msp.ViewPageParams) -> msp.ViewPageResult:
+        return await self.ask_host("view/page", params, msp.ViewPageResult, "running")
+
+    async def _fill_gap(self, gap: msp.ViewGapParams) -> None:
+        try:
+            await self._gaps.fill(gap)
+        except RpcError as failure:
+            self.fail(failure)
 
     async def _send(self, update: acp.SessionUpdate) -> None:
         if self._client_gone:

@@ -8,7 +8,9 @@ sessions nobody listens to are dropped. ``listen`` returns a ``Listening`` handl
 that handle removes its own registration, so a finished listener can never stay behind or take
 a newer one's place. The host's server requests (``approval/request``, ``userInput/request``) are
 answered with an empty receipt at once and delivered to the listener like their notification
-twins, so a listener sees a request however the host chose to send it.
+twins, so a listener sees a request however the host chose to send it. Approvals and questions
+are read leniently (``asks``): one that cannot be answered reaches the listener as an
+``UnreadableAsk``, never silence.
 
 Listeners run inline in the connection's read loop: they must not wait on anything that needs
 a later frame from the same host (spawn a task for that), only on writes to the ACP client.
@@ -28,6 +30,7 @@ from typing import Final, TypeVar
 import anyio
 
 from muse_acp import __version__
+from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
 from muse_acp.host.process import HostProcess, spawn_host
 from muse_acp.rpc import (
@@ -169,20 +172,24 @@ def _router(host_ref: list[MspHost]) -> Router:
         if host_ref:
             await host_ref[0].deliver(method, params)
 
+    async def on_ask(method: str, params: AskParams) -> None:
+        await on_event(method, read_ask(method, params.raw))
+
     async def on_server_request(
-        twin: str, params: WireModel, ctx: RequestContext
+        twin: str, params: AskParams, ctx: RequestContext
     ) -> msp.RequestReceipt:
-        if host_ref:
-            await host_ref[0].deliver(twin, params)
+        await on_ask(twin, params)
         return msp.RequestReceipt()
 
     notifications = [
-        NotificationRoute(method, spec.params, partial(on_event, method))
+        NotificationRoute(method, AskParams, partial(on_ask, method))
+        if method in ASK_METHODS
+        else NotificationRoute(method, spec.params, partial(on_event, method))
         for method, spec in msp.CLIENT_NOTIFICATIONS.items()
         if spec.params is not None
     ]
     requests = [
-        RequestRoute(method, spec.params, partial(on_server_request, _REQUEST_TWINS[method]))
+        RequestRoute(method, AskParams, partial(on_server_request, _REQUEST_TWINS[method]))
         for method, spec in msp.CLIENT_REQUESTS.items()
         if spec.params is not None and method in _REQUEST_TWINS
     ]

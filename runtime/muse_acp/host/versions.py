@@ -1,7 +1,10 @@
 """The one table of host versions verified for each version-gated feature.
 
 A feature is offered only when the host's reported version is in its set. Versions are
-compared exactly: a newer, unverified host gets the baseline behaviour rather than a guess.
+compared exactly, so a host that is not verified gets the baseline behaviour rather than a
+guess, with one opening the user controls: with ``MUSE_ACP_TRUST_NEWER_HOST=1``
+(``trust_newer``), a host newer than every version verified for a feature gets it too. Older
+and in-between unverified hosts never do.
 """
 
 from __future__ import annotations
@@ -10,18 +13,32 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, Literal
 
-__all__ = ["VERIFIED_HOSTS", "Feature", "supports"]
+from muse_acp.host.bindings import parse_version
+
+__all__ = ["VERIFIED_HOSTS", "Feature", "newer_than_verified", "supports"]
 
 Feature = Literal["storedOutput"]
 
 VERIFIED_HOSTS: Final[Mapping[Feature, frozenset[str]]] = MappingProxyType(
     {
-        # item/readOutput with stored output references on tool items.
+        # item/readOutput with stored output references on tool items, read back live.
         "storedOutput": frozenset({"1.2.1"}),
     }
 )
 
 
-def supports(feature: Feature, version: str | None) -> bool:
-    """True when ``version`` is a host verified for ``feature``."""
-    return version is not None and version in VERIFIED_HOSTS[feature]
+def newer_than_verified(feature: Feature, version: str | None) -> bool:
+    """True when ``version`` is newer than every host verified for ``feature``."""
+    reported = parse_version(version)
+    verified = [parse_version(v) for v in VERIFIED_HOSTS[feature]]
+    return reported is not None and all(v is not None and reported > v for v in verified)
+
+
+def supports(feature: Feature, version: str | None, *, trust_newer: bool = False) -> bool:
+    """True when ``version`` is verified for ``feature``, or newer than all verified hosts
+    and the user chose to trust newer hosts."""
+    if version is None:
+        return False
+    if version in VERIFIED_HOSTS[feature]:
+        return True
+    return trust_newer and newer_than_verified(feature, version)

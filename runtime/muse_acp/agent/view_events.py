@@ -1,0 +1,134 @@
+"""Durable view events read back from Muse: one paged event as a model, and the events a
+``view/gap`` says were never delivered live.
+
+Contract: ``read_event`` parses one ``view/page`` event with the model ``msp.CLIENT_NOTIFICATIONS``
+names for its method, or returns None (logged) for a method without params or an event that does
+not parse, so one bad event never hides the rest. ``missed_events`` pages forward from the gap's
+``after`` cursor and yields, in order, every event up to but not including the one at ``next``
+(which was delivered live), so nothing is lost and nothing is handled twice; it stops at the end
+of the view and after ``MAX_GAP_PAGES`` pages of ``GAP_PAGE_SIZE`` events (logged).
+
+A ``GapFiller`` keeps a turn's order across a gap: from the ``view/gap`` on, live events are
+held (up to ``limit``; beyond it they are handled at once, out of order but never lost) until
+the missed events have been handled, then the held ones follow in arrival order; a further gap
+met among the held events is filled in its turn the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Final
+
+from pydantic import ValidationError
+
+from muse_acp_wire import msp
+from muse_acp_wire._base import WireModel
+
+__all__ = [
+    "GAP_PAGE_SIZE",
+    "MAX_GAP_PAGES",
+    "EventHandler",
+    "GapFiller",
+    "PageReader",
+    "missed_events",
+    "read_event",
+]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+GAP_PAGE_SIZE: Final = 200
+MAX_GAP_PAGES: Final = 50
+"""A gap of more than 10,000 events is filled in part, and the rest logged as lost."""
+
+PageReader = Callable[[msp.ViewPageParams], Awaitable[msp.ViewPageResult]]
+"""Reads one ``view/page`` (the caller's budget and failure mapping apply)."""
+EventHandler = Callable[[str, WireModel], Awaitable[None]]
+
+
+def read_event(event: msp.ViewEvent) -> WireModel | None:
+    """The event's params as the model of its method, or None when there is none to read."""
+    spec = msp.CLIENT_NOTIFICATIONS.get(event.method)
+    if spec is None or spec.params is None:
+        return None
+    try:
+        return spec.params.model_validate(event.params, by_alias=True, by_name=False)
+    except ValidationError:
+        logger.warning("skipped an unreadable %s event from the session's view", event.method)
+        return None
+
+
+async def missed_events(
+    read_page: PageReader, gap: msp.ViewGapParams
+) -> AsyncIterator[tuple[str, WireModel]]:
+    """Yield the events between ``gap.after`` and ``gap.next`` (see the module contract).
+
+    Raises:
+        RpcError: a page could not be read (as ``read_page`` reports it).
+    """
+    cursor = gap.after
+    for _ in range(MAX_GAP_PAGES):
+        page = await read_page(
+            msp.ViewPageParams(
+                session_id=gap.session_id, limit=GAP_PAGE_SIZE, cursor=cursor, direction="forward"
+            )
+        )
+        for event in page.events:
+            if event.params.get("viewCursor") == gap.next:
+                return
+            params = read_event(event)
+            if params is not None:
+                yield event.method, params
+        if page.next_cursor is None or page.next_cursor == cursor:
+            return
+        cursor = page.next_cursor
+    logger.warning(
+        "the gap in the view of %s after %s is longer than %d events; the rest was not read",
+        gap.session_id,
+        gap.after,
+        MAX_GAP_PAGES * GAP_PAGE_SIZE,
+    )
+
+
+class GapFiller:
+    """Holds a turn's live events behind a gap until the missed ones are handled."""
+
+    def __init__(self, read_page: PageReader, handle: EventHandler, limit: int) -> None:
+        self._read_page = read_page
+        self._handle = handle
+        self._limit = limit
+        self._backlog: deque[tuple[str, WireModel]] | None = None
+
+    def open(self) -> None:
+        """A gap was reported: hold live events from now until ``fill`` has caught up."""
+        if self._backlog is None:
+            self._backlog = deque()
+
+    def hold(self, method: str, params: WireModel) -> bool:
+        """Queue a live event behind the gap being filled; False when it is to be handled now."""
+        backlog = self._backlog
+        if backlog is None or len(backlog) >= self._limit:
+            return False
+        backlog.append((method, params))
+        return True
+
+    async def fill(self, gap: msp.ViewGapParams) -> None:
+        """Handle the missed events of ``gap``, then the held live ones, in order.
+
+        Raises:
+            RpcError: a page could not be read (live events stay held: the turn is failing).
+        """
+        while True:
+            async for method, params in missed_events(self._read_page, gap):
+                await self._handle(method, params)
+            backlog = self._backlog
+            while backlog:
+                method, params = backlog.popleft()
+                if isinstance(params, msp.ViewGapParams):
+                    gap = params
+                    break
+                await self._handle(method, params)
+            else:
+                self._backlog = None
+                return
