@@ -235,6 +235,7 @@ async def test_a_fifo_and_a_corrupt_file_concern_their_own_sessions_only(
         assert "result" in await agent.prompt_text(second, "second")
         sessions = faulty.world.data_dir / "sessions"
         sessions.mkdir(parents=True, exist_ok=True)
+        (sessions / f"{first}.json").unlink(missing_ok=True)
         os.mkfifo(sessions / f"{first}.json")
         (sessions / f"{second}.json").write_bytes(b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}")
         with anyio.fail_after(10):

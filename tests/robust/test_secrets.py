@@ -219,7 +219,6 @@ async def test_preference_files_are_private_even_in_a_new_data_directory(
     async with raw_agent(world, {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(data_dir)}) as agent:
         await agent.initialize()
         session_id = await agent.new_session()
-        assert not data_dir.exists()
         answer = await agent.prompt_text(session_id, "/rename A title of my own")
         assert answer.get("result") == {"stopReason": "end_turn"}, answer
     files = list(data_dir.rglob("*.json"))

@@ -1,12 +1,17 @@
 """Session lifecycle handlers: new, load, resume, fork and close.
 
 ``session/new`` needs no host: the adapter mints a UUIDv7 that becomes Muse's session id at
-the first prompt. Load, resume and fork read through the agent's catalog host (lease-free, so a
-session running elsewhere can still be read; kept between requests), bounded by the startup and
-read budgets. Load replays history before it answers; resume and fork do not. Every
-session-scoped request checks the id's shape first, since ids also name preference files, and
-errors quote client-supplied ids and paths redacted and bounded. On the legacy exec backend only
-new and close work (load, resume and fork are not advertised and refused, see
+the first prompt, and records the new session in its preference store, so a session that was
+never prompted can still be loaded (with nothing to replay) or resumed, here or after a
+restart. A session brought back after a restart gets the settings it was left with (see
+``remembered``); what cannot be restored is said in the chat.
+
+Load, resume and fork read through the agent's catalog host (lease-free, so a session running
+elsewhere can still be read; kept between requests), bounded by the startup and read budgets.
+Load replays history before it answers; resume and fork do not. Every session-scoped request
+checks the id's shape first, since ids also name preference files, and errors quote
+client-supplied ids and paths redacted and bounded. On the legacy exec backend only new and
+close work (load, resume and fork are not advertised and refused, see
 ``capabilities.not_on_exec``), and new sessions advertise no local commands.
 """
 
@@ -24,6 +29,7 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.history import replay_history
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.output_cards import OutputPolicy
+from muse_acp.agent.remembered import restored
 from muse_acp.agent.session import AcpSession, check_session_id, shown_id
 from muse_acp.agent.titles import display_title
 from muse_acp.agent.workspace import QUOTED_PATH_LIMIT, check_workspace, same_directory
@@ -104,29 +110,44 @@ def _refuse_busy(ctx: AgentContext, session_id: str, doing: str) -> None:
 
 
 async def _bring_back(
-    ctx: AgentContext, session_id: str, cwd: str, title: str | None
-) -> tuple[AcpSession, str | None]:
-    """Register a session Muse already has, replacing a closed or idle earlier copy; also say
-    what was wrong with the adapter's own records of it, if anything."""
+    ctx: AgentContext, session_id: str, cwd: str, title: str | None, *, on_host: bool = True
+) -> tuple[AcpSession, list[str]]:
+    """Register a session, replacing a closed or idle earlier copy, with the settings it was
+    left with (this process's copy, else the stored ones); also say what could not be used."""
     _refuse_busy(ctx, session_id, "load")
     kept = await ctx.preferences.read(session_id)
     previous = ctx.sessions.get(session_id)
+    notes = [] if kept.problem is None else [kept.problem]
+    settings = previous.settings if previous is not None else None
+    if settings is None and kept.settings is not None:
+        settings, unusable = restored(kept.settings, ctx.catalog)
+        notes += unusable
     session = ctx.new_session(
         session_id,
         cwd,
-        settings=previous.settings if previous is not None else None,
-        on_host=True,
+        settings=settings,
+        on_host=on_host,
         host_title=title,
         user_title=kept.user_title,
     )
-    return session, kept.problem
+    return session, notes
 
 
-async def _tell(session: AcpSession, problem: str | None) -> None:
-    """Show the user, in the session's chat, a problem with the adapter's own records."""
-    if problem is None:
-        return
-    await session.say(f"muse-acp could not use its own records of this session: {problem}")
+async def _created_here(
+    ctx: AgentContext, session_id: str, cwd: str, missing: RpcError
+) -> tuple[AcpSession, list[str]]:
+    """A session ``session/new`` created in ``cwd`` that Muse does not have yet (it was never
+    prompted), brought back from the adapter's record of it; else ``missing`` is raised."""
+    kept = await ctx.preferences.read(session_id)
+    if kept.created_cwd is None or not same_directory(kept.created_cwd, cwd):
+        raise missing
+    return await _bring_back(ctx, session_id, cwd, None, on_host=False)
+
+
+async def _tell(session: AcpSession, notes: list[str]) -> None:
+    """Show the user, in the session's chat, what of the adapter's own records was unusable."""
+    for note in notes:
+        await session.say(f"muse-acp could not use its own records of this session: {note}")
 
 
 def _title_of(row: msp.Session) -> str | None:
@@ -139,6 +160,14 @@ async def handle_new(
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
     session = ctx.new_session(new_uuid7(), cwd)
+    # Muse learns of the session at its first prompt; until then this record is what lets it
+    # be loaded or resumed, here or after a restart.
+    try:
+        await ctx.preferences.write_created(session.session_id, cwd)
+    except RpcError as error:
+        logger.warning("%s", error.message)
+        note = f"it cannot be loaded again before its first prompt ({error.message})"
+        rctx.after_response(partial(_tell, session, [note]))
     if not await ctx.on_exec():  # exec: no local commands
         rctx.after_response(partial(commands.advertise, ctx, session))
     return acp.NewSessionResponse(
@@ -157,19 +186,26 @@ async def handle_load(
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
     async with ctx.catalog_host(cwd) as host:
-        row = await _read_session(ctx, host, session_id, cwd)
-        session, problem = await _bring_back(ctx, session_id, cwd, _title_of(row))
-        output = OutputPolicy(
-            references=ctx.negotiated.output and supports("storedOutput", host.version)
-        )
-        await replay_history(session, host, output, ctx.config.deadlines.read)
+        try:
+            row = await _read_session(ctx, host, session_id, cwd)
+        except RpcError as missing:
+            if missing.code != RESOURCE_NOT_FOUND:
+                raise
+            session, notes = await _created_here(ctx, session_id, cwd, missing)
+        else:
+            session, notes = await _bring_back(ctx, session_id, cwd, _title_of(row))
+            output = OutputPolicy(
+                references=ctx.negotiated.output
+                and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
+            )
+            await replay_history(session, host, output, ctx.config.deadlines.read)
     if session.title:
         await session.send_update(
             acp.SessionInfoUpdateSessionUpdate(
                 session_update="session_info_update", title=session.title
             ),
         )
-    await _tell(session, problem)
+    await _tell(session, notes)
     rctx.after_response(partial(commands.advertise, ctx, session))
     return acp.LoadSessionResponse(
         modes=session_modes(session.settings),
@@ -187,21 +223,27 @@ async def handle_resume(
     _warn_mcp(params.mcp_servers)
     _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
-    problem: str | None = None
+    notes: list[str] = []
     if live is not None and not live.closed and same_directory(live.cwd, cwd):
         session = live
     else:
         async with ctx.catalog_host(cwd) as host:
-            row = await _read_session(ctx, host, session_id, cwd)
-        session, problem = await _bring_back(ctx, session_id, cwd, _title_of(row))
-    rctx.after_response(partial(_announce_resumed, ctx, session, problem))
+            try:
+                row = await _read_session(ctx, host, session_id, cwd)
+            except RpcError as missing:
+                if missing.code != RESOURCE_NOT_FOUND:
+                    raise
+                session, notes = await _created_here(ctx, session_id, cwd, missing)
+            else:
+                session, notes = await _bring_back(ctx, session_id, cwd, _title_of(row))
+    rctx.after_response(partial(_announce_resumed, ctx, session, notes))
     return acp.ResumeSessionResponse(
         modes=session_modes(session.settings),
         config_options=config_options(session.settings, ctx.catalog),
     )
 
 
-async def _announce_resumed(ctx: AgentContext, session: AcpSession, problem: str | None) -> None:
+async def _announce_resumed(ctx: AgentContext, session: AcpSession, notes: list[str]) -> None:
     """After a resume: the current title (no history is replayed), any problem with the
     adapter's own records, and the commands."""
     if session.title:
@@ -210,7 +252,7 @@ async def _announce_resumed(ctx: AgentContext, session: AcpSession, problem: str
                 session_update="session_info_update", title=session.title
             ),
         )
-    await _tell(session, problem)
+    await _tell(session, notes)
     await commands.advertise(ctx, session)
 
 

@@ -1,8 +1,20 @@
-"""What the adapter remembers about a session on its own: today, the user's title.
+"""What the adapter remembers about a session on its own: the user's title, the session's
+settings, and where a session it created lives before Muse has it.
 
 Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session_id>.json``::
 
-    {"schemaVersion": 1, "userTitle": {"text": "...", "updatedAt": "<RFC 3339 UTC>"}}
+    {"schemaVersion": 1,
+     "userTitle": {"text": "...", "updatedAt": "<RFC 3339 UTC>"},
+     "settings": {"modeId": "...", "modelId": "..." | null, "providerId": "..." | null,
+                  "effort": "..." | null},
+     "created": {"cwd": "<absolute path>", "at": "<RFC 3339 UTC>"}}
+
+Every member is optional. ``settings`` are what the client chose (mode, model, reasoning
+effort), written whenever they change, so a restarted agent brings a session back as it was left.
+``created`` is written by ``session/new``: Muse learns of a session only at its first prompt, so
+this record is what lets a session that was never prompted be loaded or resumed. The store checks
+the shape of each member; whether a stored mode or model is still offered is the caller's
+question.
 
 A missing file means no preferences. A file that cannot be read, is not a regular file (a FIFO
 or a device is never opened for a blocking read), is not JSON within the runtime's limits, has
@@ -10,7 +22,8 @@ another ``schemaVersion`` or a malformed member is reported as ``RpcError`` ``IN
 naming the file and asking the user to fix or remove it; it is never reset behind their back,
 and it is not overwritten either.
 
-The agent reads and writes only through ``read``, ``read_many`` and ``write_user_title``, which
+The agent reads and writes only through ``read``, ``read_many``, ``write_user_title``,
+``write_settings`` and ``write_created``, which
 run the file work in a worker thread within ``IO_TIMEOUT`` seconds, so a hung file system never
 stalls the event loop. ``read`` and ``read_many`` never fail: an unusable file (or one that does
 not answer in time) comes back as ``SessionPreferences.problem``, a sentence for the user, so one
@@ -50,6 +63,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "PreferenceStore",
     "SessionPreferences",
+    "StoredSettings",
 ]
 
 _T = TypeVar("_T")
@@ -68,12 +82,33 @@ _FILE_STEM: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True, slots=True)
+class StoredSettings:
+    """A session's settings as stored (checked for shape only)."""
+
+    mode_id: str
+    model_id: str | None = None
+    provider_id: str | None = None
+    effort: str | None = None
+
+    def member(self) -> dict[str, Any]:
+        return {
+            "modeId": self.mode_id,
+            "modelId": self.model_id,
+            "providerId": self.provider_id,
+            "effort": self.effort,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SessionPreferences:
     """A session's stored preferences; None where nothing is stored."""
 
     user_title: str | None = None
     title_updated_at: str | None = None
     """When the user title was set (RFC 3339, UTC)."""
+    settings: StoredSettings | None = None
+    created_cwd: str | None = None
+    """The workspace of a session ``session/new`` created here (Muse may not have it yet)."""
     problem: str | None = None
     """Why the session's file could not be used (its other members are then empty)."""
 
@@ -126,13 +161,23 @@ class PreferenceStore:
             RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` when the
                 existing file is unusable (it is left as it is) or the write fails.
         """
+        return self.save_member(
+            session_id, "userTitle", {"text": title, "updatedAt": _timestamp(now)}
+        )
+
+    def save_member(self, session_id: str, name: str, value: dict[str, Any]) -> SessionPreferences:
+        """Store one member of the session's file, keeping every other member.
+
+        Raises:
+            RpcError: as ``save_user_title``.
+        """
         path = self.path_for(session_id)
         existing = self._read(path)
         if existing is not None:
             _preferences(path, existing)
         document = existing or {}
         document["schemaVersion"] = SCHEMA_VERSION
-        document["userTitle"] = {"text": title, "updatedAt": _timestamp(now)}
+        document[name] = value
         self._write(path, document)
         return _preferences(path, document)
 
@@ -160,12 +205,34 @@ class PreferenceStore:
         Raises:
             RpcError: as ``save_user_title``, or INTERNAL_ERROR when the write did not finish.
         """
+        return await self._write_off_loop(
+            "the session title", lambda: self.save_user_title(session_id, title)
+        )
+
+    async def write_settings(self, session_id: str, settings: StoredSettings) -> None:
+        """Store the session's settings (see ``write_user_title`` for the failures)."""
+        await self._write_off_loop(
+            "the session settings",
+            lambda: self.save_member(session_id, "settings", settings.member()),
+        )
+
+    async def write_created(self, session_id: str, cwd: str) -> None:
+        """Record that ``session/new`` created the session in ``cwd`` (see
+        ``write_user_title`` for the failures)."""
+        created = {"cwd": cwd, "at": _timestamp(None)}
+        await self._write_off_loop(
+            "the new session", lambda: self.save_member(session_id, "created", created)
+        )
+
+    async def _write_off_loop(
+        self, what: str, work: Callable[[], SessionPreferences]
+    ) -> SessionPreferences:
         try:
-            return await _off_loop(lambda: self.save_user_title(session_id, title))
+            return await _off_loop(work)
         except TimeoutError:
             raise RpcError(
                 INTERNAL_ERROR,
-                f"saving the session title did not finish within {IO_TIMEOUT:g} s; check that "
+                f"saving {what} did not finish within {IO_TIMEOUT:g} s; check that "
                 f"{self.directory} is on a responsive file system",
             ) from None
 
@@ -255,7 +322,7 @@ def _unusable(path: Path, reason: str) -> RpcError:
     return RpcError(
         INTERNAL_ERROR,
         f"the session preference file {path} is unusable: {reason}. Fix the file or remove it "
-        "(removing it forgets the session's title)",
+        "(removing it forgets the session's title and settings)",
         {"path": str(path)},
     )
 
@@ -266,8 +333,18 @@ def _preferences(path: Path, document: dict[str, Any]) -> SessionPreferences:
     # bool is an int subclass, and true must not pass for version 1.
     if type(version) is not int or version != SCHEMA_VERSION:
         raise _unusable(path, f"its schemaVersion is {json.dumps(version)}, not {SCHEMA_VERSION}")
+    title, updated_at = _user_title(path, document)
+    return SessionPreferences(
+        user_title=title,
+        title_updated_at=updated_at,
+        settings=_settings(path, document),
+        created_cwd=_created(path, document),
+    )
+
+
+def _user_title(path: Path, document: dict[str, Any]) -> tuple[str | None, str | None]:
     if "userTitle" not in document:
-        return SessionPreferences()
+        return None, None
     entry = document["userTitle"]
     if not isinstance(entry, dict):
         raise _unusable(path, "its userTitle is not an object")
@@ -279,7 +356,41 @@ def _preferences(path: Path, document: dict[str, Any]) -> SessionPreferences:
         raise _unusable(path, f"its userTitle.text cannot be a title ({problem})")
     if updated_at is not None and not isinstance(updated_at, str):
         raise _unusable(path, "its userTitle.updatedAt is not a string")
-    return SessionPreferences(user_title=text, title_updated_at=updated_at)
+    return text, updated_at
+
+
+_SETTING_LIMIT: Final = 256
+
+
+def _settings(path: Path, document: dict[str, Any]) -> StoredSettings | None:
+    if "settings" not in document:
+        return None
+    entry = document["settings"]
+    if not isinstance(entry, dict):
+        raise _unusable(path, "its settings member is not an object")
+    values: dict[str, str | None] = {}
+    for name in ("modeId", "modelId", "providerId", "effort"):
+        value = entry.get(name)
+        short = isinstance(value, str) and 0 < len(value) <= _SETTING_LIMIT
+        if value is not None and not short:
+            raise _unusable(path, f"its settings.{name} is not a short string")
+        values[name] = value
+    mode_id = values["modeId"]
+    if mode_id is None:
+        raise _unusable(path, "its settings.modeId is missing")
+    if values["providerId"] is not None and values["modelId"] is None:
+        raise _unusable(path, "its settings.providerId is given without a modelId")
+    return StoredSettings(mode_id, values["modelId"], values["providerId"], values["effort"])
+
+
+def _created(path: Path, document: dict[str, Any]) -> str | None:
+    if "created" not in document:
+        return None
+    entry = document["created"]
+    cwd = entry.get("cwd") if isinstance(entry, dict) else None
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise _unusable(path, "its created.cwd is not an absolute path")
+    return cwd
 
 
 async def _off_loop(work: Callable[[], _T]) -> _T:

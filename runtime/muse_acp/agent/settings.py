@@ -9,6 +9,10 @@ the complete option list and announces it to the client with ``config_option_upd
 
 from __future__ import annotations
 
+import logging
+from functools import partial
+from typing import Final
+
 from muse_acp.agent.config_options import (
     SessionSettings,
     apply_config_option,
@@ -17,11 +21,14 @@ from muse_acp.agent.config_options import (
     host_flags,
 )
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.session import AcpSession
 from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
 from muse_acp_wire import acp
 
 __all__ = ["handle_set_config_option", "handle_set_mode"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
 
 
 def _change(session: AcpSession, settings: SessionSettings) -> None:
@@ -58,6 +65,20 @@ def _announce(
     rctx.after_response(announce)
 
 
+async def _remember(ctx: AgentContext, session: AcpSession, rctx: RequestContext) -> None:
+    """Store the session's settings before answering, so a client that exits right after the
+    answer (one process per command) still finds them on its next start."""
+    try:
+        await ctx.preferences.write_settings(session.session_id, to_stored(session.settings))
+    except RpcError as error:
+        logger.warning("%s", error.message)
+        note = (
+            "This setting applies now but could not be stored, so it will not survive a "
+            f"restart: {error.message}"
+        )
+        rctx.after_response(partial(session.say, note))
+
+
 async def handle_set_mode(
     ctx: AgentContext, params: acp.SetSessionModeRequest, rctx: RequestContext
 ) -> acp.SetSessionModeResponse:
@@ -66,6 +87,7 @@ async def handle_set_mode(
     changed = new != session.settings
     _change(session, new)
     if changed:
+        await _remember(ctx, session, rctx)
         _announce(ctx, session, True, rctx)
     return acp.SetSessionModeResponse()
 
@@ -79,6 +101,7 @@ async def handle_set_config_option(
     mode_changed = new.mode_id != session.settings.mode_id
     _change(session, new)
     if changed:
+        await _remember(ctx, session, rctx)
         _announce(ctx, session, mode_changed, rctx)
     return acp.SetSessionConfigOptionResponse(
         config_options=config_options(session.settings, ctx.catalog)

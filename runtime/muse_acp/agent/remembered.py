@@ -1,0 +1,61 @@
+"""A session's settings as the preference store keeps them, and back.
+
+Contract (pure): ``to_stored`` turns the session's mode, model and reasoning effort into the
+store's ``StoredSettings``; ``restored`` turns them back into ``SessionSettings`` for a session
+brought back after a restart. What is no longer offered is never applied silently: an unknown
+mode or effort falls back to the default, and a model the host's catalog (when known) no longer
+lists falls back to Muse's default model, each with a sentence for the user.
+"""
+
+from __future__ import annotations
+
+from muse_acp.agent.config_options import (
+    DEFAULT_VALUE,
+    EFFORTS,
+    MODES,
+    ModelCatalog,
+    ModelChoice,
+    SessionSettings,
+)
+from muse_acp.agent.preferences import StoredSettings
+from muse_acp.text import clip
+
+__all__ = ["restored", "to_stored"]
+
+_SHOWN = 80
+
+
+def to_stored(settings: SessionSettings) -> StoredSettings:
+    model = settings.model
+    return StoredSettings(
+        mode_id=settings.mode_id,
+        model_id=model.model_id if model else None,
+        provider_id=model.provider_id if model else None,
+        effort=settings.effort,
+    )
+
+
+def restored(
+    stored: StoredSettings, catalog: ModelCatalog | None
+) -> tuple[SessionSettings, list[str]]:
+    """The settings to bring the session back with, and what could not be restored."""
+    notes: list[str] = []
+    mode_id = stored.mode_id
+    if mode_id not in MODES:
+        notes.append(f"its stored mode {clip(mode_id, _SHOWN)!r} is unknown; it is in Ask mode")
+        mode_id = "default"
+    effort = stored.effort
+    if effort is not None and (effort not in EFFORTS or effort == DEFAULT_VALUE):
+        notes.append(
+            f"its stored reasoning effort {clip(effort, _SHOWN)!r} is unknown; Muse's default "
+            "applies"
+        )
+        effort = None
+    model = ModelChoice(stored.model_id, stored.provider_id) if stored.model_id else None
+    if model is not None and catalog is not None and catalog.entry_for(model) is None:
+        notes.append(
+            f"its stored model {clip(model.model_id, _SHOWN)!r} is no longer offered by Muse; "
+            "it runs on Muse's default model"
+        )
+        model = None
+    return SessionSettings(mode_id=mode_id, model=model, effort=effort), notes
