@@ -23,6 +23,7 @@ class WireModel(BaseModel):
         validate_by_alias=True,
         serialize_by_alias=True,
         extra="ignore",
+        defer_build=True,
     )
 
 
