@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import acp
 import anyio
 import pytest
+from acp import schema
 
 from muse_acp.host.client import open_host
 from muse_acp.ids import new_uuid7
@@ -268,3 +271,65 @@ async def test_paging_many_stored_sessions_starts_one_host_in_all(world: World) 
     assert len(seen) == len(set(seen)) == 230
     assert len(world.host_requests("session/list")) == 5
     assert len(world.host_requests("initialize")) == 1, "every page came from the kept host"
+
+
+def _fork_meta(**boundary: str) -> dict[str, Any]:
+    return {"muse/fork": boundary}
+
+
+async def test_a_fork_starts_in_the_default_mode_and_says_where_it_came_from(world: World) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.conn.set_session_mode(session_id=session, mode_id="readOnly")
+            await agent.prompt(session, "original")
+            forked = await agent.conn.fork_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+    assert forked.modes is not None
+    assert forked.modes.current_mode_id == "default"
+    assert forked.field_meta is not None
+    provenance = forked.field_meta["muse/fork"]
+    assert provenance["sourceSessionId"] == session
+    assert provenance["explicitBoundary"] is False
+    assert provenance["cutCursor"]
+
+
+async def test_a_fork_honours_an_explicit_boundary_and_refuses_a_bad_one(world: World) -> None:
+    steering = schema.ClientCapabilities(field_meta={"muse/steering": 1})
+    async with running_agent(world, capabilities=steering) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "first turn")
+            await agent.prompt(session, "second turn")
+            turns = [
+                u.field_meta["muse/activeTurnId"]
+                for s, u in agent.client.updates
+                if s == session
+                and u.session_update == "session_info_update"
+                and u.field_meta
+                and u.field_meta.get("muse/activeTurnId")
+            ]
+            forked = await agent.conn.fork_session(
+                session_id=session,
+                cwd=str(world.workspace),
+                mcp_servers=[],
+                **_fork_meta(lastTurnId=turns[0]),
+            )
+            with pytest.raises(acp.RequestError) as refused:
+                await agent.conn.fork_session(
+                    session_id=session,
+                    cwd=str(world.workspace),
+                    mcp_servers=[],
+                    **_fork_meta(lastTurnId="no-such-turn"),
+                )
+            await agent.conn.load_session(
+                session_id=forked.session_id, cwd=str(world.workspace), mcp_servers=[]
+            )
+        replayed = agent.client.text(forked.session_id, "user_message_chunk")
+    assert forked.field_meta is not None
+    assert forked.field_meta["muse/fork"]["explicitBoundary"] is True
+    assert "first turn" in replayed
+    assert "second turn" not in replayed
+    assert refused.value.code == -32602
+    assert "not a completed turn" in str(refused.value)

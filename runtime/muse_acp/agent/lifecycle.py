@@ -22,9 +22,11 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Final
 
+from pydantic import ValidationError
+
 from muse_acp.agent import commands
 from muse_acp.agent.capabilities import not_on_exec
-from muse_acp.agent.config_options import config_options, session_modes
+from muse_acp.agent.config_options import SessionSettings, config_options, session_modes
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.history import replay_history
 from muse_acp.agent.hosts import ask
@@ -45,6 +47,7 @@ from muse_acp.rpc import (
     RequestContext,
     RpcError,
 )
+from muse_acp.rpc.validation import describe_validation_error
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
@@ -256,6 +259,36 @@ async def _announce_resumed(ctx: AgentContext, session: AcpSession, notes: list[
     await commands.advertise(ctx, session)
 
 
+async def _stored_settings(ctx: AgentContext, session_id: str) -> SessionSettings:
+    kept = await ctx.preferences.read(session_id)
+    return SessionSettings() if kept.settings is None else restored(kept.settings, ctx.catalog)[0]
+
+
+def _fork_boundary(params: acp.ForkSessionRequest) -> msp.ForkCutPoint | None:
+    """The turn the client asked to cut the fork after, if any."""
+    try:
+        meta = acp.MuseForkRequestMeta.model_validate(params.field_meta or {})
+    except ValidationError as error:
+        raise RpcError(
+            INVALID_PARAMS,
+            f'_meta["muse/fork"] must be {{"lastTurnId": "<a completed turn of the source>"}} '
+            f"({describe_validation_error(error, params.field_meta)})",
+        ) from None
+    boundary = meta.muse_fork
+    return None if boundary is None else msp.ForkCutPoint(last_turn_id=boundary.last_turn_id)
+
+
+def _fork_refused(source_id: str, cut: msp.ForkCutPoint | None, error: RpcError) -> RpcError | None:
+    if error_kind(error) != "forkBoundaryInvalid" or cut is None:
+        return None
+    return RpcError(
+        INVALID_PARAMS,
+        f"Muse cannot cut a fork of session {shown_id(source_id)} after turn "
+        f"{clip(cut.last_turn_id, 100)!r}: it is not a completed turn of that session. Name a "
+        "completed turn, or leave the boundary out to fork after the last one",
+    )
+
+
 async def handle_fork(
     ctx: AgentContext, params: acp.ForkSessionRequest, _: RequestContext
 ) -> acp.ForkSessionResponse:
@@ -264,6 +297,7 @@ async def handle_fork(
     source_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
+    cut = _fork_boundary(params)
     _refuse_busy(ctx, source_id, "fork")
     live = ctx.sessions.get(source_id)
     # The fork stays held by the host that made it: that host is closed right after, and the
@@ -273,23 +307,38 @@ async def handle_fork(
         result = await ask(
             host,
             "session/fork",
-            msp.SessionForkParams(command_id=new_uuid7(), session_id=source_id, exclude_items=True),
+            msp.SessionForkParams(
+                command_id=new_uuid7(), session_id=source_id, cut_point=cut, exclude_items=True
+            ),
             msp.SessionHistoryResult,
             phase="reading",
             budget=ctx.config.deadlines.read,
+            refusal=partial(_fork_refused, source_id, cut),
         )
+    source = live.settings if live is not None else await _stored_settings(ctx, source_id)
+    # A fork keeps the source's model and effort but starts in the default mode: the mode is
+    # a decision about this conversation, not the one it came from.
     forked = ctx.new_session(
         result.session.session_id,
         cwd,
-        settings=live.settings if live is not None else None,
+        settings=SessionSettings(model=source.model, effort=source.effort),
         on_host=True,
         host_title=_title_of(result.session),
         after=keeper,
+    )
+    origin = result.session.forked_from
+    provenance = acp.MuseForkMeta(
+        muse_fork=acp.MuseForkProvenance(
+            source_session_id=origin.session_id if origin else source_id,
+            cut_cursor=origin.cut_cursor if origin else "",
+            explicit_boundary=origin.cut_explicit if origin else cut is not None,
+        )
     )
     return acp.ForkSessionResponse(
         session_id=forked.session_id,
         modes=session_modes(forked.settings),
         config_options=config_options(forked.settings, ctx.catalog),
+        field_meta=provenance.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
 
 
