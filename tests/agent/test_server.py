@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
@@ -135,3 +139,32 @@ def test_form_elicitation_and_terminal_auth_are_read_from_client_capabilities() 
     negotiated = negotiate(_request(elicitation={"form": {}}, auth={"terminal": True}), "1.2.1")
     assert negotiated.elicitation_form
     assert negotiated.terminal_auth
+
+
+def test_the_registry_convention_for_terminal_sign_in_gets_a_whole_login_command(
+    tmp_path: Path,
+) -> None:
+    negotiated = negotiate(_request(meta={"terminal-auth": True}), "1.2.1")
+    response = initialize_response(negotiated).model_dump(mode="json", by_alias=True)
+    [terminal] = [m for m in response["authMethods"] if m.get("type") == "terminal"]
+    launch = terminal["_meta"]["terminal-auth"]
+    # The command signs in however the client launched the agent: run it against muse-sim.
+    muse = tmp_path / "muse"
+    muse.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m muse_acp.sim "$@"\n')
+    muse.chmod(0o755)
+    home = tmp_path / "sim-home"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MUSE_")},
+        "MUSE_ACP_MUSE_BIN": str(muse),
+        "MUSE_SIM_HOME": str(home),
+    }
+    done = subprocess.run(
+        [launch["command"], *launch["args"]],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (home / "credentials.json").exists()

@@ -16,6 +16,7 @@ negotiated, whatever the client asks for.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -134,7 +135,7 @@ def negotiate(
             or (isinstance(compatible, acp.SteeringSupport) and compatible.supported)
         ),
         elicitation_form=elicitation is not None and elicitation.form is not None,
-        terminal_auth=bool(auth and auth.terminal),
+        terminal_auth=bool(auth and auth.terminal) or bool(meta.terminal_auth),
         exec_backend=not on_msp,
     )
 
@@ -159,6 +160,15 @@ def _auth_methods(negotiated: Negotiated) -> list[Any]:
                 name="Muse account",
                 description="Sign in to Muse in a terminal (runs `muse login`).",
                 args=["login"],
+                # The whole command, for clients that launched the agent through a wrapper
+                # (uvx, pipx): the agent's own arguments with "login" would not sign in.
+                field_meta=acp.MuseTerminalAuthMeta(
+                    terminal_auth=acp.MuseTerminalLaunch(
+                        command=sys.executable,
+                        args=["-m", "muse_acp", "login"],
+                        label="Muse login",
+                    )
+                ).model_dump(mode="json", by_alias=True),
             )
         )
     methods.append(
