@@ -467,12 +467,20 @@ TOKENS: Final = {"inputTokens": 5, "outputTokens": 7}
         ("turn/completed", {**ENVELOPE, "turnId": TURN, "terminal": "completed"}),
         ("turn/retracted", {**ENVELOPE, "turnId": TURN, "commandId": TURN}),
         ("session/modelChanged", {**ENVELOPE, "modelId": "m"}),
-        ("session/nameChanged", {**ENVELOPE, "name": "n"}),
+        ("session/nameChanged", {**ENVELOPE, "name": "  "}),
+        ("session/nameChanged", {**ENVELOPE, "name": None}),
         ("view/gap", {"sessionId": "host-sess", "after": "v:1", "next": "v:3"}),
     ],
 )
 def test_notifications_the_runner_handles_send_nothing(method: str, params: dict[str, Any]) -> None:
     assert _feed(_live(), (method, params)) == []
+
+
+def test_a_name_muse_gives_the_session_becomes_its_title_on_one_line() -> None:
+    [update] = _feed(_live(), ("session/nameChanged", {**ENVELOPE, "name": "parser\ncleanup"}))
+    assert update["sessionUpdate"] == "session_info_update"
+    assert update["title"] == "parser cleanup"
+    assert update["updatedAt"].endswith("Z")
 
 
 def test_unknown_methods_send_nothing() -> None:

@@ -210,3 +210,31 @@ async def test_stored_output_on_a_newer_host_is_offered_only_when_the_user_trust
             with anyio.fail_after(WAIT):
                 await agent.prompt(session, "sim:bash 3000")
             assert len(_output_refs(agent.client.updates, session)) == expected
+
+
+@pytest.mark.parametrize("version", ["1.2.1", "1.3.0", "1.4.2"])
+async def test_a_title_muse_gives_the_session_arrives_live_and_a_user_title_still_wins(
+    tmp_path: Path, version: str
+) -> None:
+    world = _world(tmp_path, version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "sim:name Parser cleanup")
+            named = [
+                u
+                for s, u in agent.client.updates
+                if s == session and u.session_update == "session_info_update" and u.title
+            ]
+            await agent.prompt(session, "/rename My own title")
+            await agent.prompt(session, "sim:name Something else")
+        titles = [
+            u.title
+            for s, u in agent.client.updates
+            if s == session and u.session_update == "session_info_update" and u.title
+        ]
+    [live] = named
+    assert live.title == "parser-cleanup"
+    assert live.updated_at
+    assert titles[-1] == "My own title"
+    assert "something-else" not in titles

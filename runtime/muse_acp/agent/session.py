@@ -196,14 +196,15 @@ class AcpSession:
     # -- the client -------------------------------------------------------------------------
 
     async def send_update(self, update: acp.SessionUpdate) -> None:
-        """Send one ``session/update``; the user's own title replaces any other title."""
-        if (
-            isinstance(update, acp.SessionInfoUpdateSessionUpdate)
-            and self.user_title is not None
-            and "title" in update.model_fields_set
-            and update.title != self.user_title
+        """Send one ``session/update``; the user's own title replaces any other title, and a
+        title Muse gives the session becomes its host title."""
+        if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
+            update.model_fields_set
         ):
-            update = update.model_copy(update={"title": self.user_title})
+            if self.user_title is None:
+                self.host_title = update.title
+            elif update.title != self.user_title:
+                update = update.model_copy(update={"title": self.user_title})
         await self.client.notify(
             "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
         )

@@ -24,6 +24,7 @@ __all__ = [
     "PROMPT_TITLE_LENGTH",
     "check_user_title",
     "display_title",
+    "named_title",
     "title_problem",
 ]
 
@@ -85,3 +86,10 @@ def display_title(user_title: str | None, row: msp.Session | None) -> str | None
     if row.first_user_prompt is None:
         return None
     return _one_line(row.first_user_prompt, PROMPT_TITLE_LENGTH)
+
+
+def named_title(name: str | None) -> str | None:
+    """The title a name Muse gave the session (``session/nameChanged``) shows as, if any."""
+    if name is None or not name.strip():
+        return None
+    return _one_line(name, HOST_TITLE_LENGTH)

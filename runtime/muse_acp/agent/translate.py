@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Final, Literal, TypeAlias
 
 from muse_acp.agent.output_cards import BASELINE_OUTPUT, OutputPolicy
@@ -47,6 +48,7 @@ from muse_acp.agent.progress import (
     plan_update,
     usage_update,
 )
+from muse_acp.agent.titles import named_title
 from muse_acp.agent.tool_cards import (
     CardItem,
     tool_call,
@@ -56,7 +58,7 @@ from muse_acp.agent.tool_cards import (
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["REASONING_PART_LIMIT", "TurnTranslator"]
+__all__ = ["REASONING_PART_LIMIT", "TurnTranslator", "utc_now"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -161,6 +163,15 @@ class TurnTranslator:
             params, msp.SessionTodoListChangedParams
         ):
             return [plan_update(params.items)]
+        if method == "session/nameChanged" and isinstance(params, msp.SessionNameChangedParams):
+            title = named_title(params.name)
+            if title is None:
+                return []
+            return [
+                acp.SessionInfoUpdateSessionUpdate(
+                    session_update="session_info_update", title=title, updated_at=utc_now()
+                )
+            ]
         if method == "session/contextUsage" and isinstance(params, msp.SessionContextUsageParams):
             usage = usage_update(params)
             return [] if usage is None else [usage]
@@ -297,3 +308,8 @@ def _chunk(family: _Family, item_id: str, text: str) -> _Chunk:
     return acp.AgentMessageChunkSessionUpdate(
         session_update="agent_message_chunk", content=content, message_id=item_id
     )
+
+
+def utc_now() -> str:
+    """Now, as the RFC 3339 UTC time ACP's ``updatedAt`` carries."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
