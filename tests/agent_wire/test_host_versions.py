@@ -50,6 +50,15 @@ def _output_refs(updates: list[tuple[str, Any]], session: str) -> list[dict[str,
     return list(latest.values())
 
 
+def _titled(updates: list[tuple[str, Any]], session: str) -> list[Any]:
+    """The session's ``session_info_update``s that carry a title."""
+    return [
+        u
+        for s, u in updates
+        if s == session and u.session_update == "session_info_update" and u.title
+    ]
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_a_full_session_works_on_every_supported_version(
     tmp_path: Path, version: str
@@ -221,18 +230,10 @@ async def test_a_title_muse_gives_the_session_arrives_live_and_a_user_title_stil
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             await agent.prompt(session, "sim:name Parser cleanup")
-            named = [
-                u
-                for s, u in agent.client.updates
-                if s == session and u.session_update == "session_info_update" and u.title
-            ]
+            named = _titled(agent.client.updates, session)
             await agent.prompt(session, "/rename My own title")
             await agent.prompt(session, "sim:name Something else")
-        titles = [
-            u.title
-            for s, u in agent.client.updates
-            if s == session and u.session_update == "session_info_update" and u.title
-        ]
+        titles = [u.title for u in _titled(agent.client.updates, session)]
     [live] = named
     assert live.title == "parser-cleanup"
     assert live.updated_at

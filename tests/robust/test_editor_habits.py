@@ -8,6 +8,8 @@ would notice: Muse is told, the prompt settles, and the next prompt runs.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
@@ -36,14 +38,22 @@ def _planned(agent: RawAgent, session: str) -> bool:
     )
 
 
-async def test_cancel_request_on_a_running_prompt_cancels_the_muse_turn(
-    faulty: FaultWorld,
-) -> None:
+@asynccontextmanager
+async def holding_turn(faulty: FaultWorld) -> AsyncIterator[tuple[RawAgent, str, str]]:
+    """An agent whose new session runs a turn that holds until cancelled, its plan already
+    shown: the agent, the session and the key of the prompt's response."""
     async with raw_agent(faulty.world, BUDGETS.env()) as agent:
         await agent.result("initialize", {"protocolVersion": 1, "clientCapabilities": EXTENSIONS})
         session = await agent.new_session()
         key = await start_prompt(agent, session, "sim:plan\nsim:hold")
         await agent.wait_until(lambda: _planned(agent, session), "the turn's plan")
+        yield agent, session, key
+
+
+async def test_cancel_request_on_a_running_prompt_cancels_the_muse_turn(
+    faulty: FaultWorld,
+) -> None:
+    async with holding_turn(faulty) as (agent, session, key):
         request_id = json.loads(key)
         await agent.send(
             {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": request_id}}
@@ -58,11 +68,7 @@ async def test_cancel_request_on_a_running_prompt_cancels_the_muse_turn(
 async def test_a_prompt_sent_right_after_a_cancel_runs_once_the_cancel_settled(
     faulty: FaultWorld,
 ) -> None:
-    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
-        await agent.result("initialize", {"protocolVersion": 1, "clientCapabilities": EXTENSIONS})
-        session = await agent.new_session()
-        first = await start_prompt(agent, session, "sim:plan\nsim:hold")
-        await agent.wait_until(lambda: _planned(agent, session), "the turn's plan")
+    async with holding_turn(faulty) as (agent, session, first):
         # "Stop, and do this instead": the cancel and the new prompt in one write.
         await agent.write(frames(cancel_frame(session), prompt_frame("p2", session, "instead")))
         cancelled = await agent.response(first)
@@ -75,11 +81,7 @@ async def test_a_prompt_sent_right_after_a_cancel_runs_once_the_cancel_settled(
 async def test_a_prompt_while_a_turn_runs_uncancelled_is_refused_with_why(
     faulty: FaultWorld,
 ) -> None:
-    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
-        await agent.result("initialize", {"protocolVersion": 1, "clientCapabilities": EXTENSIONS})
-        session = await agent.new_session()
-        first = await start_prompt(agent, session, "sim:plan\nsim:hold")
-        await agent.wait_until(lambda: _planned(agent, session), "the turn's plan")
+    async with holding_turn(faulty) as (agent, session, first):
         refused = await agent.prompt_text(session, "too early")
         await agent.send(cancel_frame(session))
         await agent.response(first)
@@ -90,11 +92,7 @@ async def test_a_prompt_while_a_turn_runs_uncancelled_is_refused_with_why(
 async def test_resume_while_a_prompt_runs_is_refused_like_load_and_fork(
     faulty: FaultWorld,
 ) -> None:
-    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
-        await agent.result("initialize", {"protocolVersion": 1, "clientCapabilities": EXTENSIONS})
-        session = await agent.new_session()
-        first = await start_prompt(agent, session, "sim:plan\nsim:hold")
-        await agent.wait_until(lambda: _planned(agent, session), "the turn's plan")
+    async with holding_turn(faulty) as (agent, session, first):
         params = {"sessionId": session, "cwd": str(faulty.world.workspace), "mcpServers": []}
         resumed = await agent.request("session/resume", params)
         await agent.send(cancel_frame(session))

@@ -136,15 +136,22 @@ async def _bring_back(
     return session, notes
 
 
-async def _created_here(
-    ctx: AgentContext, session_id: str, cwd: str, missing: RpcError
+async def _reopen(
+    ctx: AgentContext, host: MspHost, session_id: str, cwd: str
 ) -> tuple[AcpSession, list[str]]:
-    """A session ``session/new`` created in ``cwd`` that Muse does not have yet (it was never
-    prompted), brought back from the adapter's record of it; else ``missing`` is raised."""
-    kept = await ctx.preferences.read(session_id)
-    if kept.created_cwd is None or not same_directory(kept.created_cwd, cwd):
-        raise missing
-    return await _bring_back(ctx, session_id, cwd, None, on_host=False)
+    """Bring back a session Muse has, or one ``session/new`` created in ``cwd`` that Muse does
+    not have yet (it was never prompted: ``on_host`` False, nothing to replay), from the
+    adapter's record of it; any other session is Muse's -32002."""
+    try:
+        row = await _read_session(ctx, host, session_id, cwd)
+    except RpcError as missing:
+        if missing.code != RESOURCE_NOT_FOUND:
+            raise
+        kept = await ctx.preferences.read(session_id)
+        if kept.created_cwd is None or not same_directory(kept.created_cwd, cwd):
+            raise
+        return await _bring_back(ctx, session_id, cwd, None, on_host=False)
+    return await _bring_back(ctx, session_id, cwd, _title_of(row))
 
 
 async def _tell(session: AcpSession, notes: list[str]) -> None:
@@ -189,14 +196,8 @@ async def handle_load(
     cwd = check_workspace(params.cwd, params.additional_directories)
     _warn_mcp(params.mcp_servers)
     async with ctx.catalog_host(cwd) as host:
-        try:
-            row = await _read_session(ctx, host, session_id, cwd)
-        except RpcError as missing:
-            if missing.code != RESOURCE_NOT_FOUND:
-                raise
-            session, notes = await _created_here(ctx, session_id, cwd, missing)
-        else:
-            session, notes = await _bring_back(ctx, session_id, cwd, _title_of(row))
+        session, notes = await _reopen(ctx, host, session_id, cwd)
+        if session.on_host:
             output = OutputPolicy(
                 references=ctx.negotiated.output
                 and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
@@ -231,14 +232,7 @@ async def handle_resume(
         session = live
     else:
         async with ctx.catalog_host(cwd) as host:
-            try:
-                row = await _read_session(ctx, host, session_id, cwd)
-            except RpcError as missing:
-                if missing.code != RESOURCE_NOT_FOUND:
-                    raise
-                session, notes = await _created_here(ctx, session_id, cwd, missing)
-            else:
-                session, notes = await _bring_back(ctx, session_id, cwd, _title_of(row))
+            session, notes = await _reopen(ctx, host, session_id, cwd)
     rctx.after_response(partial(_announce_resumed, ctx, session, notes))
     return acp.ResumeSessionResponse(
         modes=session_modes(session.settings),
