@@ -25,8 +25,12 @@ from acp import schema
 from acp.client.connection import ClientSideConnection
 from pydantic import TypeAdapter
 
+from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
+
 WAIT = 30.0
 """Seconds any single wait in these tests may take before it counts as a hang."""
+SHUTDOWN_WAIT = EXIT_GRACE + TERMINATE_GRACE + 5.0
+"""Seconds the agent may take to exit once its stdin is closed."""
 
 
 @dataclass
@@ -229,7 +233,9 @@ async def running_agent(
             "serve",
             env=world.env(),
             cwd=str(world.root),
-            transport_kwargs={"stderr": stderr},
+            # The agent may take up to its hosts' exit and terminate graces to stop (a hung
+            # host is stopped, not waited for); the SDK's own 2 s would race that exit.
+            transport_kwargs={"stderr": stderr, "shutdown_timeout": SHUTDOWN_WAIT},
             observers=[observe],
             use_unstable_protocol=True,
         ) as (conn, _process):
