@@ -336,3 +336,43 @@ async def test_follow_ups_run_after_the_response_is_written() -> None:
         follow_up = await peer.receive()
     assert response == {"jsonrpc": "2.0", "id": 7, "result": {"ok": 1}}
     assert follow_up == {"jsonrpc": "2.0", "method": "after", "params": {"n": 1}}
+
+
+async def test_a_follow_up_that_finds_the_peer_gone_stops_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    connections: list[Connection] = []
+    ran: list[str] = []
+
+    class Handler:
+        async def handle_request(
+            self, method: str, params: JsonValue | None, ctx: RequestContext
+        ) -> JsonValue:
+            async def late() -> None:
+                with anyio.fail_after(WAIT):
+                    await connections[0].closed.wait()
+                ran.append("late")
+                await connections[0].notify("after", {"n": 1})
+
+            async def never() -> None:
+                ran.append("never")
+
+            ctx.after_response(late)
+            ctx.after_response(never)
+            return {"ok": 1}
+
+        async def handle_notification(self, method: str, params: JsonValue | None) -> None:
+            return None
+
+    caplog.set_level(logging.DEBUG, logger="muse_acp.rpc")
+    async with serving(Handler()) as (conn, peer):
+        connections.append(conn)
+        await peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "x"})
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 7, "result": {"ok": 1}}
+        await peer.close()
+        with anyio.fail_after(WAIT):
+            await conn.closed.wait()
+            await anyio.wait_all_tasks_blocked()
+    assert ran == ["late"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [r for r in caplog.records if r.exc_info]

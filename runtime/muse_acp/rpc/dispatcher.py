@@ -396,6 +396,10 @@ class Connection:
             for work in context.followups:
                 try:
                     await work()
+                except ConnectionClosed:
+                    # The peer went away after its answer: nothing is left to tell it.
+                    logger.debug("%s: follow-up of %s dropped: the peer is gone", self.name, method)
+                    return
                 except Exception:
                     logger.exception("%s: follow-up of %s failed", self.name, method)
 
