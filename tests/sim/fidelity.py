@@ -32,6 +32,9 @@ from .harness import Frame, SimProcess
 from .shapes import ID, compare, ids_in, kind_key, same_variant
 
 DEMAND_WAIT: Final = 3.0
+ANSWER_WAIT: Final = 30.0
+"""Seconds an answer may take; the first one includes starting the simulator, which takes
+several seconds on a loaded two-core machine running other tests' processes."""
 """Seconds to wait for the simulator to produce an id a recorded client frame needs."""
 
 SIMULATOR_EMITS: Final = frozenset(
@@ -258,7 +261,7 @@ class Replayer:
         self, index: int, message: dict[str, Any], method: str, occurrence: int
     ) -> bool:
         request_id = message["id"]
-        answer = await self._read_until(lambda _f: False, 10.0, answer_to=request_id)
+        answer = await self._read_until(lambda _f: False, ANSWER_WAIT, answer_to=request_id)
         if answer is None:
             self.report.failures.append(f"{method} #{occurrence}: no answer")
             return False
