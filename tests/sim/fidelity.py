@@ -32,10 +32,10 @@ from .harness import Frame, SimProcess
 from .shapes import ID, compare, ids_in, kind_key, same_variant
 
 DEMAND_WAIT: Final = 3.0
+"""Seconds to wait for the simulator to produce an id a recorded client frame needs."""
 ANSWER_WAIT: Final = 30.0
 """Seconds an answer may take; the first one includes starting the simulator, which takes
 several seconds on a loaded two-core machine running other tests' processes."""
-"""Seconds to wait for the simulator to produce an id a recorded client frame needs."""
 
 SIMULATOR_EMITS: Final = frozenset(
     {
@@ -183,7 +183,9 @@ class Replayer:
         ``answer_to`` is given, until the answer to that request (returned unobserved)."""
         with anyio.move_on_after(wait):
             while True:
-                frame = await self.sim.next()
+                # The outer deadline bounds the whole wait; the simulator's own
+                # per-line bound must not cut it shorter on a loaded machine.
+                frame = await self.sim.next(wait)
                 if answer_to is not None and "method" not in frame and frame.get("id") == answer_to:
                     return frame
                 self.observe(frame)

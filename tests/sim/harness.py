@@ -113,12 +113,12 @@ class SimPeer:
         self._next_id += 1
         return self._next_id
 
-    async def line(self) -> bytes | OversizedFrame:
-        with anyio.fail_after(WAIT):
+    async def line(self, wait: float = WAIT) -> bytes | OversizedFrame:
+        with anyio.fail_after(wait):
             return await self.reader.__anext__()
 
-    async def next(self) -> Frame:
-        line = await self.line()
+    async def next(self, wait: float = WAIT) -> Frame:
+        line = await self.line(wait)
         assert not isinstance(line, OversizedFrame), "unexpected oversized frame"
         frame: Frame = json.loads(line)
         answered = None
