@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
+from muse_acp import __version__
+
 ROOT: Final = Path(__file__).resolve().parents[1]
 PLATFORMS: Final = [
     "darwin-aarch64",
@@ -174,7 +176,9 @@ def test_the_uvx_distribution_runs_this_package_as_an_acp_server() -> None:
     assert meta["scripts"][name] == "muse_acp.cli:main"
     assert uvx["args"] == ["serve"]
     assert entry()["distribution"].keys() == {"uvx"}
-    assert pinned == entry()["version"] == meta["version"]
+    # The package's version is its own ``__version__`` (the metadata is built from it).
+    assert meta["dynamic"] == ["version"]
+    assert pinned == entry()["version"] == __version__
 
 
 def test_the_entry_agrees_with_the_package_metadata() -> None:
