@@ -124,6 +124,7 @@ def test_exec_advertises_new_and_close_only_and_says_which_backend() -> None:
         "resume",
         "close",
         "fork",
+        "delete",
     }
     assert on_msp["_meta"] == {"muse/backend": {"backend": "msp", "reason": "default"}}
 

@@ -39,7 +39,7 @@ def _failed(kind: str, message: str, *, retryable: bool = True) -> msp.TurnCompl
     return _completed("failed", reason=message, error=error)
 
 
-BEFORE_SUBMISSION = {"starting", "handshake", "preparing", "reading"}
+BEFORE_SUBMISSION = {"starting", "handshake", "preparing", "reading", "authenticating", "deleting"}
 
 
 def _failure(kind: str, source: str, retryable: bool, phase: str, **extra: str) -> Any:
@@ -230,6 +230,8 @@ PHASE_WORDS = {
     "steering": "handing a correction to the running turn",
     "cancelling": "cancelling the turn",
     "reading": "reading the session from Muse",
+    "authenticating": "checking which credential Muse uses",
+    "deleting": "deleting the session in Muse",
 }
 
 
@@ -245,7 +247,7 @@ def test_failures_name_the_phase_in_words(phase: Phase, words: str) -> None:
     assert exited.startswith(f"The Muse host exited with exit code 0 while {words}.")
 
 
-RELOAD = "The session's saved history is intact; load it again with session/load to continue."
+AGAIN = "Send the prompt again; muse-acp starts a new Muse host for this session."
 
 
 @pytest.mark.parametrize(
@@ -256,7 +258,7 @@ RELOAD = "The session's saved history is intact; load it again with session/load
             3,
             "starting\nerror: provider refused the key\n\n",
             "The Muse host exited with exit code 3 while running the turn. Its last output "
-            f"line was: error: provider refused the key. {RELOAD}",
+            f"line was: error: provider refused the key. {AGAIN}",
             "possiblySubmitted",
             id="last stderr line quoted",
         ),
@@ -265,7 +267,7 @@ RELOAD = "The session's saved history is intact; load it again with session/load
             None,
             "",
             "The Muse host exited without an exit status while completing the handshake with "
-            f"the Muse host. {RELOAD}",
+            f"the Muse host. {AGAIN}",
             "notSubmitted",
             id="no status and no stderr",
         ),
@@ -274,18 +276,25 @@ RELOAD = "The session's saved history is intact; load it again with session/load
             1,
             "panic: token=abc Bearer sk-secret-value",
             "The Muse host exited with exit code 1 while running the turn. Its last output "
-            f"line was: panic: token=abc Bearer [redacted]. {RELOAD}",
+            f"line was: panic: token=abc Bearer [redacted]. {AGAIN}",
             "possiblySubmitted",
             id="stderr is redacted",
         ),
     ],
 )
-def test_host_exit_names_the_phase_and_says_the_session_can_be_loaded(
+def test_host_exit_names_the_phase_and_says_the_next_prompt_starts_a_new_host(
     phase: Phase, exit_code: int | None, stderr: str, message: str, execution: str
 ) -> None:
     error = host_exited(phase, exit_code, stderr)
     assert (error.code, error.message) == (INTERNAL_ERROR, message)
     assert error.data == _failure("hostExited", "host", True, phase, execution=execution)
+
+
+@pytest.mark.parametrize("phase", ["reading", "authenticating"])
+def test_host_exit_outside_a_prompt_says_to_send_the_request_again(phase: Phase) -> None:
+    message = host_exited(phase, 1, "").message
+    assert message.endswith("Send the request again; muse-acp starts a new Muse host for it.")
+    assert "session/load" not in message
 
 
 def test_host_exit_quotes_at_most_a_short_last_line() -> None:
@@ -345,13 +354,13 @@ def test_automatic_decisions_that_muse_does_not_allow_stop_the_turn(
     )
 
 
-def test_questions_without_form_elicitation_stop_the_turn() -> None:
+def test_questions_without_form_elicitation_explain_a_failed_turn() -> None:
     error = user_input_unsupported()
     assert (error.code, error.message) == (
         INTERNAL_ERROR,
         "Muse asked a question that needs an answer, but this ACP client did not advertise "
-        "form elicitation, so the question was cancelled and the turn stopped. Use a client "
-        "that supports elicitation forms to answer Muse's questions.",
+        "form elicitation, so the question was withdrawn and Muse then ended the turn. Use a "
+        "client that supports elicitation forms to answer Muse's questions.",
     )
     assert error.data == _failure(
         "userInputUnsupported", "client", False, "running", execution="possiblySubmitted"

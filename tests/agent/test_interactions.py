@@ -14,10 +14,11 @@ import pytest
 from anyio.abc import TaskGroup
 
 from muse_acp.agent import failures
+from muse_acp.agent.card_states import TurnCards
 from muse_acp.agent.interactions import Interactions
 from muse_acp.rpc import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
-from muse_acp_wire import msp
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
 pytestmark = pytest.mark.anyio
@@ -48,6 +49,8 @@ class FakeTurn:
     session_id: str = "0193c2d0-7a10-7b3e-9c41-5d2e8f6a1b01"
     tasks: TaskGroup | None = None
     failure: RpcError | None = None
+    explained: RpcError | None = None
+    updates: list[acp.SessionUpdate] = field(default_factory=list)
     asked_client: list[str] = field(default_factory=list)
     sent: list[tuple[str, WireModel]] = field(default_factory=list)
 
@@ -57,6 +60,12 @@ class FakeTurn:
 
     def fail(self, error: RpcError) -> None:
         self.failure = self.failure or error
+
+    def explain_failure(self, error: RpcError) -> None:
+        self.explained = self.explained or error
+
+    async def send_update(self, update: acp.SessionUpdate) -> None:
+        self.updates.append(update)
 
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self.tasks is not None
@@ -105,7 +114,11 @@ def _question() -> msp.UserInputRequestedParams:
 
 def _failure(turn: FakeTurn) -> dict[str, Any]:
     assert turn.failure is not None
-    data = turn.failure.data
+    return _failure_data(turn.failure)
+
+
+def _failure_data(error: RpcError) -> dict[str, Any]:
+    data = error.data
     assert isinstance(data, dict)
     assert isinstance(data["failure"], dict)
     return data["failure"]
@@ -190,12 +203,19 @@ async def test_an_unusable_question_answer_says_question_and_withdraws_it_from_m
 ) -> None:
     turn = FakeTurn(client={"elicitation/create": answer})
     await _settle(turn, _question())
-    failure = _failure(turn)
+    # Muse decides how the turn goes on; should it end the turn failed, this says why.
+    assert turn.failure is None
+    assert turn.explained is not None
+    failure = _failure_data(turn.explained)
     assert (failure["kind"], failure["source"]) == ("questionFailed", "client")
-    assert turn.failure is not None
-    assert said in turn.failure.message
-    assert "permission" not in turn.failure.message
+    assert said in turn.explained.message
+    assert "permission" not in turn.explained.message
     assert [method for method, _ in turn.sent] == ["userInput/cancel"]
+    [notice] = turn.updates
+    assert isinstance(notice, acp.AgentMessageChunkSessionUpdate)
+    assert isinstance(notice.content, acp.TextContentBlock)
+    assert said in notice.content.text
+    assert "withdrawn" in notice.content.text
 
 
 @pytest.mark.parametrize(
@@ -248,7 +268,144 @@ async def test_a_client_without_forms_gets_no_question_and_muse_hears_why() -> N
     turn = FakeTurn(forms=False)
     await _settle(turn, _question())
     assert turn.asked_client == []
-    assert _failure(turn)["kind"] == "userInputUnsupported"
+    assert turn.failure is None
+    assert turn.explained is not None
+    assert _failure_data(turn.explained)["kind"] == "userInputUnsupported"
+    [notice] = turn.updates
+    assert isinstance(notice, acp.AgentMessageChunkSessionUpdate)
+    assert isinstance(notice.content, acp.TextContentBlock)
+    assert "cannot show question forms" in notice.content.text
     [(method, params)] = turn.sent
     assert method == "userInput/cancel"
     assert isinstance(params, msp.UserInputCancelParams)
+
+
+# -- the tool call's card, as approvals see it ----------------------------------------------
+
+
+@dataclass
+class _AskingTurn(FakeTurn):
+    """A ``FakeTurn`` that also keeps what the client was asked."""
+
+    asked: list[WireModel] = field(default_factory=list)
+
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue:
+        self.asked.append(params)
+        return await super().ask_client(method, params)
+
+
+async def _settle_with(turn: FakeTurn, cards: TurnCards, *events: WireModel) -> None:
+    interactions = Interactions(turn, cards)
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            turn.tasks = tasks
+            for event in events:
+                interactions.on_event(event)
+
+
+def _tool_item(requested: msp.ApprovalRequestedParams, status: str) -> msp.ToolCallItem:
+    item = msp.ToolCallItem(
+        item_id=requested.item_id,
+        kind="toolCall",
+        turn_id=requested.turn_id,
+        revision=1,
+        status=status,
+        recorded_at="2026-01-01T00:00:00Z",
+        tool=requested.tool_name,
+        call_id=requested.tool_call_id,
+        args=requested.raw_args,
+    )
+    return item
+
+
+def _selecting(choice: str) -> dict[str, ClientAnswer]:
+    return {"session/request_permission": {"outcome": {"outcome": "selected", "optionId": choice}}}
+
+
+async def test_the_permission_for_a_running_card_does_not_send_it_back_to_pending() -> None:
+    requested = _requested()
+    cards = TurnCards(requested.session_id)
+    cards.sighting(requested.tool_call_id or "", _tool_item(requested, "inProgress"))
+    turn = _AskingTurn(client=_selecting("allow_once"))
+    await _settle_with(turn, cards, requested)
+    [request] = turn.asked
+    assert isinstance(request, acp.RequestPermissionRequest)
+    assert "status" not in request.tool_call.model_dump(exclude_unset=True)
+    unseen = _AskingTurn(client=_selecting("allow_once"))
+    await _settle_with(unseen, TurnCards(requested.session_id), requested)
+    [first] = unseen.asked
+    assert isinstance(first, acp.RequestPermissionRequest)
+    assert first.tool_call.status == "pending"
+
+
+async def test_an_editing_tools_permission_shows_the_file_read_first(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("old\n")
+    args = json.dumps({"content": "new\n", "path": "notes.txt"})
+    requested = _requested().model_copy(update={"tool_name": "write_file", "raw_args": args})
+    turn = _AskingTurn(client=_selecting("allow_once"))
+    await _settle_with(turn, TurnCards(requested.session_id, cwd=str(tmp_path)), requested)
+    [request] = turn.asked
+    assert isinstance(request, acp.RequestPermissionRequest)
+    path = str(tmp_path / "notes.txt")
+    assert request.tool_call.content == [
+        acp.DiffToolCallContent(type="diff", path=path, old_text="old\n", new_text="new\n")
+    ]
+    assert request.tool_call.locations == [acp.ToolCallLocation(path=path)]
+
+
+REJECTED_TEXTS = {
+    "user": "[Rejected: the user did not allow this tool call.]",
+    "client": "[Rejected: the client cancelled the permission request, so muse-acp declined "
+    "this tool call.]",
+    "mode": "[Rejected: the session's Auto-reject mode declined this tool call.]",
+}
+
+
+@pytest.mark.parametrize(
+    ("client", "automatic", "who"),
+    [
+        (_selecting("abort"), None, "user"),
+        ({"session/request_permission": {"outcome": {"outcome": "cancelled"}}}, None, "client"),
+        ({}, "reject", "mode"),
+    ],
+    ids=["the user rejected", "the client cancelled", "the mode rejected"],
+)
+async def test_a_denial_the_host_took_marks_the_failed_card_rejected(
+    client: dict[str, ClientAnswer], automatic: Literal["reject"] | None, who: str
+) -> None:
+    requested = _requested()
+    cards = TurnCards(requested.session_id)
+    # The host may end the tool before it answers the decision: the card is sent again.
+    cards.sighting(requested.tool_call_id or "", _tool_item(requested, "failed"))
+    turn = FakeTurn(client=client, automatic=automatic)
+    await _settle_with(turn, cards, requested)
+    [update] = turn.updates
+    assert isinstance(update, acp.ToolCallUpdateSessionUpdate)
+    assert (update.status, update.title) == ("failed", "Rejected: git status && wc -l README.md")
+    assert update.content == [
+        acp.ContentToolCallContent(
+            type="content", content=acp.TextContentBlock(type="text", text=REJECTED_TEXTS[who])
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("client", "host"),
+    [
+        (_selecting("allow_once"), {}),
+        (
+            _selecting("abort"),
+            {"approval/decide": RpcError(-32051, "no", {"kind": "approvalAlreadyResolved"})},
+        ),
+    ],
+    ids=["approved", "the denial came too late"],
+)
+async def test_only_a_denial_the_host_took_marks_the_card(
+    client: dict[str, ClientAnswer], host: dict[str, HostAnswer]
+) -> None:
+    requested = _requested()
+    cards = TurnCards(requested.session_id)
+    cards.sighting(requested.tool_call_id or "", _tool_item(requested, "failed"))
+    turn = FakeTurn(client=client, host=host)
+    await _settle_with(turn, cards, requested)
+    assert turn.updates == []

@@ -11,6 +11,7 @@ import pytest
 from muse_acp.agent.permissions import (
     TITLE_LIMIT,
     ApprovalView,
+    PermissionCard,
     automatic_choice,
     choice_from_response,
     option_kind,
@@ -443,3 +444,16 @@ def test_automatic_choices(
     policy: Literal["approve", "reject"], choices: list[dict[str, str]], expected: str | None
 ) -> None:
     assert automatic_choice(_view(choices=choices), policy) == expected
+
+
+def test_the_card_says_what_the_tool_call_shows_beyond_the_approval() -> None:
+    diff = acp.DiffToolCallContent(type="diff", path="/w/a.txt", old_text="a\n", new_text="b\n")
+    card = PermissionCard(None, (diff,), (acp.ToolCallLocation(path="/w/a.txt"),))
+    raw = _wire(permission_request("s", _view(), tool_call_id="t", kind="edit", card=card))
+    assert "status" not in raw["toolCall"]
+    assert raw["toolCall"]["content"] == [
+        {"type": "diff", "path": "/w/a.txt", "oldText": "a\n", "newText": "b\n"}
+    ]
+    assert raw["toolCall"]["locations"] == [{"path": "/w/a.txt"}]
+    plain = _wire(permission_request("s", _view(), tool_call_id="t", kind="edit"))["toolCall"]
+    assert (plain["status"], "content" in plain, "locations" in plain) == ("pending", False, False)

@@ -121,7 +121,7 @@ def test_the_response_advertises_exactly_what_was_negotiated() -> None:
         "audio": False,
         "embeddedContext": True,
     }
-    assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close", "fork"}
+    assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close", "fork", "delete"}
     assert [m["id"] for m in bare["authMethods"]] == ["meta-api-key"]
 
     full = initialize_response(

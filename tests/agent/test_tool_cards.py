@@ -1,4 +1,5 @@
-"""Tool cards built from Muse items: kinds, statuses, titles, inputs, text, diffs, stored output."""
+"""Tool cards built from Muse items: kinds, statuses, titles, inputs, text, diffs, stored output,
+locations, and rejected calls."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from typing import Any, Final
 
 import pytest
 
+from muse_acp.agent.file_changes import NOT_READ_NOTE, FileBefore
 from muse_acp.agent.output_cards import BASELINE_OUTPUT, OUTPUT_META_KEY, OutputPolicy
 from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES, OutputBuffer
 from muse_acp.agent.tool_cards import (
     ARGS_LIMIT_BYTES,
+    CardFacts,
     CardItem,
     output_reference_update,
     tool_call,
@@ -333,28 +336,175 @@ def test_streamed_output_over_the_card_limit_shows_the_kept_prefix_with_a_note()
     assert f"of {CARD_TEXT_LIMIT_BYTES + 5} bytes" in text
 
 
-def test_write_file_shows_a_diff_of_a_new_file_and_its_location() -> None:
+WORKSPACE: Final = "/w"
+OLD_FILE: Final = "a = 0\nx = 1\nb = 2\n"
+
+
+def _facts(text: str | None = OLD_FILE, note: str | None = None, **facts: Any) -> CardFacts:
+    return CardFacts(cwd=WORKSPACE, before=FileBefore("/w/a.py", text, note), **facts)
+
+
+def _diff(old: str | None, new: str, path: str = "/w/a.py") -> dict[str, Any]:
+    return {"type": "diff", "path": path, "oldText": old, "newText": new}
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "facts", "diff"),
+    [
+        pytest.param(
+            "write_file",
+            {"path": "a.py", "content": "new\n"},
+            _facts(),
+            _diff(OLD_FILE, "new\n"),
+            id="write over an existing file",
+        ),
+        pytest.param(
+            "write_file",
+            {"path": "/w/a.py", "content": "new\n"},
+            _facts(None),
+            _diff(None, "new\n"),
+            id="write a new file",
+        ),
+        pytest.param(
+            "edit_file",
+            {"path": "a.py", "find": "x = 1", "replace": "x = 2"},
+            _facts(),
+            _diff(OLD_FILE, "a = 0\nx = 2\nb = 2\n"),
+            id="edit: the whole file before and after",
+        ),
+        pytest.param(
+            "edit_file",
+            {"path": "./src/../a.py", "find": "b = 2\n", "replace": ""},
+            _facts(),
+            _diff(OLD_FILE, "a = 0\nx = 1\n"),
+            id="edit that removes a line",
+        ),
+    ],
+)
+def test_an_editing_tool_shows_the_whole_file_before_and_after(
+    tool: str, args: dict[str, Any], facts: CardFacts, diff: dict[str, Any]
+) -> None:
+    item = _tool(tool, args, status="inProgress")
+    update = _wire(tool_call(SESSION, item, facts=facts))
+    assert update["content"] == [diff]
+    assert update["locations"] == [{"path": "/w/a.py"}]
+    assert update["kind"] == "edit"
+
+
+TWICE: Final = (
+    "[The text this edit replaces occurs 2 times in the file; muse-acp cannot tell which one "
+    "the tool changes, so no diff is shown.]"
+)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "facts", "note"),
+    [
+        pytest.param(
+            "write_file",
+            {"path": "a.py", "content": "c"},
+            CardFacts(cwd="/w"),
+            NOT_READ_NOTE,
+            id="nothing read before",
+        ),
+        pytest.param(
+            "edit_file",
+            {"path": "a.py", "find": "y = 1", "replace": "y = 2"},
+            _facts(),
+            "[The text this edit replaces was not in the file when muse-acp read it before the "
+            "change, so no diff is shown.]",
+            id="edit: text not found",
+        ),
+        pytest.param(
+            "edit_file",
+            {"path": "a.py", "find": " = ", "replace": "="},
+            _facts("a = 1\nb = 2"),
+            TWICE,
+            id="edit: text found twice",
+        ),
+        pytest.param(
+            "edit_file",
+            {"path": "a.py", "find": "x", "replace": "y"},
+            _facts(None),
+            "[The file did not exist before this edit, so no diff is shown.]",
+            id="edit: no such file",
+        ),
+        pytest.param(
+            "write_file",
+            {"path": "a.py", "content": "c"},
+            _facts(None, "[A note of the reader.]"),
+            "[A note of the reader.]",
+            id="the reader's note",
+        ),
+    ],
+)
+def test_an_editing_tool_without_a_true_diff_says_why(
+    tool: str, args: dict[str, Any], facts: CardFacts, note: str
+) -> None:
+    item = _tool(tool, args, status="inProgress")
+    assert _wire(tool_call(SESSION, item, facts=facts))["content"] == [
+        {"type": "content", "content": {"type": "text", "text": note}}
+    ]
+
+
+def test_a_completed_write_shows_its_diff_then_its_output() -> None:
     item = _tool(
-        "write_file",
-        {"path": "/w/notes.md", "content": "hi\n"},
-        visibleOutput="wrote 3 bytes to /w/notes.md",
+        "write_file", {"path": "a.py", "content": "hi\n"}, visibleOutput="wrote 3 bytes to a.py"
     )
-    update = _wire(tool_call(SESSION, item))
+    update = _wire(tool_call_update(SESSION, item, facts=_facts()))
     assert update["content"] == [
-        {"type": "diff", "path": "/w/notes.md", "oldText": None, "newText": "hi\n"},
-        {"type": "content", "content": {"type": "text", "text": "wrote 3 bytes to /w/notes.md"}},
+        _diff(OLD_FILE, "hi\n"),
+        {"type": "content", "content": {"type": "text", "text": "wrote 3 bytes to a.py"}},
     ]
-    assert update["locations"] == [{"path": "/w/notes.md"}]
-    assert (update["kind"], update["title"]) == ("edit", "/w/notes.md")
+    assert (update["status"], update["title"]) == ("completed", "a.py")
 
 
-def test_edit_file_shows_the_replaced_text_as_a_diff() -> None:
+def test_a_failed_change_shows_no_diff() -> None:
     item = _tool(
-        "edit_file", {"path": "/w/a.py", "find": "x = 1", "replace": "x = 2"}, status="inProgress"
+        "write_file", {"path": "a.py", "content": "hi\n"}, status="failed", failureReason="denied"
     )
-    assert _wire(tool_call(SESSION, item))["content"] == [
-        {"type": "diff", "path": "/w/a.py", "oldText": "x = 1", "newText": "x = 2"}
+    assert _wire(tool_call_update(SESSION, item, facts=_facts()))["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "denied"}}
     ]
+
+
+REFUSED: Final = "[Rejected: the user did not allow this tool call.]"
+
+
+@pytest.mark.parametrize("status", ["failed", "rejected", "cancelled"])
+def test_a_refused_call_that_did_not_complete_is_titled_and_told_as_rejected(status: str) -> None:
+    item = _tool(
+        "bash",
+        {"command": "rm -rf build"},
+        status=status,
+        visibleOutput="tool approval cancelled",
+    )
+    update = _wire(tool_call_update(SESSION, item, facts=CardFacts(refusal=REFUSED)))
+    assert (update["title"], update["status"]) == ("Rejected: rm -rf build", "failed")
+    assert update["content"] == [{"type": "content", "content": {"type": "text", "text": REFUSED}}]
+
+
+def test_a_refused_call_that_completed_anyway_shows_what_happened() -> None:
+    item = _tool("bash", {"command": "ls"}, visibleOutput="a\n")
+    update = _wire(tool_call_update(SESSION, item, facts=CardFacts(refusal=REFUSED)))
+    assert (update["title"], update["status"], _text(update)) == ("ls", "completed", "a\n")
+
+
+@pytest.mark.parametrize(
+    ("cwd", "path", "location"),
+    [
+        ("/w", "docs/a.md", "/w/docs/a.md"),
+        ("/w", "/etc/hosts", "/etc/hosts"),
+        ("/w/sub", "../a.md", "/w/a.md"),
+        (None, "docs/a.md", "docs/a.md"),
+    ],
+)
+def test_locations_are_absolute_against_the_workspace(
+    cwd: str | None, path: str, location: str
+) -> None:
+    item = _tool("read_file", {"path": path}, status="inProgress")
+    update = _wire(tool_call(SESSION, item, facts=CardFacts(cwd=cwd)))
+    assert update["locations"] == [{"path": location}]
 
 
 @pytest.mark.parametrize(
@@ -364,11 +514,13 @@ def test_edit_file_shows_the_replaced_text_as_a_diff() -> None:
         ("edit_file", {"path": "/w/a.py", "find": 1, "replace": "y"}),
         ("write_file", {"path": "", "content": "c"}),
         ("write_file", {"content": "c"}),
+        ("write_file", {"path": "a.py", "content": 3}),
         ("read_file", {"path": "/w/a.py"}),
     ],
 )
 def test_no_diff_is_shown_without_the_edit_arguments(tool: str, args: dict[str, Any]) -> None:
-    assert "content" not in _wire(tool_call(SESSION, _tool(tool, args, status="inProgress")))
+    item = _tool(tool, args, status="inProgress")
+    assert "content" not in _wire(tool_call(SESSION, item, facts=_facts()))
 
 
 def _stored(**ref: Any) -> CardItem:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import tracemalloc
 from typing import Any, Final
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from muse_acp.agent.file_changes import FileBefore
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES
 from muse_acp.agent.translate import TurnTranslator
@@ -233,6 +235,62 @@ def test_a_tool_completed_without_a_start_is_announced_once_as_finished() -> Non
             "rawInput": {"command": "make", "description": "Build"},
         }
     ]
+
+
+def write(revision: int, status: str, path: str = "a.txt", **members: Any) -> dict[str, Any]:
+    args = json.dumps({"content": "new\n", "path": path})
+    return _item(
+        "toolCall",
+        "w-1",
+        revision,
+        status,
+        tool="write_file",
+        callId="call-w",
+        args=args,
+        **members,
+    )
+
+
+def test_an_unseen_running_tool_call_is_named_before_its_card_is_shown() -> None:
+    translator = _live()
+    first = _params(*started(write(1, "inProgress")))
+    assert translator.unseen_tool(first) == ("call-w", "write_file", write(1, "x")["args"])
+    _feed(translator, started(write(1, "inProgress")))
+    assert translator.unseen_tool(_params(*updated(write(2, "inProgress")))) is None
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        completed(write(2, "completed")),  # it ran already: reading now would see the new text
+        started({**write(1, "inProgress"), "turnId": "turn-0"}),
+        started(message("hi", 1, "inProgress")),
+        delta("w-1", "out", "output"),
+    ],
+)
+def test_no_file_is_read_for_other_events(event: Event) -> None:
+    assert _live().unseen_tool(_params(*event)) is None
+
+
+def test_cards_show_absolute_paths_and_a_replayed_write_shows_no_false_diff() -> None:
+    translator = TurnTranslator(session_id=SESSION, replay=True, cwd="/w")
+    [card] = _feed(translator, completed(write(2, "completed", visibleOutput="wrote 4 bytes")))
+    assert card["locations"] == [{"path": "/w/a.txt"}]
+    assert [block["type"] for block in card["content"]] == ["content"]
+    assert _text(card) == (
+        "wrote 4 bytes\n\n[muse-acp did not read this file before the change, so no diff is shown.]"
+    )
+
+
+def test_a_live_write_shows_the_text_kept_before_it_ran() -> None:
+    translator = TurnTranslator(session_id=SESSION, turn_id=TURN, cwd="/w")
+    translator.cards.keep_before("call-w", FileBefore("/w/a.txt", "old\n"))
+    opened, done = _feed(
+        translator, started(write(1, "inProgress")), completed(write(2, "completed"))
+    )
+    diff = {"type": "diff", "path": "/w/a.txt", "oldText": "old\n", "newText": "new\n"}
+    assert (opened["status"], opened["content"]) == ("in_progress", [diff])
+    assert (done["status"], done["content"][0]) == ("completed", diff)
 
 
 def test_a_tool_card_streams_output_and_ends_with_the_whole_card() -> None:

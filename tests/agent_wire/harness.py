@@ -130,6 +130,8 @@ class RecordingClient:
         self.on_permission: Callable[[], Awaitable[None]] | None = None
         self.answer_elicitations = False
         """Accept each form with the first offered label (or a free-text answer)."""
+        self.fail_elicitations = False
+        """Answer each form with a JSON-RPC error, as a client whose form broke."""
         self._changed = anyio.Event()
 
     def on_connect(self, conn: Any) -> None:
@@ -163,6 +165,8 @@ class RecordingClient:
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         schema_dump = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)
         self.elicitations.append({"message": message, "requestedSchema": schema_dump})
+        if self.fail_elicitations:
+            raise acp.RequestError.internal_error({"details": "the form could not be shown"})
         if self.answer_elicitations:
             content: dict[str, Any] = {}
             for name, field_schema in schema_dump.get("properties", {}).items():

@@ -27,6 +27,7 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "session/resume": schema.ResumeSessionResponse,
     "session/fork": schema.ForkSessionResponse,
     "session/close": schema.CloseSessionResponse,
+    "session/delete": schema.DeleteSessionResponse,
     "session/set_mode": schema.SetSessionModeResponse,
     "session/set_config_option": schema.SetSessionConfigOptionResponse,
     "session/prompt": schema.PromptResponse,
@@ -76,6 +77,7 @@ async def test_every_frame_of_a_full_session_validates_with_the_sdk(world: World
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
             await conn.close_session(session_id=forked.session_id)
+            await conn._conn.send_request("session/delete", {"sessionId": forked.session_id})
             await conn.close_session(session_id=session)
             await conn.load_session(session_id=session, cwd=str(world.workspace), mcp_servers=[])
             await conn.resume_session(session_id=session, cwd=str(world.workspace), mcp_servers=[])

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import acp
 import anyio
 import pytest
 from acp import schema
 
-from .harness import WAIT, World, choose, failure_of, running_agent
+from .harness import WAIT, World, choose, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -74,14 +73,35 @@ async def test_auto_approve_mode_decides_without_asking(world: World) -> None:
     assert len(world.host_requests("approval/decide")) == 2
 
 
-async def test_a_question_without_form_support_fails_the_turn_clearly(world: World) -> None:
+async def test_a_question_without_form_support_is_withdrawn_and_said_in_the_chat(
+    world: World,
+) -> None:
     async with running_agent(world) as agent:
         session = await agent.new_session()
-        with anyio.fail_after(WAIT), pytest.raises(acp.RequestError) as raised:
-            await agent.prompt(session, "sim:ask")
-    assert raised.value.code == -32603
-    assert failure_of(raised.value)["kind"] == "userInputUnsupported"
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:ask")
+    # Muse carries on without an answer, as it decides; the user sees why it was not asked.
+    assert response.stop_reason == "end_turn"
+    assert "this ACP client cannot show question forms" in agent.client.text(session)
     assert len(world.host_requests("userInput/cancel")) == 1
+
+
+async def test_a_question_the_client_answers_with_an_error_is_withdrawn_naming_the_client(
+    world: World,
+) -> None:
+    capabilities = schema.ClientCapabilities(
+        elicitation=schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+    )
+    async with running_agent(world, capabilities=capabilities) as agent:
+        session = await agent.new_session()
+        agent.client.fail_elicitations = True
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:ask")
+    assert response.stop_reason == "end_turn"
+    assert "the client answered with error -32603" in agent.client.text(session)
+    [cancel] = world.host_requests("userInput/cancel")
+    assert "the ACP client sent answers that do not fit" in cancel["params"]["reason"]
+    assert world.host_requests("userInput/answer") == []
 
 
 async def test_a_question_is_answered_through_form_elicitation(world: World) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import acp
 import anyio
 import pytest
 
-from .harness import WAIT, World, failure_of, running_agent
+from .harness import WAIT, World, failure_of, make_world, running_agent
+from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -98,9 +101,11 @@ async def test_a_prompt_on_an_unknown_session_is_not_found(world: World) -> None
     assert raised.value.code == -32002
 
 
-async def test_host_death_mid_turn_fails_the_prompt_and_the_session_loads_again(
-    world: World,
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_after_a_host_death_mid_turn_the_next_prompt_works_as_the_error_says(
+    tmp_path: Path, version: str
 ) -> None:
+    world = make_world(tmp_path, version=version)
     async with running_agent(world) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
@@ -110,11 +115,15 @@ async def test_host_death_mid_turn_fails_the_prompt_and_the_session_loads_again(
         error = raised.value
         assert error.code == -32603
         assert failure_of(error)["kind"] == "hostExited"
-        assert "session/load" in str(error)
+        assert str(error).endswith(
+            "Send the prompt again; muse-acp starts a new Muse host for this session."
+        )
+        with anyio.fail_after(WAIT):
+            after = await agent.prompt(session, "after the crash")
+        assert after.stop_reason == "end_turn"
+        assert agent.client.text(session).endswith("after the crash")
         with anyio.fail_after(WAIT):
             await agent.conn.load_session(
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
-            after = await agent.prompt(session, "after the crash")
-        assert after.stop_reason == "end_turn"
         assert "a turn that completes" in agent.client.text(session, "user_message_chunk")

@@ -57,6 +57,7 @@ SESSION_REQUESTS: Final = (
     "session/resume",
     "session/fork",
     "session/close",
+    "session/delete",
     "session/set_mode",
     "session/set_config_option",
     "session/prompt",

@@ -51,8 +51,8 @@ OUTPUT: Final = schema.ClientCapabilities(field_meta={"muse/output": 1})
 FORMS: Final = schema.ClientCapabilities(
     elicitation=schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
 )
-EXITED: Final = ("exit code 1", "session/load")
-"""What a host-death error must say: how the host ended, and how to get the session back."""
+EXITED: Final = ("exit code 1", "again; muse-acp starts a new Muse host")
+"""What a host-death error must say: how the host ended, and that trying again starts a new one."""
 DEADLINE: Final = ("did not respond in time", "history")
 """What an error after a possibly submitted command must say: it timed out, check the history."""
 

@@ -11,6 +11,7 @@ from muse_acp.sim.directives import (
     Approve,
     AskUser,
     Crash,
+    Edit,
     Fail,
     Gap,
     Hold,
@@ -26,9 +27,9 @@ from muse_acp.sim.directives import (
     WebSearch,
     parse_prompt,
     slug,
+    split_text,
 )
 from muse_acp.sim.quirks import QUIRKS
-from muse_acp.sim.turn import split_text
 from muse_acp_wire.msp_bundles import BUNDLES
 
 from .captures import REPO_ROOT
@@ -182,3 +183,18 @@ def test_names_become_slugs() -> None:
     assert slug("Héllo  Wörld -- 42") == "hello-world-42"
     assert slug("-" * 3 + "a" * 100) == "a" * 64
     assert slug("...") == ""
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("sim:edit notes.txt beta BETA", Edit("notes.txt", "beta", "BETA")),
+        ("sim:edit  a.py   x=1  x=2 ", Edit("a.py", "x=1", "x=2")),
+        ("sim:edit notes.txt beta", None),
+        ("sim:edit notes.txt a b c", None),
+        ("sim:edit", None),
+    ],
+)
+def test_an_edit_directive_takes_a_path_and_two_words(line: str, expected: Edit | None) -> None:
+    directives = parse_prompt(line).directives
+    assert directives == ((expected,) if expected is not None else ())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -166,3 +168,39 @@ async def test_slow_hosts_pace_their_events(tmp_path: Path) -> None:
         elapsed = anyio.current_time() - began
     events = [frame for frame in frames if "id" not in frame]
     assert elapsed >= 0.04 * len(events)
+
+
+async def test_a_refused_command_is_rejected_and_leaves_the_session_as_it_was(
+    tmp_path: Path,
+) -> None:
+    async with sim_process(tmp_path, env=faults("refuse:session/setModel")) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        params = {
+            "commandId": new_uuid7(),
+            "sessionId": session_id,
+            "model": {"modelId": "muse-spark-1.2", "providerId": "meta"},
+        }
+        error = await sim.error("session/setModel", params)
+        listed = await sim.call("model/list", {"sessionId": session_id})
+    assert error["data"]["kind"] == "commandRejected"
+    assert error["data"]["reason"] == "unsupported_route"
+    active = [m["modelId"] for m in listed["models"] if m["isActive"]]
+    assert active != ["muse-spark-1.2"]
+
+
+def test_probing_the_simulator_loads_no_wire_model() -> None:
+    # A client probes `--version` and `serve --help` before every start; those must stay cheap.
+    script = (
+        "import sys\n"
+        "from muse_acp.sim.cli import main\n"
+        "assert main(['--version']) == 0\n"
+        "assert main(['serve', '--help']) == 0\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('muse_acp_wire.'))\n"
+        "print(loaded)\n"
+        "assert loaded in ([], ['muse_acp_wire.msp_bundles']), loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr

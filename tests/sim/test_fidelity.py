@@ -9,6 +9,7 @@ frame whose shape differs from the recording.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import ModuleType
 from typing import Final
@@ -16,6 +17,7 @@ from typing import Final
 import anyio
 import pytest
 
+from muse_acp.sim.accounts import CREDENTIALS_FILE
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
 from .captures import (
@@ -60,6 +62,9 @@ DIVERGENCES: Final[dict[str, dict[tuple[str, int], str]]] = {
     },
 }
 """Answers that legitimately differ between the recorded host and the simulated version."""
+
+STORED_KEY: Final = frozenset({"account-1.1.1", "transcript-account-1.1.1"})
+"""Captures whose host had an API key stored; the simulator gets one stored too."""
 
 
 def _plan(
@@ -123,7 +128,11 @@ async def _replay_connection(
     library: dict[str, Recorded],
 ) -> None:
     name = report.name.partition("#")[0]
-    async with sim_process(tmp_path / report.name, version=version) as sim:
+    home = tmp_path / report.name
+    if name in STORED_KEY:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / CREDENTIALS_FILE).write_text(json.dumps({"state": "apiKey"}), encoding="utf-8")
+    async with sim_process(home, version=version) as sim:
         replayer = Replayer(
             report,
             connection,

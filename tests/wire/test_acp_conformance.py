@@ -93,6 +93,8 @@ SDK_MODELS: Final[dict[str, SdkCase]] = {
     "session_cancel": SdkCase(sdk.CancelNotification),
     "session_close_request": SdkCase(sdk.CloseSessionRequest),
     "session_close_response": SdkCase(sdk.CloseSessionResponse),
+    "session_delete_request": SdkCase(sdk.DeleteSessionRequest),
+    "session_delete_response": SdkCase(sdk.DeleteSessionResponse),
     "session_fork_request": SdkCase(sdk.ForkSessionRequest),
     "session_fork_response": SdkCase(sdk.ForkSessionResponse),
     "session_list_request": SdkCase(sdk.ListSessionsRequest),

@@ -54,6 +54,8 @@ ACP_VALID: Final[dict[str, type[WireModel]]] = {
     "session_cancel": acp.CancelNotification,
     "session_close_request": acp.CloseSessionRequest,
     "session_close_response": acp.CloseSessionResponse,
+    "session_delete_request": acp.DeleteSessionRequest,
+    "session_delete_response": acp.DeleteSessionResponse,
     "session_fork_request": acp.ForkSessionRequest,
     "session_fork_response": acp.ForkSessionResponse,
     "session_list_request": acp.ListSessionsRequest,
@@ -125,6 +127,7 @@ ACP_INVALID: Final[dict[str, type[WireModel]]] = {
     "request_permission_response_unknown_outcome": acp.RequestPermissionResponse,
     "session_cancel_missing_session_id": acp.CancelNotification,
     "session_close_request_missing_session_id": acp.CloseSessionRequest,
+    "session_delete_request_missing_session_id": acp.DeleteSessionRequest,
     "session_fork_request_missing_cwd": acp.ForkSessionRequest,
     "session_list_response_missing_sessions": acp.ListSessionsResponse,
     "session_list_response_row_missing_cwd": acp.ListSessionsResponse,
@@ -235,6 +238,7 @@ EXPECTED_AGENT_REQUESTS: Final[dict[str, tuple[type[WireModel], type[WireModel]]
     "session/list": (acp.ListSessionsRequest, acp.ListSessionsResponse),
     "session/resume": (acp.ResumeSessionRequest, acp.ResumeSessionResponse),
     "session/close": (acp.CloseSessionRequest, acp.CloseSessionResponse),
+    "session/delete": (acp.DeleteSessionRequest, acp.DeleteSessionResponse),
     "session/fork": (acp.ForkSessionRequest, acp.ForkSessionResponse),
     "session/set_mode": (acp.SetSessionModeRequest, acp.SetSessionModeResponse),
     "session/set_config_option": (
@@ -344,7 +348,7 @@ def test_method_tables_hold_exactly_the_expected_methods_and_models() -> None:
 
 def test_method_tables_are_read_only() -> None:
     with pytest.raises(TypeError):
-        acp.AGENT_REQUESTS["session/delete"] = acp.AGENT_REQUESTS["session/close"]  # type: ignore[index]
+        acp.AGENT_REQUESTS["session/erase"] = acp.AGENT_REQUESTS["session/close"]  # type: ignore[index]
 
 
 def test_every_method_has_valid_golden_params_and_results() -> None:

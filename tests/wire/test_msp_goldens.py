@@ -103,6 +103,8 @@ VALID: Final[dict[str, Case]] = {
     "jsonrpc_notification": ("1.1.1", v111.JsonRpcNotification),
     "jsonrpc_error_response": ("1.1.1", v111.JsonRpcErrorResponse),
     "usage_read_result": ("1.3.0", v130.UsageReadResult),
+    "account_read_result": ("1.1.1", v111.AccountState),
+    "account_read_result_signed_in": ("1.4.2", v142.AccountState),
     "usage_read_result_unobserved": ("1.3.0", v130.UsageReadResult),
     "goal_set_params": ("1.3.0", v130.GoalSetParams),
     "goal_command_result": ("1.3.0", v130.GoalCommandResult),
@@ -374,6 +376,18 @@ def test_goals_tasks_skills_and_usage_arrive_with_the_1_3_0_bindings() -> None:
         v130.ToolCallItem.model_fields
     )
     assert any(row.code == -32032 and row.kind == "skillNotFound" for row in v130.ERRORS)
+
+
+@pytest.mark.parametrize("module", [v111, v121, v130, v142])
+def test_every_bundle_has_the_experimental_account_read(module: Any) -> None:
+    spec = module.HOST_REQUESTS["account/read"]
+    assert (spec.params, spec.result, spec.command) == (None, module.AccountState, False)
+    assert "experimentalApi" in (module.AccountState.__doc__ or "")
+    unknown = module.AccountState.model_validate(
+        {"state": "deviceToken", "credentialRequired": False}
+    )
+    assert unknown.state == "deviceToken"
+    assert ("avatar_url" in module.AccountState.model_fields) == (module is v142)
 
 
 def test_list_stream_deletion_and_foreground_arrive_with_the_1_4_2_bindings() -> None:

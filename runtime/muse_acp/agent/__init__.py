@@ -2,7 +2,8 @@
 
 Modules import downward only (see ``tests/agent/test_structure.py``): pure protocol modules
 (``failures``, ``config_options``, ``permissions``, ``questions``, ``prompt_content``,
-``progress``, ``output_cards``, ``tool_cards``, ``translate``, ``capabilities``, ``titles``,
+``progress``, ``output_cards``, ``file_changes`` (which also reads the files that tools are
+about to change), ``tool_cards``, ``card_states``, ``translate``, ``capabilities``, ``titles``,
 ``preferences``), then host keeping (``hosts``), then a session's parts (``execution``,
 ``steering_queue``, ``work``, ``interactions``, ``turn``), then ``session`` and ``context``,
 then the features and handlers, and ``server`` on top.

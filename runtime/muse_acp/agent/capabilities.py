@@ -1,16 +1,19 @@
 """The ``initialize`` exchange: what the client negotiated and what the agent advertises.
 
 Capabilities are advertised honestly: images and embedded context but not audio, sessions that
-can be loaded, listed, resumed, closed and forked, and logout. Muse extensions appear in the
-response ``_meta`` only when the client asked for them in ``clientCapabilities._meta``, and
-stored output only when the configured Muse host is a version verified to serve it. Both
-``_meta`` blocks are read and written through their generated models
+can be loaded, listed, resumed, closed, forked and deleted, and logout. Delete is advertised on
+every MSP host: where Muse cannot delete a session, muse-acp still takes it out of its list and
+records for good, which is what ACP's ``session/delete`` promises (see ``deletion``).
+
+Muse extensions appear in the response ``_meta`` only when the client asked for them in
+``clientCapabilities._meta``, and stored output only when the configured Muse host is a version
+verified to serve it. Both ``_meta`` blocks are read and written through their generated models
 (``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so an opt-in the extension schema refuses
 is refused here too (-32602), and every limit advertised is the schema's own.
 
 ``_meta["muse/backend"]`` says which backend serves the connection and why, whenever it is
 known. On the legacy exec backend (``muse exec --json`` per turn) sessions can only be created
-and closed: no load, list, resume or fork, and no extension (stored output, steering) is
+and closed: no load, list, resume, fork or delete, and no extension (stored output, steering) is
 negotiated, whatever the client asks for.
 """
 
@@ -146,7 +149,7 @@ def not_on_exec(method: str) -> RpcError:
         METHOD_NOT_FOUND,
         f"{method} is not available on the legacy exec backend: `muse exec` keeps no session "
         "muse-acp can read back, so only new sessions work; use the MSP backend (Muse Code "
-        "1.1.1 or newer) to list, load, resume or fork sessions",
+        "1.1.1 or newer) to list, load, resume, fork or delete sessions",
     )
 
 
@@ -205,6 +208,7 @@ def initialize_response(
             resume=acp.SessionResumeCapabilities(),
             close=acp.SessionCloseCapabilities(),
             fork=acp.SessionForkCapabilities(),
+            delete=acp.SessionDeleteCapabilities(),
         )
     response = acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,

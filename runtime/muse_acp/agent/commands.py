@@ -24,9 +24,8 @@ from types import MappingProxyType
 from typing import Final, TypeVar
 
 from muse_acp.agent import account
-from muse_acp.agent.config_options import ModelCatalog, config_options
+from muse_acp.agent.catalog import adopt_catalog, read_catalog
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.hosts import ask
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.skills import (
     MAX_SKILLS_SHOWN,
@@ -132,27 +131,10 @@ def _reason(ctx: AgentContext, text: str) -> str:
     return redact(" ".join(text.split()), environ=ctx.environ, limit=REASON_LIMIT)
 
 
-async def _refresh_models(ctx: AgentContext, session: AcpSession) -> msp.ModelListResult | str:
+async def _read_catalog(ctx: AgentContext, session: AcpSession) -> msp.ModelListResult | str:
     """The host's model list, or why it could not be had."""
-    budget = ctx.config.deadlines.read
     try:
-        host = session.execution.host
-        if host is not None:
-            # Holding the host keeps its idle timer from closing it under the request.
-            async with session.execution.holding(host):
-                params = msp.ModelListParams(session_id=session.session_id)
-                return await ask(
-                    host, "model/list", params, msp.ModelListResult, phase="reading", budget=budget
-                )
-        async with ctx.catalog_host(session.cwd) as reader:
-            return await ask(
-                reader,
-                "model/list",
-                msp.ModelListParams(),
-                msp.ModelListResult,
-                phase="reading",
-                budget=budget,
-            )
+        return await read_catalog(ctx, session)
     except RpcError as error:
         return _reason(ctx, error.message)
 
@@ -160,21 +142,13 @@ async def _refresh_models(ctx: AgentContext, session: AcpSession) -> msp.ModelLi
 async def _models(
     ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
 ) -> acp.StopReason:
-    outcome = await _interruptible(work, lambda: _refresh_models(ctx, session))
+    outcome = await _interruptible(work, lambda: _read_catalog(ctx, session))
     if outcome is None:
         return "cancelled"
     if isinstance(outcome, str):
         await _reply(session, f"The model menu was not refreshed and is unchanged: {outcome}.")
         return "end_turn"
-    before = config_options(session.settings, ctx.catalog)
-    ctx.catalog = ModelCatalog.from_result(outcome)
-    after = config_options(session.settings, ctx.catalog)
-    if after != before:
-        await session.send_update(
-            acp.ConfigOptionUpdateSessionUpdate(
-                session_update="config_option_update", config_options=after
-            ),
-        )
+    await adopt_catalog(ctx, outcome)
     count = len(outcome.models)
     if count == 0:
         text = "Muse lists no models right now. Check that Muse is signed in, then run /models."

@@ -2,14 +2,14 @@
 
 There is one ``AgentContext`` per ACP connection: the configuration, the ACP connection itself
 (for updates and requests to the client), what ``initialize`` negotiated, the session registry,
-the adapter's own preference store, the model catalog last read from Muse, how hosts are started
-(``hosting``) and the agent's catalog host: a lease-free host kept for listing and reading
-sessions, so that paging through ``session/list`` or loading several sessions does not start a
-process per request. Work that leaves a session held by the host it ran on (a fork) gets a
-one-off host instead, which the new session's execution host waits to see gone. The backend
-(MSP, or the legacy exec; see ``muse_acp.host.backends``) is chosen once, at ``initialize`` or
-first use, and kept for the connection (``backend``). Per-session state lives in each
-``AcpSession``, never here.
+the adapter's own preference store and the tombstones of sessions it deleted, the model
+catalog last read from Muse, how hosts are started (``hosting``) and the agent's catalog host: a
+lease-free host kept for listing and reading sessions, so that paging through ``session/list``
+or loading several sessions does not start a process per request. Work that leaves a session
+held by the host it ran on (a fork) gets a one-off host instead, which the new session's
+execution host waits to see gone. The backend (MSP, or the legacy exec; see
+``muse_acp.host.backends``) is chosen once, at ``initialize`` or first use, and kept for the
+connection (``backend``). Per-session state lives in each ``AcpSession``, never here.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from muse_acp.agent.hosts import Hosting, HostKeeper
 from muse_acp.agent.preferences import PreferenceStore
 from muse_acp.agent.session import AcpSession, SessionRegistry
 from muse_acp.agent.skills import SkillsCatalog
+from muse_acp.agent.tombstones import Tombstones
 from muse_acp.agent.turn import TurnOptions
 from muse_acp.config import AdapterConfig
 from muse_acp.host.backends import BackendChoice, choose_backend
@@ -51,7 +52,10 @@ class AgentContext:
         self.negotiated = Negotiated()
         self.sessions = SessionRegistry()
         self.catalog: ModelCatalog | None = None
+        self.catalog_reading = False
+        """A background read of the catalog is under way (see ``catalog.read_soon``)."""
         self.preferences = PreferenceStore(config.data_dir)
+        self.tombstones = Tombstones(self.preferences)
         self.hosting = Hosting(config, self.environ)
         self.skills = SkillsCatalog(self.hosting)
         idle = min(CATALOG_HOST_IDLE, config.deadlines.idle)

@@ -8,7 +8,9 @@ The host is kept by a ``HostKeeper``: it closes after the configured idle period
 session closes, when a mode change needs other flags, or when a turn leaves it in an unknown
 state (``close``); a successor never starts before its predecessor was reaped, so the two never
 race for Muse's session lease. Every failure is an ACP failure of the ``starting`` (process,
-handshake, attach) or ``preparing`` (model) phase, nothing having been submitted.
+handshake, attach) or ``preparing`` (model) phase, nothing having been submitted; a model Muse
+refuses is a ``ModelRefusal`` naming the model that stays (``confirmed_model``, the last one
+Muse accepted for the session). ``confirm_model`` asks a running host for a new model at once.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Final, Protocol
 
 from muse_acp.agent import failures
 from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
-from muse_acp.agent.hosts import Hosting, HostKeeper, ask
+from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
@@ -68,6 +71,8 @@ class ExecutionHost:
         )
         self._flags: tuple[str, ...] = ()
         self._model_applied: ModelChoice | None = None
+        self.confirmed_model: ModelChoice | None = None
+        """The model Muse last accepted for the session (None: its default), on any host."""
 
     @property
     def host(self) -> MspHost | None:
@@ -153,11 +158,31 @@ class ExecutionHost:
             return failures.session_in_use(method, self._session.session_id)
         return None
 
+    async def confirm_model(self, choice: ModelChoice, shown: str, kept: str) -> None:
+        """Have a running host switch the session to ``choice`` now, so the change is confirmed
+        (or refused) before it is answered; with no host running it is applied, and answered
+        for, when the next turn starts.
+
+        Raises:
+            RpcError: the host refused the model (the user's ``shown`` choice; ``kept`` names the
+                model that stays), or could not be asked.
+        """
+        host = self.keeper.host
+        if host is None or host.dead.is_set():
+            return
+        async with self.keeper.holding(host):
+            await self._set_model(host, choice, partial(failures.model_refused, shown, kept))
+
     async def _apply_model(self, host: MspHost) -> None:
         """Ask Muse for the session's chosen model when it changed since the last turn."""
         choice = self._session.settings.model
         if choice is None or choice == self._model_applied:
             return
+        confirmed = self.confirmed_model
+        kept = "Muse's default model" if confirmed is None else repr(confirmed.model_id)
+        await self._set_model(host, choice, partial(failures.model_refused, choice.model_id, kept))
+
+    async def _set_model(self, host: MspHost, choice: ModelChoice, refusal: Refusal | None) -> None:
         await ask(
             host,
             "session/setModel",
@@ -169,5 +194,6 @@ class ExecutionHost:
             msp.CommandAck,
             phase="preparing",
             budget=self._hosting.config.deadlines.submit,
+            refusal=refusal,
         )
-        self._model_applied = choice
+        self._model_applied = self.confirmed_model = choice

@@ -18,7 +18,7 @@ from typing import Final, Literal, TypeAlias
 
 from muse_acp.host.bindings import error_kind
 from muse_acp.redact import redact
-from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, RpcError
+from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from muse_acp.rpc.jsonvalue import JsonObject
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
@@ -28,14 +28,18 @@ __all__ = [
     "Failure",
     "FailureSource",
     "HostRefusal",
+    "ModelRefusal",
     "Phase",
     "automatic_unavailable",
     "client_answer_failed",
+    "credential_not_chosen",
     "deadline_exceeded",
     "handshake_incomplete",
     "host_exited",
     "host_rejected",
+    "model_refused",
     "session_in_use",
+    "signed_out",
     "stop_reason",
     "too_many_early_events",
     "unreadable_ask",
@@ -123,11 +127,21 @@ _PHASE_WORDS: Final[MappingProxyType[Phase, str]] = MappingProxyType(
         "steering": "handing a correction to the running turn",
         "cancelling": "cancelling the turn",
         "reading": "reading the session from Muse",
+        "authenticating": "checking which credential Muse uses",
+        "deleting": "deleting the session in Muse",
     }
 )
+# Advice for phases that are not about a prompt, in place of the prompt's.
+_PHASE_HINTS: Final[MappingProxyType[Phase, str]] = MappingProxyType(
+    {"deleting": "List the sessions to see whether it is still there before deleting it again."}
+)
+# What follows a host exit: a prompt's next try (or a request's) gets a new host (``prompting``).
+_REQUEST_PHASES: Final[frozenset[Phase]] = frozenset({"reading", "authenticating", "deleting"})
+_PROMPT_AGAIN: Final = "Send the prompt again; muse-acp starts a new Muse host for this session."
+_REQUEST_AGAIN: Final = "Send the request again; muse-acp starts a new Muse host for it."
 # Phases that end before a turn is handed to the host: a failure there cannot have run a model.
 _BEFORE_SUBMISSION: Final[frozenset[Phase]] = frozenset(
-    {"starting", "handshake", "preparing", "reading"}
+    {"starting", "handshake", "preparing", "reading", "authenticating", "deleting"}
 )
 
 
@@ -169,7 +183,9 @@ def stop_reason(params: msp.TurnCompletedParams) -> acp.StopReason | RpcError:
 def deadline_exceeded(phase: Phase, seconds: float) -> RpcError:
     """The adapter stopped waiting for the host in ``phase`` after ``seconds``."""
     failure = Failure("deadlineExceeded", "adapter", retryable=True, phase=phase)
-    if failure.execution == "possiblySubmitted":
+    if phase in _PHASE_HINTS:
+        consequence = _PHASE_HINTS[phase]
+    elif failure.execution == "possiblySubmitted":
         consequence = (
             "A model turn may already have been submitted and may still run in Muse; look at "
             "the session's history before sending the prompt again."
@@ -203,8 +219,8 @@ def host_exited(phase: Phase, exit_code: int | None, stderr_tail: str) -> RpcErr
     line = _last_line(stderr_tail)
     if line is not None:
         message += f" Its last output line was: {line}"
-    message += (
-        " The session's saved history is intact; load it again with session/load to continue."
+    message += " " + _PHASE_HINTS.get(
+        phase, _REQUEST_AGAIN if phase in _REQUEST_PHASES else _PROMPT_AGAIN
     )
     return failure.error(message)
 
@@ -227,10 +243,26 @@ def host_rejected(method: str, error: RpcError, phase: Phase) -> HostRefusal:
     return HostRefusal(
         failure.error(
             f"Muse refused the {clip(method, 100)} request (MSP error {error.code}): {detail} "
-            f"{_INSPECT_HINT}"
+            f"{_PHASE_HINTS.get(phase, _INSPECT_HINT)}"
         ),
         kind,
     )
+
+
+class ModelRefusal(RpcError):
+    """The host refused the model the user picked (see ``model_refused``)."""
+
+
+def model_refused(model: str, kept: str, error: RpcError) -> ModelRefusal:
+    """The host refused the model the user picked; the previous choice (``kept``) stays."""
+    failure = Failure("modelRefused", "host", retryable=False, phase="preparing")
+    detail = _sentence(error.message) if error.message.strip() else "It gave no reason."
+    refused = failure.error(
+        f"Muse refused the model {clip(model, 100)!r}: {detail} The session keeps {kept}; pick "
+        "another model from the menu (send /models to refresh it).",
+        INVALID_PARAMS,
+    )
+    return ModelRefusal(refused.code, refused.message, refused.data)
 
 
 def handshake_incomplete(method: str) -> RpcError:
@@ -242,6 +274,28 @@ def handshake_incomplete(method: str) -> RpcError:
         f"refused {clip(method, 100)} as if it had never been initialized, so nothing was sent "
         "to the model. Update Muse (some 1.3.0 builds drop the `initialized` notification), "
         "and run `muse-acp doctor` to check the host."
+    )
+
+
+def signed_out() -> RpcError:
+    """Muse reports no credential (MSP ``account/read``: ``loggedOut``) and needs one."""
+    failure = Failure("authRequired", "host", retryable=False, phase="authenticating")
+    return failure.error(
+        "Muse is not signed in: it reports no credential, and its provider needs one. Run "
+        "`muse login` in a terminal, or export META_API_KEY in the environment the client starts "
+        "muse-acp in and restart the agent; then authenticate again.",
+        AUTH_REQUIRED,
+    )
+
+
+def credential_not_chosen(found: str) -> RpcError:
+    """The client chose META_API_KEY, but Muse reports that it uses ``found`` instead."""
+    failure = Failure("credentialNotUsed", "host", retryable=False, phase="authenticating")
+    return failure.error(
+        f"META_API_KEY is exported, but Muse reports that it uses {found}, not the key. "
+        "Choose the Muse account method to go on with that, or make sure the key reaches Muse "
+        "and no stored credential takes its place (`muse logout` removes one).",
+        AUTH_REQUIRED,
     )
 
 
@@ -289,8 +343,8 @@ def user_input_unsupported() -> RpcError:
     )
     return failure.error(
         "Muse asked a question that needs an answer, but this ACP client did not advertise "
-        "form elicitation, so the question was cancelled and the turn stopped. Use a client "
-        "that supports elicitation forms to answer Muse's questions."
+        "form elicitation, so the question was withdrawn and Muse then ended the turn. Use a "
+        "client that supports elicitation forms to answer Muse's questions."
     )
 
 
@@ -309,7 +363,7 @@ def client_answer_failed(asked: Literal["permission", "question"], reason: str) 
     outcome = (
         "The turn was stopped without granting permission"
         if asked == "permission"
-        else "The question was withdrawn from Muse and the turn was stopped"
+        else "The question was withdrawn from Muse, which then ended the turn"
     )
     return failure.error(
         f"{_ASKED_WORDS[asked]}: {_sentence(reason)} {outcome}; send the prompt again to retry."

@@ -2,9 +2,11 @@
 
 History is paged forward from the first event with ``view/page`` and translated with the same
 translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
-completed messages, thoughts and tool cards in full, plans as ``plan``. Pages are translated and
-sent one at a time, so memory stays bounded by a page however long the session is; the number
-of pages read is bounded too, and hitting that bound is logged rather than silently ignored.
+completed messages, thoughts and tool cards in full (paths absolute against the session's
+``cwd``; no file is read, so editing tools show no diff), plans as ``plan``. Pages are
+translated and sent one at a time, so memory stays bounded by a page however long the session
+is; the number of pages read is bounded too, and hitting that bound is logged rather than
+silently ignored.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class ReplayTarget(Protocol):
     @property
     def session_id(self) -> str: ...
 
+    @property
+    def cwd(self) -> str: ...
+
     async def send_update(self, update: acp.SessionUpdate) -> None: ...
 
 
@@ -45,7 +50,9 @@ async def replay_history(
 ) -> None:
     """Send the session's history to the client as ``session/update`` notifications; each page
     is read within ``budget`` seconds (``reading`` phase failures)."""
-    translator = TurnTranslator(session_id=session.session_id, replay=True, output=output)
+    translator = TurnTranslator(
+        session_id=session.session_id, replay=True, output=output, cwd=session.cwd
+    )
     latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
     cursor: str | None = None
     for _ in range(MAX_PAGES):

@@ -10,7 +10,8 @@ Contract:
   A keeper never runs two processes at once: ``start`` first waits (at most
   ``PROCESS_EXIT_BUDGET``) until the previous process, and the one of the keeper it replaces
   (``after``), is reaped. That is what keeps a new execution host from racing its predecessor
-  for Muse's session lease.
+  for Muse's session lease. A keeper made ``experimental`` opts its hosts in to Muse's
+  experimental methods (``account/read``, ``session/delete``); no other keeper does.
 * ``Hosting`` is how the agent starts hosts: the configured Muse executable, probed once
   (``muse``), and ``opener(cwd, flags)``, which starts ``muse serve`` with those flags in that
   directory within the startup budget, at most ``MAX_CONCURRENT_STARTS`` starting at once.
@@ -128,12 +129,17 @@ class Hosting:
                 self._binary = await probe(resolve_binary(self.config.muse_bin))
             return self._binary
 
-    def opener(self, cwd: str, flags: tuple[str, ...] = ()) -> HostOpener:
-        """Start ``muse serve`` with ``flags`` in ``cwd`` when the returned opener is entered."""
-        return partial(self._open, cwd, flags)
+    def opener(
+        self, cwd: str, flags: tuple[str, ...] = (), *, experimental: bool = False
+    ) -> HostOpener:
+        """Start ``muse serve`` with ``flags`` in ``cwd`` when the returned opener is entered;
+        ``experimental`` opts its connection in to Muse's experimental methods."""
+        return partial(self._open, cwd, flags, experimental)
 
     @asynccontextmanager
-    async def _open(self, cwd: str, flags: tuple[str, ...]) -> AsyncIterator[MspHost]:
+    async def _open(
+        self, cwd: str, flags: tuple[str, ...], experimental: bool
+    ) -> AsyncIterator[MspHost]:
         binary = await self.muse()
         binary.require_serve()
         binary.require_flags(flags)
@@ -146,7 +152,12 @@ class Hosting:
             try:
                 host = await stack.enter_async_context(
                     open_host(
-                        binary.path, cwd=cwd, flags=flags, env=self.environ, startup_timeout=startup
+                        binary.path,
+                        cwd=cwd,
+                        flags=flags,
+                        env=self.environ,
+                        startup_timeout=startup,
+                        experimental=experimental,
                     )
                 )
             finally:
@@ -158,10 +169,17 @@ class HostKeeper:
     """At most one host process at a time for one purpose (see the module contract)."""
 
     def __init__(
-        self, name: str, hosting: Hosting, *, idle: float, after: HostKeeper | None = None
+        self,
+        name: str,
+        hosting: Hosting,
+        *,
+        idle: float,
+        after: HostKeeper | None = None,
+        experimental: bool = False,
     ) -> None:
         self.name = name
         self._hosting = hosting
+        self._experimental = experimental
         self._idle = idle
         self._after = after
         self._host: MspHost | None = None
@@ -213,7 +231,8 @@ class HostKeeper:
         hosting = self._hosting
         startup = hosting.config.deadlines.startup
         try:
-            host: MspHost = await hosting.tasks.start(self._serve, hosting.opener(cwd, flags))
+            opener = hosting.opener(cwd, flags, experimental=self._experimental)
+            host: MspHost = await hosting.tasks.start(self._serve, opener)
         except TimeoutError:
             raise failures.deadline_exceeded("starting", startup) from None
         except HostEnded as ended:
@@ -234,6 +253,13 @@ class HostKeeper:
     async def wait_gone(self) -> None:
         """Return once no process of this keeper runs (unbounded: callers bound it)."""
         await self._gone.wait()
+
+    async def wait_clear(self) -> None:
+        """``wait_gone``, and also for the process of the keeper this one follows (``after``)
+        while this one has not started yet: then nothing of this purpose holds a lease."""
+        await self.wait_gone()
+        if self._after is not None:
+            await self._after.wait_gone()
 
     @asynccontextmanager
     async def holding(self, host: MspHost) -> AsyncIterator[MspHost]:

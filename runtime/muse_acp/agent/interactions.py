@@ -4,16 +4,21 @@ Muse asks for approval (``approval/requested``, updated stage by stage with
 ``approval/updated``) and asks questions (``userInput/requested``) while a turn runs. Each is
 answered in a task of the turn, because answering waits on the client and on further host
 frames, while host events keep flowing. The client is asked once per approval stage; only
-choices the host offered are ever sent back. A decision the host reports as stale (-32053, the
-stage moved on) makes the adapter read the pending approvals back and ask about the stage that
-is current now; one already resolved is harmless. Automatic modes pick a host-offered "once"
-choice and fail the turn when there is none. A question goes to the client as a form
-elicitation when it supports forms; otherwise the turn fails clearly and the question is
-cancelled on the host. Everything outstanding is withdrawn when the turn settles or is
-cancelled.
+choices the host offered are ever sent back. A permission request shows the tool call's card as
+the turn's ``TurnCards`` keep it (an editing tool's file read first, for its diff; the status
+never going back), and a denial the host accepted marks the card as rejected, saying who
+declined it (the user, the client cancelling the request, or the Auto-reject mode). A
+decision the host reports as stale (-32053, the stage moved on) makes the adapter read the
+pending approvals back and ask about the stage that is current now; one already resolved is
+harmless. Automatic modes pick a host-offered "once" choice and fail the turn when there is
+none. A question goes to the client as a form elicitation when it supports forms. Everything
+outstanding is withdrawn when the turn settles or is cancelled.
 
-A client answer that cannot be used (an error, a result that is not a valid answer, an option
-Muse did not offer) fails the turn as the client's failure, in words of our own; every host
+A permission answer that cannot be used (an error, a result that is not a valid answer, an
+option Muse did not offer) fails the turn as the client's failure, in words of our own. A
+question the client cannot show (no form support) or answer usably is said so in the chat and
+withdrawn from Muse (``userInput/cancel``), and Muse decides whether the turn goes on; if Muse
+then ends it failed, the failure names the client as its source and the question. Every host
 acknowledgement is awaited within the submit budget, and one that does not come fails the turn
 in the ``answering`` phase. The turn is reached only through ``TurnPort``.
 """
@@ -28,7 +33,10 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from muse_acp.agent import failures
+from muse_acp.agent.card_states import Refusal, TurnCards
+from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.permissions import (
+    DENYING_DECISIONS,
     ApprovalView,
     automatic_choice,
     choice_from_response,
@@ -39,6 +47,7 @@ from muse_acp.agent.questions import (
     answers_from_response,
     elicitation_request,
     user_input_cancel_reason,
+    withdrawn_notice,
 )
 from muse_acp.agent.tool_cards import kind_for_tool
 from muse_acp.host.asks import UnreadableAsk
@@ -86,11 +95,17 @@ class TurnPort(Protocol):
 
     def fail(self, error: RpcError) -> None: ...
 
+    def explain_failure(self, error: RpcError) -> None:
+        """Report ``error`` instead if the host goes on to end the turn failed."""
+        ...
+
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``work`` in the turn's task group (cancelled when the turn settles)."""
         ...
 
     async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
+
+    async def send_update(self, update: acp.SessionUpdate) -> None: ...
 
     async def ask_host(
         self, method: str, params: WireModel, result_type: type[R], phase: failures.Phase
@@ -109,8 +124,9 @@ def _client_result(model: type[M], raw: JsonValue, method: str) -> M:
 class Interactions:
     """Approvals and questions of one turn (see the module contract)."""
 
-    def __init__(self, turn: TurnPort) -> None:
+    def __init__(self, turn: TurnPort, cards: TurnCards | None = None) -> None:
         self._turn = turn
+        self._cards = cards or TurnCards(turn.session_id)
         self._approvals: dict[str, ApprovalView] = {}
         self._asked: set[tuple[str, int]] = set()
         self._asking: dict[str, anyio.CancelScope] = {}
@@ -172,42 +188,53 @@ class Interactions:
             with scope:
                 while (view := self._approvals.get(approval_id)) and view.key not in self._asked:
                     self._asked.add(view.key)
-                    choice = await self._choose(view)
-                    if choice is None:
+                    chosen = await self._choose(view)
+                    if chosen is None:
                         return
                     current = self._approvals.get(approval_id)
                     if current is None or current.key != view.key:
                         continue  # the host moved on while the client decided
-                    await self._decide(view, choice)
+                    await self._decide(view, *chosen)
         finally:
             self._asking.pop(approval_id, None)
 
-    async def _choose(self, view: ApprovalView) -> str | None:
+    async def _choose(self, view: ApprovalView) -> tuple[str, Refusal | None] | None:
+        """The host choice to send, and who declined the call when it is a denial."""
         automatic = self._turn.automatic
         if automatic is not None:
             choice = automatic_choice(view, automatic)
             if choice is None:
                 self._turn.fail(failures.automatic_unavailable(automatic))
-            return choice
+                return None
+            return choice, "mode" if automatic == "reject" else None
         requested = view.requested
+        call_id, tool = requested.tool_call_id or requested.item_id, requested.tool_name
+        # An editing tool's file is read before the client sees its change, if not read yet.
+        await capture_before(self._cards, call_id, tool, requested.raw_args)
         request = permission_request(
             self._turn.session_id,
             view,
-            tool_call_id=requested.tool_call_id or requested.item_id,
-            kind=kind_for_tool(requested.tool_name),
+            tool_call_id=call_id,
+            kind=kind_for_tool(tool),
+            card=self._cards.permission(call_id, tool, requested.raw_args),
         )
         method = "session/request_permission"
         try:
             raw = await self._turn.ask_client(method, request)
             response = _client_result(acp.RequestPermissionResponse, raw, method)
-            return choice_from_response(view, response)
+            choice = choice_from_response(view, response)
+            decision = next(c.decision for c in view.choices if c.choice_id == choice)
+            selected = isinstance(response.outcome, acp.SelectedRequestPermissionOutcome)
+            return choice, (
+                None if decision not in DENYING_DECISIONS else "user" if selected else "client"
+            )
         except RpcError as error:
             self._turn.fail(failures.client_answer_failed("permission", _client_words(error)))
         except ValueError as error:
             self._turn.fail(failures.client_answer_failed("permission", f"the client's {error}"))
         return None
 
-    async def _decide(self, view: ApprovalView, choice: str) -> None:
+    async def _decide(self, view: ApprovalView, choice: str, refusal: Refusal | None) -> None:
         params = msp.ApprovalDecideParams(
             command_id=new_uuid7(),
             session_id=self._turn.session_id,
@@ -224,8 +251,15 @@ class Interactions:
                 await self._reread(view.approval_id)
             elif refused.host_kind not in BENIGN_DECISION_ERRORS:
                 self._turn.fail(refused)
+            return
         except RpcError as failure:
             self._turn.fail(failure)
+            return
+        if refusal is not None:  # the host took the denial: the card says who declined it
+            requested = view.requested
+            call_id = requested.tool_call_id or requested.item_id
+            for update in self._cards.refused(call_id, refusal):
+                await self._turn.send_update(update)
 
     async def _reread(self, approval_id: str) -> None:
         """Learn the approval's current stage from the host after a stale decision.
@@ -274,10 +308,12 @@ class Interactions:
 
     async def _ask_question(self, params: msp.UserInputRequestedParams) -> None:
         if not self._turn.forms:
-            # Record the failure first: once the question is cancelled the host may finish
-            # the turn normally, which must not hide why it stopped.
-            self._turn.fail(failures.user_input_unsupported())
-            await self._cancel_question(params, "unsupported")
+            await self._withdraw_question(
+                params,
+                "unsupported",
+                failures.user_input_unsupported(),
+                "this ACP client cannot show question forms",
+            )
             return
         method = "elicitation/create"
         try:
@@ -287,12 +323,14 @@ class Interactions:
             response = _client_result(acp.CreateElicitationResponse, raw, method)
             answers = answers_from_response(params, response)
         except RpcError as error:
-            self._turn.fail(failures.client_answer_failed("question", _client_words(error)))
-            await self._cancel_question(params, "invalid")
+            said = _client_words(error)
+            failure = failures.client_answer_failed("question", said)
+            await self._withdraw_question(params, "invalid", failure, said)
             return
         except ValueError as error:
-            self._turn.fail(failures.client_answer_failed("question", f"the client's {error}"))
-            await self._cancel_question(params, "invalid")
+            said = f"the client's {error}"
+            failure = failures.client_answer_failed("question", said)
+            await self._withdraw_question(params, "invalid", failure, said)
             return
         if answers is None:
             await self._cancel_question(params, "declined")
@@ -311,6 +349,26 @@ class Interactions:
             self._turn.fail(refused)
         except RpcError as failure:
             self._turn.fail(failure)
+
+    async def _withdraw_question(
+        self,
+        params: msp.UserInputRequestedParams,
+        why: CancelKind,
+        failure: RpcError,
+        detail: str,
+    ) -> None:
+        """A question the client could not show or answer: say so in the chat, withdraw it from
+        Muse, and let Muse decide how the turn goes on; should Muse end it failed, ``failure``
+        (whose source is the client) says why."""
+        self._turn.explain_failure(failure)
+        notice = withdrawn_notice(params, detail)
+        await self._turn.send_update(
+            acp.AgentMessageChunkSessionUpdate(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=f"\n\n{notice}\n\n"),
+            )
+        )
+        await self._cancel_question(params, why)
 
     async def _cancel_question(self, params: msp.UserInputRequestedParams, why: CancelKind) -> None:
         cancel = msp.UserInputCancelParams(

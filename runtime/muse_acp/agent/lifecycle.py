@@ -8,10 +8,11 @@ restart. A session brought back after a restart gets the settings it was left wi
 
 Load, resume and fork read through the agent's catalog host (lease-free, so a session running
 elsewhere can still be read; kept between requests), bounded by the startup and read budgets.
-Load replays history before it answers; resume and fork do not. Every session-scoped request
-checks the id's shape first, since ids also name preference files, and errors quote
-client-supplied ids and paths redacted and bounded. On the legacy exec backend only new and
-close work (load, resume and fork are not advertised and refused, see
+Load replays history before it answers; resume and fork do not. A session deleted through
+muse-acp is not found (-32002), even where Muse kept it (see ``tombstones``). Every
+session-scoped request checks the id's shape first, since ids also name preference files, and
+errors quote client-supplied ids and paths redacted and bounded. On the legacy exec backend
+only new and close work (load, resume and fork are not advertised and refused, see
 ``capabilities.not_on_exec``), and new sessions advertise no local commands.
 """
 
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 
 from muse_acp.agent import commands
 from muse_acp.agent.capabilities import not_on_exec
+from muse_acp.agent.catalog import refresh_menu
 from muse_acp.agent.config_options import SessionSettings, config_options, session_modes
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.history import replay_history
@@ -81,6 +83,7 @@ def _not_on_host(session_id: str, error: RpcError) -> RpcError | None:
 
 
 async def _read_session(ctx: AgentContext, host: MspHost, session_id: str, cwd: str) -> msp.Session:
+    await ctx.tombstones.refuse(session_id)  # deleted here, though Muse may still have it
     result = await ask(
         host,
         "session/read",
@@ -211,6 +214,7 @@ async def handle_load(
         )
     await _tell(session, notes)
     rctx.after_response(partial(commands.advertise, ctx, session))
+    rctx.after_response(partial(refresh_menu, ctx, session))  # on the host the load used
     return acp.LoadSessionResponse(
         modes=session_modes(session.settings),
         config_options=config_options(session.settings, ctx.catalog),
@@ -229,11 +233,14 @@ async def handle_resume(
     live = ctx.sessions.get(session_id)
     notes: list[str] = []
     if live is not None and not live.closed and same_directory(live.cwd, cwd):
-        session = live
+        session, reopened = live, False
     else:
         async with ctx.catalog_host(cwd) as host:
             session, notes = await _reopen(ctx, host, session_id, cwd)
+        reopened = True
     rctx.after_response(partial(_announce_resumed, ctx, session, notes))
+    if reopened:
+        rctx.after_response(partial(refresh_menu, ctx, session))  # on the host it used
     return acp.ResumeSessionResponse(
         modes=session_modes(session.settings),
         config_options=config_options(session.settings, ctx.catalog),

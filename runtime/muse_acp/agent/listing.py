@@ -4,10 +4,11 @@ Pages come from the agent's kept catalog host (no host starts per page), ``LIST_
 sessions each, optionally only those of one workspace. The cursor handed to the client wraps the
 host's own cursor together with the workspace it was issued for, so a cursor from another
 listing (or a forged one) is refused with a clear error instead of listing something else.
-A session's title is the user's own when one is stored, else what Muse reports. Stored
-preferences are read off the event loop, one bounded read per page; a session whose own file is
-unusable is still listed, with the problem in its ``_meta["muse/notice"]``. The legacy exec
-backend does not advertise listing and refuses it (``capabilities.not_on_exec``).
+Sessions deleted through muse-acp that Muse still has (see ``tombstones``) are left out, so a
+page may hold fewer. A session's title is the user's own when one is stored, else what Muse
+reports. Stored preferences are read off the event loop, one bounded read per page; a session
+whose own file is unusable is still listed, with the problem in its ``_meta["muse/notice"]``.
+The legacy exec backend does not advertise listing and refuses it (``capabilities.not_on_exec``).
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ async def handle_list(
             budget=ctx.config.deadlines.read,
         )
     rows = [row for row in page.sessions if row.workspace_root]
+    hidden = await ctx.tombstones.hidden([row.session_id for row in rows])
+    rows = [row for row in rows if row.session_id not in hidden]
     kept = await ctx.preferences.read_many([row.session_id for row in rows])
     sessions = [_entry(row, kept[row.session_id]) for row in rows]
     response = acp.ListSessionsResponse(sessions=sessions)

@@ -4,8 +4,10 @@ Contract: an ``ApprovalView`` is what the host currently asks about one approval
 ``approval/requested`` params with the newest ``approval/updated`` laid over them. The client
 is asked once per ``view.key`` (approval id and current stage index). ``permission_request``
 offers exactly the host's choices, in the host's order, with ``optionId`` equal to the host's
-``choiceId``; ``choice_from_response`` and ``automatic_choice`` only ever return a ``choiceId``
-the host offered in the current view, so the adapter never invents a decision. Pure functions.
+``choiceId``, and shows the tool call as its ``PermissionCard`` says (``pending`` unless the
+client already shows the card further along, and an editing tool's diff);
+``choice_from_response`` and ``automatic_choice`` only ever return a ``choiceId`` the host
+offered in the current view, so the adapter never invents a decision. Pure functions.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
 __all__ = [
+    "NEW_CARD",
     "TITLE_LIMIT",
     "ApprovalView",
     "OptionKind",
+    "PermissionCard",
     "automatic_choice",
     "choice_from_response",
     "option_kind",
@@ -104,6 +108,20 @@ class ApprovalView:
         return (self.approval_id, self.requirement.source_index)
 
 
+@dataclass(frozen=True, slots=True)
+class PermissionCard:
+    """What a permission request shows of its tool call's card, beyond the approval itself."""
+
+    status: acp.ToolCallStatus | None = "pending"
+    """None leaves the status as the client already shows it (a card never goes back)."""
+    content: tuple[acp.ToolCallContent, ...] = ()
+    locations: tuple[acp.ToolCallLocation, ...] = ()
+
+
+NEW_CARD: Final = PermissionCard()
+"""A tool call the client has not been shown: pending, nothing more."""
+
+
 def option_kind(choice: msp.ApprovalChoice) -> OptionKind:
     """How ACP should present a host choice; unknown decisions are presented as denials."""
     once = choice.scope == "once"
@@ -157,21 +175,31 @@ def _title(view: ApprovalView, raw_input: dict[str, object]) -> str:
 
 
 def permission_request(
-    session_id: str, view: ApprovalView, *, tool_call_id: str, kind: acp.ToolKind | None
+    session_id: str,
+    view: ApprovalView,
+    *,
+    tool_call_id: str,
+    kind: acp.ToolKind | None,
+    card: PermissionCard = NEW_CARD,
 ) -> acp.RequestPermissionRequest:
     """Build the ``session/request_permission`` params that ask the client about ``view``.
 
-    ``kind`` None leaves the tool call's kind as the client already knows it.
+    ``kind`` None leaves the tool call's kind as the client already knows it; ``card`` adds
+    the card's status, content (an editing tool's diff) and locations where it has them.
     """
     raw_input = _raw_input(view.requested.raw_args)
     tool_call = acp.ToolCallUpdate(
-        tool_call_id=tool_call_id,
-        title=_title(view, raw_input),
-        status="pending",
-        raw_input=raw_input,
+        tool_call_id=tool_call_id, title=_title(view, raw_input), raw_input=raw_input
     )
+    # Assigning marks a member as set; members left alone stay out of the dump.
     if kind is not None:
         tool_call.kind = kind
+    if card.status is not None:
+        tool_call.status = card.status
+    if card.content:
+        tool_call.content = list(card.content)
+    if card.locations:
+        tool_call.locations = list(card.locations)
     options = [
         acp.PermissionOption(
             option_id=choice.choice_id,

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from muse_acp.agent import commands
+from muse_acp.agent import commands, failures
+from muse_acp.agent.catalog import fall_back_model, read_soon
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.exec_turn import run_exec_turn
 from muse_acp.agent.output_cards import OutputPolicy
@@ -42,14 +43,19 @@ async def run_turn(
 ) -> acp.StopReason:
     """Run one model turn for ``work``, which must occupy ``session``."""
     with work.interruptibly() as starting:
-        host = await session.execution.ready()
+        try:
+            host = await session.execution.ready()
+        except failures.ModelRefusal:
+            await fall_back_model(ctx, session)
+            raise
     if starting.cancelled_caught or work.cancel_requested:
         return "cancelled"
+    read_soon(ctx, session)  # the model menu fills in while the turn runs
     output = OutputPolicy(
         references=ctx.negotiated.output
         and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
     )
-    translator = TurnTranslator(session_id=session.session_id, output=output)
+    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
     turn = ActiveTurn(session, host, translator, ctx.turn_options)
     async with session.execution.holding(host):
         session.turn = turn

@@ -22,6 +22,7 @@ __all__ = [
     "answers_from_response",
     "elicitation_request",
     "user_input_cancel_reason",
+    "withdrawn_notice",
 ]
 
 CancelKind: TypeAlias = Literal["declined", "unsupported", "invalid"]
@@ -47,6 +48,16 @@ PropertySchema: TypeAlias = acp.StringElicitationPropertySchema | acp.ArrayElici
 def user_input_cancel_reason(kind: CancelKind) -> str:
     """The ``reason`` sent with ``userInput/cancel`` when the adapter gives up on a question."""
     return _CANCEL_REASONS[kind]
+
+
+def withdrawn_notice(params: msp.UserInputRequestedParams, detail: str) -> str:
+    """What the chat says when a question could not be put to the user or answered: which
+    question, why (``detail``, a sentence about the client), and what happens next."""
+    first = params.questions[0].question if params.questions else "a question"
+    return (
+        f"[Muse asked {quoted(first, _VALUE_SHOWN)}, but {detail.rstrip('.')}. The question was "
+        "withdrawn; Muse decides whether the turn goes on without an answer.]"
+    )
 
 
 def _labels(question: msp.UserInputQuestion) -> list[str]:

@@ -29,6 +29,7 @@ import anyio
 
 from muse_acp.agent import (
     auth,
+    deletion,
     lifecycle,
     listing,
     prompt_params,
@@ -126,6 +127,7 @@ REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
     RequestBinding("session/list", acp.ListSessionsRequest, listing.handle_list),
     RequestBinding("session/resume", acp.ResumeSessionRequest, lifecycle.handle_resume),
     RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close),
+    RequestBinding("session/delete", acp.DeleteSessionRequest, deletion.handle_delete),
     RequestBinding("session/fork", acp.ForkSessionRequest, lifecycle.handle_fork),
     RequestBinding("session/set_mode", acp.SetSessionModeRequest, settings.handle_set_mode),
     RequestBinding(

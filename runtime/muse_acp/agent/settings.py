@@ -2,7 +2,10 @@
 
 Settings change only between turns (-32600 while the session is busy). A change that needs
 different host flags (read-only mode) closes the session's host, so the next prompt starts one
-with the new flags; the model and effort apply from the next turn on. Every change answers with
+with the new flags; the effort applies from the next turn on. A new model is confirmed by the
+session's host before the change is answered, when one is running (a refusal is an error and
+the previous model stays); otherwise it is applied when the next turn starts. Every change
+answers with
 the complete option list and announces it to the client with ``config_option_update`` (and
 ``current_mode_update`` when the mode changed), after the response.
 """
@@ -14,6 +17,7 @@ from functools import partial
 from typing import Final
 
 from muse_acp.agent.config_options import (
+    ModelCatalog,
     SessionSettings,
     apply_config_option,
     apply_mode,
@@ -24,6 +28,7 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.session import AcpSession
 from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
+from muse_acp.text import quoted
 from muse_acp_wire import acp
 
 __all__ = ["handle_set_config_option", "handle_set_mode"]
@@ -92,11 +97,33 @@ async def handle_set_mode(
     return acp.SetSessionModeResponse()
 
 
+def _model_name(settings: SessionSettings, catalog: ModelCatalog | None) -> str:
+    if settings.model is None:
+        return "Muse's default model"
+    entry = None if catalog is None else catalog.entry_for(settings.model)
+    return quoted(entry.name if entry is not None else settings.model.model_id)
+
+
+async def _confirm_model(
+    ctx: AgentContext, session: AcpSession, new: SessionSettings, value: str
+) -> None:
+    """Have the session's running host confirm a new model before the change is answered."""
+    if new.model is None or new.model == session.settings.model:
+        return
+    work = session.begin("a model change")
+    try:
+        kept = _model_name(session.settings, ctx.catalog)
+        await session.execution.confirm_model(new.model, value, kept)
+    finally:
+        session.end(work)
+
+
 async def handle_set_config_option(
     ctx: AgentContext, params: acp.SetSessionConfigOptionRequest, rctx: RequestContext
 ) -> acp.SetSessionConfigOptionResponse:
     session = ctx.sessions.require(params.session_id)
     new = apply_config_option(session.settings, params.config_id, params.value, ctx.catalog)
+    await _confirm_model(ctx, session, new, str(params.value))
     changed = new != session.settings
     mode_changed = new.mode_id != session.settings.mode_id
     _change(session, new)

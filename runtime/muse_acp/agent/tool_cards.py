@@ -11,8 +11,12 @@ functions here keep no state of their own.
   already announced a card passes that id back so it never changes.
 * The text is the published output, else the streamed output, else the failure reason, else
   the item's public result or fallback text; notes follow for output the host shortened,
-  text cut here, a failure not already in the text, and stored output. Editing tools also
-  show a diff built from their arguments, and a ``path`` argument becomes the location.
+  text cut here, a failure not already in the text, and stored output. A ``path`` argument
+  becomes the location, absolute against the session's workspace (``CardFacts.cwd``).
+* Editing tools that did not fail show the whole file before and after as a diff (see
+  ``file_changes``), built from their arguments and the text the caller read before the tool
+  ran (``CardFacts.before``), or a note saying why there is none. A failed card whose
+  approval muse-acp denied (``CardFacts.refusal``) is titled as rejected and shows only why.
 * With ``OutputPolicy.references``, ``_meta["muse/output"]`` describes the stored output (see
   ``output_cards``); without it a note says the output cannot be read back. ``_meta``
   entries given by the caller are kept.
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, NoReturn, TypeAlias, TypeVar
 
+from muse_acp.agent.file_changes import FileBefore, absolute_path, change_content
 from muse_acp.agent.output_cards import (
     BASELINE_OUTPUT,
     STATUS_LIMIT_CHARS,
@@ -54,14 +59,19 @@ from muse_acp_wire import acp, msp
 
 __all__ = [
     "ARGS_LIMIT_BYTES",
+    "NO_FACTS",
     "TITLE_LIMIT_CHARS",
+    "CardFacts",
     "CardItem",
     "kind_for_tool",
     "output_reference_update",
+    "refused_title",
+    "tool_arguments",
     "tool_call",
     "tool_call_id",
     "tool_call_update",
     "tool_kind",
+    "tool_locations",
     "tool_status",
 ]
 
@@ -105,10 +115,23 @@ _TITLE_ARGUMENTS: Final = ("description", "command", "path", "url")
 """Arguments that make a readable title, in order of preference."""
 
 
-_DIFF_ARGUMENTS: Final[Mapping[str, tuple[str | None, str]]] = MappingProxyType(
-    {"write_file": (None, "content"), "edit_file": ("find", "replace")}
-)
-"""Editing tools, and the arguments holding the text before (None: a new file) and after."""
+_REJECTED: Final = "Rejected: "
+
+
+@dataclass(frozen=True, slots=True)
+class CardFacts:
+    """What muse-acp knows of a card beyond its item."""
+
+    cwd: str | None = None
+    """The session's workspace, against which relative paths are shown absolute."""
+    before: FileBefore | None = None
+    """What an editing tool's file held before the tool ran (None: not read)."""
+    refusal: str | None = None
+    """Why the tool call was declined (a note of our own), when muse-acp denied its approval:
+    a failed card then shows only this, titled as rejected."""
+
+
+NO_FACTS: Final = CardFacts()
 
 
 def tool_call_id(item: CardItem) -> str:
@@ -143,6 +166,7 @@ def tool_call(
     *,
     call_id: str | None = None,
     meta: Mapping[str, JsonValue] | None = None,
+    facts: CardFacts = NO_FACTS,
 ) -> acp.ToolCallSessionUpdate:
     """The first sighting of ``item``'s card; ``meta`` is merged into the card's ``_meta``."""
     args = _Arguments.of(item)
@@ -151,7 +175,7 @@ def tool_call(
         tool_call_id=call_id or tool_call_id(item),
         title=_title(item, args),
     )
-    return _fill(update, session_id, item, args, output, policy, meta)
+    return _fill(update, session_id, item, args, output, policy, meta, facts)
 
 
 def tool_call_update(
@@ -162,6 +186,7 @@ def tool_call_update(
     *,
     call_id: str | None = None,
     meta: Mapping[str, JsonValue] | None = None,
+    facts: CardFacts = NO_FACTS,
 ) -> acp.ToolCallUpdateSessionUpdate:
     """A later sighting of ``item``'s card, repeating the whole card."""
     args = _Arguments.of(item)
@@ -170,7 +195,12 @@ def tool_call_update(
         tool_call_id=call_id or tool_call_id(item),
         title=_title(item, args),
     )
-    return _fill(update, session_id, item, args, output, policy, meta)
+    return _fill(update, session_id, item, args, output, policy, meta, facts)
+
+
+def tool_arguments(args: str) -> Mapping[str, JsonValue]:
+    """A tool call's arguments as an object (empty when they are not one, or too long)."""
+    return _Arguments.parse(args).fields
 
 
 def output_reference_update(
@@ -198,23 +228,29 @@ def _fill(
     output: OutputBuffer | None,
     policy: OutputPolicy,
     meta: Mapping[str, JsonValue] | None,
+    facts: CardFacts,
 ) -> _Update:
     # Assigning marks a member as set; members left alone stay out of the dump.
     update.kind = tool_kind(item)
-    update.status = tool_status(item.status)
+    update.status = status = tool_status(item.status)
     reference = output_reference(session_id, item, policy)
     content: list[acp.ToolCallContent] = []
-    diff = _diff(item, args.fields)
-    if diff is not None:
-        content.append(diff)
-    text = _card_text(item, output, reference, policy)
-    if text:
-        content.append(text_content(text))
+    if facts.refusal is not None and status == "failed":
+        update.title = refused_title(update.title or "")
+        content.append(text_content(facts.refusal))
+    else:
+        # A failed change did not happen as planned: only other cards show it.
+        diff, note = (None, None) if status == "failed" else _change(item, args, facts)
+        if diff is not None:
+            content.append(diff)
+        text = _card_text(item, output, reference, policy, note)
+        if text:
+            content.append(text_content(text))
     if content:
         update.content = content
-    path = args.string("path")
-    if path is not None:
-        update.locations = [acp.ToolCallLocation(path=path)]
+    locations = tool_locations(args.fields, facts.cwd)
+    if locations:
+        update.locations = locations
     raw_input = _raw_input(item, args)
     if raw_input is not None:
         update.raw_input = raw_input
@@ -237,9 +273,10 @@ class _Arguments:
 
     @classmethod
     def of(cls, item: CardItem) -> _Arguments:
-        if not isinstance(item, msp.ToolCallItem):
-            return cls({}, None)
-        args = item.args
+        return cls.parse(item.args) if isinstance(item, msp.ToolCallItem) else cls({}, None)
+
+    @classmethod
+    def parse(cls, args: str) -> _Arguments:
         kept, cut = cut_utf8(args, ARGS_LIMIT_BYTES)
         if cut:
             return cls({}, {"arguments": kept, "truncated": True})
@@ -279,20 +316,25 @@ def _raw_input(item: CardItem, args: _Arguments) -> JsonValue | None:
     return args.raw_input
 
 
-def _diff(item: CardItem, fields: Mapping[str, JsonValue]) -> acp.DiffToolCallContent | None:
-    shape = _DIFF_ARGUMENTS.get(item.tool) if isinstance(item, msp.ToolCallItem) else None
-    if shape is None:
-        return None
-    old_key, new_key = shape
-    path, new = fields.get("path"), fields.get(new_key)
-    old = None if old_key is None else fields.get(old_key)
-    if not isinstance(path, str) or not path or not isinstance(new, str):
-        return None
-    if old_key is not None and not isinstance(old, str):
-        return None
-    return acp.DiffToolCallContent(
-        type="diff", path=path, old_text=old if isinstance(old, str) else None, new_text=new
-    )
+def _change(
+    item: CardItem, args: _Arguments, facts: CardFacts
+) -> tuple[acp.DiffToolCallContent | None, str | None]:
+    if not isinstance(item, msp.ToolCallItem):
+        return None, None
+    return change_content(item.tool, args.fields, facts.before)
+
+
+def tool_locations(fields: Mapping[str, JsonValue], cwd: str | None) -> list[acp.ToolCallLocation]:
+    """Where a tool call's ``path`` argument points, absolute against the workspace ``cwd``."""
+    path = fields.get("path")
+    if not isinstance(path, str) or not path.strip():
+        return []
+    return [acp.ToolCallLocation(path=absolute_path(cwd, path))]
+
+
+def refused_title(title: str) -> str:
+    """``title`` marked as the title of a declined tool call."""
+    return title if title.startswith(_REJECTED) else _bounded_title(_REJECTED + title)
 
 
 def _card_text(
@@ -300,6 +342,7 @@ def _card_text(
     output: OutputBuffer | None,
     reference: acp.MuseOutputReference | None,
     policy: OutputPolicy,
+    change_note: str | None = None,
 ) -> str:
     published = (
         item.visible_output if isinstance(item, msp.ToolCallItem | msp.UserShellItem) else None
@@ -326,6 +369,8 @@ def _card_text(
     ref = stored_output(item)
     shown_all = not (cut or shortened) and ref is not None and utf8_size(text) >= ref.byte_len
     notes.extend(stored_output_notes(item, reference, policy, shown_all))
+    if change_note is not None:
+        notes.append(change_note)
     return join_notes(text, notes)
 
 

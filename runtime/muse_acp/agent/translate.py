@@ -22,12 +22,15 @@ history for ``session/load`` when built with ``replay=True``.
 * User messages are the client's own prompt and are sent only in replay mode, as
   ``user_message_chunk`` (``displayText`` when present; retracted messages are left out).
 * ``compaction`` items show nothing. Items that do work become tool cards (see
-  ``muse_acp.agent.tool_cards``): ``tool_call`` at the first sighting, ``tool_call_update``
-  with the whole card at every later one. Output deltas go into the card's bounded
-  ``OutputBuffer`` and are sent as in-progress updates of the kept text only when the buffer
-  says the growth is worth it (see ``muse_acp.agent.progress``), so the bytes sent per card
-  stay proportional to the cap rather than to the output. The completion always sends the
-  whole card once more.
+  ``muse_acp.agent.tool_cards``), kept in ``cards`` (a ``card_states.TurnCards``, which also
+  serves the turn's approvals): ``tool_call`` at the first sighting, ``tool_call_update`` with
+  the whole card at every later one, the status never going back. Output deltas go into the
+  card's bounded ``OutputBuffer`` and are sent as in-progress updates of the kept text only
+  when the buffer says the growth is worth it (see ``muse_acp.agent.progress``), so the bytes
+  sent per card stay proportional to the cap rather than to the output. The completion always
+  sends the whole card once more. ``unseen_tool`` names a tool call before its first sighting,
+  so the caller can read its file for a true diff first (``file_changes.capture_before``);
+  paths on cards are absolute against ``cwd``.
 * ``session/todoListChanged`` becomes a ``plan`` and ``session/contextUsage`` a
   ``usage_update`` (see ``muse_acp.agent.progress``). Every other method returns nothing: turn
   lifecycle, approvals and questions belong to the caller.
@@ -41,20 +44,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Literal, TypeAlias
 
+from muse_acp.agent.card_states import TurnCards
 from muse_acp.agent.output_cards import BASELINE_OUTPUT, OutputPolicy
-from muse_acp.agent.progress import (
-    OutputBuffer,
-    output_progress_update,
-    plan_update,
-    usage_update,
-)
+from muse_acp.agent.progress import OutputBuffer, plan_update, usage_update
 from muse_acp.agent.titles import named_title
-from muse_acp.agent.tool_cards import (
-    CardItem,
-    tool_call,
-    tool_call_id,
-    tool_call_update,
-)
+from muse_acp.agent.tool_cards import CardItem, tool_call_id
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -109,14 +103,6 @@ class _TextStream:
 
 
 @dataclass(slots=True)
-class _Card:
-    """A tool card announced in this turn and the output streamed into it."""
-
-    call_id: str
-    output: OutputBuffer = field(default_factory=OutputBuffer)
-
-
-@dataclass(slots=True)
 class _Tracked:
     """The folded state of one item."""
 
@@ -125,7 +111,8 @@ class _Tracked:
     ended: bool = False
     any_text_sent: bool = False
     streams: dict[int, _TextStream] = field(default_factory=dict)
-    card: _Card | None = None
+    call_id: str | None = None
+    """The ``toolCallId`` of the item's card, once announced."""
 
     def stream(self, part: int) -> _TextStream:
         return self.streams.setdefault(part, _TextStream())
@@ -145,11 +132,14 @@ class TurnTranslator:
         turn_id: str | None = None,
         replay: bool = False,
         output: OutputPolicy = BASELINE_OUTPUT,
+        cwd: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.turn_id = turn_id
         self.replay = replay
         self.output = output
+        self.cards = TurnCards(session_id, cwd=cwd, output=output, replay=replay)
+        """The state of this turn's tool cards (shared with its approvals)."""
         self._items: dict[str, _Tracked] = {}
 
     def on_notification(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
@@ -180,7 +170,22 @@ class TurnTranslator:
     def card_output(self, item_id: str) -> OutputBuffer | None:
         """The bounded output kept for a tool card of this turn, for read-only inspection."""
         tracked = self._items.get(item_id)
-        return None if tracked is None or tracked.card is None else tracked.card.output
+        call_id = None if tracked is None else tracked.call_id
+        return None if call_id is None else self.cards.output_of(call_id)
+
+    def unseen_tool(self, params: WireModel) -> tuple[str, str, str] | None:
+        """The card id, tool name and arguments of a tool call of this turn seen for the first
+        time, in progress: its tool has not run, so its file may be read for
+        ``cards.keep_before`` (see ``file_changes.capture_before``)."""
+        item = params.item if isinstance(params, msp.ItemEventParams) else None
+        if (
+            not isinstance(item, msp.ToolCallItem)
+            or item.status != "inProgress"
+            or item.item_id in self._items
+            or self._other_turn(item.turn_id)
+        ):
+            return None
+        return tool_call_id(item), item.tool, item.args
 
     def _on_item(self, item: msp.Item) -> list[acp.SessionUpdate]:
         if self._other_turn(item.turn_id):
@@ -224,8 +229,8 @@ class TurnTranslator:
             if part is None:
                 return []
             return self._send_part(tracked, params.item_id, part, params.delta, "reasoning")
-        if tracked.family == "card" and tracked.card is not None and params.field == "output":
-            return self._stream_output(tracked.card, params.delta)
+        if tracked.family == "card" and tracked.call_id is not None and params.field == "output":
+            return self.cards.streamed(tracked.call_id, params.delta)
         return []
 
     def _snapshot_part(
@@ -256,21 +261,9 @@ class TurnTranslator:
         return [_chunk(family, item_id, shown)]
 
     def _card_sighting(self, tracked: _Tracked, item: CardItem) -> acp.SessionUpdate:
-        card = tracked.card
-        first = card is None
-        if card is None:
-            card = tracked.card = _Card(call_id=tool_call_id(item))
-        card.output.mark_shown()
-        if first:
-            return tool_call(self.session_id, item, card.output, self.output, call_id=card.call_id)
-        return tool_call_update(
-            self.session_id, item, card.output, self.output, call_id=card.call_id
-        )
-
-    def _stream_output(self, card: _Card, delta: str) -> list[acp.SessionUpdate]:
-        if not card.output.append(delta):
-            return []
-        return [output_progress_update(card.call_id, card.output)]
+        if tracked.call_id is None:
+            tracked.call_id = tool_call_id(item)
+        return self.cards.sighting(tracked.call_id, item)
 
 
 def _family(item: msp.Item) -> _Family:

@@ -2,8 +2,9 @@
 
 The host's events for the session arrive in order through ``on_event`` (inline in the host
 connection's read loop): each is translated into ACP updates and sent at once, so output is
-relayed as it streams and never accumulated. Approvals and questions are handed to
-``interactions``, which answers them in tasks of the turn.
+relayed as it streams and never accumulated (an editing tool's file is read first, bounded, for
+a true diff: ``file_changes``). Approvals and questions are handed to ``interactions``, which
+answers them in tasks of the turn; the translator's ``TurnCards`` keep the cards both touch.
 
 Events are filtered by the turn's own id from the first frame on: until the id is known (the
 host's ``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``),
@@ -39,6 +40,7 @@ from anyio.abc import TaskGroup
 from muse_acp.agent import failures, hosts
 from muse_acp.agent.config_options import MODES, SessionSettings, turn_effort
 from muse_acp.agent.corrections import send_correction
+from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.interactions import Interactions
 from muse_acp.agent.translate import TurnTranslator
 from muse_acp.agent.view_events import GapFiller
@@ -107,11 +109,12 @@ class ActiveTurn:
         """The host never confirmed the turn's end; its state is unknown."""
         self._settled = anyio.Event()
         self._outcome: acp.StopReason | RpcError | None = None
+        self._explanation: RpcError | None = None
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
         self._client_gone = False
         self.acknowledged = anyio.Event()
-        self._interactions = Interactions(self)
+        self._interactions = Interactions(self, translator.cards)
         self._gaps = GapFiller(self._read_page, self._handle, MAX_HELD_EVENTS)
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
@@ -169,6 +172,11 @@ class ActiveTurn:
         self._outcome = outcome
         self._settled.set()
         self._interactions.withdraw_all()
+
+    def explain_failure(self, error: RpcError) -> None:
+        """Report ``error`` (something the client caused, such as a question it could not
+        answer) if the host goes on to end the turn failed; the first explanation is kept."""
+        self._explanation = self._explanation or error
 
     def fail(self, error: RpcError) -> None:
         """Settle with ``error`` and ask the host to stop the turn (best effort).
@@ -285,7 +293,7 @@ class ActiveTurn:
             session_update="session_info_update",
             field_meta=meta.model_dump(mode="json", by_alias=True),
         )
-        await self._send(update)
+        await self.send_update(update)
 
     # -- cancelling ---------------------------------------------------------------------
 
@@ -347,7 +355,9 @@ class ActiveTurn:
     async def _handle(self, method: str, params: WireModel) -> None:
         if isinstance(params, msp.TurnCompletedParams):
             if params.turn_id == self.turn_id:
-                self.settle(failures.stop_reason(params))
+                outcome = failures.stop_reason(params)
+                failed = isinstance(outcome, RpcError)
+                self.settle(self._explanation if failed and self._explanation else outcome)
             return
         if isinstance(params, msp.ViewGapParams):
             self._gaps.open()
@@ -355,8 +365,11 @@ class ActiveTurn:
             return
         if not isinstance(params, msp.TurnStartedParams):
             self._interactions.on_event(params)
+        unseen = self._translator.unseen_tool(params)
+        if unseen is not None:  # an editing tool's file is read before its card is first shown
+            await capture_before(self._translator.cards, *unseen)
         for update in self._translator.on_notification(method, params):
-            await self._send(update)
+            await self.send_update(update)
 
     async def _read_page(self, params: msp.ViewPageParams) -> msp.ViewPageResult:
         return await self.ask_host("view/page", params, msp.ViewPageResult, "running")
@@ -367,7 +380,8 @@ class ActiveTurn:
         except RpcError as failure:
             self.fail(failure)
 
-    async def _send(self, update: acp.SessionUpdate) -> None:
+    async def send_update(self, update: acp.SessionUpdate) -> None:
+        """Send ``update`` to the client, unless it went away (see the module contract)."""
         if self._client_gone:
             return
         try:

@@ -196,6 +196,13 @@ def _router(host_ref: list[MspHost]) -> Router:
     return Router(requests, notifications)
 
 
+def _initialize_params(experimental: bool) -> msp.InitializeParams:
+    params = msp.InitializeParams(client_info=msp.ClientInfo(name=CLIENT_NAME, version=__version__))
+    if experimental:  # otherwise absent: a host must not see a member we never meant to send
+        params.capabilities = msp.ClientCapabilities(experimental_api=True)
+    return params
+
+
 @asynccontextmanager
 async def open_host(
     binary_path: str,
@@ -204,8 +211,13 @@ async def open_host(
     flags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     startup_timeout: float,
+    experimental: bool = False,
 ) -> AsyncIterator[MspHost]:
     """Start ``muse serve`` and yield it once the handshake is done; always reaps it.
+
+    ``experimental`` opts the connection in to Muse's experimental methods (``account/read``,
+    ``session/delete``); only connections opened for those ask for it, so a session's own host
+    behaves exactly as the stable protocol says.
 
     Raises:
         TimeoutError: the host did not finish its handshake within ``startup_timeout``.
@@ -229,9 +241,7 @@ async def open_host(
                     info = await call(
                         connection,
                         "initialize",
-                        msp.InitializeParams(
-                            client_info=msp.ClientInfo(name=CLIENT_NAME, version=__version__)
-                        ),
+                        _initialize_params(experimental),
                         msp.InitializeResult,
                     )
                     await connection.notify("initialized")

@@ -7,7 +7,9 @@ Contract: ``main`` parses the arguments with argparse and returns the exit statu
   [--no-session-log] [--trust-workspace] [--replay FILE]`` speaks MSP on stdin/stdout until
   stdin ends (stderr carries diagnostics only); ``serve --help`` lists those flags.
 * ``skills list [--json] [--workspace DIR]`` prints the skill catalog.
-* ``login`` / ``logout`` manage a credential file in the state directory (exit status only).
+* ``login`` / ``logout`` manage a credential file in the state directory (exit status only);
+  ``serve`` reports it through ``account/read``, unless ``META_API_KEY`` is set (see
+  ``accounts``).
 * ``exec --json [flags] PROMPT`` runs one prompt headless and writes JSON Lines (see ``exec``);
   ``MUSE_SIM_VERSION=0.2.1`` plays a release that has ``exec`` but no ``serve``.
 
@@ -26,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from muse_acp.sim.accounts import login, logout, skills_document, skills_table
-from muse_acp.sim.exec import add_exec_parser, legacy_version, run_exec
+from muse_acp.sim.accounts import API_KEY_ENV, login, logout, skills_document, skills_table
+from muse_acp.sim.exec_args import add_exec_parser, legacy_version
 from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
 from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
 from muse_acp.sim.settings import (
@@ -119,6 +121,7 @@ def _serve(args: argparse.Namespace) -> int:
         sandbox_network=args.sandbox_network,
         no_session_log=args.no_session_log,
         trust_workspace=args.trust_workspace,
+        env_api_key=bool(env.get(API_KEY_ENV, "").strip()),
         capture=Path(capture).absolute() if capture else None,
         replay=args.replay,
     )
@@ -167,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "exec":
+        from muse_acp.sim.exec import run_exec
+
         return run_exec(args)
     if args.command == "skills":
         return _skills(args, parser)

@@ -33,6 +33,9 @@ line starts with ``sim:`` after optional leading blanks:
 ``sim:protected PATH`` / ``sim:protected-bare PATH``
     a ``write_file`` tool call to a protected path: a ``fileAccess`` write approval (on 1.4.2
     ``protectedWrite``, once-scoped choices only; ``-bare`` leaves ``viewCursor`` out).
+``sim:edit PATH FIND REPLACE``
+    an ``edit_file`` tool call (``{find, path, replace}``, each one word) behind a ``fileAccess``
+    write approval; like ``write_file`` here, it writes nothing.
 ``sim:gap N``
     ``N`` agent messages recorded in the session's view but not sent live, then ``view/gap``.
 ``sim:spawn SECONDS``
@@ -59,6 +62,7 @@ from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
 __all__ = [
+    "DELTA_PIECES",
     "DIRECTIVE_NAMES",
     "MAX_GAP_EVENTS",
     "MAX_OUTPUT_BYTES",
@@ -69,6 +73,7 @@ __all__ = [
     "AskUser",
     "Crash",
     "Directive",
+    "Edit",
     "Fail",
     "Gap",
     "Hold",
@@ -84,6 +89,7 @@ __all__ = [
     "WebSearch",
     "parse_prompt",
     "slug",
+    "split_text",
 ]
 
 PREFIX: Final = "sim:"
@@ -134,6 +140,15 @@ class ProtectedWrite:
     path: str
     bare: bool = False
     """The approval goes out without ``viewCursor``, as a real 1.4.2 host sent it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """An ``edit_file`` call replacing ``find`` by ``replace`` in ``path`` (``sim:edit``)."""
+
+    path: str
+    find: str
+    replace: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +226,7 @@ Directive: TypeAlias = (
     | Crash
     | Stream
     | ProtectedWrite
+    | Edit
     | Gap
     | Spawn
     | Name
@@ -264,6 +280,11 @@ def _stages(arg: str) -> Directive | None:
     return Approve(command.strip(), int(count))
 
 
+def _edit(arg: str) -> Directive | None:
+    words = arg.split()
+    return Edit(*words) if len(words) == 3 else None
+
+
 def _gap(arg: str) -> Directive | None:
     count = int(arg) if arg.isascii() and arg.isdigit() and len(arg) <= 4 else 0
     return Gap(count) if 1 <= count <= MAX_GAP_EVENTS else None
@@ -297,6 +318,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "stagerace": _text(lambda command: Approve(command, 3, race=True)),
         "protected": _text(ProtectedWrite),
         "protected-bare": _text(lambda path: ProtectedWrite(path, bare=True)),
+        "edit": _edit,
         "gap": _gap,
         "spawn": _spawn,
         "name": _name,
@@ -329,3 +351,18 @@ def parse_prompt(text: str) -> Prompt:
         else:
             directives.append(directive)
     return Prompt("\n".join(kept).strip("\n"), tuple(directives))
+
+
+DELTA_PIECES: Final = 4
+"""Parts a message is streamed in (``split_text``)."""
+
+
+def split_text(text: str, pieces: int = DELTA_PIECES) -> list[str]:
+    """``text`` cut at word boundaries into at most ``pieces`` parts that join back to it."""
+    words = text.split(" ")
+    tokens = [word + " " for word in words[:-1]] + [words[-1]]
+    tokens = [token for token in tokens if token]
+    if not tokens:
+        return []
+    size = -(-len(tokens) // pieces)
+    return ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)]

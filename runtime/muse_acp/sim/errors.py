@@ -30,6 +30,7 @@ __all__ = [
     "already_initialized",
     "backpressured",
     "command_rejected",
+    "experimental_required",
     "host_error",
     "input_too_large",
     "internal",
@@ -96,6 +97,14 @@ def already_initialized() -> RpcError:
 
 def method_not_found(message: str = "this host does not serve that method") -> RpcError:
     return host_error(message, ErrorData(kind="methodNotFound"))
+
+
+def experimental_required(descriptor: str) -> RpcError:
+    """An experimental method called on a connection that did not opt in (-32601)."""
+    return host_error(
+        f"{descriptor} is experimental: initialize with the experimentalApi capability to use it",
+        ErrorData(kind="experimentalRequired", descriptor=descriptor),
+    )
 
 
 def invalid_params(message: str) -> RpcError:

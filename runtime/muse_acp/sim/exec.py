@@ -52,25 +52,14 @@ from muse_acp.sim.directives import (
     Stream,
     WebSearch,
     parse_prompt,
+    split_text,
 )
 from muse_acp.sim.ids import new_call_id, new_uuid7, rfc3339_now
 from muse_acp.sim.settings import CAPTURE_ENV
-from muse_acp.sim.turn import split_text
-from muse_acp.sim.versions import VERSION_ENV, HostVersion
 from muse_acp_wire import exec_jsonl
 
-__all__ = [
-    "LEGACY_VERSIONS",
-    "MAX_RESULT_BYTES",
-    "add_exec_parser",
-    "legacy_version",
-    "run_exec",
-]
+__all__ = ["MAX_RESULT_BYTES", "run_exec"]
 
-LEGACY_VERSIONS: Final[Mapping[str, HostVersion]] = MappingProxyType(
-    {"0.2.1": HostVersion("0.2.1", "R1433.1")}
-)
-"""Simulated releases with ``exec --json`` and no ``serve`` (their builds are made up)."""
 MAX_RESULT_BYTES: Final = 1024 * 1024
 OUTPUT_LINE: Final = "output-marker\n"
 """The line ``sim:bash`` output repeats, as on ``serve``."""
@@ -81,28 +70,6 @@ FAIL_REASONS: Final[Mapping[str, str]] = MappingProxyType(
     }
 )
 _STOPPED: Final[Mapping[int, int]] = MappingProxyType({signal.SIGTERM: 143, signal.SIGINT: 130})
-
-
-def legacy_version(env: Mapping[str, str]) -> HostVersion | None:
-    """The simulated release without ``serve`` that ``MUSE_SIM_VERSION`` names, if it names one."""
-    return LEGACY_VERSIONS.get(env.get(VERSION_ENV, "").strip())
-
-
-def add_exec_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``exec`` to the command line (its ``--help`` lists every flag it takes)."""
-    parser = commands.add_parser("exec", help="run one prompt headless and exit")
-    parser.add_argument("--json", action="store_true", help="write records as JSON Lines")
-    parser.add_argument(
-        "--image", metavar="PATH", action="append", default=[], help="attach an image file"
-    )
-    parser.add_argument("--disable-write", action="store_true", help="refuse file writes")
-    parser.add_argument("--disable-shell", action="store_true", help="refuse shell tools")
-    parser.add_argument(
-        "--disable-approval", action="store_true", help="act without asking for approval"
-    )
-    parser.add_argument("--model", metavar="MODEL", help="the model to run on")
-    parser.add_argument("--reasoning-effort", metavar="EFFORT", help="the reasoning effort")
-    parser.add_argument("prompt", help="what to do")
 
 
 class _Run:

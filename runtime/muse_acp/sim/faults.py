@@ -27,6 +27,9 @@ The faults:
     exit when ``turn/steer`` (or ``item/readOutput``) arrives, before answering it.
 ``exit:stream``
     exit right after a turn's first agent-message text delta has been written, mid-stream.
+``refuse:<command>``
+    answer that command with ``commandRejected`` (reason ``unsupported_route``) instead of doing
+    it, as a host refuses a model it lists but cannot route for this account.
 ``malformed:<method>``
     write a line that is not JSON just before the answer to that request.
 ``oversized:<method>``
@@ -85,6 +88,7 @@ class Faults:
     hang_ack: frozenset[str] = frozenset()
     exit_before_ack: frozenset[str] = frozenset()
     exit_after_ack: frozenset[str] = frozenset()
+    refuse: frozenset[str] = frozenset()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
     oversized_bytes: int = 0
@@ -139,6 +143,10 @@ def _exit_after_ack(f: Faults, arg: str) -> Faults:
     return replace(f, exit_after_ack=f.exit_after_ack | {method})
 
 
+def _refuse(f: Faults, arg: str) -> Faults:
+    return replace(f, refuse=f.refuse | {_checked_method("refuse", arg)})
+
+
 def _malformed(f: Faults, arg: str) -> Faults:
     return replace(f, malformed=f.malformed | {_checked_method("malformed", arg)})
 
@@ -167,6 +175,7 @@ _PARSERS: Final[Mapping[str, Callable[[Faults, str], Faults]]] = MappingProxyTyp
         "hang-ack": _hang_ack,
         "exit-before-ack": _exit_before_ack,
         "exit-after-ack": _exit_after_ack,
+        "refuse": _refuse,
         "malformed": _malformed,
         "oversized": _oversized,
         "oversized-bytes": _oversized_bytes,

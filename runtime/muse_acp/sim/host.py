@@ -190,6 +190,9 @@ class Host:
                 return known[1]
         if self._in_flight >= ADMISSION_CAPACITY:
             raise errors.backpressured(ADMISSION_CAPACITY)
+        if method in faults.refuse:
+            refused = command_id if isinstance(command_id, str) else ""
+            raise errors.command_rejected(method, refused, "unsupported_route")
         self._in_flight += 1
         try:
             if method in faults.hang_ack:

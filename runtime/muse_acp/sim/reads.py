@@ -6,8 +6,11 @@ for), ``session/list`` (most recently updated first, ``limit`` 1..200 default 50
 ``nextCursor``, null on the last page, optional ``workspaceRoot`` filter), ``view/page``
 (durable events only, ascending in both directions, ``limit`` 1..1000, ``nextCursor`` null when
 nothing further), ``item/readOutput`` (1.2.1), ``model/list``, ``approval/listPending``,
-``view/unsubscribe`` and ``usage/read`` (1.3.0; ``{}`` until the host has observed usage at the
-end of a turn, then ``{usage}``, the figures ``usage/changed`` last sent). ``history`` and
+``view/unsubscribe``, ``usage/read`` (1.3.0; ``{}`` until the host has observed usage at the
+end of a turn, then ``{usage}``, the figures ``usage/changed`` last sent) and the experimental
+``account/read`` (-32601 ``experimentalRequired`` unless the connection opted in with
+``experimentalApi``; else ``envKey`` when ``META_API_KEY`` is set, the credential ``muse-sim
+login`` stored, or ``loggedOut``; a credential is always required). ``history`` and
 ``pending_requests`` also shape resume and fork results.
 """
 
@@ -17,6 +20,7 @@ from typing import Any, Final
 
 from muse_acp.rpc import RawJson, RequestContext, RequestRoute, encode_message
 from muse_acp.sim import errors
+from muse_acp.sim.accounts import API_KEY_ENV, stored_credential
 from muse_acp.sim.context import HostContext, SessionView
 from muse_acp.sim.faults import exit_now
 from muse_acp.sim.fold import Fold
@@ -24,6 +28,7 @@ from muse_acp.sim.ids import durable_cursor, micros_of, parse_cursor
 from muse_acp.sim.outputs import MAX_READ_BYTES, read_range
 from muse_acp.sim.session import session_model
 from muse_acp_wire.msp import (
+    AccountState,
     ApprovalListPendingParams,
     ApprovalListPendingResult,
     EmptyResult,
@@ -120,6 +125,7 @@ class Reads:
             RequestRoute("approval/listPending", ApprovalListPendingParams, self.list_pending),
             RequestRoute("view/unsubscribe", ViewUnsubscribeParams, self.unsubscribe),
             RequestRoute("usage/read", EmptyResult, self.usage),
+            RequestRoute("account/read", EmptyResult, self.account),
         ]
 
     def _session(self, view: SessionView, *, in_list: bool = False) -> Any:
@@ -260,3 +266,17 @@ class Reads:
     async def usage(self, _: EmptyResult, __: RequestContext) -> UsageReadResult:
         current = self.ctx.usage.current
         return UsageReadResult() if current is None else UsageReadResult(usage=current)
+
+    async def account(self, _: EmptyResult, __: RequestContext) -> AccountState:
+        ctx = self.ctx
+        if not ctx.client.experimental:
+            raise errors.experimental_required("account/read")
+        if ctx.options.env_api_key:
+            return AccountState(state="envKey", label=API_KEY_ENV, credential_required=True)
+        stored = stored_credential(ctx.options.home)
+        if stored is None:
+            return AccountState(state="loggedOut", credential_required=True)
+        state, label = stored
+        if label is None:
+            return AccountState(state=state, credential_required=True)
+        return AccountState(state=state, label=label, credential_required=True)

@@ -33,6 +33,7 @@ from muse_acp.sim.directives import (
     AskUser,
     Crash,
     Directive,
+    Edit,
     Fail,
     Gap,
     Hold,
@@ -217,7 +218,11 @@ class TurnRunner:
             case Approve():
                 await self._approved_command(directive)
             case ProtectedWrite():
-                await self._protected_write(directive)
+                args = compact_json({"content": WRITTEN_CONTENT, "path": directive.path})
+                await self._file_change("write_file", args, directive)
+            case Edit(path=path, find=find, replace=replace):
+                args = compact_json({"find": find, "path": path, "replace": replace})
+                await self._file_change("edit_file", args, directive)
             case Gap(count=count):
                 await miss_events(turn, count)
             case Spawn():
@@ -280,13 +285,13 @@ class TurnRunner:
         else:
             await call.finish_with("failed", APPROVAL_CANCELLED)
 
-    async def _protected_write(self, directive: ProtectedWrite) -> None:
+    async def _file_change(self, tool: str, args: str, directive: ProtectedWrite | Edit) -> None:
+        """A ``write_file`` to a protected path or an ``edit_file``, behind a write approval."""
         turn = self.turn
         profile = self.ctx.profile
-        protected = profile.facts.protected_writes
+        protected = isinstance(directive, ProtectedWrite) and profile.facts.protected_writes
         approval_id = new_uuid7()
-        args = compact_json({"content": WRITTEN_CONTENT, "path": directive.path})
-        call = ToolCall(turn, "write_file", args, approval_id=approval_id)
+        call = ToolCall(turn, tool, args, approval_id=approval_id)
         await turn.usage(args, final=False)
         await call.start()
         if self.ctx.options.disable_write:
@@ -300,16 +305,19 @@ class TurnRunner:
             raw_args=args,
             workspace_root=self.session.meta.workspace_root,
             stages=[],
-            tool_name="write_file",
+            tool_name=tool,
             path=directive.path,
             protected=protected,
-            bare=protected and directive.bare,
+            bare=protected and isinstance(directive, ProtectedWrite) and directive.bare,
             reasons=profile.change_reasons,
             choices=ONCE_CHOICES if protected else CHOICES,
             approval_id=approval_id,
         )
         decision = await request_approval(turn, ask)
-        if decision in ("approved", "approvedForSession"):
+        if decision in ("approved", "approvedForSession") and isinstance(directive, Edit):
+            await call.update()
+            await call.finish_with("completed", f"-{directive.find}\n+{directive.replace}\n")
+        elif decision in ("approved", "approvedForSession"):
             await call.update()
             size = len(WRITTEN_CONTENT.encode())
             await call.finish_with("completed", f"wrote {size} bytes to {directive.path}")

@@ -55,6 +55,9 @@ class ServeOptions:
     sandbox_network: str = "proxy-only"
     no_session_log: bool = False
     trust_workspace: bool = False
+    env_api_key: bool = False
+    """``META_API_KEY`` is set (not blank) in the environment ``serve`` started in; its value is
+    never kept."""
     quirks: Quirks = NO_QUIRKS
     """Real-host behaviours to play (``MUSE_SIM_QUIRKS``)."""
     capture: Path | None = None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import anyio
 
-from muse_acp.sim.directives import Prompt
+from muse_acp.sim.directives import Prompt, split_text
 from muse_acp.sim.faults import exit_now
 from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
 from muse_acp_wire.msp import (
@@ -41,14 +41,13 @@ if TYPE_CHECKING:
     from muse_acp.sim.context import HostContext
     from muse_acp.sim.session import LiveSession, Position
 
-__all__ = ["CONTEXT_WINDOW", "Item", "Steer", "StopRequest", "Turn", "TurnRequest", "split_text"]
+__all__ = ["CONTEXT_WINDOW", "Item", "Steer", "StopRequest", "Turn", "TurnRequest"]
 
 CONTEXT_WINDOW: Final = 1_000_000
 REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
     {"none": 0, "minimal": 8, "low": 16, "medium": 32, "high": 64, "xhigh": 128, "max": 256}
 )
 """Reasoning tokens a model step reports per reasoning effort (``ultra`` counts as ``max``)."""
-DELTA_PIECES: Final = 4
 
 Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem
 
@@ -82,17 +81,6 @@ class StopRequest:
     interrupt: bool
     retract: bool
     command_id: str
-
-
-def split_text(text: str, pieces: int = DELTA_PIECES) -> list[str]:
-    """``text`` cut at word boundaries into at most ``pieces`` parts that join back to it."""
-    words = text.split(" ")
-    tokens = [word + " " for word in words[:-1]] + [words[-1]]
-    tokens = [token for token in tokens if token]
-    if not tokens:
-        return []
-    size = -(-len(tokens) // pieces)
-    return ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)]
 
 
 def estimate_tokens(text: str) -> int:
