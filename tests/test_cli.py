@@ -223,7 +223,8 @@ def test_path_comes_before_the_installation(
 def test_an_absolute_launch_finds_muse_sim_without_the_venv_on_path(tmp_path: Path) -> None:
     script = BIN / "muse-acp"
     assert script.is_file(), f"muse-acp is installed as a console script beside {sys.executable}"
-    env = clean_env(tmp_path, MUSE_ACP_MUSE_BIN="muse-sim")
+    # A credential, so the doctor's sign-in check passes as well.
+    env = clean_env(tmp_path, MUSE_ACP_MUSE_BIN="muse-sim", META_API_KEY="sk-placeholder")
     assert str(BIN) not in env["PATH"].split(os.pathsep)
     started = time.monotonic()
     done = muse_acp(env, "doctor", command=[str(script)])

@@ -14,6 +14,7 @@ from muse_acp import __version__
 from muse_acp.doctor import run_doctor
 from muse_acp.host.binary import SERVE_FLAGS
 from muse_acp.host.versions import VERIFIED_HOSTS
+from muse_acp.sim.accounts import login
 
 
 def sim_wrapper(directory: Path, version: str) -> Path:
@@ -39,8 +40,15 @@ def no_configured_muse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "MUSE_SIM_VERSION",
         "MUSE_ACP_STARTUP_TIMEOUT",
         "MUSE_ACP_LOG",
+        "META_API_KEY",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def signed_in(tmp_path: Path) -> None:
+    """The simulated Muse has a credential, as after `muse login`."""
+    login(tmp_path / "sim-home")
 
 
 def features(out: str) -> dict[str, str]:
@@ -49,6 +57,7 @@ def features(out: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("version", ["1.1.1", "1.2.1"])
+@pytest.mark.usefixtures("signed_in")
 def test_muse_sim_is_ready_with_the_features_verified_for_its_version(
     version: str,
     tmp_path: Path,
@@ -73,9 +82,31 @@ def test_muse_sim_is_ready_with_the_features_verified_for_its_version(
     }
     assert re.search(rf"^  initialize +answered by muse {re.escape(version)} in ", out, re.M)
     assert re.search(rf"^  muse-acp +{re.escape(__version__)}  \(Python ", out, re.M)
+    assert re.search(r"^  credential +a signed-in Muse account \(", out, re.M)
     assert "verdict       ready" in out
 
 
+def test_a_muse_without_a_credential_is_not_ready_and_says_how_to_sign_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrapper = sim_wrapper(tmp_path, "1.2.1")
+    assert run_doctor(str(wrapper)) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^  credential +NONE: ", out, re.M)
+    assert f"Run `{wrapper} login` in a terminal, or export META_API_KEY" in out
+
+
+def test_an_exported_key_is_the_credential_the_doctor_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("META_API_KEY", "sk-doctor-test-0123456789")
+    assert run_doctor(str(sim_wrapper(tmp_path, "1.2.1"))) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  credential +.*META_API_KEY", out, re.M), out
+    assert "sk-doctor-test" not in out
+
+
+@pytest.mark.usefixtures("signed_in")
 def test_the_two_simulated_versions_differ_in_their_features(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -228,6 +259,7 @@ def test_an_unusable_log_level_is_reported(
     assert "MUSE_ACP_LOG must be one of debug, info, warning, error, got 'nonsense'" in out
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_json_output_carries_the_same_findings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -237,13 +269,21 @@ def test_json_output_carries_the_same_findings(
     assert document["ready"] is True
     assert document["muse_acp"] == {"version": __version__}
     sections = {section["name"]: section for section in document["sections"]}
-    assert list(sections) == ["muse_acp", "executable", "backend", "handshake", "features"]
+    assert list(sections) == [
+        "muse_acp",
+        "executable",
+        "backend",
+        "handshake",
+        "features",
+        "sign_in",
+    ]
     assert all(section["ok"] for section in sections.values())
     assert sections["executable"]["facts"]["path"] == str(wrapper)
     assert sections["executable"]["facts"]["origin"] == "--muse"
     assert sections["backend"]["facts"]["backend"] == "msp"
     assert sections["handshake"]["facts"]["server_version"] == "1.2.1"
     assert sections["features"]["facts"]["storedOutput"]["enabled"] is True
+    assert sections["sign_in"]["facts"] == {"ok": True, "state": "accountLogin"}
 
 
 def test_json_output_of_an_unusable_executable(capsys: pytest.CaptureFixture[str]) -> None:

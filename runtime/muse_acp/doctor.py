@@ -20,12 +20,15 @@ Muse executable, or 1 with what to install or set when it cannot. The checks:
 * **features**: which MSP bindings that version is read with (its own bundle or the nearest
   older one), which version-gated features are on for it
   (``muse_acp.host.versions.VERIFIED_HOSTS``) and, for a host newer than every verified one,
-  how to turn them on (``MUSE_ACP_TRUST_NEWER_HOST=1``); the exec backend has none of them.
+  how to turn them on (``MUSE_ACP_TRUST_NEWER_HOST=1``); the exec backend has none of them;
+* **sign-in** (MSP backend only): the credential Muse reports through ``account/read`` (asked
+  on the handshake's own connection, opted in to experimental methods). No credential while
+  Muse needs one is a blocking problem, with how to sign in; a host that cannot say is noted.
 
 A check that finds a blocking problem ends the run there. With ``as_json`` the same findings
 are printed as one JSON document instead: ``{"muse_acp": {...}, "sections": [{"name", "title",
 "ok", "findings": [{"label", "text"}], "facts": {...}}], "ready", "verdict"}``. More checks
-(sign-in, bundles) are added by appending to ``CHECKS``.
+are added by appending to ``CHECKS``.
 """
 
 from __future__ import annotations
@@ -40,11 +43,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, TypeAlias
 
 import anyio
 
 from muse_acp import __version__
+from muse_acp.agent.account import describe_credential
 from muse_acp.config import (
     ENV_MUSE_BIN,
     ENV_TRUST_NEWER,
@@ -69,7 +73,18 @@ from muse_acp.redact import redact
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import msp
 
-__all__ = ["CHECKS", "FEATURE_DESCRIPTIONS", "HANDSHAKE_TIMEOUT", "Doctor", "Section", "run_doctor"]
+__all__ = [
+    "CHECKS",
+    "FEATURE_DESCRIPTIONS",
+    "HANDSHAKE_TIMEOUT",
+    "Account",
+    "Doctor",
+    "Section",
+    "run_doctor",
+]
+
+Account: TypeAlias = "msp.AccountState | str"
+"""The credential a host reported, or why it could not report one."""
 
 FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
     {
@@ -112,6 +127,8 @@ class Doctor:
     binary: MuseBinary | None = None
     backend: BackendChoice | None = None
     host_info: msp.InitializeResult | None = None
+    account: Account | None = None
+    """The credential the host reported, or why it could not say."""
 
     @property
     def origin(self) -> str:
@@ -234,10 +251,17 @@ def _backend(doctor: Doctor) -> Section:
     return section
 
 
-async def _initialize(path: str, budget: float) -> msp.InitializeResult:
+async def _initialize(path: str, budget: float) -> tuple[msp.InitializeResult, Account]:
+    """The host's handshake, and its account (or why it could not be read)."""
     with tempfile.TemporaryDirectory(prefix="muse-acp-doctor-") as scratch:
-        async with open_host(path, cwd=scratch, startup_timeout=budget) as host:
-            return host.info
+        async with open_host(path, cwd=scratch, startup_timeout=budget, experimental=True) as host:
+            try:
+                with anyio.fail_after(budget):
+                    return host.info, await host.call("account/read", None, msp.AccountState)
+            except TimeoutError:
+                return host.info, f"it did not answer account/read within {budget:.0f}s"
+            except RpcError as error:
+                return host.info, f"it refused account/read: {redact(error.message, limit=200)}"
 
 
 def _handshake_failure(error: BaseException, timeout: float) -> str:
@@ -266,7 +290,7 @@ def _handshake(doctor: Doctor) -> Section:
     timeout = min(HANDSHAKE_TIMEOUT, doctor.config.deadlines.startup)
     started = time.monotonic()
     try:
-        info = anyio.run(_initialize, path, timeout)
+        info, doctor.account = anyio.run(_initialize, path, timeout)
     except (RpcError, ConnectionClosed, OSError, TimeoutError) as error:
         why = _handshake_failure(error, timeout)
         section.line("initialize", f"NOT usable: {why}")
@@ -329,12 +353,36 @@ def _features(doctor: Doctor) -> Section:
     return section
 
 
+def _sign_in(doctor: Doctor) -> Section:
+    section = Section("sign_in", "Sign-in")
+    account = doctor.account
+    if account is None:
+        section.line("credential", "not checked: only an MSP host reports it")
+        section.facts.update(ok=None)
+    elif isinstance(account, str):
+        section.line("credential", f"unknown: {account}")
+        section.facts.update(ok=None, error=account)
+    elif account.credential_required and account.state == "loggedOut":
+        section.line("credential", "NONE: Muse has no credential, so every turn would fail")
+        section.facts.update(ok=False, state=account.state)
+        muse = doctor.binary.path if doctor.binary is not None else "muse"
+        section.problem = (
+            f"Muse is not signed in. Run `{muse} login` in a terminal, or export "
+            "META_API_KEY where muse-acp runs, then run the doctor again."
+        )
+    else:
+        section.line("credential", describe_credential(account))
+        section.facts.update(ok=True, state=account.state)
+    return section
+
+
 CHECKS: Final[tuple[Callable[[Doctor], Section], ...]] = (
     _adapter,
     _executable,
     _backend,
     _handshake,
     _features,
+    _sign_in,
 )
 """The checks in the order they run; each may rely on what the earlier ones set on ``Doctor``."""
 
