@@ -11,11 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from muse_acp import __version__
 from muse_acp.cli import TERMINAL_HINT
-from muse_acp.host.binary import HostUnavailable, installation_dirs, resolve_binary
+from muse_acp.host.binary import HostUnavailable, installation_dirs, probe, resolve_binary
 
 WAIT = 60.0
 INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
@@ -231,3 +232,24 @@ def test_an_absolute_launch_finds_muse_sim_without_the_venv_on_path(tmp_path: Pa
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{BIN / 'muse-sim'}  (through MUSE_ACP_MUSE_BIN)" in done.stdout
     assert time.monotonic() - started < WAIT
+
+
+def test_the_version_and_serve_probes_run_side_by_side(tmp_path: Path) -> None:
+    # Each probe notes when it starts, then waits until the other one has started too (bounded),
+    # so they can only both finish at once if muse-acp runs them side by side.
+    log = tmp_path / "probes.log"
+    fake = tmp_path / "muse"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "start $1" >> {shlex.quote(str(log))}\n'
+        "for _ in $(seq 50); do\n"
+        f'  [ "$(grep -c start {shlex.quote(str(log))})" -ge 2 ] && break\n'
+        "  sleep 0.1\n"
+        "done\n"
+        f'[ "$(grep -c start {shlex.quote(str(log))})" -ge 2 ] || exit 3\n'
+        'if [ "$1" = --version ]; then echo "muse 1.2.1"; fi\n'
+        "exit 0\n"
+    )
+    fake.chmod(0o755)
+    binary = anyio.run(probe, str(fake))
+    assert (binary.version, binary.serves) == ("1.2.1", True)

@@ -168,6 +168,15 @@ async def _stop_on_signal(connection: Connection) -> None:
             return
 
 
+async def _probe_early(ctx: AgentContext) -> None:
+    """Probe the Muse executable while the client is still starting, so ``initialize`` (which
+    needs the backend and version) finds the answer ready; a problem is reported there."""
+    try:
+        await ctx.backend()
+    except HostUnavailable:
+        return
+
+
 async def serve(config: AdapterConfig) -> None:
     """Serve ACP on stdin/stdout until the client closes stdin or the agent is signalled."""
     ctx = AgentContext(config)
@@ -181,6 +190,7 @@ async def serve(config: AdapterConfig) -> None:
         )
         ctx.attach(connection, tasks)
         tasks.start_soon(_stop_on_signal, connection)
+        tasks.start_soon(_probe_early, ctx)
         await connection.serve()
         for session in ctx.sessions.open_sessions():
             session.close()

@@ -4,8 +4,9 @@ The executable comes from ``--muse PATH``, else ``MUSE_ACP_MUSE_BIN``, else ``mu
 A bare name (``muse``, ``muse-sim``) not found on PATH is also looked for beside the running
 interpreter and in this installation's scripts folder, so the commands installed together with
 muse-acp are found under pipx, uvx or an absolute-path launch whose PATH lacks that folder.
-Each binary is probed once (``--version`` and ``serve --help``) and the result cached by path,
-size and modification time, so replacing the binary is noticed without restarting the adapter.
+Each binary is probed once (``--version`` and ``serve --help``, side by side) and the result
+cached by path, size and modification time, so replacing the binary is noticed without
+restarting the adapter.
 ``exec --help`` (the legacy backend, see ``backends``) is probed only when asked for, and then
 cached with the rest. A missing or unusable binary is reported with what to do about it.
 """
@@ -189,9 +190,18 @@ async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
         if exec_help and cached.exec_flags is None:
             cached = _cache[key] = await _probe_exec(cached)
         return cached
-    _, version_output = await _run_probe(path, "--version")
+    # The two probes run side by side: a client waits on them before its first answer.
+    answers: dict[str, tuple[int | None, bytes]] = {}
+
+    async def run(name: str, *args: str) -> None:
+        answers[name] = await _run_probe(path, *args)
+
+    async with anyio.create_task_group() as probes:
+        probes.start_soon(run, "version", "--version")
+        probes.start_soon(run, "help", "serve", "--help")
+    _, version_output = answers["version"]
     match = _VERSION.search(version_output)
-    help_code, help_output = await _run_probe(path, "serve", "--help")
+    help_code, help_output = answers["help"]
     help_text = help_output.decode("utf-8", "replace")
     binary = MuseBinary(
         path=path,
