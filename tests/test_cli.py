@@ -253,3 +253,16 @@ def test_the_version_and_serve_probes_run_side_by_side(tmp_path: Path) -> None:
     fake.chmod(0o755)
     binary = anyio.run(probe, str(fake))
     assert (binary.version, binary.serves) == ("1.2.1", True)
+
+
+def test_what_editors_launch_is_served_without_loading_the_command_line_parser() -> None:
+    # `muse-acp` and `muse-acp serve` (no options) skip typer, a good part of a cold start.
+    script = (
+        "import sys\n"
+        "import muse_acp.cli, muse_acp.agent.server\n"
+        "assert 'typer' not in sys.modules and 'click' not in sys.modules, 'parser loaded'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr

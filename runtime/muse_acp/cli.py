@@ -11,32 +11,20 @@ Muse executable is found, what its own ``--version`` says. A bad option or value
 status 2 and a message, as does an unusable ``MUSE_ACP_*`` variable for ``serve``. Serving
 with a terminal on stdin prints a one-line hint on stderr first: a person who typed the bare
 command learns what it is, and the protocol on stdout is untouched.
+
+The bare command and ``serve`` without options (what editors launch) are served without loading
+the command-line parser (``cli_commands``), which costs a noticeable part of a cold start.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Final
 
-import typer
-
-from muse_acp import __version__
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    help="An Agent Client Protocol agent for Muse Code.",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-VERSION_TIMEOUT: Final = 10.0
-"""Seconds the Muse executable's ``--version`` may take when ``muse-acp --version`` asks."""
+__all__ = ["TERMINAL_HINT", "CommonOptions", "main", "serve_with"]
 
 TERMINAL_HINT: Final = (
     "muse-acp: an ACP agent for Muse Code, now serving the protocol on stdin/stdout; editors "
@@ -44,73 +32,8 @@ TERMINAL_HINT: Final = (
 )
 
 
-def _check_log_level(value: str | None) -> str | None:
-    from muse_acp.config import ConfigError
-    from muse_acp.logs import check_level
-
-    if value is None:
-        return None
-    try:
-        return check_level(value, "the log level")
-    except ConfigError as error:
-        raise typer.BadParameter(str(error)) from None
-
-
-def _check_backend(value: str | None) -> str | None:
-    from muse_acp.config import ConfigError, check_backend
-
-    if value is None:
-        return None
-    try:
-        return check_backend(value, "--backend")
-    except ConfigError as error:
-        raise typer.BadParameter(str(error)) from None
-
-
-BackendOption = Annotated[
-    str | None,
-    typer.Option(
-        "--backend",
-        metavar="NAME",
-        help="msp (`muse serve`), exec (legacy `muse exec --json`) or auto "
-        "(default: $MUSE_ACP_BACKEND, else auto: msp when Muse has `serve`).",
-        show_default=False,
-        callback=_check_backend,
-    ),
-]
-MuseOption = Annotated[
-    str | None,
-    typer.Option(
-        "--muse",
-        metavar="PATH",
-        help="Path to the Muse executable (default: $MUSE_ACP_MUSE_BIN, else `muse` on PATH).",
-        show_default=False,
-    ),
-]
-LogOption = Annotated[
-    str | None,
-    typer.Option(
-        "--log-level",
-        metavar="LEVEL",
-        help="debug, info, warning or error (default: $MUSE_ACP_LOG, else warning).",
-        show_default=False,
-        callback=_check_log_level,
-    ),
-]
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        metavar="DIR",
-        help="Where muse-acp keeps its own preferences (default: $MUSE_ACP_DATA_DIR).",
-        show_default=False,
-        file_okay=False,
-    ),
-]
-
-
 @dataclass(frozen=True, slots=True)
-class _Common:
+class CommonOptions:
     """The options given before the command."""
 
     muse: str | None = None
@@ -119,47 +42,8 @@ class _Common:
     backend: str | None = None
 
 
-def _common(ctx: typer.Context) -> _Common:
-    found = ctx.find_object(_Common)
-    return found if found is not None else _Common()
-
-
-def _muse_version(path: str) -> str:
-    """The first line the executable's ``--version`` printed, or why there is none."""
-    try:
-        result = subprocess.run(
-            [path, "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=VERSION_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"its --version did not answer within {VERSION_TIMEOUT:.0f}s"
-    except OSError as error:
-        return f"it could not be started: {error.strerror or error}"
-    output = (result.stdout or result.stderr).decode("utf-8", "replace")
-    first = next((line.strip() for line in output.splitlines() if line.strip()), "")
-    return first[:200] or "its --version printed nothing"
-
-
-def _print_version(value: bool) -> None:
-    if not value:
-        return
-    from muse_acp.config import ENV_MUSE_BIN
-    from muse_acp.host.binary import HostUnavailable, resolve_binary
-
-    print(f"muse-acp {__version__}")
-    try:
-        path = resolve_binary(os.environ.get(ENV_MUSE_BIN) or None)
-    except HostUnavailable:
-        print("Muse Code: no executable found (`muse-acp doctor` says where it looks)")
-    else:
-        print(f"Muse Code: {_muse_version(path)}, {path}")
-    raise typer.Exit()
-
-
-def _serve(common: _Common) -> None:
+def serve_with(options: CommonOptions) -> int:
+    """Serve ACP on stdio with ``options``; the exit status (2 for an unusable setting)."""
     import anyio
 
     from muse_acp.agent.server import serve as serve_agent
@@ -169,120 +53,21 @@ def _serve(common: _Common) -> None:
     if sys.stdin is not None and sys.stdin.isatty():
         print(TERMINAL_HINT, file=sys.stderr, flush=True)
     try:
-        configure_logging(common.log_level)
+        configure_logging(options.log_level)
         config = load_config(
-            os.environ, muse_bin=common.muse, data_dir=common.data_dir, backend=common.backend
+            os.environ, muse_bin=options.muse, data_dir=options.data_dir, backend=options.backend
         )
     except ConfigError as error:
         print(f"muse-acp: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        return 2
     anyio.run(serve_agent, config)
-
-
-@app.callback(invoke_without_command=True)
-def default(
-    ctx: typer.Context,
-    muse: MuseOption = None,
-    log_level: LogOption = None,
-    data_dir: DataDirOption = None,
-    backend: BackendOption = None,
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            help="Print muse-acp's version and the Muse executable's, then exit.",
-            is_eager=True,
-            callback=_print_version,
-        ),
-    ] = False,
-) -> None:
-    """Without a command, serve ACP on stdio (the same as `muse-acp serve`)."""
-    common = _Common(muse=muse, log_level=log_level, data_dir=data_dir, backend=backend)
-    ctx.obj = common
-    if ctx.invoked_subcommand is None:
-        _serve(common)
-
-
-@app.command()
-def serve(
-    ctx: typer.Context,
-    muse: MuseOption = None,
-    log_level: LogOption = None,
-    data_dir: DataDirOption = None,
-    backend: BackendOption = None,
-) -> None:
-    """Serve ACP on stdin/stdout (what editors and acpx launch)."""
-    given = _common(ctx)
-    _serve(
-        _Common(
-            muse=muse or given.muse,
-            log_level=log_level or given.log_level,
-            data_dir=data_dir or given.data_dir,
-            backend=backend or given.backend,
-        )
-    )
-
-
-@app.command()
-def demo(
-    ctx: typer.Context,
-    log_level: LogOption = None,
-    muse: Annotated[
-        str | None,
-        typer.Option(
-            "--muse", metavar="PATH", help="Run the demo against this Muse executable instead."
-        ),
-    ] = None,
-) -> None:
-    """Run a scripted conversation against the bundled muse-sim host and print it."""
-    from muse_acp.demo import run_demo
-    from muse_acp.logs import configure_logging
-
-    given = _common(ctx)
-    configure_logging(log_level or given.log_level or "error")
-    raise typer.Exit(run_demo(muse or given.muse))
-
-
-@app.command()
-def doctor(
-    ctx: typer.Context,
-    muse: MuseOption = None,
-    backend: BackendOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the findings as one JSON document.")
-    ] = False,
-) -> None:
-    """Report muse-acp's settings, the Muse executable, its backend, handshake and features."""
-    from muse_acp.doctor import run_doctor
-
-    given = _common(ctx)
-    raise typer.Exit(
-        run_doctor(
-            muse or given.muse,
-            as_json=as_json,
-            data_dir=given.data_dir,
-            backend=backend or given.backend,
-        )
-    )
-
-
-@app.command()
-def login(ctx: typer.Context, muse: MuseOption = None) -> None:
-    """Sign in to Muse in this terminal (runs `muse login`)."""
-    from muse_acp.config import ConfigError, load_config
-    from muse_acp.host.binary import HostUnavailable, resolve_binary
-
-    try:
-        config = load_config(os.environ, muse_bin=muse or _common(ctx).muse)
-        binary = resolve_binary(config.muse_bin)
-    except ConfigError as error:
-        print(f"muse-acp: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    except HostUnavailable as error:
-        print(f"muse-acp: {error.message}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    os.execv(binary, [binary, "login"])
+    return 0
 
 
 def main() -> None:
+    """The ``muse-acp`` command."""
+    if sys.argv[1:] in ([], ["serve"]):
+        raise SystemExit(serve_with(CommonOptions()))
+    from muse_acp.cli_commands import app
+
     app()

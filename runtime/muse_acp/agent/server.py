@@ -10,7 +10,7 @@ hand-written refinement of it) and the handler, whose params type mypy checks ag
 model. A method the generated tables list but this agent does not serve is a test failure, not
 a silent gap.
 
-The agent stops in order however it is asked to (stdin reaching its end, SIGTERM or SIGHUP):
+The agent stops in order however it is asked to (stdin reaching its end, SIGTERM, SIGHUP or SIGINT):
 the connection stops reading, every session is closed (its turn cancelled, its hosts asked to
 stop), and the agent's task group, which runs every host, is cancelled: each host's process
 group is terminated, then killed, and reaped before ``serve`` returns.
@@ -71,8 +71,9 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 P = TypeVar("P", bound=WireModel)
 
-STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that stop the agent the way the end of stdin does."""
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+"""Signals that stop the agent the way the end of stdin does (Ctrl-C included: a person who
+started it in a terminal stops it in order too)."""
 
 
 @dataclass(frozen=True, slots=True)
