@@ -606,10 +606,22 @@ async def test_a_failed_logout_is_told_in_the_reply(tmp_path: Path) -> None:
 
 def test_the_built_ins_come_first_and_only_rename_takes_input() -> None:
     advertised = available_commands([])
-    assert [command.name for command in advertised] == ["models", "skills", "rename", "logout"]
+    assert [command.name for command in advertised] == [
+        "status",
+        "models",
+        "skills",
+        "rename",
+        "logout",
+    ]
     assert [command.name for command in advertised] == list(BUILTINS)
     hints = {c.name: (c.input.hint if c.input is not None else None) for c in advertised}
-    assert hints == {"models": None, "skills": None, "rename": "new title", "logout": None}
+    assert hints == {
+        "status": None,
+        "models": None,
+        "skills": None,
+        "rename": "new title",
+        "logout": None,
+    }
     assert all(command.description for command in advertised)
 
 
@@ -622,9 +634,18 @@ def test_active_skills_follow_the_built_ins_without_collisions_or_duplicates() -
     ]
     advertised = available_commands(skills)
     names = [command.name for command in advertised]
-    assert names == ["models", "skills", "rename", "logout", "bundled:plan", "review", "quiet"]
-    assert advertised[4].description == "Plan first."
-    assert advertised[6].description == "Muse workspace skill"
+    assert names == [
+        "status",
+        "models",
+        "skills",
+        "rename",
+        "logout",
+        "bundled:plan",
+        "review",
+        "quiet",
+    ]
+    assert advertised[5].description == "Plan first."
+    assert advertised[7].description == "Muse workspace skill"
 
 
 def test_at_most_two_hundred_skills_are_advertised() -> None:
@@ -640,7 +661,7 @@ async def test_advertise_sends_the_built_ins_and_the_active_skills(tmp_path: Pat
     (update,) = ctx.updates
     assert isinstance(update, acp.AvailableCommandsUpdateSessionUpdate)
     names = [command.name for command in update.available_commands]
-    assert names == ["models", "skills", "rename", "logout", "bundled:plan", "review"]
+    assert names == ["status", "models", "skills", "rename", "logout", "bundled:plan", "review"]
 
 
 async def test_advertise_falls_back_to_the_built_ins_when_skills_are_unavailable(

@@ -6,17 +6,19 @@ from typing import Any, get_args
 
 import pytest
 
+from muse_acp.agent.ask_failures import (
+    automatic_unavailable,
+    client_answer_failed,
+    user_input_unsupported,
+)
 from muse_acp.agent.failures import (
     Failure,
     Phase,
-    automatic_unavailable,
-    client_answer_failed,
     deadline_exceeded,
     host_exited,
     host_rejected,
     session_in_use,
     stop_reason,
-    user_input_unsupported,
 )
 from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, RpcError
 from muse_acp_wire import acp, msp

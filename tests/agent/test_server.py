@@ -70,7 +70,7 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
         (None, "1.2.1", Negotiated()),
         ({"muse/output": 1}, "1.2.1", Negotiated(output=True)),
         ({"muse/output": 1}, "1.1.1", Negotiated()),
-        ({"muse/output": 1}, "1.4.2", Negotiated()),
+        ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True)),
         ({"muse/output": 1}, None, Negotiated()),
         ({"muse/steering": 1}, "1.1.1", Negotiated(steering=True)),
         ({"steering": {"supported": True}}, "1.2.1", Negotiated(compatible_steering=True)),

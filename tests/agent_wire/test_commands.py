@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import re
+from pathlib import Path
 from typing import Any
 
 import acp
@@ -10,7 +12,9 @@ import anyio
 import pytest
 from acp import schema
 
-from .harness import WAIT, World, running_agent
+from muse_acp import __version__
+
+from .harness import WAIT, World, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -32,12 +36,40 @@ async def test_local_commands_never_start_a_turn(world: World) -> None:
     assert "My title" in replies
 
 
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2"])
+async def test_status_tells_where_the_session_stands_without_a_turn(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            before = await agent.prompt(session, "/status")
+            idle = agent.client.text(session)
+            await agent.prompt(session, "hello")
+            turns = len(world.host_requests("turn/start"))
+            shown = len(idle)
+            await agent.prompt(session, "/status")
+            running = agent.client.text(session)[shown:]
+    assert before.stop_reason == "end_turn"
+    assert f"- muse-acp: {__version__}" in idle
+    assert f"- Muse: {version} (starts with the next prompt)" in idle
+    assert "- Mode: Ask" in idle
+    assert "- Context: not reported yet" in idle
+    assert f"- Muse: {version} (running for this session)" in running
+    assert re.search(r"- Context: [\d,]+ of [\d,]+ tokens", running)
+    # Neither /status started a turn of its own.
+    assert turns == 1
+    assert len(world.host_requests("turn/start")) == 1
+
+
 async def test_commands_are_advertised_after_new_session(world: World) -> None:
     async with running_agent(world) as agent:
         session = await agent.new_session()
         update = await agent.client.wait_for(session, "available_commands_update")
     names = [command.name for command in update.available_commands]
-    assert names[:4] == ["models", "skills", "rename", "logout"] or set(names) >= {
+    assert names[:5] == ["status", "models", "skills", "rename", "logout"] or set(names) >= {
+        "status",
         "models",
         "skills",
         "rename",

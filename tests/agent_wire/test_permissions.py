@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import acp
 import anyio
 import pytest
 from acp import schema
 
-from .harness import WAIT, World, choose, running_agent
+from .harness import WAIT, World, choose, failure_of, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -133,4 +134,17 @@ async def test_a_declined_question_is_cancelled_and_the_turn_goes_on(world: Worl
             response = await agent.prompt(session, "sim:ask")
     assert response.stop_reason == "end_turn"
     assert len(agent.client.elicitations) == 1
+    assert len(world.host_requests("userInput/cancel")) == 1
+
+
+async def test_a_turn_muse_fails_after_a_withdrawn_question_names_the_client(
+    world: World,
+) -> None:
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT), pytest.raises(acp.RequestError) as raised:
+            await agent.prompt(session, "sim:ask\nsim:fail the model gave up")
+    failure = failure_of(raised.value)
+    assert (failure["kind"], failure["source"]) == ("userInputUnsupported", "client")
+    assert "question" in str(raised.value)
     assert len(world.host_requests("userInput/cancel")) == 1

@@ -316,8 +316,20 @@ def test_bundles_differ_only_in_the_1_2_1_additions() -> None:
         "SessionSetReasoningEffortParams",
         "SessionNameChangedParams",
         "SessionReasoningEffortChangedParams",
+        "SessionConfig",
+        "SessionMcpServerConfig",
+        "SessionMcpServerMode",
+        "SessionMcpStdioFraming",
+        "SessionMcpStdioServer",
     }
-    changed = {"Session", "ToolCallItem", "UserShellItem", "PendingRequest"}
+    changed = {
+        "Session",
+        "ToolCallItem",
+        "UserShellItem",
+        "PendingRequest",
+        "SessionStartParams",
+        "SessionResumeParams",
+    }
     assert set(new["$defs"]) - set(old["$defs"]) == added
     assert set(old["$defs"]) <= set(new["$defs"])
     differing = {name for name, schema in old["$defs"].items() if new["$defs"][name] != schema}

@@ -1,12 +1,14 @@
 """The ``initialize`` exchange: what the client negotiated and what the agent advertises.
 
-Capabilities are advertised honestly: images and embedded context but not audio, sessions that
-can be loaded, listed, resumed, closed, forked and deleted, and logout. Delete is advertised on
-every MSP host: where Muse cannot delete a session, muse-acp still takes it out of its list and
+Capabilities are advertised honestly: images and embedded context but not audio, HTTP MCP
+servers only when the installed Muse takes them per session (never SSE), sessions that can be
+loaded, listed, resumed, closed, forked and deleted, and logout. Delete is advertised on every
+MSP host: where Muse cannot delete a session, muse-acp still takes it out of its list and
 records for good, which is what ACP's ``session/delete`` promises (see ``deletion``).
 
 Muse extensions appear in the response ``_meta`` only when the client asked for them in
-``clientCapabilities._meta``, and stored output only when the configured Muse host is a version
+``clientCapabilities._meta`` (JetBrains AIR's file-change report under ``_meta.jetbrains``, see
+``file_change_report``), and stored output only when the configured Muse host is a version
 verified to serve it. Both ``_meta`` blocks are read and written through their generated models
 (``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so an opt-in the extension schema refuses
 is refused here too (-32602), and every limit advertised is the schema's own.
@@ -27,6 +29,8 @@ from annotated_types import Le
 from pydantic import BaseModel, ValidationError, field_validator
 
 from muse_acp import __version__
+from muse_acp.agent import file_change_report
+from muse_acp.host.session_mcp import session_mcp_transports
 from muse_acp.host.versions import supports
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
 from muse_acp_wire import acp
@@ -78,11 +82,15 @@ class Negotiated:
     """Stored-output references and reads (client opted in and the host is verified)."""
     steering: bool = False
     """The original ``_muse/steer`` extension."""
+    mcp_http: bool = False
+    """HTTP MCP servers reach Muse: the installed host takes them per session."""
     compatible_steering: bool = False
     """The compatible ``_session/steering`` extension."""
     elicitation_form: bool = False
     """The client can answer form elicitations (Muse questions)."""
     terminal_auth: bool = False
+    file_change_report: bool = False
+    """JetBrains AIR ``agentFileChangeReport`` (see ``file_change_report``)."""
     exec_backend: bool = False
     """The legacy exec backend serves the connection: no MSP feature is offered."""
 
@@ -139,7 +147,9 @@ def negotiate(
         ),
         elicitation_form=elicitation is not None and elicitation.form is not None,
         terminal_auth=bool(auth and auth.terminal) or bool(meta.terminal_auth),
+        file_change_report=on_msp and file_change_report.client_asks(capabilities),
         exec_backend=not on_msp,
+        mcp_http=on_msp and "streamableHttp" in session_mcp_transports(host_version),
     )
 
 
@@ -199,6 +209,8 @@ def initialize_response(
         meta.muse_steering = acp.MuseSteeringAdvertisement(version=1, method="_muse/steer")
     if negotiated.compatible_steering:
         meta.steering = acp.SteeringSupport(supported=True)
+    if negotiated.file_change_report:
+        meta.jetbrains = file_change_report.advertisement()
     if backend is not None:
         meta.muse_backend = backend
     sessions = acp.SessionCapabilities(close=acp.SessionCloseCapabilities())
@@ -217,7 +229,7 @@ def initialize_response(
             prompt_capabilities=acp.PromptCapabilities(
                 image=True, audio=False, embedded_context=True
             ),
-            mcp_capabilities=acp.McpCapabilities(http=False, sse=False),
+            mcp_capabilities=acp.McpCapabilities(http=negotiated.mcp_http, sse=False),
             session_capabilities=sessions,
             auth=acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities()),
         ),

@@ -18,10 +18,14 @@ files (``file_changes.read_before``) and sends the updates.
   option, the client cancelled the permission request, or the session's mode rejects every
   approval). A card that then fails says so, titled as rejected; one that already failed is
   sent again once with that. ACP has no rejected status, so the status is ``failed``.
+* ``edited_paths`` are the absolute paths (against ``cwd``) of the editing tools' files whose
+  cards reached ``completed``: the tools that ran. Rejected, failed and cancelled calls, and
+  paths that cannot be made absolute, are left out.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -41,7 +45,7 @@ from muse_acp.agent.tool_cards import (
     tool_locations,
 )
 from muse_acp.text import utf8_size
-from muse_acp_wire import acp
+from muse_acp_wire import acp, msp
 
 __all__ = ["TURN_FILE_TEXT_LIMIT_BYTES", "Refusal", "TurnCards"]
 
@@ -111,6 +115,12 @@ class TurnCards:
         self.replay = replay
         self._cards: dict[str, _Card] = {}
         self._kept_bytes = 0
+        self._edited: set[str] = set()
+
+    @property
+    def edited_paths(self) -> frozenset[str]:
+        """The files of the editing tools that completed (see the module contract)."""
+        return frozenset(self._edited)
 
     def output_of(self, call_id: str) -> OutputBuffer | None:
         card = self._cards.get(call_id)
@@ -130,7 +140,18 @@ class TurnCards:
         card.announced = True
         update.status = card.advance(update.status or "pending")
         card.title = update.title or card.title
+        if (
+            update.status == "completed"
+            and card.refusal is None
+            and isinstance(item, msp.ToolCallItem)
+        ):
+            self._note_edit(item.tool, item.args)
         return update
+
+    def _note_edit(self, tool: str, args: str) -> None:
+        path = edit_path(tool, tool_arguments(args))
+        if path is not None and os.path.isabs(target := absolute_path(self.cwd, path)):
+            self._edited.add(target)
 
     def streamed(self, call_id: str, delta: str) -> list[acp.SessionUpdate]:
         """Output for a running card: an update when the kept text is worth showing again."""

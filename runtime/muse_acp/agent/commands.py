@@ -1,4 +1,4 @@
-"""Local commands: ``/models``, ``/skills``, ``/rename TITLE`` and ``/logout``.
+"""Local commands: ``/status``, ``/models``, ``/skills``, ``/rename TITLE`` and ``/logout``.
 
 Contract: a local command never starts a model turn. ``recognise`` finds one only when the
 first top-level text block of a prompt, trimmed, is ``/<name>`` or ``/<name> <argument>`` for a
@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, TypeVar
 
+from muse_acp import __version__
 from muse_acp.agent import account
 from muse_acp.agent.catalog import adopt_catalog, read_catalog
+from muse_acp.agent.config_options import current_names
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.skills import (
@@ -34,8 +36,12 @@ from muse_acp.agent.skills import (
     SkillsUnavailable,
     skills_reply,
 )
+from muse_acp.agent.status import HostFacts, StatusFacts, status_text
 from muse_acp.agent.titles import check_user_title
 from muse_acp.agent.work import SessionWork
+from muse_acp.host.binary import HostUnavailable
+from muse_acp.host.bindings import bindings_for
+from muse_acp.host.versions import supports
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
@@ -159,6 +165,45 @@ async def _models(
     return "end_turn"
 
 
+async def _host_facts(ctx: AgentContext, session: AcpSession) -> HostFacts:
+    host = session.execution.host
+    if host is not None and not host.dead.is_set():
+        bindings = host.bindings
+        return HostFacts(host.version, True, bindings.version, bindings.exact)
+    try:
+        version = (await ctx.hosting.muse()).version
+    except HostUnavailable as error:
+        return HostFacts(None, False, None, False, problem=error.message)
+    if version is None:
+        return HostFacts(None, False, None, False, problem="its --version names none")
+    bindings = bindings_for(version)
+    return HostFacts(version, False, bindings.version, bindings.exact)
+
+
+async def _status(
+    ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
+) -> acp.StopReason:
+    host = await _host_facts(ctx, session)
+    names = current_names(session.settings, ctx.catalog)
+    stored = ctx.negotiated.output and supports(
+        "storedOutput", host.version, trust_newer=ctx.config.trust_newer_host
+    )
+    facts = StatusFacts(
+        adapter_version=__version__,
+        host=host,
+        session_id=session.session_id,
+        title=session.title,
+        cwd=session.cwd,
+        mode=names["mode"],
+        model=names["model"],
+        effort=names["reasoningEffort"],
+        context=session.context,
+        stored_output=stored,
+    )
+    await _reply(session, status_text(facts))
+    return "end_turn"
+
+
 async def _skills(
     ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
 ) -> acp.StopReason:
@@ -235,6 +280,7 @@ BUILTINS: Final[Mapping[str, Builtin]] = MappingProxyType(
     {
         builtin.name: builtin
         for builtin in (
+            Builtin("status", "Show versions, settings and context use", None, _status),
             Builtin("models", "Refresh the model menu from Muse", None, _models),
             Builtin("skills", "List Muse's skills for this workspace", None, _skills),
             Builtin("rename", "Give this session a title of your own", "new title", _rename),

@@ -32,6 +32,7 @@ __all__ = [
     "apply_config_option",
     "apply_mode",
     "config_options",
+    "current_names",
     "host_flags",
     "session_modes",
     "turn_effort",
@@ -264,6 +265,17 @@ def config_options(
             [(value, name, None) for value, name in EFFORTS.items()],
         ),
     ]
+
+
+def current_names(settings: SessionSettings, catalog: ModelCatalog | None) -> dict[str, str]:
+    """Each option's id and the menu name of its current value (for ``/status``)."""
+    names: dict[str, str] = {}
+    for option in config_options(settings, catalog):
+        # These menus are flat (``_select`` builds no groups).
+        values = [o for o in option.options if isinstance(o, acp.SessionConfigSelectOption)]
+        shown = next((o.name for o in values if o.value == option.current_value), None)
+        names[option.id] = shown or str(option.current_value)
+    return names
 
 
 def session_modes(settings: SessionSettings) -> acp.SessionModeState:

@@ -24,8 +24,10 @@ from typing import Final, Protocol
 from muse_acp.agent import failures
 from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
+from muse_acp.agent.mcp_servers import McpServerSpec, session_config, startup_failure
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
+from muse_acp.host.session_mcp import SESSION_MCP
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RpcError
 from muse_acp_wire import msp
@@ -49,6 +51,8 @@ class HostedSession(Protocol):
 
     on_host: bool
     """Muse already has the session (resume it) rather than not yet (start it)."""
+    mcp_servers: tuple[McpServerSpec, ...]
+    """The editor's MCP servers, passed in ``config`` whenever the session is attached."""
 
 
 class _NotOnHost(RpcError):
@@ -70,6 +74,7 @@ class ExecutionHost:
             after=after,
         )
         self._flags: tuple[str, ...] = ()
+        self._mcp_attached: tuple[McpServerSpec, ...] = ()
         self._model_applied: ModelChoice | None = None
         self.confirmed_model: ModelChoice | None = None
         """The model Muse last accepted for the session (None: its default), on any host."""
@@ -87,7 +92,7 @@ class ExecutionHost:
         """
         flags = host_flags(self._session.settings)
         host = self.keeper.host
-        if host is None or flags != self._flags:
+        if host is None or flags != self._flags or self._session.mcp_servers != self._mcp_attached:
             host = await self._start(flags)
         await self._apply_model(host)
         return host
@@ -107,6 +112,8 @@ class ExecutionHost:
 
     async def _start(self, flags: tuple[str, ...]) -> MspHost:
         self._flags, self._model_applied = flags, None
+        self._mcp_attached = servers = self._session.mcp_servers
+        self.keeper.requested = (SESSION_MCP,) if servers else ()
         host = await self.keeper.start(self._session.cwd, flags)
         try:
             await self._attach(host)
@@ -118,9 +125,11 @@ class ExecutionHost:
     async def _attach(self, host: MspHost) -> None:
         session = self._session
         budget = self._hosting.config.deadlines.startup
+        config = session_config(self._mcp_attached)
+        extra = {} if config is None else {"config": config}  # absent, never null, without
         if session.on_host:
             params = msp.SessionResumeParams(
-                command_id=new_uuid7(), session_id=session.session_id, exclude_items=True
+                command_id=new_uuid7(), session_id=session.session_id, exclude_items=True, **extra
             )
             try:
                 await ask(
@@ -142,6 +151,7 @@ class ExecutionHost:
                 command_id=new_uuid7(),
                 session_id=session.session_id,
                 workspace_root=session.cwd,
+                **extra,
             ),
             msp.SessionStartResult,
             phase="starting",
@@ -156,7 +166,7 @@ class ExecutionHost:
             return _NotOnHost(error.code, error.message, error.data)
         if kind == "sessionInUse":
             return failures.session_in_use(method, self._session.session_id)
-        return None
+        return startup_failure(error, self._mcp_attached)
 
     async def confirm_model(self, choice: ModelChoice, shown: str, kept: str) -> None:
         """Have a running host switch the session to ``choice`` now, so the change is confirmed

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias
+from typing import Final, TypeAlias
 
 from muse_acp.host.bindings import error_kind
 from muse_acp.redact import redact
@@ -30,20 +30,17 @@ __all__ = [
     "HostRefusal",
     "ModelRefusal",
     "Phase",
-    "automatic_unavailable",
-    "client_answer_failed",
     "credential_not_chosen",
     "deadline_exceeded",
     "handshake_incomplete",
     "host_exited",
     "host_rejected",
     "model_refused",
+    "sentence",
     "session_in_use",
     "signed_out",
     "stop_reason",
     "too_many_early_events",
-    "unreadable_ask",
-    "user_input_unsupported",
 ]
 
 Phase: TypeAlias = acp.MuseFailurePhase
@@ -145,7 +142,8 @@ _BEFORE_SUBMISSION: Final[frozenset[Phase]] = frozenset(
 )
 
 
-def _sentence(text: str, limit: int = HOST_TEXT_LIMIT) -> str:
+def sentence(text: str, limit: int = HOST_TEXT_LIMIT) -> str:
+    """``text`` bounded and ending as a sentence (host or client text quoted in a message)."""
     text = clip(text.strip(), limit)
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
@@ -164,7 +162,7 @@ def stop_reason(params: msp.TurnCompletedParams) -> acp.StopReason | RpcError:
     if params.terminal != "failed":
         failure = Failure("unknownTerminal", "host", retryable=False, phase="running")
         detail = f"it reported an outcome this adapter does not know ({params.terminal!r})"
-        return failure.error(f"Muse could not finish the turn: {_sentence(detail)} {_INSPECT_HINT}")
+        return failure.error(f"Muse could not finish the turn: {sentence(detail)} {_INSPECT_HINT}")
     if error is not None and error.kind == "stepLimit":
         return "max_turn_requests"
     kind = "unspecified" if error is None else error.kind
@@ -177,7 +175,7 @@ def stop_reason(params: msp.TurnCompletedParams) -> acp.StopReason | RpcError:
     detail = error.message if error is not None else params.reason or "Muse gave no reason"
     hint = _RECOVERY_HINTS.get(kind, _INSPECT_HINT)
     code = AUTH_REQUIRED if kind == "authRequired" else INTERNAL_ERROR
-    return failure.error(f"Muse could not finish the turn: {_sentence(detail)} {hint}", code)
+    return failure.error(f"Muse could not finish the turn: {sentence(detail)} {hint}", code)
 
 
 def deadline_exceeded(phase: Phase, seconds: float) -> RpcError:
@@ -203,7 +201,7 @@ def deadline_exceeded(phase: Phase, seconds: float) -> RpcError:
 
 def _last_line(stderr_tail: str) -> str | None:
     lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
-    return _sentence(redact(lines[-1]), STDERR_LINE_LIMIT) if lines else None
+    return sentence(redact(lines[-1]), STDERR_LINE_LIMIT) if lines else None
 
 
 def host_exited(phase: Phase, exit_code: int | None, stderr_tail: str) -> RpcError:
@@ -239,7 +237,7 @@ def host_rejected(method: str, error: RpcError, phase: Phase) -> HostRefusal:
     if kind == "notInitialized":
         return HostRefusal(handshake_incomplete(method), kind)
     failure = Failure("hostRejected", "host", retryable=False, phase=phase)
-    detail = _sentence(error.message) if error.message.strip() else "It gave no reason."
+    detail = sentence(error.message) if error.message.strip() else "It gave no reason."
     return HostRefusal(
         failure.error(
             f"Muse refused the {clip(method, 100)} request (MSP error {error.code}): {detail} "
@@ -256,7 +254,7 @@ class ModelRefusal(RpcError):
 def model_refused(model: str, kept: str, error: RpcError) -> ModelRefusal:
     """The host refused the model the user picked; the previous choice (``kept``) stays."""
     failure = Failure("modelRefused", "host", retryable=False, phase="preparing")
-    detail = _sentence(error.message) if error.message.strip() else "It gave no reason."
+    detail = sentence(error.message) if error.message.strip() else "It gave no reason."
     refused = failure.error(
         f"Muse refused the model {clip(model, 100)!r}: {detail} The session keeps {kept}; pick "
         "another model from the menu (send /models to refresh it).",
@@ -310,66 +308,6 @@ def session_in_use(method: str, session_id: str) -> RpcError:
     )
 
 
-_POLICY_WORDS: Final[MappingProxyType[Literal["approve", "reject"], tuple[str, str]]] = (
-    MappingProxyType(
-        {"approve": ("approve", "one-time allow"), "reject": ("reject", "one-time deny")}
-    )
-)
-
-
-def automatic_unavailable(policy: Literal["approve", "reject"]) -> RpcError:
-    """The session's mode answers approvals itself, but Muse offered no choice it may pick."""
-    verb, choice = _POLICY_WORDS[policy]
-    failure = Failure(
-        "automaticDecisionUnavailable",
-        "adapter",
-        retryable=False,
-        phase="running",
-    )
-    return failure.error(
-        f"This session's mode answers approvals automatically ({verb}), but Muse offered no "
-        f"{choice} choice for this action, so the turn was stopped without answering. Switch "
-        "the session to the Ask mode to decide such approvals yourself."
-    )
-
-
-def user_input_unsupported() -> RpcError:
-    """Muse asked the user a question, but the client cannot show elicitation forms."""
-    failure = Failure(
-        "userInputUnsupported",
-        "client",
-        retryable=False,
-        phase="running",
-    )
-    return failure.error(
-        "Muse asked a question that needs an answer, but this ACP client did not advertise "
-        "form elicitation, so the question was withdrawn and Muse then ended the turn. Use a "
-        "client that supports elicitation forms to answer Muse's questions."
-    )
-
-
-_ASKED_WORDS: Final[MappingProxyType[Literal["permission", "question"], str]] = MappingProxyType(
-    {
-        "permission": "No permission decision could be obtained from the client",
-        "question": "No usable answer to Muse's question could be obtained from the client",
-    }
-)
-
-
-def client_answer_failed(asked: Literal["permission", "question"], reason: str) -> RpcError:
-    """The client's answer to a permission request or a question could not be used."""
-    kind = "permissionFailed" if asked == "permission" else "questionFailed"
-    failure = Failure(kind, "client", retryable=True, phase="running")
-    outcome = (
-        "The turn was stopped without granting permission"
-        if asked == "permission"
-        else "The question was withdrawn from Muse, which then ended the turn"
-    )
-    return failure.error(
-        f"{_ASKED_WORDS[asked]}: {_sentence(reason)} {outcome}; send the prompt again to retry."
-    )
-
-
 def too_many_early_events(limit: int, method: str) -> RpcError:
     """The host sent over ``limit`` events before saying which turn they belong to."""
     failure = Failure("hostProtocolError", "host", retryable=True, phase="submitting")
@@ -377,21 +315,4 @@ def too_many_early_events(limit: int, method: str) -> RpcError:
         f"Muse sent more than {limit} events (the last a {clip(method, 100)}) before saying "
         "which turn they belong to, so the turn was stopped. Send the prompt again; if this "
         "repeats, check the Muse host version."
-    )
-
-
-_ASK_WORDS: Final[MappingProxyType[str, str]] = MappingProxyType(
-    {"approval/requested": "an approval", "userInput/requested": "a question"}
-)
-
-
-def unreadable_ask(method: str, detail: str) -> RpcError:
-    """The host asked for an approval or a question in a form that cannot be answered."""
-    failure = Failure("unreadableRequest", "host", retryable=True, phase="running")
-    asked = _ASK_WORDS.get(method, "an answer")
-    return failure.error(
-        f"Muse asked for {asked}, but its request cannot be answered ({_sentence(detail, 300)}), "
-        "so the turn was stopped rather than left waiting for an answer that cannot be given. "
-        "Send the prompt again; if this repeats, check that this Muse version is supported "
-        "(muse-acp doctor)."
     )

@@ -130,15 +130,21 @@ class Hosting:
             return self._binary
 
     def opener(
-        self, cwd: str, flags: tuple[str, ...] = (), *, experimental: bool = False
+        self,
+        cwd: str,
+        flags: tuple[str, ...] = (),
+        *,
+        experimental: bool = False,
+        requested: tuple[str, ...] = (),
     ) -> HostOpener:
         """Start ``muse serve`` with ``flags`` in ``cwd`` when the returned opener is entered;
-        ``experimental`` opts its connection in to Muse's experimental methods."""
-        return partial(self._open, cwd, flags, experimental)
+        ``experimental`` opts its connection in to Muse's experimental methods, ``requested``
+        asks for capabilities at its ``initialize``."""
+        return partial(self._open, cwd, flags, experimental, requested)
 
     @asynccontextmanager
     async def _open(
-        self, cwd: str, flags: tuple[str, ...], experimental: bool
+        self, cwd: str, flags: tuple[str, ...], experimental: bool, requested: tuple[str, ...]
     ) -> AsyncIterator[MspHost]:
         binary = await self.muse()
         binary.require_serve()
@@ -158,6 +164,7 @@ class Hosting:
                         env=self.environ,
                         startup_timeout=startup,
                         experimental=experimental,
+                        requested=requested,
                     )
                 )
             finally:
@@ -180,6 +187,8 @@ class HostKeeper:
         self.name = name
         self._hosting = hosting
         self._experimental = experimental
+        self.requested: tuple[str, ...] = ()
+        """Capabilities the next host this keeper starts asks for at ``initialize``."""
         self._idle = idle
         self._after = after
         self._host: MspHost | None = None
@@ -231,7 +240,9 @@ class HostKeeper:
         hosting = self._hosting
         startup = hosting.config.deadlines.startup
         try:
-            opener = hosting.opener(cwd, flags, experimental=self._experimental)
+            opener = hosting.opener(
+                cwd, flags, experimental=self._experimental, requested=self.requested
+            )
             host: MspHost = await hosting.tasks.start(self._serve, opener)
         except TimeoutError:
             raise failures.deadline_exceeded("starting", startup) from None

@@ -32,7 +32,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from muse_acp.agent import failures
+from muse_acp.agent import ask_failures, failures
 from muse_acp.agent.card_states import Refusal, TurnCards
 from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.permissions import (
@@ -147,7 +147,7 @@ class Interactions:
         """Take note of an approval or question event (must not block)."""
         if isinstance(params, UnreadableAsk):
             if self._turn.accepting:
-                self._turn.fail(failures.unreadable_ask(params.method, params.detail))
+                self._turn.fail(ask_failures.unreadable_ask(params.method, params.detail))
         elif isinstance(params, msp.ApprovalRequestedParams):
             # Hosts may send an approval twice (the notification and the server request, which
             # is delivered from its own task and can arrive after later updates); only the
@@ -204,7 +204,7 @@ class Interactions:
         if automatic is not None:
             choice = automatic_choice(view, automatic)
             if choice is None:
-                self._turn.fail(failures.automatic_unavailable(automatic))
+                self._turn.fail(ask_failures.automatic_unavailable(automatic))
                 return None
             return choice, "mode" if automatic == "reject" else None
         requested = view.requested
@@ -229,9 +229,11 @@ class Interactions:
                 None if decision not in DENYING_DECISIONS else "user" if selected else "client"
             )
         except RpcError as error:
-            self._turn.fail(failures.client_answer_failed("permission", _client_words(error)))
+            self._turn.fail(ask_failures.client_answer_failed("permission", _client_words(error)))
         except ValueError as error:
-            self._turn.fail(failures.client_answer_failed("permission", f"the client's {error}"))
+            self._turn.fail(
+                ask_failures.client_answer_failed("permission", f"the client's {error}")
+            )
         return None
 
     async def _decide(self, view: ApprovalView, choice: str, refusal: Refusal | None) -> None:
@@ -311,7 +313,7 @@ class Interactions:
             await self._withdraw_question(
                 params,
                 "unsupported",
-                failures.user_input_unsupported(),
+                ask_failures.user_input_unsupported(),
                 "this ACP client cannot show question forms",
             )
             return
@@ -324,12 +326,12 @@ class Interactions:
             answers = answers_from_response(params, response)
         except RpcError as error:
             said = _client_words(error)
-            failure = failures.client_answer_failed("question", said)
+            failure = ask_failures.client_answer_failed("question", said)
             await self._withdraw_question(params, "invalid", failure, said)
             return
         except ValueError as error:
             said = f"the client's {error}"
-            failure = failures.client_answer_failed("question", said)
+            failure = ask_failures.client_answer_failed("question", said)
             await self._withdraw_question(params, "invalid", failure, said)
             return
         if answers is None:

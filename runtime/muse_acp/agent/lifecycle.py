@@ -13,7 +13,9 @@ muse-acp is not found (-32002), even where Muse kept it (see ``tombstones``). Ev
 session-scoped request checks the id's shape first, since ids also name preference files, and
 errors quote client-supplied ids and paths redacted and bounded. On the legacy exec backend
 only new and close work (load, resume and fork are not advertised and refused, see
-``capabilities.not_on_exec``), and new sessions advertise no local commands.
+``capabilities.not_on_exec``), and new sessions advertise no local commands. The client's
+``mcpServers`` are checked and kept by the session (in memory only) for its execution host to
+pass to Muse; servers the installed Muse cannot take are refused -32602 (see ``mcp_servers``).
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from muse_acp.agent.config_options import SessionSettings, config_options, sessi
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.history import replay_history
 from muse_acp.agent.hosts import ask
+from muse_acp.agent.mcp_servers import McpServerSpec, check_host, check_servers
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.remembered import restored
 from muse_acp.agent.session import AcpSession, check_session_id, shown_id
 from muse_acp.agent.titles import display_title
 from muse_acp.agent.workspace import QUOTED_PATH_LIMIT, check_workspace, same_directory
+from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.host.versions import supports
@@ -64,12 +68,20 @@ __all__ = [
 logger: Final = logging.getLogger("muse_acp.agent")
 
 
-def _warn_mcp(servers: Sequence[object] | None) -> None:
-    if servers:
-        logger.warning(
-            "ignoring %d MCP server(s) from the client: Muse uses its own MCP configuration",
-            len(servers),
-        )
+async def _mcp_servers(
+    ctx: AgentContext, servers: Sequence[acp.McpServer] | None
+) -> tuple[McpServerSpec, ...]:
+    """The client's MCP servers, checked, and refused unless the installed Muse takes them
+    for a single session (see ``mcp_servers``); kept by the session in memory only."""
+    checked = check_servers(servers)
+    if not checked:
+        return ()
+    try:
+        choice = await ctx.backend()
+    except HostUnavailable:
+        return checked  # the first prompt reports what is wrong with Muse
+    check_host(checked, None if choice.exec else choice.binary.version)
+    return checked
 
 
 def _not_on_host(session_id: str, error: RpcError) -> RpcError | None:
@@ -171,8 +183,9 @@ async def handle_new(
     ctx: AgentContext, params: acp.NewSessionRequest, rctx: RequestContext
 ) -> acp.NewSessionResponse:
     cwd = check_workspace(params.cwd, params.additional_directories)
-    _warn_mcp(params.mcp_servers)
+    servers = await _mcp_servers(ctx, params.mcp_servers)
     session = ctx.new_session(new_uuid7(), cwd)
+    session.mcp_servers = servers
     # Muse learns of the session at its first prompt; until then this record is what lets it
     # be loaded or resumed, here or after a restart.
     try:
@@ -197,9 +210,10 @@ async def handle_load(
         raise not_on_exec("session/load")
     session_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
-    _warn_mcp(params.mcp_servers)
+    servers = await _mcp_servers(ctx, params.mcp_servers)
     async with ctx.catalog_host(cwd) as host:
         session, notes = await _reopen(ctx, host, session_id, cwd)
+        session.mcp_servers = servers
         if session.on_host:
             output = OutputPolicy(
                 references=ctx.negotiated.output
@@ -228,7 +242,7 @@ async def handle_resume(
         raise not_on_exec("session/resume")
     session_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
-    _warn_mcp(params.mcp_servers)
+    servers = await _mcp_servers(ctx, params.mcp_servers)
     _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
     notes: list[str] = []
@@ -238,6 +252,7 @@ async def handle_resume(
         async with ctx.catalog_host(cwd) as host:
             session, notes = await _reopen(ctx, host, session_id, cwd)
         reopened = True
+    session.mcp_servers = servers  # a live host re-attaches with them before the next turn
     rctx.after_response(partial(_announce_resumed, ctx, session, notes))
     if reopened:
         rctx.after_response(partial(refresh_menu, ctx, session))  # on the host it used
@@ -297,7 +312,7 @@ async def handle_fork(
         raise not_on_exec("session/fork")
     source_id = check_session_id(params.session_id)
     cwd = check_workspace(params.cwd, params.additional_directories)
-    _warn_mcp(params.mcp_servers)
+    servers = await _mcp_servers(ctx, params.mcp_servers)
     cut = _fork_boundary(params)
     _refuse_busy(ctx, source_id, "fork")
     live = ctx.sessions.get(source_id)
@@ -327,6 +342,7 @@ async def handle_fork(
         host_title=_title_of(result.session),
         after=keeper,
     )
+    forked.mcp_servers = servers
     origin = result.session.forked_from
     provenance = acp.MuseForkMeta(
         muse_fork=acp.MuseForkProvenance(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-from muse_acp.agent.failures import client_answer_failed
+from muse_acp.agent.ask_failures import client_answer_failed
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp

@@ -12,6 +12,10 @@ Cancellation is ordered by arrival, not by task scheduling: ``session/cancel`` s
 running on the session and any prompt that arrived before it but has not begun (a prompt and its
 cancel in one read). ``$/cancel_request`` for a prompt cancels its work the same way, and the
 prompt answers REQUEST_CANCELLED once the turn settled, so the next prompt works at once.
+
+A prompt that asks for a JetBrains AIR file-change report (``file_change_report``) has that
+request checked first (-32602), and once admitted gets its one report after the turn settled and
+before it is answered, whether with a result or an error.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from muse_acp.agent import commands, failures
+from muse_acp.agent import commands, failures, file_change_report
 from muse_acp.agent.catalog import fall_back_model, read_soon
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.exec_turn import run_exec_turn
@@ -39,9 +43,14 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 
 async def run_turn(
-    ctx: AgentContext, session: AcpSession, work: SessionWork, parts: list[msp.TurnInputPart]
+    ctx: AgentContext,
+    session: AcpSession,
+    work: SessionWork,
+    parts: list[msp.TurnInputPart],
+    edited: set[str] | None = None,
 ) -> acp.StopReason:
-    """Run one model turn for ``work``, which must occupy ``session``."""
+    """Run one model turn for ``work``, which must occupy ``session``; the files its editing
+    tools changed are added to ``edited`` (see ``card_states.TurnCards.edited_paths``)."""
     with work.interruptibly() as starting:
         try:
             host = await session.execution.ready()
@@ -64,6 +73,8 @@ async def run_turn(
                 return await turn.run(parts)
         finally:
             session.turn = None
+            if edited is not None:
+                edited.update(translator.cards.edited_paths)
             if turn.host_unsettled or host.dead.is_set():
                 session.execution.close()
 
@@ -71,8 +82,10 @@ async def run_turn(
 async def handle_prompt(
     ctx: AgentContext, params: acp.PromptRequest, rctx: RequestContext
 ) -> acp.PromptResponse:
+    report_id = file_change_report.requested(ctx.negotiated.file_change_report, params.field_meta)
     session = ctx.sessions.require(params.session_id)
     work = await session.admit_prompt(rctx.arrival)
+    edited: set[str] = set()
     withdrawn = False
 
     def withdraw() -> None:
@@ -89,12 +102,26 @@ async def handle_prompt(
         elif command is not None:
             stop = await commands.run(ctx, session, work, command)
         else:
-            stop = await run_turn(ctx, session, work, parts)
+            stop = await run_turn(ctx, session, work, parts, edited)
+    except Exception:
+        await _report(session, report_id, edited, cancelled=withdrawn or work.cancel_requested)
+        raise
+    else:
+        cancelled = withdrawn or work.cancel_requested or stop == "cancelled"
+        await _report(session, report_id, edited, cancelled=cancelled)
     finally:
         session.end(work)
     if withdrawn:
         raise RpcError.request_cancelled()
     return acp.PromptResponse(stop_reason=stop)
+
+
+async def _report(
+    session: AcpSession, report_id: str | None, edited: set[str], *, cancelled: bool
+) -> None:
+    """Send the file-change report a prompt asked for (``report_id``), if it asked."""
+    if report_id is not None:
+        await session.send_update(file_change_report.report(report_id, edited, cancelled=cancelled))
 
 
 async def handle_cancel(ctx: AgentContext, params: acp.CancelNotification) -> None:

@@ -14,7 +14,7 @@ lives anywhere else.
 * ``close()`` also fails the waiting corrections and closes both hosts; the session stays in
   the registry as closed, so later requests get a clear "closed, load it again" error.
 * Updates for the client go through ``send_update``, where the user's own title wins over any
-  title Muse reports.
+  title Muse reports, and the context window's use is noted for ``/status``.
 
 A session is created by ``session/new`` (no host is involved until its first prompt), or brought
 back by ``session/load``, ``session/resume`` or ``session/fork``; its execution host starts only
@@ -33,7 +33,9 @@ import anyio
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.execution import ExecutionHost
 from muse_acp.agent.hosts import Hosting, HostKeeper
+from muse_acp.agent.mcp_servers import McpServerSpec
 from muse_acp.agent.output_reference import ProofCache
+from muse_acp.agent.status import ContextUse
 from muse_acp.agent.steering_queue import SteeringQueue, SteerTarget
 from muse_acp.agent.work import CancellableTurn, SessionWork
 from muse_acp.redact import redact
@@ -109,9 +111,14 @@ class AcpSession:
     """The title Muse reports (its title, name or first prompt)."""
     user_title: str | None = None
     """The title the user set with /rename, kept by the adapter; it wins over Muse's."""
+    mcp_servers: tuple[McpServerSpec, ...] = ()
+    """The editor's MCP servers for this session, passed to Muse when its host attaches it;
+    held in memory only (they may carry secrets), never written to the preference store."""
     after: HostKeeper | None = None
     """A keeper whose host must be gone before this session's execution host starts (the
     host of an earlier session of the same id, or the one a fork ran on)."""
+    context: ContextUse | None = None
+    """The context window's use as Muse last reported it (shown by ``/status``)."""
     closed: bool = False
     work: SessionWork | None = None
     turn: RunningTurn | None = None
@@ -205,6 +212,8 @@ class AcpSession:
                 self.host_title = update.title
             elif update.title != self.user_title:
                 update = update.model_copy(update={"title": self.user_title})
+        elif isinstance(update, acp.UsageUpdateSessionUpdate):
+            self.context = ContextUse(update.used, update.size)
         await self.client.notify(
             "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
         )

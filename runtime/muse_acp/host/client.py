@@ -196,10 +196,15 @@ def _router(host_ref: list[MspHost]) -> Router:
     return Router(requests, notifications)
 
 
-def _initialize_params(experimental: bool) -> msp.InitializeParams:
+def _initialize_params(experimental: bool, requested: Sequence[str] = ()) -> msp.InitializeParams:
     params = msp.InitializeParams(client_info=msp.ClientInfo(name=CLIENT_NAME, version=__version__))
-    if experimental:  # otherwise absent: a host must not see a member we never meant to send
+    # Otherwise absent: a host must not see a member we never meant to send.
+    if experimental:
         params.capabilities = msp.ClientCapabilities(experimental_api=True)
+    if requested:
+        capabilities = params.capabilities or msp.ClientCapabilities()
+        capabilities.requested_capabilities = list(requested)
+        params.capabilities = capabilities
     return params
 
 
@@ -212,12 +217,14 @@ async def open_host(
     env: Mapping[str, str] | None = None,
     startup_timeout: float,
     experimental: bool = False,
+    requested: Sequence[str] = (),
 ) -> AsyncIterator[MspHost]:
     """Start ``muse serve`` and yield it once the handshake is done; always reaps it.
 
     ``experimental`` opts the connection in to Muse's experimental methods (``account/read``,
     ``session/delete``); only connections opened for those ask for it, so a session's own host
-    behaves exactly as the stable protocol says.
+    behaves exactly as the stable protocol says. ``requested`` names capabilities to ask for
+    (``requestedCapabilities``), e.g. ``sessionMcp`` for a session with its own MCP servers.
 
     Raises:
         TimeoutError: the host did not finish its handshake within ``startup_timeout``.
@@ -241,7 +248,7 @@ async def open_host(
                     info = await call(
                         connection,
                         "initialize",
-                        _initialize_params(experimental),
+                        _initialize_params(experimental, requested),
                         msp.InitializeResult,
                     )
                     await connection.notify("initialized")

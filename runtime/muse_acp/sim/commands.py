@@ -7,6 +7,7 @@ Contract, per method (every one is a command with a UUIDv7 ``commandId``):
   precedes the result. An explicit ``approvalMode`` is announced by
   ``session/approvalModeChanged`` after the result (1.1.1 hosts skip the default mode), then
   the new row by ``session/listChanged`` to a connection that streams the session list.
+  ``config.mcpServers`` is checked as ``mcp`` says.
 * ``session/setModel`` (then ``session/modelChanged`` with the new model, where the version
   publishes it), ``session/setApprovalMode`` (``session/approvalModeChanged`` first; ``noop``
   when unchanged), ``session/rename`` (slug names only, then ``session/nameChanged`` and
@@ -31,6 +32,7 @@ from muse_acp.rpc import RequestContext, RequestRoute
 from muse_acp.sim import errors
 from muse_acp.sim.context import HostContext
 from muse_acp.sim.ids import is_uuid7, new_uuid7, rfc3339_now
+from muse_acp.sim.mcp import check_session_mcp
 from muse_acp.sim.reads import DEFAULT_MODEL, MODELS
 from muse_acp.sim.session import LiveSession
 from muse_acp.sim.store import SessionMeta
@@ -110,6 +112,7 @@ class SessionCommands:
             raise errors.invalid_params("invalid session/start sessionId: expected UUIDv7")
         if session_id in ctx.sessions or ctx.store.exists(session_id):
             raise errors.command_rejected("session/start", params.command_id, "session_id_conflict")
+        check_session_mcp(ctx, "session/start", params.config)
         provider = params.provider_id or "meta"
         now = rfc3339_now()
         meta = SessionMeta(

@@ -2,7 +2,8 @@
 
 Contract:
 
-* ``session/resume`` holds a stored session (-32020 unknown, -32021 held by another process;
+* ``session/resume`` checks ``config.mcpServers`` as ``mcp`` says, then holds a stored session
+  (-32020 unknown, -32021 held by another process;
   resuming a session this process holds is allowed). A turn left unfinished by a host that died
   is closed first (see ``recovery``). History comes inline, excluded (``excludeItems``), or as
   the durable events after ``cursor``, sent as notifications once the result is written
@@ -25,6 +26,7 @@ from muse_acp.rpc import RequestContext, RequestRoute, encode_message
 from muse_acp.sim import errors
 from muse_acp.sim.context import ANSWER_WAIT, HostContext
 from muse_acp.sim.ids import new_uuid7, parse_cursor, rfc3339_now
+from muse_acp.sim.mcp import check_session_mcp
 from muse_acp.sim.reads import history, pending_requests
 from muse_acp.sim.recovery import reconcile
 from muse_acp.sim.session import LiveSession, Position
@@ -69,6 +71,7 @@ class SessionContinuations:
         self, params: SessionResumeParams, request: RequestContext
     ) -> SessionHistoryResult:
         ctx = self.ctx
+        check_session_mcp(ctx, "session/resume", params.config)
         session = ctx.load(params.session_id)
         if session.fold.active_turn is not None and session.runner is None:
             await reconcile(session)

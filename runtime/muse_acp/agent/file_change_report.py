@@ -1,0 +1,165 @@
+"""JetBrains AIR ``agentFileChangeReport`` v1: which files a prompt's turn changed.
+
+Contract: everything here is pure; ``prompting.handle_prompt`` sends what it builds. Every
+``_meta`` shape is read and written through its generated model (the ``Jetbrains*`` classes of
+``spec/extensions/muse.schema.json``).
+
+* Negotiation. ``client_asks`` is true when ``clientCapabilities._meta.jetbrains.air`` has a
+  ``version`` of at least 1 and lists ``agentFileChangeReport``. JetBrains owns that
+  namespace, so an entry of any other shape is no opt-in, never an error. ``advertisement`` is
+  the initialize result's ``_meta.jetbrains`` for a client that asked (``capabilities``
+  negotiates it on the MSP backend only, like every other extension).
+* Requests. On a connection that negotiated it, ``requested`` reads
+  ``session/prompt._meta.jetbrains.air.agentFileChangeReportRequest``: absent (or any level
+  above it not an object) means no report; present, it must be exactly ``{version: 1,
+  requestId}`` with ``requestId`` matching ``^[A-Za-z0-9._:-]{1,128}$``, else INVALID_PARAMS.
+  Without the negotiation the member is ignored. The check is made before the prompt is
+  admitted, so a refused request never runs a turn.
+* Reports. A prompt that carried a request and was admitted gets exactly one
+  ``session_info_update`` with ``_meta.jetbrains.air.agentFileChangeReport``, sent after its
+  turn settled and before the prompt is answered (with a result or an error). A cancelled
+  prompt (``session/cancel``, ``$/cancel_request``, or a turn that stopped as cancelled) gets
+  ``status: "unavailable", reason: "cancelled"``; any other gets ``status: "reported"``.
+  ``reason: "timeout"`` is declared but never sent by this version: the report is built from
+  what the adapter already holds when the turn settles, with no wait of its own.
+* ``paths`` are the absolute paths of the files that the turn's editing tools (``write_file``,
+  ``edit_file``: ``file_changes.EDITING_TOOLS``) targeted, counting only calls whose card
+  ended ``completed`` (a call that was rejected, failed or was cancelled before it ran is not
+  counted; see ``card_states.TurnCards.edited_paths``), resolved against the session's
+  workspace. They are sorted by code point, without repeats, and at most ``PATHS_LIMIT`` (the
+  first in that order); ``truncated`` says whether any were left out. Local commands change
+  no file, and a turn the legacy exec backend runs (when it was chosen after initialize) has
+  no tool arguments to read, so both report an empty list.
+* ``declaredComplete`` is always false and ``uncertainty`` says what the list may miss: files
+  changed by shell commands, subagents, workflows, MCP or other tools muse-acp cannot read a
+  path from, and whether an editing tool really changed its file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from annotated_types import MaxLen
+from pydantic import BaseModel, ValidationError
+
+from muse_acp.rpc import INVALID_PARAMS, RpcError, describe_validation_error
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp_wire import acp
+
+__all__ = [
+    "CAPABILITY",
+    "PATHS_LIMIT",
+    "UNCERTAINTY",
+    "advertisement",
+    "client_asks",
+    "report",
+    "requested",
+]
+
+CAPABILITY: Final = "agentFileChangeReport"
+
+
+def _max_items(model: type[BaseModel], member: str) -> int:
+    bounds = [m.max_length for m in model.model_fields[member].metadata if isinstance(m, MaxLen)]
+    if len(bounds) != 1:
+        raise TypeError(f"{model.__name__}.{member} has no single maximum length")
+    return bounds[0]
+
+
+PATHS_LIMIT: Final = _max_items(acp.JetbrainsFileChangesReported, "paths")
+"""Most paths one report lists, as the extension schema bounds it."""
+
+UNCERTAINTY: Final = (
+    "Lists only files named by completed write_file and edit_file calls; files changed by shell "
+    "commands, subagents, workflows or other tools are not included, and a listed file may be "
+    "unchanged if the tool left it as it was."
+)
+
+_REQUEST_HINT: Final = (
+    "; agentFileChangeReportRequest must be exactly {version: 1, requestId} where requestId is "
+    "1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens"
+)
+
+
+def client_asks(capabilities: acp.ClientCapabilities | None) -> bool:
+    """Whether the client's capabilities ask for the file-change report."""
+    meta = (capabilities.field_meta if capabilities else None) or {}
+    try:
+        parsed = acp.JetbrainsClientCapabilitiesMeta.model_validate(
+            meta, strict=True, by_alias=True, by_name=False
+        )
+    except ValidationError:
+        return False
+    air = parsed.jetbrains.air if parsed.jetbrains else None
+    return air is not None and CAPABILITY in air.capabilities
+
+
+def advertisement() -> acp.JetbrainsAgentMeta:
+    """The initialize result's ``_meta.jetbrains`` for a client that asked."""
+    return acp.JetbrainsAgentMeta(
+        air=acp.JetbrainsAirAdvertisement(version=1, capabilities=[CAPABILITY])
+    )
+
+
+def requested(negotiated: bool, meta: Mapping[str, JsonValue] | None) -> str | None:
+    """The ``requestId`` a prompt's ``_meta`` asks a report for, or None.
+
+    Raises:
+        RpcError: INVALID_PARAMS for a request of any shape but ``{version: 1, requestId}``.
+    """
+    jetbrains = meta.get("jetbrains") if negotiated and meta else None
+    air = jetbrains.get("air") if isinstance(jetbrains, dict) else None
+    if not isinstance(air, dict) or "agentFileChangeReportRequest" not in air:
+        return None
+    raw = air["agentFileChangeReportRequest"]
+    if not isinstance(raw, dict):
+        raise _refused("it is not an object")
+    try:
+        # Strict, and the model forbids members besides the two.
+        request = acp.JetbrainsFileChangeReportRequest.model_validate(
+            raw, strict=True, by_alias=True, by_name=False
+        )
+    except ValidationError as error:
+        raise _refused(describe_validation_error(error, raw)) from None
+    if isinstance(raw.get("version"), bool):  # true == 1 to a Literal
+        raise _refused("version is not an integer")
+    return request.request_id
+
+
+def _refused(detail: str) -> RpcError:
+    return RpcError(
+        INVALID_PARAMS, f"_meta.jetbrains.air.agentFileChangeReportRequest: {detail}{_REQUEST_HINT}"
+    )
+
+
+def report(
+    request_id: str, paths: Iterable[str], *, cancelled: bool
+) -> acp.SessionInfoUpdateSessionUpdate:
+    """The one ``session_info_update`` answering request ``request_id``: the ``paths`` the
+    turn's editing tools changed, or ``unavailable`` when the prompt was ``cancelled``."""
+    answer: acp.JetbrainsFileChangesReported | acp.JetbrainsFileChangesUnavailable
+    if cancelled:
+        answer = acp.JetbrainsFileChangesUnavailable(
+            version=1, request_id=request_id, status="unavailable", reason="cancelled"
+        )
+    else:
+        listed = sorted(set(paths))
+        answer = acp.JetbrainsFileChangesReported(
+            version=1,
+            request_id=request_id,
+            status="reported",
+            paths=listed[:PATHS_LIMIT],
+            declared_complete=False,
+            truncated=len(listed) > PATHS_LIMIT,
+            uncertainty=UNCERTAINTY,
+        )
+    meta = acp.JetbrainsSessionInfoMeta(
+        jetbrains=acp.JetbrainsSessionInfo(
+            air=acp.JetbrainsAirSessionInfo(version=1, agent_file_change_report=answer)
+        )
+    )
+    return acp.SessionInfoUpdateSessionUpdate(
+        session_update="session_info_update",
+        field_meta=meta.model_dump(mode="json", by_alias=True, exclude_unset=True),
+    )

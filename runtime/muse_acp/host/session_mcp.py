@@ -1,0 +1,52 @@
+"""Which MCP servers a Muse host takes per session, read from its MSP bundle.
+
+Contract: ``session_mcp_transports(version)`` is the set of ``transport`` tags (``stdio``,
+``streamableHttp``) that the bundle of a host reporting ``version`` declares for
+``config.mcpServers`` on ``session/start`` and ``session/resume``; it is empty for a host whose
+bundle has no per-session MCP servers, and for an unknown version (nothing is promised for a
+host that was not identified). ``first_version_with(transport)`` is the oldest bundle declaring
+``transport``, for messages saying which Muse is needed. ``SESSION_MCP`` is the capability a
+connection asks for at ``initialize`` before it sends servers: hosts that do not know it ignore
+the request, hosts that gate per-session servers on it grant it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import MappingProxyType
+from typing import Final
+
+from muse_acp.host.bindings import bindings_for, parse_version
+from muse_acp_wire.msp_bundles import BUNDLES
+
+__all__ = ["SESSION_MCP", "first_version_with", "session_mcp_transports"]
+
+SESSION_MCP: Final = "sessionMcp"
+
+
+_MODELS: Final = MappingProxyType(
+    {"stdio": "SessionMcpStdioServer", "streamableHttp": "SessionMcpHttpServer"}
+)
+"""Transport tag -> the bundle model of that arm of ``SessionMcpServerConfig``."""
+
+
+def _declared(module: object) -> frozenset[str]:
+    return frozenset(tag for tag, model in _MODELS.items() if hasattr(module, model))
+
+
+def session_mcp_transports(version: str | None) -> frozenset[str]:
+    """The transports a host reporting ``version`` takes in ``config.mcpServers``."""
+    if parse_version(version) is None:
+        return frozenset()
+    return _declared(bindings_for(version).module)
+
+
+def first_version_with(transport: str) -> str | None:
+    """The oldest bundle version declaring ``transport`` for per-session MCP servers."""
+    ordered = sorted(
+        (key, version) for version in BUNDLES if (key := parse_version(version)) is not None
+    )
+    for _, version in ordered:
+        if transport in _declared(importlib.import_module(BUNDLES[version])):
+            return version
+    return None

@@ -1,0 +1,150 @@
+"""The editor's MCP servers: what is accepted, what is refused and how, and what reaches Muse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from muse_acp.agent.mcp_servers import check_host, check_servers, session_config, startup_failure
+from muse_acp.rpc import INVALID_PARAMS, RpcError
+from muse_acp_wire import acp
+
+SECRET = "s3cr3t-value-never-shown"
+
+
+def _server(entry: dict[str, Any]) -> acp.McpServer:
+    request = acp.NewSessionRequest.model_validate({"cwd": "/w", "mcpServers": [entry]})
+    return request.mcp_servers[0]
+
+
+def _stdio(name: str = "files", command: str = "/usr/bin/mcp", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "command": command, "args": [], "env": [], **extra}
+
+
+def _http(name: str = "web", url: str = "https://mcp.example/x", **extra: Any) -> dict[str, Any]:
+    return {"type": "http", "name": name, "url": url, "headers": [], **extra}
+
+
+ACCEPTED = [
+    _stdio(),
+    _stdio(command="npx", args=["-y", "server"]),
+    _stdio(env=[{"name": "TOKEN", "value": SECRET}]),
+    _http(),
+    _http(url="http://localhost:8080/mcp"),
+    _http(headers=[{"name": "Authorization", "value": f"Bearer {SECRET}"}]),
+]
+
+
+@pytest.mark.parametrize("entry", ACCEPTED)
+def test_accepted(entry: dict[str, Any]) -> None:
+    (spec,) = check_servers([_server(entry)])
+    assert spec.name == entry["name"]
+    assert SECRET not in repr(spec)
+
+
+REFUSED = [
+    (_stdio(name=""), "mcpServers[0] has no name"),
+    (_stdio(name="  "), "mcpServers[0] has no name"),
+    (_stdio(command="./bin/mcp"), "relative command path"),
+    (_stdio(command="bin/mcp"), "relative command path"),
+    (_stdio(command=""), "no usable command"),
+    (_stdio(env=[{"name": "", "value": SECRET}]), "invalid name"),
+    (_stdio(env=[{"name": "A=B", "value": SECRET}]), "invalid name"),
+    (
+        _stdio(env=[{"name": "T", "value": SECRET}, {"name": "T", "value": SECRET}]),
+        "sets the environment variable 'T' twice",
+    ),
+    (_http(url="ftp://host/x"), "http:// or https://"),
+    (_http(url=f"https:///{SECRET}"), "http:// or https://"),
+    (_http(url="not a url"), "http:// or https://"),
+    (_http(headers=[{"name": "Bad Header", "value": SECRET}]), "header with an invalid name"),
+    (
+        _http(headers=[{"name": "X-A", "value": SECRET}, {"name": "x-a", "value": SECRET}]),
+        "sets the header 'x-a' twice",
+    ),
+    (
+        {"type": "sse", "name": "events", "url": "https://e.example", "headers": []},
+        "mcpServers[0] ('events') is an SSE server",
+    ),
+]
+
+
+@pytest.mark.parametrize(("entry", "says"), REFUSED)
+def test_refused(entry: dict[str, Any], says: str) -> None:
+    with pytest.raises(RpcError) as refused:
+        check_servers([_server(entry)])
+    assert refused.value.code == INVALID_PARAMS
+    assert says in refused.value.message
+    assert SECRET not in refused.value.message
+
+
+def test_names_must_be_unique() -> None:
+    with pytest.raises(RpcError, match=r"mcpServers\[1\] \('a'\) repeats the name"):
+        check_servers([_server(_stdio(name="a")), _server(_http(name="a"))])
+
+
+@pytest.mark.parametrize(
+    ("version", "entry", "needed"),
+    [
+        ("1.1.1", _stdio(), "Muse Code 1.2.1 or newer"),
+        (None, _stdio(), "Muse Code 1.2.1 or newer"),
+        ("1.2.1", _http(), "Muse Code 1.4.2 or newer"),
+        ("1.3.0", _http(), "Muse Code 1.4.2 or newer"),
+    ],
+)
+def test_host_refusal_names_the_version(
+    version: str | None, entry: dict[str, Any], needed: str
+) -> None:
+    servers = check_servers([_server(entry)])
+    with pytest.raises(RpcError) as refused:
+        check_host(servers, version)
+    assert refused.value.code == INVALID_PARAMS
+    assert needed in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("version", "entry"),
+    [("1.2.1", _stdio()), ("1.3.0", _stdio()), ("1.4.2", _stdio()), ("1.4.2", _http())],
+)
+def test_host_takes(version: str, entry: dict[str, Any]) -> None:
+    check_host(check_servers([_server(entry)]), version)
+
+
+def test_session_config_shape() -> None:
+    servers = check_servers(
+        [
+            _server(_stdio(args=["--x"], env=[{"name": "TOKEN", "value": "v"}])),
+            _server(_http(headers=[{"name": "Authorization", "value": "h"}])),
+        ]
+    )
+    config = session_config(servers)
+    assert config is not None
+    dumped = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    assert dumped == {
+        "mcpServers": {
+            "files": {
+                "transport": "stdio",
+                "command": "/usr/bin/mcp",
+                "args": ["--x"],
+                "env": {"TOKEN": "v"},
+                "mode": "required",
+            },
+            "web": {
+                "transport": "streamableHttp",
+                "url": "https://mcp.example/x",
+                "headers": {"Authorization": "h"},
+                "mode": "required",
+            },
+        }
+    }
+    assert session_config(()) is None
+
+
+def test_startup_failure_names_the_server() -> None:
+    servers = check_servers([_server(_stdio(name="sim-broken"))])
+    host = RpcError(-32603, 'Required MCP server "sim-broken" failed during startup: unreachable')
+    failure = startup_failure(host, servers)
+    assert failure is not None
+    assert "'sim-broken'" in failure.message
+    assert startup_failure(RpcError(-32603, "something else"), servers) is None
