@@ -14,6 +14,7 @@ defaults. A malformed value is reported when the adapter starts, not when it is 
 | ``MUSE_ACP_CANCEL_TIMEOUT`` | seconds a cancelled turn may take to settle | 5 |
 | ``MUSE_ACP_READ_TIMEOUT`` | seconds for one stored-output or history read | 20 |
 | ``MUSE_ACP_IDLE_TIMEOUT`` | seconds an idle execution host is kept | 60 |
+| ``MUSE_ACP_SILENCE_TIMEOUT`` | seconds a running turn may go without a word from Muse | 600 |
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Deadlines:
     cancel: float = 5.0
     read: float = 20.0
     idle: float = 60.0
+    silence: float = 600.0
 
 
 _DEADLINE_VARIABLES: Final = {
@@ -56,6 +58,7 @@ _DEADLINE_VARIABLES: Final = {
     "cancel": "MUSE_ACP_CANCEL_TIMEOUT",
     "read": "MUSE_ACP_READ_TIMEOUT",
     "idle": "MUSE_ACP_IDLE_TIMEOUT",
+    "silence": "MUSE_ACP_SILENCE_TIMEOUT",
 }
 
 

@@ -127,3 +127,52 @@ async def test_after_a_host_death_mid_turn_the_next_prompt_works_as_the_error_sa
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
         assert "a turn that completes" in agent.client.text(session, "user_message_chunk")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_host_that_goes_silent_fails_the_prompt_within_the_budget(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    world.extra_env["MUSE_ACP_SILENCE_TIMEOUT"] = "2"
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            with pytest.raises(acp.RequestError) as raised:
+                await agent.prompt(session, "sim:hold")
+            after = await agent.prompt(session, "hello again")
+    failure = failure_of(raised.value)
+    assert (failure["kind"], failure["source"], failure["retryable"]) == (
+        "hostSilent",
+        "host",
+        True,
+    )
+    assert "2 s" in str(raised.value)
+    assert after.stop_reason == "end_turn"
+
+
+async def test_a_host_that_keeps_reporting_is_never_silent(world: World) -> None:
+    # Every event comes 0.6 s after the one before: the turn takes longer than the budget.
+    world.extra_env.update(MUSE_ACP_SILENCE_TIMEOUT="2", MUSE_SIM_FAULTS="slow:600")
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            started = anyio.current_time()
+            response = await agent.prompt(session, "sim:stream 8")
+            took = anyio.current_time() - started
+    assert response.stop_reason == "end_turn"
+    assert took > 2
+
+
+async def test_a_user_thinking_over_a_permission_is_not_host_silence(world: World) -> None:
+    world.extra_env["MUSE_ACP_SILENCE_TIMEOUT"] = "1"
+
+    async def thinking() -> None:
+        await anyio.sleep(3)  # the user reads the dialog for longer than the budget
+
+    async with running_agent(world) as agent:
+        agent.client.on_permission = thinking
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:approve make install")
+    assert response.stop_reason == "end_turn"

@@ -35,6 +35,7 @@ __all__ = [
     "handshake_incomplete",
     "host_exited",
     "host_rejected",
+    "host_silent",
     "model_refused",
     "sentence",
     "session_in_use",
@@ -196,6 +197,17 @@ def deadline_exceeded(phase: Phase, seconds: float) -> RpcError:
     return failure.error(
         f"Muse did not respond in time: {_PHASE_WORDS[phase]} took longer than "
         f"{seconds:g} s. {consequence}"
+    )
+
+
+def host_silent(seconds: float) -> RpcError:
+    """The host sent nothing for ``seconds`` while the turn ran and nobody waited on the client."""
+    failure = Failure("hostSilent", "host", retryable=True, phase="running")
+    return failure.error(
+        f"Muse went silent: nothing came from it for {seconds:g} s while the turn ran, so the "
+        "turn was stopped and the host will be replaced. The model may have done part of the "
+        "work; look at the session's history, then send the prompt again (raise "
+        "MUSE_ACP_SILENCE_TIMEOUT if Muse's tools often work this long without output)."
     )
 
 

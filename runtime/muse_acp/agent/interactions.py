@@ -95,9 +95,7 @@ class TurnPort(Protocol):
 
     def fail(self, error: RpcError) -> None: ...
 
-    def explain_failure(self, error: RpcError) -> None:
-        """Report ``error`` instead if the host goes on to end the turn failed."""
-        ...
+    def explain_failure(self, error: RpcError) -> None: ...  # reported if Muse ends it failed
 
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``work`` in the turn's task group (cancelled when the turn settles)."""
@@ -137,6 +135,10 @@ class Interactions:
     def current(self, approval_id: str) -> ApprovalView | None:
         """The approval as it stands now (None once resolved or never seen)."""
         return self._approvals.get(approval_id)
+
+    def waiting_on_client(self) -> bool:
+        """An approval or a question is being put to (or answered for) the user right now."""
+        return bool(self._asking or self._questions)
 
     def withdraw_all(self) -> None:
         """Stop asking: pending permission requests and forms are withdrawn."""

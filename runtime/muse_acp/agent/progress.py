@@ -10,6 +10,8 @@ Contract: everything here is pure (no I/O) and bounded.
   ``PLAN_TEXT_LIMIT_BYTES`` of UTF-8 (a cut text ends with "…").
 * ``usage_update`` turns ``session/contextUsage`` into a ``usage_update`` only when the host
   reported both the used and the window token counts; otherwise there is nothing to show.
+* ``active_turn_update`` names the turn that runs now (None: none) in ``session_info_update``
+  ``_meta["muse/activeTurnId"]``, for clients that steer.
 * An ``OutputBuffer`` gathers the output deltas of one tool card. It keeps the first
   ``CARD_TEXT_LIMIT_BYTES`` of text and only counts the bytes beyond, so its memory does not
   grow with the output. ``append`` says when the kept text is worth showing again: when it grew
@@ -35,6 +37,7 @@ __all__ = [
     "PLAN_TEXT_LIMIT_BYTES",
     "PROGRESS_MIN_BYTES",
     "OutputBuffer",
+    "active_turn_update",
     "cut_note",
     "join_notes",
     "output_progress_update",
@@ -63,6 +66,15 @@ def plan_update(items: Sequence[msp.TodoItem]) -> acp.PlanSessionUpdate:
     """The ACP plan that replaces the client's plan with ``items``."""
     return acp.PlanSessionUpdate(
         session_update="plan", entries=[_entry(item) for item in items[:PLAN_ENTRY_LIMIT]]
+    )
+
+
+def active_turn_update(turn_id: str | None) -> acp.SessionInfoUpdateSessionUpdate:
+    """The ``session_info_update`` that names the running turn (see the module contract)."""
+    meta = acp.MuseSessionInfoMeta.model_validate({"muse/activeTurnId": turn_id})
+    return acp.SessionInfoUpdateSessionUpdate(
+        session_update="session_info_update",
+        field_meta=meta.model_dump(mode="json", by_alias=True),
     )
 
 

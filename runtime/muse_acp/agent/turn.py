@@ -18,7 +18,8 @@ paging the missed range back, live events waiting behind it (``view_events.GapFi
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
 approval that cannot be answered, an acknowledgement that does not come within the submit
-budget, in the phase it was awaited in), or a cancel. Cancellation always settles:
+budget, in the phase it was awaited in; a host silent past its budget, see ``watchdog``), or a
+cancel. Cancellation always settles:
 ``turn/cancel`` is sent (once the host acknowledged the turn), and if the host does not complete
 the turn within the cancel budget, counted from the cancel, the prompt resolves ``cancelled``
 anyway. A host that did not end the turn itself is in an unknown state (``host_unsettled``)
@@ -42,8 +43,10 @@ from muse_acp.agent.config_options import MODES, SessionSettings, turn_effort
 from muse_acp.agent.corrections import send_correction
 from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.interactions import Interactions
+from muse_acp.agent.progress import active_turn_update
 from muse_acp.agent.translate import TurnTranslator
 from muse_acp.agent.view_events import GapFiller
+from muse_acp.agent.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
@@ -115,7 +118,11 @@ class ActiveTurn:
         self._client_gone = False
         self.acknowledged = anyio.Event()
         self._interactions = Interactions(self, translator.cards)
-        self._gaps = GapFiller(self._read_page, self._handle, MAX_HELD_EVENTS)
+        pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
+        self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS)
+        self._silence = SilenceWatch(
+            options.deadlines.silence, self._interactions.waiting_on_client
+        )
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
 
@@ -224,6 +231,8 @@ class ActiveTurn:
                     self.fail(failure)
                 else:
                     self.acknowledged.set()
+                    silent = failures.host_silent(self._silence.budget)
+                    tasks.start_soon(self._silence.watch, partial(self.fail, silent))
                     await self._adopt(ack.turn_id)
                     await self._publish_active_turn(self.turn_id)
                 await self._settled.wait()
@@ -286,14 +295,8 @@ class ActiveTurn:
         return await send_correction(self, parts)
 
     async def _publish_active_turn(self, turn_id: str | None) -> None:
-        if not self._options.announce_active_turn:
-            return
-        meta = acp.MuseSessionInfoMeta.model_validate({"muse/activeTurnId": turn_id})
-        update = acp.SessionInfoUpdateSessionUpdate(
-            session_update="session_info_update",
-            field_meta=meta.model_dump(mode="json", by_alias=True),
-        )
-        await self.send_update(update)
+        if self._options.announce_active_turn:
+            await self.send_update(active_turn_update(turn_id))
 
     # -- cancelling ---------------------------------------------------------------------
 
@@ -332,6 +335,7 @@ class ActiveTurn:
     # -- host events --------------------------------------------------------------------
 
     async def on_event(self, method: str, params: WireModel) -> None:
+        self._silence.heard()
         if (
             self.turn_id is None
             and isinstance(params, msp.TurnStartedParams)
@@ -370,9 +374,6 @@ class ActiveTurn:
             await capture_before(self._translator.cards, *unseen)
         for update in self._translator.on_notification(method, params):
             await self.send_update(update)
-
-    async def _read_page(self, params: msp.ViewPageParams) -> msp.ViewPageResult:
-        return await self.ask_host("view/page", params, msp.ViewPageResult, "running")
 
     async def _fill_gap(self, gap: msp.ViewGapParams) -> None:
         try:

@@ -1,0 +1,42 @@
+"""The silence watch of a running turn: a host that stops talking fails the turn, in bounds.
+
+Contract: a ``SilenceWatch`` is told of every event the host sends for its session
+(``heard``); ``watch`` runs from the host's acknowledgement of the turn until the turn settles
+(its caller cancels it), and calls ``on_silence`` once, then returns, when ``budget`` seconds
+pass without a single event while nobody is waiting on the client. Time the client takes over
+a permission dialog or a question (``waiting_on_client``) is the user's, never the host's: a
+window in which the turn waits on the client starts the count again. Every event restarts the
+count, so a long turn that reports progress runs as long as it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+__all__ = ["SilenceWatch"]
+
+
+class SilenceWatch:
+    """Notices a host that went silent during a turn (see the module contract)."""
+
+    def __init__(self, budget: float, waiting_on_client: Callable[[], bool]) -> None:
+        self.budget = budget
+        self._waiting_on_client = waiting_on_client
+        self._heard = anyio.Event()
+
+    def heard(self) -> None:
+        """The host sent something for this session."""
+        self._heard.set()
+
+    async def watch(self, on_silence: Callable[[], None]) -> None:
+        """Call ``on_silence`` after ``budget`` seconds without a word (see the contract)."""
+        while True:
+            with anyio.move_on_after(self.budget):
+                await self._heard.wait()
+            if self._heard.is_set():
+                self._heard = anyio.Event()
+            elif not self._waiting_on_client():
+                on_silence()
+                return

@@ -1,0 +1,51 @@
+"""The silence watch: a host that says nothing fails the turn; the user's time never counts."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from muse_acp.agent.watchdog import SilenceWatch
+
+pytestmark = pytest.mark.anyio
+
+BUDGET = 0.05
+WAIT = 10.0
+
+
+async def test_a_silent_host_is_reported_once_after_the_budget() -> None:
+    silences: list[str] = []
+    watch = SilenceWatch(BUDGET, lambda: False)
+    with anyio.fail_after(WAIT):
+        await watch.watch(lambda: silences.append("silent"))
+    assert silences == ["silent"]
+
+
+async def test_time_spent_waiting_on_the_client_is_not_silence() -> None:
+    asked: list[bool] = []
+
+    def waiting() -> bool:
+        asked.append(True)
+        return len(asked) < 3  # the client answers during the third window
+
+    silences: list[str] = []
+    with anyio.fail_after(WAIT):
+        await SilenceWatch(BUDGET, waiting).watch(lambda: silences.append("silent"))
+    assert (len(asked), silences) == (3, ["silent"])
+
+
+async def test_an_event_starts_the_count_again() -> None:
+    silences: list[int] = []
+    windows = 0
+
+    def waiting() -> bool:
+        nonlocal windows
+        windows += 1
+        return False
+
+    watch = SilenceWatch(BUDGET, waiting)
+    watch.heard()  # heard before the first window closed: that window does not count
+    with anyio.fail_after(WAIT):
+        await watch.watch(lambda: silences.append(windows))
+    # Only the window after the event was silent, so the client was checked once.
+    assert silences == [1]
