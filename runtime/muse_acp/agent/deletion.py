@@ -49,6 +49,7 @@ import anyio
 from muse_acp.agent import failures
 from muse_acp.agent.capabilities import not_on_exec
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.history import read_row
 from muse_acp.agent.hosts import PROCESS_EXIT_BUDGET, HostKeeper, ask
 from muse_acp.agent.preferences import SessionPreferences
 from muse_acp.agent.session import AcpSession, check_session_id, shown_id
@@ -205,18 +206,11 @@ async def _muse_row(ctx: AgentContext, session_id: str, cwd: str) -> msp.Session
     """Muse's row of the session, read lease-free, or None when Muse has no such session."""
     async with ctx.catalog_host(cwd) as host:
         try:
-            result = await ask(
-                host,
-                "session/read",
-                msp.SessionReadParams(session_id=session_id, exclude_items=True),
-                msp.SessionHistoryResult,
-                phase="reading",
-                budget=ctx.config.deadlines.read,
-                refusal=partial(_refusal, session_id),
+            return await read_row(
+                host, session_id, ctx.config.deadlines.read, partial(_refusal, session_id)
             )
         except _Missing:
             return None
-    return result.session
 
 
 async def _delete_in_muse(

@@ -1,4 +1,7 @@
-"""Reading a session back from Muse's durable view for ``session/load``.
+"""Reading a session back from Muse: its row, and its durable view for ``session/load``.
+
+``read_row`` asks a (lease-free) host for the session's row with ``session/read`` without its
+items, within the read budget; ``refusal`` maps the host's errors as ``hosts.ask`` describes.
 
 History is paged forward from the first event with ``view/page`` and translated with the same
 translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
@@ -14,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Final, Protocol
 
-from muse_acp.agent.hosts import ask
+from muse_acp.agent.hosts import Refusal, ask
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.tool_cards import output_reference_update
 from muse_acp.agent.translate import TurnTranslator
@@ -22,7 +25,14 @@ from muse_acp.agent.view_events import read_event
 from muse_acp.host.client import MspHost
 from muse_acp_wire import acp, msp
 
-__all__ = ["MAX_PAGES", "MAX_REANNOUNCED", "PAGE_SIZE", "ReplayTarget", "replay_history"]
+__all__ = [
+    "MAX_PAGES",
+    "MAX_REANNOUNCED",
+    "PAGE_SIZE",
+    "ReplayTarget",
+    "read_row",
+    "replay_history",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -43,6 +53,24 @@ class ReplayTarget(Protocol):
     def cwd(self) -> str: ...
 
     async def send_update(self, update: acp.SessionUpdate) -> None: ...
+
+
+async def read_row(host: MspHost, session_id: str, budget: float, refusal: Refusal) -> msp.Session:
+    """The session's row (see the module contract).
+
+    Raises:
+        RpcError: the mapped host failure, or what ``refusal`` made of the host's error.
+    """
+    result = await ask(
+        host,
+        "session/read",
+        msp.SessionReadParams(session_id=session_id, exclude_items=True),
+        msp.SessionHistoryResult,
+        phase="reading",
+        budget=budget,
+        refusal=refusal,
+    )
+    return result.session
 
 
 async def replay_history(

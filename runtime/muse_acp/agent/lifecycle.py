@@ -32,7 +32,7 @@ from muse_acp.agent.capabilities import not_on_exec
 from muse_acp.agent.catalog import refresh_menu
 from muse_acp.agent.config_options import SessionSettings, config_options, session_modes
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.history import replay_history
+from muse_acp.agent.history import read_row, replay_history
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.mcp_servers import McpServerSpec, check_host, check_servers
 from muse_acp.agent.output_cards import OutputPolicy
@@ -96,23 +96,17 @@ def _not_on_host(session_id: str, error: RpcError) -> RpcError | None:
 
 async def _read_session(ctx: AgentContext, host: MspHost, session_id: str, cwd: str) -> msp.Session:
     await ctx.tombstones.refuse(session_id)  # deleted here, though Muse may still have it
-    result = await ask(
-        host,
-        "session/read",
-        msp.SessionReadParams(session_id=session_id, exclude_items=True),
-        msp.SessionHistoryResult,
-        phase="reading",
-        budget=ctx.config.deadlines.read,
-        refusal=partial(_not_on_host, session_id),
+    row = await read_row(
+        host, session_id, ctx.config.deadlines.read, partial(_not_on_host, session_id)
     )
-    if not same_directory(result.session.workspace_root, cwd):
+    if not same_directory(row.workspace_root, cwd):
         raise RpcError(
             INVALID_PARAMS,
             f"session {shown_id(session_id)} belongs to another workspace "
-            f"({redact(clip(result.session.workspace_root or '', QUOTED_PATH_LIMIT))}); open "
+            f"({redact(clip(row.workspace_root or '', QUOTED_PATH_LIMIT))}); open "
             "it from that directory",
         )
-    return result.session
+    return row
 
 
 def _refuse_busy(ctx: AgentContext, session_id: str, doing: str) -> None:
