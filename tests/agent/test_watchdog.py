@@ -35,17 +35,18 @@ async def test_time_spent_waiting_on_the_client_is_not_silence() -> None:
 
 
 async def test_an_event_starts_the_count_again() -> None:
-    silences: list[int] = []
-    windows = 0
+    watch = SilenceWatch(BUDGET * 4, lambda: False)
+    heard_at: list[float] = []
+    fired_at: list[float] = []
 
-    def waiting() -> bool:
-        nonlocal windows
-        windows += 1
-        return False
+    async def host_speaks() -> None:
+        await anyio.sleep(BUDGET * 2)  # halfway through the first window
+        heard_at.append(anyio.current_time())
+        watch.heard()
 
-    watch = SilenceWatch(BUDGET, waiting)
-    watch.heard()  # heard before the first window closed: that window does not count
     with anyio.fail_after(WAIT):
-        await watch.watch(lambda: silences.append(windows))
-    # Only the window after the event was silent, so the client was checked once.
-    assert silences == [1]
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(host_speaks)
+            await watch.watch(lambda: fired_at.append(anyio.current_time()))
+    # Silence is counted from the last event, not from the start of the watch.
+    assert fired_at[0] - heard_at[0] >= BUDGET * 4

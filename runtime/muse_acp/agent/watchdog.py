@@ -24,19 +24,24 @@ class SilenceWatch:
     def __init__(self, budget: float, waiting_on_client: Callable[[], bool]) -> None:
         self.budget = budget
         self._waiting_on_client = waiting_on_client
-        self._heard = anyio.Event()
+        self._last = anyio.current_time()
 
     def heard(self) -> None:
-        """The host sent something for this session."""
-        self._heard.set()
+        """The host sent something for this session (cheap: called for every event)."""
+        self._last = anyio.current_time()
 
     async def watch(self, on_silence: Callable[[], None]) -> None:
         """Call ``on_silence`` after ``budget`` seconds without a word (see the contract)."""
+        self._last = anyio.current_time()
         while True:
-            with anyio.move_on_after(self.budget):
-                await self._heard.wait()
-            if self._heard.is_set():
-                self._heard = anyio.Event()
-            elif not self._waiting_on_client():
-                on_silence()
-                return
+            # Woken once per budget at most, not per event: the relay's hot path stays a
+            # clock read.
+            await anyio.sleep_until(self._last + self.budget)
+            now = anyio.current_time()
+            if now < self._last + self.budget:
+                continue  # heard from the host meanwhile
+            if self._waiting_on_client():
+                self._last = now
+                continue
+            on_silence()
+            return
