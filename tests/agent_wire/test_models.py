@@ -83,7 +83,11 @@ async def test_a_model_change_is_confirmed_by_the_running_host(world: World) -> 
     assert len(world.host_requests("session/setModel")) == before + 1
 
 
-async def test_a_refused_model_is_an_error_and_the_previous_model_stays(world: World) -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_refused_model_is_an_error_and_the_previous_model_stays(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
     world.extra_env["MUSE_SIM_FAULTS"] = "refuse:session/setModel"
     async with running_agent(world) as agent:
         session = await agent.new_session()

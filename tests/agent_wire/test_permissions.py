@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import acp
 import anyio
 import pytest
 from acp import schema
 
-from .harness import WAIT, World, choose, failure_of, running_agent
+from .harness import WAIT, World, choose, failure_of, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -87,9 +89,11 @@ async def test_a_question_without_form_support_is_withdrawn_and_said_in_the_chat
     assert len(world.host_requests("userInput/cancel")) == 1
 
 
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2"])
 async def test_a_question_the_client_answers_with_an_error_is_withdrawn_naming_the_client(
-    world: World,
+    tmp_path: Path, version: str
 ) -> None:
+    world = make_world(tmp_path, version=version)
     capabilities = schema.ClientCapabilities(
         elicitation=schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
     )

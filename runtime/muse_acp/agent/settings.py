@@ -17,11 +17,11 @@ from functools import partial
 from typing import Final
 
 from muse_acp.agent.config_options import (
-    ModelCatalog,
     SessionSettings,
     apply_config_option,
     apply_mode,
     config_options,
+    current_names,
     host_flags,
 )
 from muse_acp.agent.context import AgentContext
@@ -97,13 +97,6 @@ async def handle_set_mode(
     return acp.SetSessionModeResponse()
 
 
-def _model_name(settings: SessionSettings, catalog: ModelCatalog | None) -> str:
-    if settings.model is None:
-        return "Muse's default model"
-    entry = None if catalog is None else catalog.entry_for(settings.model)
-    return quoted(entry.name if entry is not None else settings.model.model_id)
-
-
 async def _confirm_model(
     ctx: AgentContext, session: AcpSession, new: SessionSettings, value: str
 ) -> None:
@@ -112,7 +105,7 @@ async def _confirm_model(
         return
     work = session.begin("a model change")
     try:
-        kept = _model_name(session.settings, ctx.catalog)
+        kept = quoted(current_names(session.settings, ctx.catalog)["model"])
         await session.execution.confirm_model(new.model, value, kept)
     finally:
         session.end(work)
