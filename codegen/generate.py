@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
-from codegen import postpass, tables
+from codegen import outline, postpass, tables
 from codegen.config import (
     DATAMODEL_CODEGEN_FLAGS,
     PACKAGE_DIR,
@@ -206,6 +206,10 @@ def render_all() -> dict[Path, str]:
     if msp_targets:
         files[PACKAGE_DIR / "msp_bundles.py"] = render_bundles([t for t, _ in msp_targets])
         files[PACKAGE_DIR / "msp.py"] = render_vocabulary(*msp_targets[-1])
+        outlines = outline.render_outlines((str(t.host_version), src) for t, src in msp_targets)
+        files[PACKAGE_DIR / "msp_outlines.py"] = _ruff(
+            outlines, "generated/muse_acp_wire/msp_outlines.py"
+        )
     return files
 
 

@@ -2,8 +2,15 @@
 
 * drop the schema root class (the root only carries ``$defs``);
 * refuse any class the schema did not name (no ``Foo1``/``Foo2`` ever reaches the runtime);
-* rewrite dict-literal defaults on model-typed fields to ``Model.model_validate({...})``, which
-  is what the generator means and what ``mypy --strict`` accepts;
+* rewrite dict-literal defaults on model-typed fields to a ``default_factory`` that validates
+  the dict into its model, which is what the generator means, what ``mypy --strict`` accepts,
+  and builds no model while the module is imported;
+* drop ``from __future__ import annotations``: annotations written as code are evaluated by the
+  interpreter as the class is made, which costs far less at import than pydantic compiling each
+  annotation string; the generator orders classes so that each refers to earlier ones, and an
+  annotation that still refers forward (a recursive model) is quoted whole;
+* give root models the deferred build that every ``WireModel`` inherits, so that importing a
+  module builds no validator;
 * drop ``union_mode`` from fields that are not real unions (``X | None``): the generator adds it
   to every union under ``--union-mode``, and pydantic refuses it on a single-member type;
 * put the provenance docstring first and splice in the method tables.
@@ -39,13 +46,106 @@ def _rewrite_dict_defaults(cls: ast.ClassDef, class_names: frozenset[str]) -> in
         if not isinstance(statement, ast.AnnAssign) or not isinstance(statement.value, ast.Dict):
             continue
         model = _model_name_in(statement.annotation, class_names)
-        statement.value = ast.Call(
+        validate = ast.Call(
             func=ast.Attribute(value=ast.Name(id=model, ctx=ast.Load()), attr="model_validate"),
             args=[statement.value],
             keywords=[],
         )
+        factory = ast.Lambda(
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=validate,
+        )
+        statement.value = ast.Call(
+            func=ast.Name(id="Field", ctx=ast.Load()),
+            args=[],
+            keywords=[ast.keyword(arg="default_factory", value=factory)],
+        )
         rewritten += 1
     return rewritten
+
+
+def _drop_future_annotations(module: ast.Module) -> None:
+    module.body = [
+        node
+        for node in module.body
+        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+    ]
+
+
+def _ensure_pydantic_import(module: ast.Module, name: str) -> None:
+    for node in module.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "pydantic":
+            if not any(alias.name == name for alias in node.names):
+                node.names.append(ast.alias(name=name))
+            return
+    module.body.insert(0, ast.ImportFrom(module="pydantic", names=[ast.alias(name)], level=0))
+
+
+def _is_root_model(cls: ast.ClassDef) -> bool:
+    return any(
+        isinstance(base, ast.Subscript)
+        and isinstance(base.value, ast.Name)
+        and base.value.id == "RootModel"
+        for base in cls.bases
+    )
+
+
+def _defer_root_model(cls: ast.ClassDef) -> bool:
+    """Give a root model the deferred build every ``WireModel`` inherits (a root model cannot
+    inherit it); True when it was added. (Its parametrized base, ``RootModel[X]``, is a class
+    pydantic builds as it is made; that one is small.)"""
+    if not _is_root_model(cls):
+        return False
+    if any(
+        isinstance(s, ast.Assign | ast.AnnAssign)
+        and isinstance(t := (s.targets[0] if isinstance(s, ast.Assign) else s.target), ast.Name)
+        and t.id == "model_config"
+        for s in cls.body
+    ):
+        return False
+    config = ast.Assign(
+        targets=[ast.Name(id="model_config", ctx=ast.Store())],
+        value=ast.Call(
+            func=ast.Name(id="ConfigDict", ctx=ast.Load()),
+            args=[],
+            keywords=[ast.keyword(arg="defer_build", value=ast.Constant(True))],
+        ),
+    )
+    has_docstring = (
+        bool(cls.body)
+        and isinstance(cls.body[0], ast.Expr)
+        and isinstance(cls.body[0].value, ast.Constant)
+        and isinstance(cls.body[0].value.value, str)
+    )
+    cls.body.insert(1 if has_docstring else 0, config)
+    return True
+
+
+def _names_in(node: ast.AST, candidates: frozenset[str]) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in candidates}
+
+
+def _quote_forward_references(module: ast.Module, class_names: frozenset[str]) -> None:
+    """Quote each field annotation that names a class not yet defined (itself included); a
+    module-level alias cannot be quoted safely, so a forward one is refused."""
+    defined: set[str] = set()
+    for node in module.body:
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, ast.AnnAssign) and (
+                    _names_in(statement.annotation, class_names) - defined
+                ):
+                    statement.annotation = ast.Constant(ast.unparse(statement.annotation))
+            defined.add(node.name)
+        elif isinstance(node, ast.AnnAssign | ast.Assign):
+            value = node.value
+            later = _names_in(value, class_names) - defined if value is not None else set()
+            if later:
+                raise SchemaError(
+                    f"a module-level alias refers to {sorted(later)} before they are defined"
+                )
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
 
 
 def _union_members(annotation: ast.expr) -> list[ast.expr]:
@@ -119,9 +219,17 @@ def rewrite(
             + ", ".join(unnamed)
             + "; give each a $defs entry or make it a tagged union member"
         )
+    rewritten = deferred = 0
     for cls in classes:
-        _rewrite_dict_defaults(cls, class_names)
+        rewritten += _rewrite_dict_defaults(cls, class_names)
+        deferred += _defer_root_model(cls)
         _tidy_docstrings(cls)
+    if rewritten:
+        _ensure_pydantic_import(module, "Field")
+    if deferred:
+        _ensure_pydantic_import(module, "ConfigDict")
+    _drop_future_annotations(module)
+    _quote_forward_references(module, class_names)
     module = _NeedlessUnionMode().visit(module)
     tables = ast.parse(tables_source)
     imports = [n for n in tables.body if isinstance(n, ast.Import | ast.ImportFrom)]

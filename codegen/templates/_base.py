@@ -10,6 +10,7 @@ while required-nullable members that were set to ``None`` are written as ``null`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -54,3 +55,25 @@ class ErrorSpec:
     kind: str
     retryable: bool | None
     description: str
+
+
+@dataclass(frozen=True, slots=True)
+class BundleOutline:
+    """What one MSP bundle declares, as plain data: enough to gate and route by version without
+    importing (and so creating) the bundle's models."""
+
+    version: str
+    fingerprint: str
+    host_requests: Mapping[str, bool]
+    """Requests the host serves, each mapped to whether it is a command."""
+    client_requests: frozenset[str]
+    """Requests the host may send (approvals and questions as server requests)."""
+    client_notifications: frozenset[str]
+    """Notifications the host may send."""
+    errors: tuple[ErrorSpec, ...]
+    """The error registry."""
+    models: Mapping[str, Mapping[str, bool]]
+    """Every model by class name: its fields (Python names), each mapped to whether it is
+    required."""
+    variants: Mapping[str, frozenset[str]]
+    """Every tag table (``ITEM_VARIANTS``, ...) by name: the tags it holds."""

@@ -1,24 +1,38 @@
 """End to end: the lock gates generation and ``check`` catches a stale ``generated/``.
 
-Runs the real driver on a copy of the repository's spec, codegen and generated folders, so the
-committed tree is never touched.
+Runs the real driver on a copy of the repository's spec and codegen folders, so the committed
+tree is never touched. The copy keeps ACP and the two oldest MSP bundles only: the driver treats
+every target alike, and each one it renders costs a generator run.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from codegen.config import REPO_ROOT
+from codegen.config import EXEC_SCHEMA, REPO_ROOT
+
+KEPT_BUNDLES = ("1.1.1", "1.2.1")
 
 
 def _copy_repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
-    for name in ("spec", "codegen", "generated"):
+    for name in ("spec", "codegen"):
         shutil.copytree(REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
+    (root / "spec" / EXEC_SCHEMA).unlink()
+    for bundle in (root / "spec" / "msp").iterdir():
+        if bundle.is_dir() and bundle.name not in KEPT_BUNDLES:
+            shutil.rmtree(bundle)
+    lock_path = root / "spec" / "lock.json"
+    lock = json.loads(lock_path.read_text(encoding="utf-8"))
+    lock["files"] = {
+        name: entry for name, entry in lock["files"].items() if (root / "spec" / name).is_file()
+    }
+    lock_path.write_text(json.dumps(lock, indent=2) + "\n", encoding="utf-8")
     return root
 
 
@@ -37,6 +51,8 @@ def test_a_changed_spec_byte_is_refused_then_flagged_stale_until_regenerated(
     tmp_path: Path,
 ) -> None:
     root = _copy_repo(tmp_path)
+    assert _codegen(root, "check").returncode == 1  # nothing generated yet
+    assert _codegen(root, "generate").returncode == 0
     assert _codegen(root, "check").returncode == 0
 
     schema = root / "spec" / "msp" / "1.2.1" / "msp.schema.json"

@@ -28,7 +28,7 @@ def bundle(version: str) -> ModuleType:
     """The generated module of ``version``'s own bundle."""
     bindings = bindings_for(version)
     assert bindings.version == version, f"no bundle of its own for {version}"
-    return bindings.module
+    return bindings.models()
 
 
 def _unknown(data: Any, dumped: Any, where: str, found: list[str]) -> None:

@@ -2,13 +2,15 @@
 
 Contract: ``muse_acp_wire.msp`` is the vocabulary every part of muse-acp (the simulator
 included) builds and reads MSP frames with: the models and tables of the newest bundle. A host's
-own bundle, ``bindings_for(version)``, says what that host serves and publishes: its request and
-notification tables, its error registry and its schema fingerprint. The bundle is the host's own
-version when one exists; otherwise the nearest older one (a newer patch or minor than any bundle
-is read as the newest bundle before it, whose protocol it extends), and the oldest bundle for a
-host older than all of them. Bundles are found through the generated ``msp_bundles.BUNDLES``
-table and imported only when a host of their version is met, so a bundle added to ``spec/msp/``
-reaches the runtime with no edit here.
+own bundle, ``bindings_for(version)``, says what that host serves and publishes: its requests
+and notifications, its error registry, its schema fingerprint and the models it declares. The
+bundle is the host's own version when one exists; otherwise the nearest older one (a newer patch
+or minor than any bundle is read as the newest bundle before it, whose protocol it extends), and
+the oldest bundle for a host older than all of them. Bindings are read from the generated
+``msp_outlines.OUTLINES``, which creates no models: a bundle's module is imported only when its
+own models are asked for (``models()``), so a process talking to an older host pays for one set
+of models, the vocabulary's. A bundle added to ``spec/msp/`` reaches the runtime with no edit
+here.
 
 ``error_kind`` reads the kind of a host's error from its ``data`` through the generated
 ``ErrorData`` model, falling back to the registry row of its code.
@@ -27,8 +29,9 @@ from typing import Final
 from pydantic import ValidationError
 
 from muse_acp.rpc import RpcError
-from muse_acp_wire._base import ErrorSpec, NotificationSpec, RequestSpec
+from muse_acp_wire._base import BundleOutline, ErrorSpec
 from muse_acp_wire.msp_bundles import BUNDLES
+from muse_acp_wire.msp_outlines import OUTLINES
 
 __all__ = ["Bindings", "bindings_for", "error_kind", "parse_version"]
 
@@ -53,38 +56,52 @@ class Bindings:
     exact: bool
     """The host reported exactly this version (False: the nearest bundle was chosen)."""
     fingerprint: str
-    host_requests: Mapping[str, RequestSpec]
-    """Requests the host serves."""
-    client_notifications: Mapping[str, NotificationSpec]
+    host_requests: Mapping[str, bool]
+    """Requests the host serves, each mapped to whether it is a command."""
+    client_notifications: frozenset[str]
     """Notifications the host may send."""
-    client_requests: Mapping[str, RequestSpec]
+    client_requests: frozenset[str]
     """Requests the host may send (approvals and questions as server requests)."""
     errors: Mapping[int, ErrorSpec]
     """The error registry by code."""
-    module: ModuleType
-    """The bundle's generated module, for checks of a frame against this very version."""
+    outline: BundleOutline
+    """Everything the bundle declares, its models' fields included."""
 
     def serves(self, method: str) -> bool:
         return method in self.host_requests
 
+    def declares(self, model: str) -> bool:
+        """Whether the bundle has a model named ``model``."""
+        return model in self.outline.models
+
+    def fields(self, model: str) -> Mapping[str, bool]:
+        """The fields of ``model`` (each mapped to whether it is required); empty when the
+        bundle has no such model."""
+        return self.outline.models.get(model, MappingProxyType({}))
+
+    def models(self) -> ModuleType:
+        """The bundle's generated module, for checks of a frame against this very version
+        (importing it creates every model of the bundle)."""
+        return importlib.import_module(BUNDLES[self.version])
+
 
 def _bundle_versions() -> list[tuple[tuple[int, int, int], str]]:
-    found = [(parse_version(version), version) for version in BUNDLES]
+    found = [(parse_version(version), version) for version in OUTLINES]
     return sorted((key, version) for key, version in found if key is not None)
 
 
 @cache
 def _load(version: str, exact: bool) -> Bindings:
-    module = importlib.import_module(BUNDLES[version])
+    outline = OUTLINES[version]
     return Bindings(
         version=version,
         exact=exact,
-        fingerprint=str(module.SCHEMA_FINGERPRINT),
-        host_requests=module.HOST_REQUESTS,
-        client_notifications=module.CLIENT_NOTIFICATIONS,
-        client_requests=module.CLIENT_REQUESTS,
-        errors=MappingProxyType({row.code: row for row in module.ERRORS}),
-        module=module,
+        fingerprint=outline.fingerprint,
+        host_requests=outline.host_requests,
+        client_notifications=outline.client_notifications,
+        client_requests=outline.client_requests,
+        errors=MappingProxyType({row.code: row for row in outline.errors}),
+        outline=outline,
     )
 
 

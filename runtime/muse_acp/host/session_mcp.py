@@ -12,12 +12,11 @@ the request, hosts that gate per-session servers on it grant it.
 
 from __future__ import annotations
 
-import importlib
 from types import MappingProxyType
 from typing import Final
 
-from muse_acp.host.bindings import bindings_for, parse_version
-from muse_acp_wire.msp_bundles import BUNDLES
+from muse_acp.host.bindings import Bindings, bindings_for, parse_version
+from muse_acp_wire.msp_outlines import OUTLINES
 
 __all__ = ["SESSION_MCP", "first_version_with", "session_mcp_transports"]
 
@@ -30,23 +29,23 @@ _MODELS: Final = MappingProxyType(
 """Transport tag -> the bundle model of that arm of ``SessionMcpServerConfig``."""
 
 
-def _declared(module: object) -> frozenset[str]:
-    return frozenset(tag for tag, model in _MODELS.items() if hasattr(module, model))
+def _declared(bindings: Bindings) -> frozenset[str]:
+    return frozenset(tag for tag, model in _MODELS.items() if bindings.declares(model))
 
 
 def session_mcp_transports(version: str | None) -> frozenset[str]:
     """The transports a host reporting ``version`` takes in ``config.mcpServers``."""
     if parse_version(version) is None:
         return frozenset()
-    return _declared(bindings_for(version).module)
+    return _declared(bindings_for(version))
 
 
 def first_version_with(transport: str) -> str | None:
     """The oldest bundle version declaring ``transport`` for per-session MCP servers."""
     ordered = sorted(
-        (key, version) for version in BUNDLES if (key := parse_version(version)) is not None
+        (key, version) for version in OUTLINES if (key := parse_version(version)) is not None
     )
     for _, version in ordered:
-        if transport in _declared(importlib.import_module(BUNDLES[version])):
+        if transport in _declared(bindings_for(version)):
             return version
     return None

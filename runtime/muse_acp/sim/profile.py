@@ -2,9 +2,10 @@
 
 Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simulated version:
 its schema fingerprint and method tables come from that version's own bundle (see
-``muse_acp.host.bindings``), imported only when that version is served, and so do its features:
-each is read off what the bundle publishes (a method it serves, a notification it may send, a
-member a model has or requires), never off a list of version strings. The facts a bundle does
+``muse_acp.host.bindings``; read from its outline, so no model of that bundle is created), and
+so do its features: each is read off what the bundle publishes (a method it serves, a
+notification it may send, a member a model has or requires), never off a list of version
+strings. The facts a bundle does
 not carry in its generated module live in one table, ``VERSION_FACTS``, one row per version;
 a version without a row takes the row of the nearest older version that has one, so a bundle
 added to ``spec/msp/`` is playable with no edit here.
@@ -24,7 +25,6 @@ from typing import Final
 
 from muse_acp.host.bindings import bindings_for, parse_version
 from muse_acp.sim.versions import HostVersion
-from muse_acp_wire._base import NotificationSpec, RequestSpec
 
 __all__ = ["VERSION_FACTS", "HostProfile", "VersionFacts", "facts_for", "load_profile"]
 
@@ -76,9 +76,10 @@ class HostProfile:
 
     version: HostVersion
     fingerprint: str
-    host_requests: Mapping[str, RequestSpec]
-    """Requests the host serves (method -> models), as published by that version's schema."""
-    client_notifications: Mapping[str, NotificationSpec]
+    host_requests: Mapping[str, bool]
+    """Requests the host serves (method -> whether it is a command), as published by that
+    version's schema."""
+    client_notifications: frozenset[str]
     """Notifications the host may send, as published by that version's schema."""
     output_refs: bool
     """Tool items carry ``outputRef`` and ``item/readOutput`` serves the stored bytes."""
@@ -103,8 +104,7 @@ class HostProfile:
         return method in self.client_notifications
 
     def is_command(self, method: str) -> bool:
-        spec = self.host_requests.get(method)
-        return spec is not None and spec.command
+        return self.host_requests.get(method, False)
 
     def grants(self, requested: set[str]) -> list[str]:
         """The capabilities granted for ``requested``, in the bundle's order: the grantable
@@ -115,22 +115,11 @@ class HostProfile:
         ]
 
 
-def _fields(module: object, model: str) -> Mapping[str, object]:
-    fields: Mapping[str, object] = getattr(getattr(module, model, None), "model_fields", {})
-    return fields
-
-
-def _required(module: object, model: str, member: str) -> bool:
-    field = _fields(module, model).get(member)
-    return field is not None and bool(getattr(field, "is_required", lambda: False)())
-
-
 def load_profile(version: HostVersion) -> HostProfile:
     """The profile of ``version``; raises ``KeyError`` for a version without a bundle."""
     bindings = bindings_for(version.version)
     if bindings.version != version.version:
         raise KeyError(version.version)
-    module = bindings.module
     return HostProfile(
         version=version,
         fingerprint=bindings.fingerprint,
@@ -138,9 +127,9 @@ def load_profile(version: HostVersion) -> HostProfile:
         client_notifications=bindings.client_notifications,
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
-        titles="title" in _fields(module, "Session"),
-        pending_kind_required=_required(module, "PendingRequest", "kind"),
-        skill_input="skill" in getattr(module, "TURN_INPUT_PART_VARIANTS", {}),
-        change_reasons="reason" in _fields(module, "ApprovalChange"),
+        titles="title" in bindings.fields("Session"),
+        pending_kind_required=bindings.fields("PendingRequest").get("kind", False),
+        skill_input="skill" in bindings.outline.variants.get("TURN_INPUT_PART_VARIANTS", ()),
+        change_reasons="reason" in bindings.fields("ApprovalChange"),
         facts=facts_for(version.version),
     )
