@@ -117,7 +117,8 @@ def test_the_two_simulated_versions_differ_in_their_features(
         assert "(through --muse)" in out
         seen.append(features(out))
     assert seen[0] != seen[1]
-    assert "on" not in seen[0].values()
+    assert (seen[0]["storedOutput"], seen[1]["storedOutput"]) == ("off", "on")
+    assert seen[0]["mcpOverlay"] == seen[1]["mcpOverlay"] == "on"
 
 
 def test_no_muse_anywhere_fails_and_says_what_to_install_or_set(

@@ -8,7 +8,7 @@ defaults. A malformed value is reported when the adapter starts, not when it is 
 | ``MUSE_ACP_MUSE_BIN`` | the Muse executable | ``muse`` on PATH |
 | ``MUSE_ACP_BACKEND`` | ``msp``, ``exec`` (legacy ``muse exec --json``) or ``auto`` | ``auto`` |
 | ``MUSE_ACP_TRUST_NEWER_HOST`` | ``1``: gated features for a Muse newer than all verified | ``0`` |
-| ``MUSE_ACP_DATA_DIR`` | adapter preferences (titles) | ``$XDG_DATA_HOME/muse-acp`` |
+| ``MUSE_ACP_DATA_DIR`` | titles; MCP overlays (``run/``) | ``$XDG_DATA_HOME/muse-acp`` |
 | ``MUSE_ACP_STARTUP_TIMEOUT`` | seconds for a host to start and finish its handshake | 120 |
 | ``MUSE_ACP_SUBMIT_TIMEOUT`` | seconds for Muse to acknowledge a command | 30 |
 | ``MUSE_ACP_CANCEL_TIMEOUT`` | seconds a cancelled turn may take to settle | 5 |

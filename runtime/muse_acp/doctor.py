@@ -89,6 +89,9 @@ Account: TypeAlias = "msp.AccountState | str"
 FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
     {
         "storedOutput": "whole tool outputs readable by clients",
+        "mcpOverlay": "editor MCP servers through a private settings file",
+        "taskControl": "clients can stop workflows and background tasks (_muse/task)",
+        "planUsage": "the account's subscription usage in /status and usage updates",
     }
 )
 """What each version-gated feature gives a user; a feature missing here shows its name."""
@@ -326,6 +329,7 @@ def _features(doctor: Doctor) -> Section:
         how = "its own" if bindings.exact else "the nearest older one"
         section.line("bindings", f"MSP {bindings.version} ({how}) for Muse {version}")
         section.facts.update(bundle=bindings.version, exact_bundle=bindings.exact)
+    width = max(map(len, VERIFIED_HOSTS)) + 2
     for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
         enabled = supports(feature, version, trust_newer=trust_newer) and not on_exec
         versions = ", ".join(sorted(verified))
@@ -333,17 +337,18 @@ def _features(doctor: Doctor) -> Section:
         state = "on " if enabled else "off"
         section.line(
             "features" if index == 0 else "",
-            f"{feature:<14}{state}  {description} (verified: {versions})",
+            f"{feature:<{width}}{state}  {description} (verified: {versions})",
         )
         newer = not on_exec and newer_than_verified(feature, version)
         if newer and not enabled:
             section.line(
                 "",
-                f"{'':<14}      this Muse is newer than every verified one; set "
+                f"{'':<{width}}      this Muse is newer than every verified one; set "
                 f"{ENV_TRUST_NEWER}=1 to turn it on",
             )
         elif newer:
-            section.line("", f"{'':<14}      on because {ENV_TRUST_NEWER}=1 trusts newer hosts")
+            trusted = f"on because {ENV_TRUST_NEWER}=1 trusts newer hosts"
+            section.line("", f"{'':<{width}}      {trusted}")
         section.facts[feature] = {
             "enabled": enabled,
             "verified": sorted(verified),

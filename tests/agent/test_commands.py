@@ -136,10 +136,10 @@ def test_a_known_command_is_recognised(
     [
         [text("please run /models for me")],
         [text("what does /rename do?")],
-        [text("/compact")],
+        [text("/compactify")],
         [text("/goalkeeper save")],
         [text("/bundled:plan draft the release")],
-        [text("/review the diff")],
+        [text("/reviewer the diff")],
         [text("/models.")],
         [text("models")],
         [text("//models")],
@@ -157,8 +157,8 @@ def test_anything_else_is_ordinary_prompt_text(prompt: list[acp.ContentBlock]) -
 
 
 def test_an_invocation_must_name_a_built_in() -> None:
-    with pytest.raises(ValueError, match="compact"):
-        CommandInvocation("compact")
+    with pytest.raises(ValueError, match="compactify"):
+        CommandInvocation("compactify")
 
 
 @pytest.mark.parametrize(
@@ -606,7 +606,7 @@ async def test_a_failed_logout_is_told_in_the_reply(tmp_path: Path) -> None:
 
 def test_the_built_ins_come_first_and_only_rename_takes_input() -> None:
     advertised = available_commands([])
-    assert [command.name for command in advertised] == [
+    assert [command.name for command in advertised][:5] == [
         "status",
         "models",
         "skills",
@@ -615,13 +615,17 @@ def test_the_built_ins_come_first_and_only_rename_takes_input() -> None:
     ]
     assert [command.name for command in advertised] == list(BUILTINS)
     hints = {c.name: (c.input.hint if c.input is not None else None) for c in advertised}
-    assert hints == {
+    assert {name: hints[name] for name in ("status", "models", "skills", "rename", "logout")} == {
         "status": None,
         "models": None,
         "skills": None,
         "rename": "new title",
         "logout": None,
     }
+    # The session controls and reviews: those that take an argument say what it is.
+    assert (hints["compact"], hints["mcp"]) == (None, None)
+    for name in ("goal", "review", "review-branch", "review-commit"):
+        assert hints[name], name
     assert all(command.description for command in advertised)
 
 
@@ -634,18 +638,10 @@ def test_active_skills_follow_the_built_ins_without_collisions_or_duplicates() -
     ]
     advertised = available_commands(skills)
     names = [command.name for command in advertised]
-    assert names == [
-        "status",
-        "models",
-        "skills",
-        "rename",
-        "logout",
-        "bundled:plan",
-        "review",
-        "quiet",
-    ]
-    assert advertised[5].description == "Plan first."
-    assert advertised[7].description == "Muse workspace skill"
+    # The "review" skills are named like the /review built-in, so they are left out.
+    assert names == [*BUILTINS, "bundled:plan", "quiet"]
+    assert advertised[len(BUILTINS)].description == "Plan first."
+    assert advertised[len(BUILTINS) + 1].description == "Muse workspace skill"
 
 
 def test_at_most_two_hundred_skills_are_advertised() -> None:
@@ -661,7 +657,7 @@ async def test_advertise_sends_the_built_ins_and_the_active_skills(tmp_path: Pat
     (update,) = ctx.updates
     assert isinstance(update, acp.AvailableCommandsUpdateSessionUpdate)
     names = [command.name for command in update.available_commands]
-    assert names == ["status", "models", "skills", "rename", "logout", "bundled:plan", "review"]
+    assert names == [*BUILTINS, "bundled:plan"]
 
 
 async def test_advertise_falls_back_to_the_built_ins_when_skills_are_unavailable(

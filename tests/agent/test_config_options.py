@@ -75,11 +75,13 @@ def _menu(settings: SessionSettings, catalog: ModelCatalog | None) -> dict[str, 
 
 ASK = "Muse asks before actions that need approval; you decide each one in the client."
 READ_ONLY = "Muse cannot write files or run shell commands; other approvals are still asked."
+PLAN = "Muse plans without writing files or running commands; leave it by choosing another mode."
 AUTO_APPROVE = "Each approval is granted once with the allow choice Muse offers, without asking."
 AUTO_REJECT = "Each approval is refused once with the deny choice Muse offers, without asking."
 MODE_VALUES = [
     {"value": "default", "name": "Ask", "description": ASK},
     {"value": "readOnly", "name": "Read-only", "description": READ_ONLY},
+    {"value": "plan", "name": "Plan", "description": PLAN},
     {"value": "autoApprove", "name": "Auto-approve", "description": AUTO_APPROVE},
     {"value": "autoReject", "name": "Auto-reject", "description": AUTO_REJECT},
 ]
@@ -266,7 +268,15 @@ def test_reselecting_the_current_model_missing_from_the_catalog_keeps_it() -> No
             "sandbox",
             "on",
             CATALOG,
-            "unknown config option 'sandbox'; this session offers mode, model, reasoningEffort",
+            "the safety option 'sandbox' is not offered for the installed Muse (its `muse serve "
+            "--help` does not list --disable-sandbox); choose among the options this session lists",
+            id="a safety option the installed Muse does not offer",
+        ),
+        pytest.param(
+            "sandboxes",
+            "on",
+            CATALOG,
+            "unknown config option 'sandboxes'; this session offers mode, model, reasoningEffort",
             id="unknown config id",
         ),
         pytest.param(
@@ -280,7 +290,8 @@ def test_reselecting_the_current_model_missing_from_the_catalog_keeps_it() -> No
             "mode",
             "yolo",
             CATALOG,
-            "unknown session mode 'yolo'; choose one of default, readOnly, autoApprove, autoReject",
+            "unknown session mode 'yolo'; choose one of default, readOnly, plan, autoApprove, "
+            "autoReject",
             id="unknown mode",
         ),
         pytest.param(
@@ -322,7 +333,7 @@ def test_apply_mode_refuses_an_unknown_mode() -> None:
         mode_id="readOnly", effort="low"
     )
     with pytest.raises(RpcError) as caught:
-        apply_mode(SessionSettings(), "plan")
+        apply_mode(SessionSettings(), "yolo")
     assert caught.value.code == INVALID_PARAMS
 
 
@@ -335,7 +346,7 @@ def test_a_long_unknown_value_is_shown_shortened() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mode_id": "plan"}, "unknown session mode 'plan'"),
+        ({"mode_id": "yolo"}, "unknown session mode 'yolo'"),
         ({"effort": "default"}, "unknown reasoning effort 'default'"),
         ({"effort": "extreme"}, "unknown reasoning effort 'extreme'"),
     ],
@@ -352,6 +363,7 @@ def test_settings_cannot_hold_an_unknown_mode_or_effort(
     [
         ("default", (), None),
         ("readOnly", ("--disable-write", "--disable-shell"), None),
+        ("plan", ("--disable-write", "--disable-shell"), None),
         ("autoApprove", (), "approve"),
         ("autoReject", (), "reject"),
     ],

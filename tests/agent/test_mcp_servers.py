@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.mcp_servers import check_host, check_servers, session_config, startup_failure
+from muse_acp.agent.mcp_servers import (
+    check_host,
+    check_servers,
+    delivery,
+    session_config,
+    startup_failure,
+    transports,
+)
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
 
@@ -87,9 +94,8 @@ def test_names_must_be_unique() -> None:
 @pytest.mark.parametrize(
     ("version", "entry", "needed"),
     [
-        ("1.1.1", _stdio(), "Muse Code 1.2.1 or newer"),
-        (None, _stdio(), "Muse Code 1.2.1 or newer"),
-        ("1.2.1", _http(), "Muse Code 1.4.2 or newer"),
+        (None, _stdio(), "Muse Code 1.1.1 or newer"),
+        (None, _http(), "Muse Code 1.1.1 or newer"),
         ("1.3.0", _http(), "Muse Code 1.4.2 or newer"),
     ],
 )
@@ -104,11 +110,46 @@ def test_host_refusal_names_the_version(
 
 
 @pytest.mark.parametrize(
-    ("version", "entry"),
-    [("1.2.1", _stdio()), ("1.3.0", _stdio()), ("1.4.2", _stdio()), ("1.4.2", _http())],
+    ("version", "entries", "route"),
+    [
+        ("1.1.1", [_stdio()], "overlay"),
+        ("1.1.1", [_http()], "overlay"),
+        ("1.2.1", [_stdio()], "native"),
+        # One way per session: an http server sends them all through the overlay.
+        ("1.2.1", [_stdio(), _http()], "overlay"),
+        ("1.3.0", [_stdio()], "native"),
+        ("1.4.2", [_stdio(), _http()], "native"),
+    ],
 )
-def test_host_takes(version: str, entry: dict[str, Any]) -> None:
-    check_host(check_servers([_server(entry)]), version)
+def test_host_takes(version: str, entries: list[dict[str, Any]], route: str) -> None:
+    servers = check_servers([_server(entry) for entry in entries])
+    check_host(servers, version)
+    assert delivery(servers, version) == route
+
+
+def test_http_on_1_3_0_needs_trust_in_newer_hosts() -> None:
+    servers = check_servers([_server(_stdio()), _server(_http())])
+    with pytest.raises(RpcError) as refused:
+        check_host(servers, "1.3.0")
+    assert "MUSE_ACP_TRUST_NEWER_HOST=1" in refused.value.message
+    assert delivery(servers, "1.3.0", trust_newer=True) == "overlay"
+
+
+@pytest.mark.parametrize(
+    ("version", "trust_newer", "expected"),
+    [
+        ("1.1.1", False, {"stdio", "streamableHttp"}),
+        ("1.2.1", False, {"stdio", "streamableHttp"}),
+        ("1.3.0", False, {"stdio"}),
+        ("1.3.0", True, {"stdio", "streamableHttp"}),
+        ("1.4.2", False, {"stdio", "streamableHttp"}),
+        (None, True, set()),
+    ],
+)
+def test_transports_that_reach_each_host(
+    version: str | None, trust_newer: bool, expected: set[str]
+) -> None:
+    assert transports(version, trust_newer=trust_newer) == expected
 
 
 def test_session_config_shape() -> None:

@@ -67,16 +67,22 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
 @pytest.mark.parametrize(
     ("meta", "host", "expected"),
     [
-        (None, "1.2.1", Negotiated()),
-        ({"muse/output": 1}, "1.2.1", Negotiated(output=True)),
-        ({"muse/output": 1}, "1.1.1", Negotiated()),
+        # HTTP MCP servers reach 1.1.1 and 1.2.1 by settings overlay, 1.4.2 natively.
+        (None, "1.2.1", Negotiated(mcp_http=True)),
+        ({"muse/output": 1}, "1.2.1", Negotiated(output=True, mcp_http=True)),
+        ({"muse/output": 1}, "1.1.1", Negotiated(mcp_http=True)),
+        ({"muse/output": 1}, "1.3.0", Negotiated()),
         ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True)),
         ({"muse/output": 1}, None, Negotiated()),
-        ({"muse/steering": 1}, "1.1.1", Negotiated(steering=True)),
-        ({"steering": {"supported": True}}, "1.2.1", Negotiated(compatible_steering=True)),
-        ({"steering": True}, "1.2.1", Negotiated(compatible_steering=True)),
-        ({"steering": {"supported": False}}, "1.2.1", Negotiated()),
-        ({"unrelated": "anything", "x/y": [1]}, "1.2.1", Negotiated()),
+        ({"muse/steering": 1}, "1.1.1", Negotiated(steering=True, mcp_http=True)),
+        (
+            {"steering": {"supported": True}},
+            "1.2.1",
+            Negotiated(compatible_steering=True, mcp_http=True),
+        ),
+        ({"steering": True}, "1.2.1", Negotiated(compatible_steering=True, mcp_http=True)),
+        ({"steering": {"supported": False}}, "1.2.1", Negotiated(mcp_http=True)),
+        ({"unrelated": "anything", "x/y": [1]}, "1.2.1", Negotiated(mcp_http=True)),
     ],
 )
 def test_extensions_are_negotiated_only_when_asked_for_and_verified(

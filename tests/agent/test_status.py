@@ -39,9 +39,22 @@ def test_every_fact_has_its_own_line_in_a_fixed_order() -> None:
         "- Mode: Ask",
         "- Model: muse-spark-1.3",
         "- Reasoning effort: High",
+        "- Safety: Muse's own defaults (this Muse offers no safety settings to change)",
+        "- MCP servers: none from this client",
         "- Context: 1,272 of 1,000,000 tokens (0%)",
         "- Tool outputs: readable in full through _muse/readOutput",
     ]
+
+
+def test_safety_settings_and_mcp_servers_are_named_without_their_settings() -> None:
+    lines = status_text(
+        facts(
+            safety=(("Sandbox", "Disabled"), ("Shell", "Enabled")),
+            mcp_servers=(("docs", "stdio"), ("search", "http")),
+        )
+    ).splitlines()
+    assert lines[7] == "- Safety: Sandbox: Disabled; Shell: Enabled"
+    assert lines[8] == "- MCP servers: docs (stdio), search (http)"
 
 
 @pytest.mark.parametrize(
@@ -66,8 +79,8 @@ def test_the_host_line_says_what_is_known(host: HostFacts, line: str) -> None:
 def test_facts_not_known_yet_are_said_to_be_unknown() -> None:
     lines = status_text(facts(title=None, context=None, stored_output=False)).splitlines()
     assert lines[2] == "- Session: 019a0000-0000-7000-8000-000000000001"
-    assert lines[7] == "- Context: not reported yet (Muse reports it during a turn)"
-    assert lines[8].startswith("- Tool outputs: shown as the card text only")
+    assert lines[9] == "- Context: not reported yet (Muse reports it during a turn)"
+    assert lines[10].startswith("- Tool outputs: shown as the card text only")
 
 
 def test_a_context_share_is_rounded_and_an_empty_window_does_not_divide() -> None:

@@ -205,7 +205,9 @@ def test_titles_come_from_public_arguments_and_are_bounded(
         ({"kind": "userShell", "commandId": "c", "commandText": "make test"}, "make test"),
         ({"kind": "userShell", "commandId": "c", "commandText": "m" * 300}, "m" * 255 + "…"),
         ({**WORKFLOW, "status": "inProgress"}, "workflow: inProgress"),
-        (SUBAGENT, "subagent: completed"),
+        (SUBAGENT, "Subagent: look around"),
+        ({**SUBAGENT, "objective": " "}, "Subagent: root/scout"),
+        ({**WORKFLOW, "status": "inProgress", "message": "Audit\nthe notes"}, "Workflow: Audit"),
         ({"kind": "hookRun", "status": "failed"}, "hookRun: failed"),
     ],
 )

@@ -55,6 +55,9 @@ async def test_status_tells_where_the_session_stands_without_a_turn(
     assert f"- muse-acp: {__version__}" in idle
     assert f"- Muse: {version} (starts with the next prompt)" in idle
     assert "- Mode: Ask" in idle
+    assert "- Safety: Sandbox: Enabled; " in idle
+    assert "Shell: Enabled" in idle
+    assert "- MCP servers: none from this client" in idle
     assert "- Context: not reported yet" in idle
     assert f"- Muse: {version} (running for this session)" in running
     assert re.search(r"- Context: [\d,]+ of [\d,]+ tokens", running)

@@ -198,7 +198,8 @@ async def test_config_options_answer_the_full_list(world: World) -> None:
                 )
             await agent.prompt(session, "with high effort")
     ids = [option.id for option in response.config_options]
-    assert ids == ["mode", "model", "reasoningEffort"]
+    safety = ["sandbox", "sandboxNetwork", "workspaceWrite", "shell", "approvalPolicy"]
+    assert ids == ["mode", "model", "reasoningEffort", *safety]
     assert raised.value.code == -32602
     [start] = world.host_requests("turn/start")
     assert start["params"]["reasoningEffort"] == "high"

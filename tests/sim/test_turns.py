@@ -284,3 +284,24 @@ async def test_a_stream_directive_sends_one_agent_message_as_exactly_n_deltas(
     }
     assert agent_texts(frames) == ["t0 t1 t2 t3 t4 "]
     assert frames[-1]["params"]["terminal"] == "completed"
+
+
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2"])
+async def test_the_flags_directive_reports_the_serve_flags_and_they_are_honoured(
+    tmp_path: Path, version: str
+) -> None:
+    flags = ("--disable-write", "--disable-shell", "--disable-sandbox", "--sandbox-network=enabled")
+    async with sim_process(tmp_path, *flags, version=version) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        frames = await sim.turn(session_id, "sim:flags\nsim:bash 5\nsim:edit a.py x y")
+    assert any(
+        "[host flags: --disable-write --disable-shell --disable-sandbox "
+        "--sandbox-network=enabled; approval mode: promptUnmatched]" in text
+        for text in agent_texts(frames)
+    )
+    tools = [item_of(f) for f in frames if f.get("method") == "item/completed"]
+    refused = [t for t in tools if t["kind"] == "toolCall"]
+    assert [t["status"] for t in refused] == ["rejected", "rejected"]
+    assert "--disable-shell" in json.dumps(refused[0])
+    assert "--disable-write" in json.dumps(refused[1])

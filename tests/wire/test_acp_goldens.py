@@ -187,6 +187,9 @@ EXTENSIONS_VALID: Final[dict[str, type[WireModel]]] = {
     "session_steering_response_prompt_required": acp.SessionSteeringResponse,
     "steer_request": acp.MuseSteerRequest,
     "steer_response": acp.MuseSteerResponse,
+    "task_request": acp.MuseTaskRequest,
+    "task_response": acp.MuseTaskResponse,
+    "task_response_noop": acp.MuseTaskResponse,
 }
 """Muse extension messages and `_meta` entries that must round-trip."""
 
@@ -223,6 +226,8 @@ EXTENSIONS_INVALID: Final[dict[str, type[WireModel]]] = {
     "steer_request_missing_expected_turn_id": acp.MuseSteerRequest,
     "steer_request_unknown_block_type": acp.MuseSteerRequest,
     "steer_response_bad_status": acp.MuseSteerResponse,
+    "task_request_unknown_action": acp.MuseTaskRequest,
+    "task_response_unknown_kind": acp.MuseTaskResponse,
 }
 """Muse extension messages the models must refuse."""
 
@@ -257,6 +262,7 @@ EXPECTED_AGENT_REQUESTS: Final[dict[str, tuple[type[WireModel], type[WireModel]]
     "session/prompt": (acp.PromptRequest, acp.PromptResponse),
     "_muse/readOutput": (acp.MuseReadOutputRequest, acp.MuseReadOutputResponse),
     "_muse/steer": (acp.MuseSteerRequest, acp.MuseSteerResponse),
+    "_muse/task": (acp.MuseTaskRequest, acp.MuseTaskResponse),
     "_session/steering": (acp.SessionSteeringRequest, acp.SessionSteeringResponse),
 }
 EXPECTED_CLIENT_REQUESTS: Final[dict[str, tuple[type[WireModel], type[WireModel]]]] = {

@@ -1,18 +1,19 @@
 """The ``initialize`` exchange: what the client negotiated and what the agent advertises.
 
 Capabilities are advertised honestly: images and embedded context but not audio, HTTP MCP
-servers only when the installed Muse takes them per session (never SSE), sessions that can be
-loaded, listed, resumed, closed, forked and deleted, and logout. Delete is advertised on every
+servers only when they reach the installed Muse, per session or through a settings overlay
+(never SSE), sessions that can be loaded, listed, resumed, closed, forked and deleted, and
+logout. Delete is advertised on every
 MSP host: where Muse cannot delete a session, muse-acp still takes it out of its list and
 records for good, which is what ACP's ``session/delete`` promises (see ``deletion``).
 
 Muse extensions appear in the response ``_meta`` only when the client asked for them in
 ``clientCapabilities._meta`` (JetBrains AIR's file-change report under ``_meta.jetbrains``, see
-``file_change_report``), and stored output only when the configured Muse host is a version
-verified to serve it. Both ``_meta`` blocks are read and written through their generated models
-(``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so an opt-in the extension schema refuses
-is refused here too (-32602), and every limit advertised is the schema's own.
-
+``file_change_report``), and stored output and task control (``_muse/task``) only when the
+configured Muse host is a version verified to serve them. Both ``_meta`` blocks are read and
+written through their generated models (``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so
+an opt-in the extension schema refuses is refused here too (-32602), and every limit advertised
+is the schema's own.
 ``_meta["muse/backend"]`` says which backend serves the connection and why, whenever it is
 known. On the legacy exec backend (``muse exec --json`` per turn) sessions can only be created
 and closed: no load, list, resume, fork or delete, and no extension (stored output, steering) is
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from muse_acp import __version__
 from muse_acp.agent import file_change_report
-from muse_acp.host.session_mcp import session_mcp_transports
+from muse_acp.agent.mcp_servers import transports as mcp_transports
 from muse_acp.host.versions import supports
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
 from muse_acp_wire import acp
@@ -83,13 +84,18 @@ class Negotiated:
     steering: bool = False
     """The original ``_muse/steer`` extension."""
     mcp_http: bool = False
-    """HTTP MCP servers reach Muse: the installed host takes them per session."""
+    """HTTP MCP servers reach Muse: the installed host takes them per session, or reads them
+    from a settings overlay (see ``mcp_servers.transports``)."""
     compatible_steering: bool = False
     """The compatible ``_session/steering`` extension."""
     elicitation_form: bool = False
     """The client can answer form elicitations (Muse questions)."""
     terminal_auth: bool = False
     file_change_report: bool = False
+    tasks: bool = False
+    """``_muse/task`` (the client opted in and the installed Muse can stop background work)."""
+    tasks_asked: bool = False
+    """The client opted in to ``_muse/task``, whether or not the installed Muse can do it."""
     """JetBrains AIR ``agentFileChangeReport`` (see ``file_change_report``)."""
     exec_backend: bool = False
     """The legacy exec backend serves the connection: no MSP feature is offered."""
@@ -148,8 +154,13 @@ def negotiate(
         elicitation_form=elicitation is not None and elicitation.form is not None,
         terminal_auth=bool(auth and auth.terminal) or bool(meta.terminal_auth),
         file_change_report=on_msp and file_change_report.client_asks(capabilities),
+        tasks_asked=on_msp and meta.muse_async_tasks is not None,
+        tasks=on_msp
+        and meta.muse_async_tasks is not None
+        and supports("taskControl", host_version, trust_newer=trust_newer),
         exec_backend=not on_msp,
-        mcp_http=on_msp and "streamableHttp" in session_mcp_transports(host_version),
+        mcp_http=on_msp
+        and "streamableHttp" in mcp_transports(host_version, trust_newer=trust_newer),
     )
 
 
@@ -209,6 +220,10 @@ def initialize_response(
         meta.muse_steering = acp.MuseSteeringAdvertisement(version=1, method="_muse/steer")
     if negotiated.compatible_steering:
         meta.steering = acp.SteeringSupport(supported=True)
+    if negotiated.tasks:
+        meta.muse_async_tasks = acp.MuseTaskAdvertisement(
+            version=1, method="_muse/task", actions=["cancel"]
+        )
     if negotiated.file_change_report:
         meta.jetbrains = file_change_report.advertisement()
     if backend is not None:

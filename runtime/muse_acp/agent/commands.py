@@ -1,6 +1,9 @@
-"""Local commands: ``/status``, ``/models``, ``/skills``, ``/rename TITLE`` and ``/logout``.
+"""Local commands: ``/status``, ``/models``, ``/skills``, ``/rename TITLE``, ``/logout``,
+``/compact``, ``/goal``, ``/mcp`` and the reviews (each command's logic in its own module).
 
-Contract: a local command never starts a model turn. ``recognise`` finds one only when the
+Contract: a local command never starts a model turn, except ``/plan TEXT``, which is one by
+design (see ``plan_mode``), and ``/review``, ``/review-branch`` and ``/review-commit`` (see
+``review``). ``recognise`` finds one only when the
 first top-level text block of a prompt, trimmed, is ``/<name>`` or ``/<name> <argument>`` for a
 built-in name (any case); anything else (a command mentioned mid-text, an unknown ``/word``, a
 skill id) is ordinary prompt text. ``run`` answers every command with one
@@ -26,9 +29,23 @@ from typing import Final, TypeVar
 from muse_acp import __version__
 from muse_acp.agent import account
 from muse_acp.agent.catalog import adopt_catalog, read_catalog
+from muse_acp.agent.compaction import run_compact
 from muse_acp.agent.config_options import current_names
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.goal import GOAL_HINT, run_goal
+from muse_acp.agent.mcp_listing import run_mcp
+from muse_acp.agent.plan_mode import run_plan
+from muse_acp.agent.review import (
+    BRANCH_HINT,
+    COMMIT_HINT,
+    REVIEW_HINT,
+    run_review,
+    run_review_branch,
+    run_review_commit,
+)
+from muse_acp.agent.safety import CONTROLS
 from muse_acp.agent.session import AcpSession
+from muse_acp.agent.session_state import read_plan_usage
 from muse_acp.agent.skills import (
     MAX_SKILLS_SHOWN,
     SKILL_ID_LIMIT,
@@ -38,6 +55,7 @@ from muse_acp.agent.skills import (
 )
 from muse_acp.agent.status import HostFacts, StatusFacts, status_text
 from muse_acp.agent.titles import check_user_title
+from muse_acp.agent.usage import usage_lines
 from muse_acp.agent.work import SessionWork
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.bindings import bindings_for
@@ -184,6 +202,7 @@ async def _status(
     ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
 ) -> acp.StopReason:
     host = await _host_facts(ctx, session)
+    await read_plan_usage(ctx, session)  # usage/changed may not have come: ask
     names = current_names(session.settings, ctx.catalog)
     stored = ctx.negotiated.output and supports(
         "storedOutput", host.version, trust_newer=ctx.config.trust_newer_host
@@ -199,6 +218,13 @@ async def _status(
         effort=names["reasoningEffort"],
         context=session.context,
         stored_output=stored,
+        usage=tuple(usage_lines(session.tokens, session.plan_usage)),
+        safety=tuple(
+            (control.name, names[control.id])
+            for control in CONTROLS.values()
+            if control.id in names
+        ),
+        mcp_servers=tuple((server.name, server.kind) for server in session.mcp_servers),
     )
     await _reply(session, status_text(facts))
     return "end_turn"
@@ -285,6 +311,13 @@ BUILTINS: Final[Mapping[str, Builtin]] = MappingProxyType(
             Builtin("skills", "List Muse's skills for this workspace", None, _skills),
             Builtin("rename", "Give this session a title of your own", "new title", _rename),
             Builtin("logout", "Sign out of Muse and close every session", None, _logout),
+            Builtin("review", "Review uncommitted changes, read-only", REVIEW_HINT, run_review),
+            Builtin("review-branch", "Review a branch's changes", BRANCH_HINT, run_review_branch),
+            Builtin("review-commit", "Review one commit", COMMIT_HINT, run_review_commit),
+            Builtin("compact", "Have Muse compact this session's history", None, run_compact),
+            Builtin("goal", "Show or change the session goal", GOAL_HINT, run_goal),
+            Builtin("mcp", "List this session's MCP servers", None, run_mcp),
+            Builtin("plan", "Enter plan mode and plan a change", "what to plan", run_plan),
         )
     }
 )

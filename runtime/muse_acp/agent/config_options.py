@@ -1,9 +1,10 @@
 """A session's settings, and the ACP modes and config options that show and change them.
 
-Contract: ``SessionSettings`` holds a session's mode, model and reasoning effort, always valid
-(an unknown mode or effort cannot be constructed). ``config_options`` presents them as three
-select options, in the order ``mode``, ``model``, ``reasoningEffort``, whose current values are
-always among their options. ``apply_config_option`` and ``apply_mode`` validate a client's
+Contract: ``SessionSettings`` holds a session's mode, model, reasoning effort and safety choices,
+always valid (an unknown mode or effort cannot be constructed). ``config_options`` presents them
+as select options, in the order ``mode``, ``model``, ``reasoningEffort``, then the safety
+options the installed Muse offers (see ``safety``), whose current values are always among their
+options. ``apply_config_option`` and ``apply_mode`` validate a client's
 change and return new settings, raising ``RpcError`` ``INVALID_PARAMS`` with a message that
 says how to fix the request. The model menu comes from the host's ``model/list`` through a
 ``ModelCatalog``; until one is known the menu holds only the current model. Pure functions.
@@ -12,10 +13,18 @@ says how to fix the request. The model menu comes from the host's ``model/list``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 
+from muse_acp.agent.safety import (
+    CONTROLS,
+    SafetyChoices,
+    apply_safety,
+    safety_flags,
+    safety_options,
+)
+from muse_acp.agent.select_options import SelectValue, select_option
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
 from muse_acp.text import quoted
 from muse_acp_wire import acp, msp
@@ -78,6 +87,14 @@ MODES: Final[Mapping[str, ModeSpec]] = MappingProxyType(
                 None,
             ),
             ModeSpec(
+                "plan",
+                "Plan",
+                "Muse plans without writing files or running commands; leave it by choosing "
+                "another mode.",
+                ("--disable-write", "--disable-shell"),
+                None,
+            ),
+            ModeSpec(
                 "autoApprove",
                 "Auto-approve",
                 "Each approval is granted once with the allow choice Muse offers, without asking.",
@@ -126,6 +143,7 @@ class SessionSettings:
     mode_id: str = "default"
     model: ModelChoice | None = None
     effort: str | None = None
+    safety: SafetyChoices = field(default_factory=SafetyChoices)
 
     def __post_init__(self) -> None:
         if self.mode_id not in MODES:
@@ -188,29 +206,6 @@ class ModelCatalog:
         return matches[0] if len(matches) == 1 else None
 
 
-def _select(
-    option_id: str,
-    name: str,
-    category: str,
-    current: str,
-    values: list[tuple[str, str, str | None]],
-) -> acp.SelectSessionConfigOption:
-    options = []
-    for value, label, description in values:
-        option = acp.SessionConfigSelectOption(value=value, name=label)
-        if description is not None:
-            option.description = description
-        options.append(option)
-    return acp.SelectSessionConfigOption(
-        type="select",
-        id=option_id,
-        name=name,
-        category=category,
-        current_value=current,
-        options=options,
-    )
-
-
 def _plain_value(choice: ModelChoice) -> str:
     return (
         choice.model_id if choice.provider_id is None else f"{choice.provider_id}/{choice.model_id}"
@@ -219,7 +214,7 @@ def _plain_value(choice: ModelChoice) -> str:
 
 def _model_menu(
     model: ModelChoice | None, catalog: ModelCatalog | None
-) -> tuple[str, list[tuple[str, str, str | None]]]:
+) -> tuple[str, list[SelectValue]]:
     """The model option's current value and its values (value, name, description)."""
     if catalog is None:
         if model is None:
@@ -230,7 +225,7 @@ def _model_menu(
     default_name = "Muse default model"
     if default_entry is not None:
         default_name = f"{default_name} ({default_entry.name})"
-    values: list[tuple[str, str, str | None]] = [(DEFAULT_VALUE, default_name, None)]
+    values: list[SelectValue] = [(DEFAULT_VALUE, default_name, None)]
     values += [(entry.value, entry.name, None) for entry in catalog.entries]
     if model is None:
         return DEFAULT_VALUE, values
@@ -249,21 +244,22 @@ def config_options(
     """The session's config options: mode, model and reasoning effort, in that order."""
     model_current, model_values = _model_menu(settings.model, catalog)
     return [
-        _select(
+        select_option(
             MODE_OPTION,
             "Mode",
             "mode",
             settings.mode_id,
             [(spec.id, spec.name, spec.description) for spec in MODES.values()],
         ),
-        _select(MODEL_OPTION, "Model", "model", model_current, model_values),
-        _select(
+        select_option(MODEL_OPTION, "Model", "model", model_current, model_values),
+        select_option(
             EFFORT_OPTION,
             "Reasoning effort",
             "thought_level",
             settings.effort or DEFAULT_VALUE,
             [(value, name, None) for value, name in EFFORTS.items()],
         ),
+        *safety_options(settings.safety),
     ]
 
 
@@ -355,11 +351,11 @@ def apply_config_option(
             is a select), or a value the option does not offer.
     """
     apply = _APPLIERS.get(config_id)
-    if apply is None:
+    if apply is None and config_id not in CONTROLS:
+        offered = [*_APPLIERS, *(c for c in CONTROLS if c in settings.safety.offer)]
         raise RpcError(
             INVALID_PARAMS,
-            f"unknown config option {_shown(config_id)}; this session offers "
-            f"{', '.join(_APPLIERS)}",
+            f"unknown config option {_shown(config_id)}; this session offers {', '.join(offered)}",
         )
     if isinstance(value, bool):
         raise RpcError(
@@ -367,12 +363,15 @@ def apply_config_option(
             f"config option {config_id!r} is a select; send one of its values as a string, "
             "not a boolean",
         )
+    if apply is None:
+        return replace(settings, safety=apply_safety(settings.safety, config_id, value))
     return apply(settings, value, catalog)
 
 
 def host_flags(settings: SessionSettings) -> tuple[str, ...]:
-    """The command-line flags the session's mode adds to ``muse serve``."""
-    return MODES[settings.mode_id].host_flags
+    """The command-line flags the session's mode and safety choices add to ``muse serve``."""
+    flags = MODES[settings.mode_id].host_flags + safety_flags(settings.safety)
+    return tuple(dict.fromkeys(flags))  # read-only modes and the safety options may overlap
 
 
 _HOST_EFFORTS: Final = frozenset(get_args(msp.ReasoningEffort))

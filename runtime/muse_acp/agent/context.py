@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Final
 
 import anyio
@@ -25,7 +26,9 @@ from anyio.abc import TaskGroup
 from muse_acp.agent.capabilities import Negotiated
 from muse_acp.agent.config_options import ModelCatalog, SessionSettings
 from muse_acp.agent.hosts import Hosting, HostKeeper
+from muse_acp.agent.mcp_overlay import overlay_root, sweep
 from muse_acp.agent.preferences import PreferenceStore
+from muse_acp.agent.safety import offered_controls
 from muse_acp.agent.session import AcpSession, SessionRegistry
 from muse_acp.agent.skills import SkillsCatalog
 from muse_acp.agent.tombstones import Tombstones
@@ -68,6 +71,8 @@ class AgentContext:
     def attach(self, connection: Connection, tasks: TaskGroup) -> None:
         self._acp = connection
         self.hosting.attach(tasks)
+        # A muse-acp that crashed left its hosts' settings overlays (MCP secrets) behind.
+        sweep(overlay_root(self.config.data_dir))
 
     @property
     def acp(self) -> Connection:
@@ -128,13 +133,25 @@ class AgentContext:
                 cwd,
                 client=self.acp,
                 hosting=self.hosting,
-                settings=settings or SessionSettings(),
+                settings=self._offered(settings or SessionSettings()),
                 on_host=on_host,
                 host_title=host_title,
                 user_title=user_title,
                 after=after,
             )
         )
+
+    def _offered(self, settings: SessionSettings) -> SessionSettings:
+        """``settings`` with the safety options the installed Muse offers (none when it was
+        not probed yet or could not be); choices it cannot apply are dropped."""
+        binary = self.hosting.probed
+        offer = frozenset[str]()
+        # The exec backend runs no ``muse serve``, so the serve flags would never apply.
+        on_exec = self._backend is not None and self._backend.exec
+        if binary is not None and not on_exec:
+            trust = self.config.trust_newer_host
+            offer = offered_controls(binary.serve_flags, binary.version, trust_newer=trust)
+        return replace(settings, safety=settings.safety.offered_to(offer))
 
     @asynccontextmanager
     async def catalog_host(self, cwd: str) -> AsyncIterator[MspHost]:

@@ -9,7 +9,7 @@ Contract: ``run_exec_turn`` runs one prompt of a session whose connection uses t
   are written to a private folder (0700, files 0600) and passed in order as ``--image PATH``,
   and the folder is removed when the turn ends, however it ends. A prompt of images alone is
   refused (-32602), as exec takes no prompt without text.
-* The flags: ``--json``, then the session mode's (read-only: ``--disable-write
+* The flags: ``--json``, then the session mode's (read-only and plan: ``--disable-write
   --disable-shell``; auto-approve: ``--disable-approval``), ``--model`` and
   ``--reasoning-effort`` when the session chose them. A flag the executable's ``exec --help``
   does not list is refused before anything runs (``HostUnavailable``), never dropped.
@@ -80,11 +80,15 @@ KILL_WAIT: Final = 2.0
 """Seconds to wait for a killed run's exit status."""
 
 _MODE_FLAGS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {"readOnly": ("--disable-write", "--disable-shell"), "autoApprove": ("--disable-approval",)}
+    {
+        "readOnly": ("--disable-write", "--disable-shell"),
+        "plan": ("--disable-write", "--disable-shell"),  # plans are read-only on every backend
+        "autoApprove": ("--disable-approval",),
+    }
 )
 """Flags per session mode; Ask and Auto-reject add none (their approvals cannot be routed)."""
 _MODE_NAMES: Final[Mapping[str, str]] = MappingProxyType(
-    {"readOnly": "Read-only", "autoApprove": "Auto-approve"}
+    {"readOnly": "Read-only", "plan": "Plan", "autoApprove": "Auto-approve"}
 )
 _SUFFIXES: Final[Mapping[str, str]] = MappingProxyType(
     {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}

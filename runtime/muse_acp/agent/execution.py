@@ -4,6 +4,9 @@ Contract: ``ready()`` returns a host serving the session with the flags of its c
 with its chosen model applied, starting one when there is none (or the flags changed) and
 reusing it otherwise. Starting attaches the session: ``session/resume`` when Muse already has
 it, ``session/start`` (under the id the adapter minted, which becomes Muse's own) otherwise.
+The session's MCP servers go in the ``config`` of that request, or, for a Muse that does not
+take them so, in a settings overlay that lives exactly as long as the host (``mcp_overlay``).
+The session's chosen Muse approval policy is set right after it is attached (``approval_policy``).
 The host is kept by a ``HostKeeper``: it closes after the configured idle period, when the
 session closes, when a mode change needs other flags, or when a turn leaves it in an unknown
 state (``close``); a successor never starts before its predecessor was reaped, so the two never
@@ -22,9 +25,11 @@ from functools import partial
 from typing import Final, Protocol
 
 from muse_acp.agent import failures
+from muse_acp.agent.approval_policy import apply_policy
 from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
-from muse_acp.agent.mcp_servers import McpServerSpec, session_config, startup_failure
+from muse_acp.agent.mcp_overlay import overlay_root, settings_overlay
+from muse_acp.agent.mcp_servers import McpServerSpec, delivery, session_config, startup_failure
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.host.session_mcp import SESSION_MCP
@@ -75,6 +80,8 @@ class ExecutionHost:
         )
         self._flags: tuple[str, ...] = ()
         self._mcp_attached: tuple[McpServerSpec, ...] = ()
+        self._mcp_overlay = False
+        """The attached servers reach the host in a settings overlay, not in ``config``."""
         self._model_applied: ModelChoice | None = None
         self.confirmed_model: ModelChoice | None = None
         """The model Muse last accepted for the session (None: its default), on any host."""
@@ -84,13 +91,15 @@ class ExecutionHost:
         """The running host, if there is one."""
         return self.keeper.host
 
-    async def ready(self) -> MspHost:
-        """A host for the session's next turn (see the module contract).
+    async def ready(self, extra_flags: tuple[str, ...] = ()) -> MspHost:
+        """A host for the session's next turn (see the module contract); ``extra_flags`` are
+        added to the mode's for a turn that must be more restricted (a review is read-only).
 
         Raises:
             RpcError: an ACP failure of the ``starting`` or ``preparing`` phase.
         """
-        flags = host_flags(self._session.settings)
+        mode_flags = host_flags(self._session.settings)
+        flags = mode_flags + tuple(f for f in extra_flags if f not in mode_flags)
         host = self.keeper.host
         if host is None or flags != self._flags or self._session.mcp_servers != self._mcp_attached:
             host = await self._start(flags)
@@ -113,19 +122,38 @@ class ExecutionHost:
     async def _start(self, flags: tuple[str, ...]) -> MspHost:
         self._flags, self._model_applied = flags, None
         self._mcp_attached = servers = self._session.mcp_servers
-        self.keeper.requested = (SESSION_MCP,) if servers else ()
+        await self._route_servers(servers)
         host = await self.keeper.start(self._session.cwd, flags)
         try:
             await self._attach(host)
+            session, budget = self._session, self._hosting.config.deadlines.submit
+            await apply_policy(host, session.session_id, session.settings.safety, budget)
         except BaseException:
             self.keeper.close()
             raise
         return host
 
+    async def _route_servers(self, servers: tuple[McpServerSpec, ...]) -> None:
+        """Set up the next host to get ``servers`` the way its Muse takes them
+        (``mcp_servers.delivery``): per session, or in a settings overlay made for it."""
+        keeper, hosting = self.keeper, self._hosting
+        keeper.requested, keeper.environment, self._mcp_overlay = (), None, False
+        if not servers:
+            return
+        version = (await hosting.muse()).version
+        route = delivery(servers, version, trust_newer=hosting.config.trust_newer_host)
+        if route == "native":
+            keeper.requested = (SESSION_MCP,)
+            return
+        self._mcp_overlay = True
+        keeper.environment = partial(
+            settings_overlay, overlay_root(hosting.config.data_dir), servers
+        )
+
     async def _attach(self, host: MspHost) -> None:
         session = self._session
         budget = self._hosting.config.deadlines.startup
-        config = session_config(self._mcp_attached)
+        config = None if self._mcp_overlay else session_config(self._mcp_attached)
         extra = {} if config is None else {"config": config}  # absent, never null, without
         if session.on_host:
             params = msp.SessionResumeParams(

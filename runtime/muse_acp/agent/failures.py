@@ -35,10 +35,12 @@ __all__ = [
     "handshake_incomplete",
     "host_exited",
     "host_rejected",
+    "host_request_unanswerable",
     "host_silent",
     "model_refused",
     "sentence",
     "session_in_use",
+    "settings_overlay_failed",
     "signed_out",
     "stop_reason",
     "too_many_early_events",
@@ -211,6 +213,18 @@ def host_silent(seconds: float) -> RpcError:
     )
 
 
+def host_request_unanswerable(method: str) -> RpcError:
+    """The host asked muse-acp something it cannot answer (a request method it does not
+    handle), so the turn would wait on an answer that never comes."""
+    failure = Failure("hostRequestUnanswerable", "host", retryable=True, phase="running")
+    return failure.error(
+        f"Muse asked muse-acp for {redact(clip(method, 100))!r}, which this version of muse-acp "
+        "cannot answer, so the turn was stopped instead of waiting on it and the host will be "
+        "replaced. Send the prompt again; if it keeps happening, update muse-acp or use a Muse "
+        "version it supports."
+    )
+
+
 def _last_line(stderr_tail: str) -> str | None:
     lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
     return sentence(redact(lines[-1]), STDERR_LINE_LIMIT) if lines else None
@@ -327,4 +341,15 @@ def too_many_early_events(limit: int, method: str) -> RpcError:
         f"Muse sent more than {limit} events (the last a {clip(method, 100)}) before saying "
         "which turn they belong to, so the turn was stopped. Send the prompt again; if this "
         "repeats, check the Muse host version."
+    )
+
+
+def settings_overlay_failed(problem: str) -> RpcError:
+    """The private settings file carrying the session's MCP servers to Muse could not be made
+    (``problem`` says why and what to do); no host was started."""
+    failure = Failure("mcpOverlayFailed", "adapter", retryable=False, phase="starting")
+    return failure.error(
+        f"muse-acp could not prepare this session's MCP servers for Muse: {problem} Nothing was "
+        "sent to the model; fix that, or remove the MCP servers from the session, then send the "
+        "prompt again."
     )

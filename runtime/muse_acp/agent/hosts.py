@@ -15,7 +15,10 @@ Contract:
 * ``Hosting`` is how the agent starts hosts: the configured Muse executable, probed once
   (``muse``), and ``opener(cwd, flags)``, which starts ``muse serve`` with those flags in that
   directory within the startup budget, at most ``MAX_CONCURRENT_STARTS`` starting at once.
-  Sessions and the agent own their keepers; ``Hosting`` owns none.
+  Sessions and the agent own their keepers; ``Hosting`` owns none. A keeper's ``environment``
+  (an ``EnvironmentScope``) makes the environment of each process it starts and lasts exactly
+  as long as that process: entered before it is spawned, left after it was reaped; a
+  ``SetupFailure`` it raises reaches the caller unchanged.
 * ``ask`` sends one MSP request within a budget and turns every way it can fail into the
   ACP failure of the phase the caller names: no answer in time is ``deadlineExceeded``, a host
   that went away is ``hostExited`` (with its exit status and last stderr line), and a host's
@@ -27,7 +30,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+)
 from functools import partial
 from typing import Final, TypeVar
 
@@ -46,10 +54,12 @@ from muse_acp_wire._base import WireModel
 __all__ = [
     "MAX_CONCURRENT_STARTS",
     "PROCESS_EXIT_BUDGET",
+    "EnvironmentScope",
     "HostKeeper",
     "HostOpener",
     "Hosting",
     "Refusal",
+    "SetupFailure",
     "ask",
 ]
 
@@ -62,6 +72,15 @@ HostOpener = Callable[[], AbstractAsyncContextManager[MspHost]]
 
 Refusal = Callable[[RpcError], "RpcError | None"]
 """Maps a host's error to the caller's own error, or None for the generic refusal."""
+
+EnvironmentScope = Callable[[Mapping[str, str]], AbstractContextManager[Mapping[str, str]]]
+"""Makes one host process's environment from the agent's, for as long as the process runs."""
+
+
+class SetupFailure(RpcError):
+    """The adapter could not prepare what a host needs before it starts (its environment);
+    the error already says what to do and is passed to the caller as it is."""
+
 
 MAX_CONCURRENT_STARTS: Final = 4
 """Hosts that may be starting (spawned, not yet past their handshake) at the same time."""
@@ -117,6 +136,12 @@ class Hosting:
         assert self._tasks is not None, "hosts are started only while the agent runs"
         return self._tasks
 
+    @property
+    def probed(self) -> MuseBinary | None:
+        """The configured Muse executable once ``muse`` has probed it (None before, or when
+        it could not be used)."""
+        return self._binary
+
     async def muse(self) -> MuseBinary:
         """The configured Muse executable, resolved and probed once (``serve`` is required
         only where a host is started: the exec backend runs Muse without it).
@@ -136,21 +161,33 @@ class Hosting:
         *,
         experimental: bool = False,
         requested: tuple[str, ...] = (),
+        environment: EnvironmentScope | None = None,
     ) -> HostOpener:
         """Start ``muse serve`` with ``flags`` in ``cwd`` when the returned opener is entered;
         ``experimental`` opts its connection in to Muse's experimental methods, ``requested``
-        asks for capabilities at its ``initialize``."""
-        return partial(self._open, cwd, flags, experimental, requested)
+        asks for capabilities at its ``initialize``, ``environment`` makes its environment."""
+        return partial(self._open, cwd, flags, experimental, requested, environment)
 
     @asynccontextmanager
     async def _open(
-        self, cwd: str, flags: tuple[str, ...], experimental: bool, requested: tuple[str, ...]
+        self,
+        cwd: str,
+        flags: tuple[str, ...],
+        experimental: bool,
+        requested: tuple[str, ...],
+        environment: EnvironmentScope | None,
     ) -> AsyncIterator[MspHost]:
         binary = await self.muse()
         binary.require_serve()
         binary.require_flags(flags)
         startup = self.config.deadlines.startup
         async with AsyncExitStack() as stack:
+            # Entered first, so it is left only after the process below was reaped.
+            env = (
+                self.environ
+                if environment is None
+                else stack.enter_context(environment(self.environ))
+            )
             # Starting a host is CPU-bound; a few at a time keeps the first ones fast and every
             # one within the startup budget when many sessions open together.
             with anyio.fail_after(startup):
@@ -161,7 +198,7 @@ class Hosting:
                         binary.path,
                         cwd=cwd,
                         flags=flags,
-                        env=self.environ,
+                        env=env,
                         startup_timeout=startup,
                         experimental=experimental,
                         requested=requested,
@@ -189,6 +226,8 @@ class HostKeeper:
         self._experimental = experimental
         self.requested: tuple[str, ...] = ()
         """Capabilities the next host this keeper starts asks for at ``initialize``."""
+        self.environment: EnvironmentScope | None = None
+        """Makes the environment of the next host this keeper starts (None: the agent's)."""
         self._idle = idle
         self._after = after
         self._host: MspHost | None = None
@@ -241,7 +280,11 @@ class HostKeeper:
         startup = hosting.config.deadlines.startup
         try:
             opener = hosting.opener(
-                cwd, flags, experimental=self._experimental, requested=self.requested
+                cwd,
+                flags,
+                experimental=self._experimental,
+                requested=self.requested,
+                environment=self.environment,
             )
             host: MspHost = await hosting.tasks.start(self._serve, opener)
         except TimeoutError:
@@ -250,7 +293,7 @@ class HostKeeper:
             raise failures.host_exited("starting", ended.exit_code, ended.stderr_tail) from None
         except ConnectionClosed:
             raise failures.host_exited("starting", None, "") from None
-        except HostUnavailable:
+        except (HostUnavailable, SetupFailure):
             raise
         except RpcError as error:
             raise failures.host_rejected("initialize", error, "starting") from None

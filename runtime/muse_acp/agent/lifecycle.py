@@ -15,7 +15,8 @@ errors quote client-supplied ids and paths redacted and bounded. On the legacy e
 only new and close work (load, resume and fork are not advertised and refused, see
 ``capabilities.not_on_exec``), and new sessions advertise no local commands. The client's
 ``mcpServers`` are checked and kept by the session (in memory only) for its execution host to
-pass to Muse; servers the installed Muse cannot take are refused -32602 (see ``mcp_servers``).
+pass to Muse (per session, or in a settings overlay); servers that cannot reach the installed
+Muse either way are refused -32602 (see ``mcp_servers``).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ async def _mcp_servers(
         choice = await ctx.backend()
     except HostUnavailable:
         return checked  # the first prompt reports what is wrong with Muse
-    check_host(checked, None if choice.exec else choice.binary.version)
+    version = None if choice.exec else choice.binary.version
+    check_host(checked, version, trust_newer=ctx.config.trust_newer_host)
     return checked
 
 

@@ -4,10 +4,14 @@ Contract: ``check_servers`` accepts ACP stdio servers (``{name, command, args, e
 command an absolute path or a bare program name looked up on PATH) and http servers (``{type:
 "http", name, url, headers}``: an http or https URL) with non-empty, unique names, and refuses
 SSE servers and malformed entries with -32602 naming the entry (by index and name) and saying
-what to fix. ``check_host`` refuses (-32602) servers the installed Muse cannot take per session,
-naming the Muse version needed; ``session_config`` is the ``config`` of ``session/start`` and
-``session/resume`` for them (every server ``required``, so one that fails to start fails the
-session's start instead of leaving it without its tools). Secrets stay out of sight: env values
+what to fix. ``delivery`` says how the servers reach the installed Muse: ``native`` when its
+``config.mcpServers`` takes every one of them, else ``overlay`` (a private settings file, see
+``mcp_overlay``) on hosts verified to read servers from there (``host.versions``:
+``mcpOverlay``); otherwise it refuses them (-32602) naming the Muse version needed
+(``check_host``). ``transports`` is what works either way, for ``mcpCapabilities``.
+``session_config`` is the ``config`` of ``session/start`` and ``session/resume`` for them (every
+server ``required``, so one that fails to start fails the session's start instead of leaving it
+without its tools); the overlay carries the same entries. Secrets stay out of sight: env values
 and header values are never put in a message, a ``repr`` or a log line, and nothing here is
 persisted (a session keeps its servers in memory only). ``startup_failure`` recognises a host's
 "Required MCP server ... failed" refusal and words it for the user.
@@ -20,21 +24,29 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from muse_acp.host.session_mcp import first_version_with, session_mcp_transports
+from muse_acp.config import ENV_TRUST_NEWER
+from muse_acp.host.bindings import parse_version
+from muse_acp.host.session_mcp import session_mcp_transports
+from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified, supports
 from muse_acp.redact import redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
+from muse_acp_wire.msp_bundles import BUNDLES
 
 __all__ = [
+    "OVERLAY_TRANSPORTS",
+    "Delivery",
     "McpServerSpec",
     "check_host",
     "check_servers",
+    "delivery",
     "session_config",
     "startup_failure",
+    "transports",
 ]
 
 NAME_LIMIT: Final = 100
@@ -43,6 +55,11 @@ _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _STARTUP_FAILURE: Final = re.compile(r"required MCP server\b.*\bfailed", re.IGNORECASE | re.DOTALL)
 _TRANSPORTS: Final = MappingProxyType({"stdio": "stdio", "http": "streamableHttp"})
 """ACP server kind -> MSP transport tag."""
+OVERLAY_TRANSPORTS: Final = frozenset({"stdio", "streamableHttp"})
+"""What Muse reads from the ``mcpServers`` of its settings file (see ``mcp_overlay``)."""
+
+Delivery: TypeAlias = Literal["native", "overlay"]
+"""``native``: in ``config.mcpServers``; ``overlay``: in a private settings file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,27 +165,75 @@ def check_servers(servers: Sequence[acp.McpServer] | None) -> tuple[McpServerSpe
     return tuple(checked)
 
 
-def check_host(servers: Sequence[McpServerSpec], host_version: str | None) -> None:
-    """Refuse servers the Muse reporting ``host_version`` cannot take for one session.
+def transports(host_version: str | None, *, trust_newer: bool = False) -> frozenset[str]:
+    """The MSP transports that reach the Muse reporting ``host_version``, either way."""
+    native = session_mcp_transports(host_version)
+    if supports("mcpOverlay", host_version, trust_newer=trust_newer):
+        return native | OVERLAY_TRANSPORTS
+    return native
+
+
+def _needed(transport: str, installed: str | None) -> str | None:
+    """The oldest Muse, newer than ``installed``, that takes ``transport`` some way."""
+    floor = parse_version(installed)
+    candidates = {v for v in BUNDLES if transport in session_mcp_transports(v)}
+    if transport in OVERLAY_TRANSPORTS:
+        candidates |= VERIFIED_HOSTS["mcpOverlay"]
+    keyed = [
+        (key, version)
+        for version in candidates
+        if (key := parse_version(version)) is not None and (floor is None or key > floor)
+    ]
+    return min(keyed)[1] if keyed else None
+
+
+def delivery(
+    servers: Sequence[McpServerSpec], host_version: str | None, *, trust_newer: bool = False
+) -> Delivery:
+    """How ``servers`` reach the Muse reporting ``host_version`` (see the module contract).
 
     Raises:
         RpcError: INVALID_PARAMS saying which Muse version is needed.
     """
-    taken = session_mcp_transports(host_version)
-    installed = f"Muse {redact(clip(host_version, 40))}" if host_version else "this Muse"
+    native = session_mcp_transports(host_version)
+    # One way per session: a host that takes them all natively gets them so; else all go
+    # through the overlay, so the host reports every server the same way.
+    if all(_TRANSPORTS[server.kind] in native for server in servers):
+        return "native"
+    overlay = transports(host_version, trust_newer=trust_newer)
     for index, server in enumerate(servers):
         transport = _TRANSPORTS[server.kind]
-        if transport in taken:
+        if transport in overlay:
             continue
-        needed = first_version_with(transport)
+        installed = f"Muse {redact(clip(host_version, 40))}" if host_version else "this Muse"
+        needed = _needed(transport, host_version)
         what = "stdio MCP servers" if server.kind == "stdio" else "http MCP servers"
         upgrade = f"Muse Code {needed} or newer" if needed else "a newer Muse Code"
+        trust = (
+            f" (or set {ENV_TRUST_NEWER}=1 to pass it through a private settings file, which "
+            "is not verified on this Muse)"
+            if newer_than_verified("mcpOverlay", host_version)
+            else ""
+        )
         raise _refuse(
             index,
             server.name,
-            f"cannot be used: {installed} does not take {what} for a single session "
-            f"(that needs {upgrade}); upgrade Muse, or remove the server from this session",
+            f"cannot be used: muse-acp cannot pass {what} to {installed} (that needs "
+            f"{upgrade}); upgrade Muse{trust}, or remove the server from this session",
         )
+    return "overlay"
+
+
+def check_host(
+    servers: Sequence[McpServerSpec], host_version: str | None, *, trust_newer: bool = False
+) -> None:
+    """Refuse servers that cannot reach the Muse reporting ``host_version`` (``delivery``).
+
+    Raises:
+        RpcError: INVALID_PARAMS saying which Muse version is needed.
+    """
+    if servers:
+        delivery(servers, host_version, trust_newer=trust_newer)
 
 
 def session_config(servers: Sequence[McpServerSpec]) -> msp.SessionConfig | None:

@@ -6,11 +6,12 @@ Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session
     {"schemaVersion": 1,
      "userTitle": {"text": "...", "updatedAt": "<RFC 3339 UTC>"},
      "settings": {"modeId": "...", "modelId": "..." | null, "providerId": "..." | null,
-                  "effort": "..." | null},
+                  "effort": "..." | null, "safety": {"<option id>": "<value>", ...}},
      "created": {"cwd": "<absolute path>", "at": "<RFC 3339 UTC>"}}
 
 Every member is optional. ``settings`` are what the client chose (mode, model, reasoning
-effort), written whenever they change, so a restarted agent brings a session back as it was left.
+effort, safety options), written whenever they change, so a restarted agent brings a session
+back as it was left.
 ``created`` is written by ``session/new``: Muse learns of a session only at its first prompt, so
 this record is what lets a session that was never prompted be loaded or resumed. The store checks
 the shape of each member; whether a stored mode or model is still offered is the caller's
@@ -23,11 +24,11 @@ naming the file and asking the user to fix or remove it; it is never reset behin
 and it is not overwritten either.
 
 The agent reads and writes only through ``read``, ``read_many``, ``write_user_title``,
-``write_settings`` and ``write_created``, which
-run the file work in a worker thread within ``IO_TIMEOUT`` seconds, so a hung file system never
-stalls the event loop. ``read`` and ``read_many`` never fail: an unusable file (or one that does
-not answer in time) comes back as ``SessionPreferences.problem``, a sentence for the user, so one
-bad file concerns its own session only.
+``write_settings`` and ``write_created``, which run the file work in a worker thread within
+``IO_TIMEOUT`` seconds, so a hung file system never stalls the event loop. ``read`` and
+``read_many`` never fail: an unusable file (or one that does not answer in time) comes back as
+``SessionPreferences.problem``, a sentence for the user, so one bad file concerns its own
+session only.
 
 Rewrites keep every member this version does not know, so a newer adapter's additions survive.
 Writes are atomic (a temporary file in the same directory,
@@ -48,6 +49,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -89,14 +91,12 @@ class StoredSettings:
     model_id: str | None = None
     provider_id: str | None = None
     effort: str | None = None
+    safety: tuple[tuple[str, str], ...] = ()  # (safety option id, value) pairs
 
     def member(self) -> dict[str, Any]:
-        return {
-            "modeId": self.mode_id,
-            "modelId": self.model_id,
-            "providerId": self.provider_id,
-            "effort": self.effort,
-        }
+        names = ("modeId", "modelId", "providerId", "effort")
+        values = (self.mode_id, self.model_id, self.provider_id, self.effort)
+        return {**dict(zip(names, values, strict=True)), "safety": dict(self.safety)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,24 +205,19 @@ class PreferenceStore:
         Raises:
             RpcError: as ``save_user_title``, or INTERNAL_ERROR when the write did not finish.
         """
-        return await self._write_off_loop(
-            "the session title", lambda: self.save_user_title(session_id, title)
-        )
+        save = partial(self.save_user_title, session_id, title)
+        return await self._write_off_loop("the session title", save)
 
     async def write_settings(self, session_id: str, settings: StoredSettings) -> None:
         """Store the session's settings (see ``write_user_title`` for the failures)."""
-        await self._write_off_loop(
-            "the session settings",
-            lambda: self.save_member(session_id, "settings", settings.member()),
-        )
+        save = partial(self.save_member, session_id, "settings", settings.member())
+        await self._write_off_loop("the session settings", save)
 
     async def write_created(self, session_id: str, cwd: str) -> None:
-        """Record that ``session/new`` created the session in ``cwd`` (see
-        ``write_user_title`` for the failures)."""
+        """Record that ``session/new`` made the session in ``cwd`` (fails as ``write_settings``)."""
         created = {"cwd": cwd, "at": _timestamp(None)}
-        await self._write_off_loop(
-            "the new session", lambda: self.save_member(session_id, "created", created)
-        )
+        save = partial(self.save_member, session_id, "created", created)
+        await self._write_off_loop("the new session", save)
 
     async def _write_off_loop(
         self, what: str, work: Callable[[], SessionPreferences]
@@ -380,7 +375,12 @@ def _settings(path: Path, document: dict[str, Any]) -> StoredSettings | None:
         raise _unusable(path, "its settings.modeId is missing")
     if values["providerId"] is not None and values["modelId"] is None:
         raise _unusable(path, "its settings.providerId is given without a modelId")
-    return StoredSettings(mode_id, values["modelId"], values["providerId"], values["effort"])
+    safety = entry.get("safety", {})
+    pairs = [(k, v) for k, v in (safety.items() if isinstance(safety, dict) else [(0, 0)])]
+    safe = tuple(sorted((k, v) for k, v in pairs if isinstance(k, str) and isinstance(v, str)))
+    if len(safe) != len(pairs) or any(len(v) > 64 for _, v in safe):
+        raise _unusable(path, "its settings.safety is not an object of short strings")
+    return StoredSettings(mode_id, values["modelId"], values["providerId"], values["effort"], safe)
 
 
 def _created(path: Path, document: dict[str, Any]) -> str | None:

@@ -23,60 +23,19 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from muse_acp.agent import commands, failures, file_change_report
-from muse_acp.agent.catalog import fall_back_model, read_soon
+from muse_acp.agent import commands, file_change_report
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.exec_turn import run_exec_turn
-from muse_acp.agent.output_cards import OutputPolicy
+from muse_acp.agent.model_turn import run_turn
+from muse_acp.agent.plan_mode import planning_input
 from muse_acp.agent.prompt_content import convert_prompt
 from muse_acp.agent.session import AcpSession
-from muse_acp.agent.translate import TurnTranslator
-from muse_acp.agent.turn import ActiveTurn
-from muse_acp.agent.work import SessionWork
-from muse_acp.host.versions import supports
 from muse_acp.rpc import RequestContext, RpcError
-from muse_acp_wire import acp, msp
+from muse_acp_wire import acp
 
 __all__ = ["handle_cancel", "handle_prompt", "run_turn"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
-
-
-async def run_turn(
-    ctx: AgentContext,
-    session: AcpSession,
-    work: SessionWork,
-    parts: list[msp.TurnInputPart],
-    edited: set[str] | None = None,
-) -> acp.StopReason:
-    """Run one model turn for ``work``, which must occupy ``session``; the files its editing
-    tools changed are added to ``edited`` (see ``card_states.TurnCards.edited_paths``)."""
-    with work.interruptibly() as starting:
-        try:
-            host = await session.execution.ready()
-        except failures.ModelRefusal:
-            await fall_back_model(ctx, session)
-            raise
-    if starting.cancelled_caught or work.cancel_requested:
-        return "cancelled"
-    read_soon(ctx, session)  # the model menu fills in while the turn runs
-    output = OutputPolicy(
-        references=ctx.negotiated.output
-        and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
-    )
-    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
-    turn = ActiveTurn(session, host, translator, ctx.turn_options)
-    async with session.execution.holding(host):
-        session.turn = turn
-        try:
-            with work.running(turn):
-                return await turn.run(parts)
-        finally:
-            session.turn = None
-            if edited is not None:
-                edited.update(translator.cards.edited_paths)
-            if turn.host_unsettled or host.dead.is_set():
-                session.execution.close()
 
 
 async def handle_prompt(
@@ -102,6 +61,7 @@ async def handle_prompt(
         elif command is not None:
             stop = await commands.run(ctx, session, work, command)
         else:
+            parts = await planning_input(ctx, session, parts)  # plan mode leads with its plan
             stop = await run_turn(ctx, session, work, parts, edited)
     except Exception:
         await _report(session, report_id, edited, cancelled=withdrawn or work.cancel_requested)

@@ -1,10 +1,12 @@
 """A session's settings as the preference store keeps them, and back.
 
-Contract (pure): ``to_stored`` turns the session's mode, model and reasoning effort into the
-store's ``StoredSettings``; ``restored`` turns them back into ``SessionSettings`` for a session
-brought back after a restart. What is no longer offered is never applied silently: an unknown
-mode or effort falls back to the default, and a model the host's catalog (when known) no longer
-lists falls back to Muse's default model, each with a sentence for the user.
+Contract (pure): ``to_stored`` turns the session's mode, model, reasoning effort and safety
+choices into the store's ``StoredSettings``; ``restored`` turns them back into
+``SessionSettings`` for a session brought back after a restart. What is no longer offered is
+never applied silently: an unknown mode or effort falls back to the default, a model the host's
+catalog (when known) no longer lists falls back to Muse's default model, and an unknown safety
+value to Muse's default, each with a sentence for the user. Which safety options the installed
+Muse offers is decided when the session is registered (``AgentContext.new_session``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from muse_acp.agent.config_options import (
     SessionSettings,
 )
 from muse_acp.agent.preferences import StoredSettings
+from muse_acp.agent.safety import from_stored
+from muse_acp.agent.safety import stored as stored_safety
 from muse_acp.text import clip
 
 __all__ = ["restored", "to_stored"]
@@ -32,6 +36,7 @@ def to_stored(settings: SessionSettings) -> StoredSettings:
         model_id=model.model_id if model else None,
         provider_id=model.provider_id if model else None,
         effort=settings.effort,
+        safety=tuple(stored_safety(settings.safety).items()),
     )
 
 
@@ -58,4 +63,6 @@ def restored(
             "it runs on Muse's default model"
         )
         model = None
-    return SessionSettings(mode_id=mode_id, model=model, effort=effort), notes
+    safety, unknown = from_stored(dict(stored.safety))
+    notes += unknown
+    return SessionSettings(mode_id=mode_id, model=model, effort=effort, safety=safety), notes

@@ -37,6 +37,7 @@ from muse_acp.agent import (
     settings,
     steering,
     stored_output,
+    task_control,
 )
 from muse_acp.agent.capabilities import InitializeParams, initialize_response, negotiate
 from muse_acp.agent.context import AgentContext
@@ -139,6 +140,7 @@ REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
     RequestBinding("session/prompt", prompt_params.PromptRequest, prompting.handle_prompt),
     RequestBinding("_muse/readOutput", acp.MuseReadOutputRequest, stored_output.handle_read_output),
     RequestBinding("_muse/steer", prompt_params.MuseSteerRequest, steering.handle_muse_steer),
+    RequestBinding("_muse/task", acp.MuseTaskRequest, task_control.handle_task),
     RequestBinding(
         "_session/steering",
         prompt_params.SessionSteeringRequest,

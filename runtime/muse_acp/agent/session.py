@@ -14,7 +14,8 @@ lives anywhere else.
 * ``close()`` also fails the waiting corrections and closes both hosts; the session stays in
   the registry as closed, so later requests get a clear "closed, load it again" error.
 * Updates for the client go through ``send_update``, where the user's own title wins over any
-  title Muse reports, and the context window's use is noted for ``/status``.
+  title Muse reports, the context window's use is noted for ``/status`` and the goal Muse
+  announced for ``/goal``.
 
 A session is created by ``session/new`` (no host is involved until its first prompt), or brought
 back by ``session/load``, ``session/resume`` or ``session/fork``; its execution host starts only
@@ -32,11 +33,14 @@ import anyio
 
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.execution import ExecutionHost
+from muse_acp.agent.goal_state import GoalSeen, announced_goal
+from muse_acp.agent.host_work import RunningWork
 from muse_acp.agent.hosts import Hosting, HostKeeper
 from muse_acp.agent.mcp_servers import McpServerSpec
 from muse_acp.agent.output_reference import ProofCache
 from muse_acp.agent.status import ContextUse
 from muse_acp.agent.steering_queue import SteeringQueue, SteerTarget
+from muse_acp.agent.usage import PlanUse, TokenUse, with_usage
 from muse_acp.agent.work import CancellableTurn, SessionWork
 from muse_acp.redact import redact
 from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, Payload, RpcError
@@ -119,6 +123,12 @@ class AcpSession:
     host of an earlier session of the same id, or the one a fork ran on)."""
     context: ContextUse | None = None
     """The context window's use as Muse last reported it (shown by ``/status``)."""
+    tokens: TokenUse | None = None
+    """The session's token totals as Muse last reported them (``session_state``)."""
+    plan_usage: PlanUse | None = None
+    """The account's subscription usage as Muse last reported it (Muse 1.3.0 and newer)."""
+    goal: GoalSeen | None = None
+    """The goal Muse last announced for the session (shown by ``/goal``); None: none seen."""
     closed: bool = False
     work: SessionWork | None = None
     turn: RunningTurn | None = None
@@ -128,6 +138,8 @@ class AcpSession:
     execution: ExecutionHost = field(init=False)
     reader: HostKeeper = field(init=False)
     proofs: ProofCache = field(init=False, default_factory=ProofCache)
+    running: RunningWork = field(init=False, default_factory=RunningWork)
+    """Workflows and background tasks Muse runs for the session, by card (``_muse/task``)."""
     steering: SteeringQueue = field(init=False)
 
     def __post_init__(self) -> None:
@@ -214,6 +226,10 @@ class AcpSession:
                 update = update.model_copy(update={"title": self.user_title})
         elif isinstance(update, acp.UsageUpdateSessionUpdate):
             self.context = ContextUse(update.used, update.size)
+            update = with_usage(update, self.tokens, self.plan_usage)  # the latest figures too
+        seen = announced_goal(update)
+        if seen is not None:
+            self.goal = seen
         await self.client.notify(
             "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
         )

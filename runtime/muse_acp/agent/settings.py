@@ -1,13 +1,14 @@
 """``session/set_mode`` and ``session/set_config_option``.
 
-Settings change only between turns (-32600 while the session is busy). A change that needs
-different host flags (read-only mode) closes the session's host, so the next prompt starts one
-with the new flags; the effort applies from the next turn on. A new model is confirmed by the
-session's host before the change is answered, when one is running (a refusal is an error and
-the previous model stays); otherwise it is applied when the next turn starts. Every change
-answers with
-the complete option list and announces it to the client with ``config_option_update`` (and
-``current_mode_update`` when the mode changed), after the response.
+Settings change only between turns (-32600 while the session is busy). A combination of mode
+and safety options that would leave nothing between the model and the machine is refused
+(-32602, see ``safety.check_combination``). A change that needs different host flags (read-only
+and plan modes, the safety options) or another Muse approval policy closes the session's host,
+so the next prompt starts one with them; the effort applies from the next turn on. A new model
+is confirmed by the session's host before the change is answered, when one is running (a
+refusal is an error and the previous model stays); otherwise it is applied when the next turn
+starts. Every change answers with the complete option list and announces it to the client with
+``config_option_update`` (and ``current_mode_update`` when the mode changed), after the response.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from functools import partial
 from typing import Final
 
 from muse_acp.agent.config_options import (
+    MODES,
     SessionSettings,
     apply_config_option,
     apply_mode,
@@ -26,6 +28,7 @@ from muse_acp.agent.config_options import (
 )
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.remembered import to_stored
+from muse_acp.agent.safety import APPROVAL_POLICY, check_combination
 from muse_acp.agent.session import AcpSession
 from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
 from muse_acp.text import quoted
@@ -37,14 +40,21 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 
 def _change(session: AcpSession, settings: SessionSettings) -> None:
-    """Apply new settings between turns; a change of host flags retires the current host."""
+    """Apply new settings between turns; a change of host flags or of Muse's approval policy
+    retires the current host, so the next prompt starts one that has them."""
     if session.busy is not None:
         raise RpcError(
             INVALID_REQUEST,
             f"session {session.session_id} is busy with {session.busy}; change settings once "
-            "it is idle",
+            "it is idle (safety and mode changes apply when Muse's host starts again, which "
+            "cannot happen during a turn)",
+            {"busy": session.busy},
         )
-    if host_flags(settings) != host_flags(session.settings):
+    check_combination(settings.safety, MODES[settings.mode_id].automatic == "approve")
+    policy = settings.safety.value(APPROVAL_POLICY)
+    if host_flags(settings) != host_flags(
+        session.settings
+    ) or policy != session.settings.safety.value(APPROVAL_POLICY):
         session.execution.close()
     session.settings = settings
 

@@ -3,9 +3,12 @@
 Contract: ``status_text`` turns a ``StatusFacts`` into the reply ``/status`` sends, one fact per
 line, in a fixed order: muse-acp's version; the Muse host (its version and the MSP bindings it
 is read with, or why no version is known yet); the session (id, title, workspace); its mode,
-model and reasoning effort as the menus name them; the context window's use as Muse last
-reported it; and whether tool outputs can be read back in full. A fact not known yet says so
-rather than being left out. Pure: the caller gathers the facts (``commands``).
+model and reasoning effort as the menus name them; the safety settings the installed Muse
+offers, as the menus name their values; the MCP servers the client gave the session (names and
+transports only, never their settings); the context window's use as Muse last reported it, and
+token and subscription usage (``usage``); and whether tool outputs can be read back in full. A
+fact not known yet says so rather than being left out. Pure: the caller gathers the facts
+(``commands``).
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ class StatusFacts:
     effort: str
     context: ContextUse | None
     stored_output: bool
+    usage: tuple[str, ...] = ()
+    """Token and subscription usage lines (``usage.usage_lines``), after the context line."""
+    safety: tuple[tuple[str, str], ...] = ()
+    """Each safety setting the installed Muse offers: its name and its current value's name."""
+    mcp_servers: tuple[tuple[str, str], ...] = ()
+    """Each MCP server of the session: its name and its transport."""
 
 
 def _host_line(host: HostFacts) -> str:
@@ -68,6 +77,19 @@ def _host_line(host: HostFacts) -> str:
         return f"Muse: {host.version}, {state}"
     how = "its own" if host.exact else "the nearest older"
     return f"Muse: {host.version} ({state}), read with the MSP {host.bundle} bindings ({how})"
+
+
+def _safety_line(safety: tuple[tuple[str, str], ...]) -> str:
+    if not safety:
+        return "Safety: Muse's own defaults (this Muse offers no safety settings to change)"
+    return "Safety: " + "; ".join(f"{name}: {value}" for name, value in safety)
+
+
+def _mcp_line(servers: tuple[tuple[str, str], ...]) -> str:
+    if not servers:
+        return "MCP servers: none from this client"
+    shown = ", ".join(f"{clip(name, _SHOWN)} ({transport})" for name, transport in servers)
+    return f"MCP servers: {shown}"
 
 
 def _context_line(context: ContextUse | None) -> str:
@@ -93,7 +115,10 @@ def status_text(facts: StatusFacts) -> str:
         f"Mode: {facts.mode}",
         f"Model: {facts.model}",
         f"Reasoning effort: {facts.effort}",
+        _safety_line(facts.safety),
+        _mcp_line(facts.mcp_servers),
         _context_line(facts.context),
+        *facts.usage,
         f"Tool outputs: {stored}",
     ]
     return "\n".join(f"- {line}" for line in lines)

@@ -22,6 +22,7 @@ functions here keep no state of their own.
   entries given by the caller are kept.
   ``output_reference_update`` re-announces the reference alone (after a session load).
 
+Workflow and subagent cards are titled from their own words (``delegated_titles``).
 Titles and text come from public item members only; provider payloads are never parsed and
 nothing is made up. Everything is bounded: titles to ``TITLE_LIMIT_CHARS`` characters, the
 card text to ``CARD_TEXT_LIMIT_BYTES`` of UTF-8 plus short notes of our own, the arguments to
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, NoReturn, TypeAlias, TypeVar
 
+from muse_acp.agent.delegated_titles import delegated_title
 from muse_acp.agent.file_changes import FileBefore, absolute_path, change_content
 from muse_acp.agent.output_cards import (
     BASELINE_OUTPUT,
@@ -303,7 +305,8 @@ def _title(item: CardItem, args: _Arguments) -> str:
         return _bounded_title(item.tool or item.kind)
     if isinstance(item, msp.UserShellItem) and item.command_text.strip():
         return _bounded_title(item.command_text)
-    return _bounded_title(f"{item.kind}: {item.status}")
+    delegated = delegated_title(item)  # a workflow's or subagent's own words
+    return _bounded_title(delegated or f"{item.kind}: {item.status}")
 
 
 def _bounded_title(text: str) -> str:

@@ -32,8 +32,9 @@ history for ``session/load`` when built with ``replay=True``.
   so the caller can read its file for a true diff first (``file_changes.capture_before``);
   paths on cards are absolute against ``cwd``.
 * ``session/todoListChanged`` becomes a ``plan`` and ``session/contextUsage`` a
-  ``usage_update`` (see ``muse_acp.agent.progress``). Every other method returns nothing: turn
-  lifecycle, approvals and questions belong to the caller.
+  ``usage_update`` (see ``muse_acp.agent.progress``); ``session/goalChanged`` a
+  ``session_info_update`` with ``_meta["muse/goal"]`` (``goal_state``). Every other method
+  returns nothing: turn lifecycle, approvals and questions belong to the caller.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal, TypeAlias
 
 from muse_acp.agent.card_states import TurnCards
+from muse_acp.agent.goal_state import goal_update
 from muse_acp.agent.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.progress import OutputBuffer, plan_update, usage_update
 from muse_acp.agent.titles import named_title
@@ -162,6 +164,8 @@ class TurnTranslator:
                     session_update="session_info_update", title=title, updated_at=utc_now()
                 )
             ]
+        if method == "session/goalChanged" and isinstance(params, msp.SessionGoalChangedParams):
+            return [goal_update(params.goal)]
         if method == "session/contextUsage" and isinstance(params, msp.SessionContextUsageParams):
             usage = usage_update(params)
             return [] if usage is None else [usage]

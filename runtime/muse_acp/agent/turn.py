@@ -1,10 +1,10 @@
 """One prompt turn on a Muse host, from ``turn/start`` until it settles.
 
 The host's events for the session arrive in order through ``on_event`` (inline in the host
-connection's read loop): each is translated into ACP updates and sent at once, so output is
-relayed as it streams and never accumulated (an editing tool's file is read first, bounded, for
-a true diff: ``file_changes``). Approvals and questions are handed to ``interactions``, which
-answers them in tasks of the turn; the translator's ``TurnCards`` keep the cards both touch.
+connection's read loop): each is translated into ACP updates and sent at once (``relay``, which
+also shows the session state the host reports), never accumulated. Approvals and questions are
+handed to ``interactions``, which answers them in tasks of the turn; the translator's
+``TurnCards`` keep the cards both touch.
 
 Events are filtered by the turn's own id from the first frame on: until the id is known (the
 host's ``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``),
@@ -17,13 +17,13 @@ paging the missed range back, live events waiting behind it (``view_events.GapFi
 
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
-approval that cannot be answered, an acknowledgement that does not come within the submit
-budget, in the phase it was awaited in; a host silent past its budget, see ``watchdog``), or a
-cancel. Cancellation always settles:
-``turn/cancel`` is sent (once the host acknowledged the turn), and if the host does not complete
-the turn within the cancel budget, counted from the cancel, the prompt resolves ``cancelled``
-anyway. A host that did not end the turn itself is in an unknown state (``host_unsettled``)
-and is not reused. A client that went away mid-stream stops the turn, noted once in the log.
+approval that cannot be answered, a host request muse-acp cannot answer, an acknowledgement that
+does not come within the submit budget, in the phase it was awaited in; a host silent past its
+budget, see ``watchdog``), or a cancel. Cancellation always settles: ``turn/cancel`` is sent
+(once the host acknowledged the turn), and if the host does not complete the turn within the
+cancel budget, counted from the cancel, the prompt resolves ``cancelled`` anyway. A host that
+did not end the turn itself is in an unknown state (``host_unsettled``) and is not reused. A
+client that went away mid-stream stops the turn, noted once in the log.
 """
 
 from __future__ import annotations
@@ -41,14 +41,15 @@ from anyio.abc import TaskGroup
 from muse_acp.agent import failures, hosts
 from muse_acp.agent.config_options import MODES, SessionSettings, turn_effort
 from muse_acp.agent.corrections import send_correction
-from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.interactions import Interactions
 from muse_acp.agent.progress import active_turn_update
+from muse_acp.agent.relay import EventRelay, StateObserver
 from muse_acp.agent.translate import TurnTranslator
 from muse_acp.agent.view_events import GapFiller
 from muse_acp.agent.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
+from muse_acp.host.unanswered import UnansweredRequest
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -100,10 +101,11 @@ class ActiveTurn:
         host: MspHost,
         translator: TurnTranslator,
         options: TurnOptions,
+        state: StateObserver | None = None,
     ) -> None:
         self._session = session
         self._host = host
-        self._translator = translator
+        self.relay = EventRelay(translator, self.send_update, state)
         self._options = options
         self.command_id = new_uuid7()
         self.turn_id: str | None = None
@@ -254,7 +256,7 @@ class ActiveTurn:
         if self.turn_id is not None:
             return
         self.turn_id = turn_id
-        self._translator.turn_id = turn_id
+        self.relay.translator.turn_id = turn_id
         held = self._held
         # Events arriving while the held ones are handled join the end of the line, so
         # arrival order holds; the line is gone only once it is empty.
@@ -367,13 +369,12 @@ class ActiveTurn:
             self._gaps.open()
             self.spawn(partial(self._fill_gap, params))
             return
+        if isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
+            self.fail(failures.host_request_unanswerable(params.method))
+            return
         if not isinstance(params, msp.TurnStartedParams):
             self._interactions.on_event(params)
-        unseen = self._translator.unseen_tool(params)
-        if unseen is not None:  # an editing tool's file is read before its card is first shown
-            await capture_before(self._translator.cards, *unseen)
-        for update in self._translator.on_notification(method, params):
-            await self.send_update(update)
+        await self.relay.relay(method, params)
 
     async def _fill_gap(self, gap: msp.ViewGapParams) -> None:
         try:

@@ -4,13 +4,16 @@
 ``initialize``/``initialized`` handshake within the startup budget and yields an ``MspHost``.
 Host events (MSP notifications) are parsed with the vocabulary models (see ``bindings``) and
 handed, in arrival order, to the listener registered for their ``sessionId``; events for
-sessions nobody listens to are dropped. ``listen`` returns a ``Listening`` handle, and only
-that handle removes its own registration, so a finished listener can never stay behind or take
-a newer one's place. The host's server requests (``approval/request``, ``userInput/request``) are
-answered with an empty receipt at once and delivered to the listener like their notification
-twins, so a listener sees a request however the host chose to send it. Approvals and questions
-are read leniently (``asks``): one that cannot be answered reaches the listener as an
-``UnreadableAsk``, never silence.
+sessions nobody listens to are dropped. A follower (``follow``) takes a session's events while
+no listener does (between its turns). ``listen`` returns a ``Listening`` handle, and only that
+handle removes its own registration, so a finished listener can never stay behind or take a
+newer one's place. ``usage/changed``, which names no session, is handed to every listener. The
+host's server requests (``approval/request``, ``userInput/request``) are answered with an empty
+receipt at once and delivered to the listener like their notification twins, so a listener sees
+a request however the host chose to send it. Approvals and questions are read leniently
+(``asks``): one that cannot be answered reaches the listener as an ``UnreadableAsk``, never
+silence; any other server request is refused and reported to its session as an
+``UnansweredRequest`` (``unanswered``).
 
 Listeners run inline in the connection's read loop: they must not wait on anything that needs
 a later frame from the same host (spawn a task for that), only on writes to the ACP client.
@@ -33,6 +36,7 @@ from muse_acp import __version__
 from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
 from muse_acp.host.process import HostProcess, spawn_host
+from muse_acp.host.unanswered import RefusingUnknown
 from muse_acp.rpc import (
     Connection,
     ConnectionClosed,
@@ -51,6 +55,7 @@ from muse_acp_wire._base import WireModel
 
 __all__ = [
     "EXIT_STATUS_WAIT",
+    "HOST_WIDE_EVENTS",
     "MAX_HOST_FRAME_BYTES",
     "EventListener",
     "HostEnded",
@@ -70,6 +75,9 @@ MAX_HOST_FRAME_BYTES: Final = 16 * 1024 * 1024
 CLIENT_NAME: Final = "muse_acp"
 EXIT_STATUS_WAIT: Final = 2.0
 """Seconds to wait for a host's exit status after it closed its output during startup."""
+
+HOST_WIDE_EVENTS: Final = frozenset({"usage/changed"})
+"""Notifications without a session that every listener is given (subscription usage)."""
 
 # Server requests are answered with a receipt and delivered as these notifications.
 _REQUEST_TWINS: Final[Mapping[str, str]] = MappingProxyType(
@@ -111,6 +119,7 @@ class MspHost:
         self.connection: Connection | None = None
         self.dead = anyio.Event()
         self._listeners: dict[str, Listening] = {}
+        self._followers: dict[str, EventListener] = {}
 
     @property
     def version(self) -> str:
@@ -121,6 +130,11 @@ class MspHost:
         registration = Listening(self, session_id, listener)
         self._listeners[session_id] = registration
         return registration
+
+    def follow(self, session_id: str, listener: EventListener) -> None:
+        """Deliver this session's events to ``listener`` whenever no ``listen`` registration
+        takes them (in place of any previous follower; it lasts as long as the host)."""
+        self._followers[session_id] = listener
 
     def _forget(self, registration: Listening) -> None:
         if self._listeners.get(registration.session_id) is registration:
@@ -156,18 +170,29 @@ class MspHost:
 
     async def deliver(self, method: str, params: WireModel) -> None:
         session_id = getattr(params, "session_id", None)
-        registration = self._listeners.get(session_id) if isinstance(session_id, str) else None
-        if registration is None:
+        if session_id is None and method in HOST_WIDE_EVENTS:
+            # About the host's account, not one session: every session's listener hears it.
+            for each in {*self._listeners, *self._followers}:
+                listener = self._listener_of(each)
+                if listener is not None:
+                    await listener(method, params)
+            return
+        listener = self._listener_of(session_id) if isinstance(session_id, str) else None
+        if listener is None:
             logger.debug("host %d: no listener for %s", self.process.pid, method)
             return
-        await registration.listener(method, params)
+        await listener(method, params)
+
+    def _listener_of(self, session_id: str) -> EventListener | None:
+        registration = self._listeners.get(session_id)
+        return registration.listener if registration else self._followers.get(session_id)
 
     def exit_summary(self) -> tuple[int | None, str]:
         """The host's exit code (None while running) and the tail of its stderr."""
         return self.process.returncode, self.process.stderr_tail()
 
 
-def _router(host_ref: list[MspHost]) -> Router:
+def _router(host_ref: list[MspHost]) -> RefusingUnknown:
     async def on_event(method: str, params: WireModel) -> None:
         if host_ref:
             await host_ref[0].deliver(method, params)
@@ -193,7 +218,8 @@ def _router(host_ref: list[MspHost]) -> Router:
         for method, spec in msp.CLIENT_REQUESTS.items()
         if spec.params is not None and method in _REQUEST_TWINS
     ]
-    return Router(requests, notifications)
+    # A request we have no route for is refused and reported to its session (``unanswered``).
+    return RefusingUnknown(Router(requests, notifications), on_event)
 
 
 def _initialize_params(experimental: bool, requested: Sequence[str] = ()) -> msp.InitializeParams:

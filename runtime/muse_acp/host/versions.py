@@ -17,12 +17,35 @@ from muse_acp.host.bindings import parse_version
 
 __all__ = ["VERIFIED_HOSTS", "Feature", "newer_than_verified", "supports"]
 
-Feature = Literal["storedOutput"]
+Feature = Literal[
+    "storedOutput",
+    "mcpOverlay",
+    "nativeApprovalPolicy",
+    "planSkill",
+    "goals",
+    "taskControl",
+    "planUsage",
+]
 
 VERIFIED_HOSTS: Final[Mapping[Feature, frozenset[str]]] = MappingProxyType(
     {
         # item/readOutput with stored output references on tool items, read back live.
         "storedOutput": frozenset({"1.2.1"}),
+        # goal/{set,pause,resume,clear} with session/goalChanged (MSP added them in 1.3.0).
+        "goals": frozenset({"1.3.0", "1.4.2"}),
+        # workflow/cancel for a running workflow and task/stop for a background tool task
+        # (MSP added task/* and workflow/cancel in 1.3.0).
+        "taskControl": frozenset({"1.3.0", "1.4.2"}),
+        # usage/read (and usage/changed) with the account's subscription usage.
+        "planUsage": frozenset({"1.3.0", "1.4.2"}),
+        # session/setApprovalMode with the four closed ApprovalMode values, announced back by
+        # session/approvalModeChanged and kept with the session.
+        "nativeApprovalPolicy": frozenset({"1.1.1", "1.2.1", "1.3.0", "1.4.2"}),
+        # Plan mode as Muse's bundled:plan skill, sent as a skill input part of turn/start.
+        "planSkill": frozenset({"1.4.2"}),
+        # MCP servers (stdio and streamable HTTP) read from a private settings file that
+        # XDG_CONFIG_HOME points the host at; the reference adapter proved it on these hosts.
+        "mcpOverlay": frozenset({"1.1.1", "1.2.1"}),
     }
 )
 

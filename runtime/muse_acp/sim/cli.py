@@ -13,8 +13,9 @@ Contract: ``main`` parses the arguments with argparse and returns the exit statu
 * ``exec --json [flags] PROMPT`` runs one prompt headless and writes JSON Lines (see ``exec``);
   ``MUSE_SIM_VERSION=0.2.1`` plays a release that has ``exec`` but no ``serve``.
 
-Usage errors, an unsupported ``MUSE_SIM_VERSION``, a malformed ``MUSE_SIM_FAULTS`` and an
-unknown ``MUSE_SIM_QUIRKS`` entry exit 2.
+Usage errors, an unsupported ``MUSE_SIM_VERSION``, a malformed ``MUSE_SIM_FAULTS``, an
+unknown ``MUSE_SIM_QUIRKS`` entry and a Muse settings file ``serve`` cannot read (see
+``mcp_settings``) exit 2.
 Startup is kept fast (a client may spawn one host per operation): the wire models and the
 runtime are imported only once ``serve`` is known to run.
 """
@@ -31,6 +32,7 @@ from typing import Final
 from muse_acp.sim.accounts import API_KEY_ENV, login, logout, skills_document, skills_table
 from muse_acp.sim.exec_args import add_exec_parser, legacy_version
 from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
+from muse_acp.sim.mcp_settings import SettingsError, capture_settings, read_mcp_settings
 from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
 from muse_acp.sim.settings import (
     CAPTURE_ENV,
@@ -107,8 +109,10 @@ def _serve(args: argparse.Namespace) -> int:
         version = resolve_version(env)
         faults = parse_faults(env.get(FAULTS_ENV, ""))
         quirks = parse_quirks(env.get(QUIRKS_ENV, ""))
-    except (UnsupportedVersion, FaultSyntaxError, QuirkSyntaxError) as exc:
+        settings_mcp = read_mcp_settings(env)
+    except (UnsupportedVersion, FaultSyntaxError, QuirkSyntaxError, SettingsError) as exc:
         return _fail(str(exc))
+    capture_settings(env, settings_mcp)
     capture = env.get(CAPTURE_ENV, "")
     options = ServeOptions(
         home=resolve_home(env),
@@ -124,6 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
         env_api_key=bool(env.get(API_KEY_ENV, "").strip()),
         capture=Path(capture).absolute() if capture else None,
         replay=args.replay,
+        settings_mcp=settings_mcp,
     )
     if faults.exits_at("startup"):
         exit_now("exit:startup")

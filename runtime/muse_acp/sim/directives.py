@@ -44,6 +44,15 @@ line starts with ``sim:`` after optional leading blanks:
     the model names the session after ``TEXT`` (a slug, and ``TEXT`` as its title).
 ``sim:viewlost``
     the host reports the session's live view unavailable (``session/viewHealthChanged``).
+``sim:workflow TEXT`` / ``sim:background COMMAND``
+    a workflow (its message ``TEXT``) or a ``bash`` tool call sent to the background, which
+    goes on after the turn ends until it is stopped (see ``workflows``).
+``sim:switch-model MODEL`` / ``sim:switch-approval MODE``
+    another client of the host switches the session's model (``session/modelChanged``) or its
+    approval mode (``session/approvalModeChanged``) while the turn runs.
+``sim:flags``
+    an agent message stating the safety flags this host process was started with and the
+    session's approval mode, so a client's tests can see what reached ``muse serve``.
 
 A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text.
 Sizes are whole bytes, at most ``MAX_OUTPUT_BYTES``; stage counts are 1 to ``MAX_STAGES``; delta
@@ -62,6 +71,7 @@ from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
 __all__ = [
+    "APPROVAL_MODES",
     "DELTA_PIECES",
     "DIRECTIVE_NAMES",
     "MAX_GAP_EVENTS",
@@ -71,10 +81,12 @@ __all__ = [
     "MAX_STREAM_DELTAS",
     "Approve",
     "AskUser",
+    "Background",
     "Crash",
     "Directive",
     "Edit",
     "Fail",
+    "Flags",
     "Gap",
     "Hold",
     "Name",
@@ -85,8 +97,11 @@ __all__ = [
     "Shell",
     "Spawn",
     "Stream",
+    "SwitchApproval",
+    "SwitchModel",
     "ViewLost",
     "WebSearch",
+    "Workflow",
     "parse_prompt",
     "slug",
     "split_text",
@@ -100,6 +115,7 @@ MAX_STREAM_DELTAS: Final = 100_000
 MAX_GAP_EVENTS: Final = 1000
 """One ``view/page`` (limit 1000) can return every missed event."""
 MAX_SPAWN_SECONDS: Final = 3600
+APPROVAL_MODES: Final = frozenset({"allowAll", "promptUnmatched", "onRequest", "denyUnmatched"})
 SLUG_LENGTH: Final = 64
 _SECONDS: Final = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,3})?")
 _NOT_SLUG: Final = re.compile(r"[^a-z0-9]+")
@@ -183,6 +199,34 @@ class ViewLost:
 
 
 @dataclass(frozen=True, slots=True)
+class Workflow:
+    """A workflow that outlives its turn (``sim:workflow TEXT``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchModel:
+    """Another client switches the session's model (``sim:switch-model MODEL``)."""
+
+    model_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchApproval:
+    """Another client switches the session's approval mode (``sim:switch-approval MODE``)."""
+
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Background:
+    """A tool call sent to the background (``sim:background COMMAND``)."""
+
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
 class AskUser:
     pass
 
@@ -205,6 +249,11 @@ class Plan:
 @dataclass(frozen=True, slots=True)
 class Crash:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Flags:
+    """The model reports the host's safety flags and approval mode (``sim:flags``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +280,11 @@ Directive: TypeAlias = (
     | Spawn
     | Name
     | ViewLost
+    | Workflow
+    | Background
+    | SwitchModel
+    | SwitchApproval
+    | Flags
 )
 
 
@@ -300,6 +354,10 @@ def _name(arg: str) -> Directive | None:
     return Name(arg) if slug(arg) else None
 
 
+def _switch_approval(arg: str) -> Directive | None:
+    return SwitchApproval(arg) if arg in APPROVAL_MODES else None
+
+
 _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyType(
     {
         "bash": _shell("text"),
@@ -323,6 +381,11 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "spawn": _spawn,
         "name": _name,
         "viewlost": _bare(ViewLost()),
+        "workflow": _text(Workflow),
+        "background": _text(Background),
+        "switch-model": _text(SwitchModel),
+        "switch-approval": _switch_approval,
+        "flags": _bare(Flags()),
     }
 )
 """Directive name -> parser of the rest of its line (None when the argument is unusable)."""

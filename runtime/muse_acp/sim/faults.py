@@ -41,6 +41,11 @@ The faults:
     wait that many milliseconds before each event of a turn (simulated model latency).
 ``stderr-flood:<bytes>``
     write that many bytes of diagnostics to stderr at startup, before serving.
+``stray-request:<method>``
+    in the middle of every turn (after its reasoning), send the client a server request of
+    that method, ``{sessionId, turnId}``, as a newer host asks for something its client may not
+    know; the turn cannot go on without a usable answer, so it waits, silent, until it is
+    stopped, whatever the client answers.
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ class Faults:
     """Padding of an ``oversized`` line; 0 means just over the host frame limit."""
     slow_ms: int = 0
     stderr_flood: int = 0
+    stray_request: str | None = None
+    """The server request a turn sends midway and waits on (``stray-request``)."""
     names: tuple[str, ...] = field(default=())
     """The faults as given, for diagnostics."""
 
@@ -168,6 +175,10 @@ def _stderr_flood(f: Faults, arg: str) -> Faults:
     return replace(f, stderr_flood=_checked_count("stderr-flood", arg, MAX_FLOOD_BYTES))
 
 
+def _stray_request(f: Faults, arg: str) -> Faults:
+    return replace(f, stray_request=_checked_method("stray-request", arg))
+
+
 _PARSERS: Final[Mapping[str, Callable[[Faults, str], Faults]]] = MappingProxyType(
     {
         "exit": _exit,
@@ -181,6 +192,7 @@ _PARSERS: Final[Mapping[str, Callable[[Faults, str], Faults]]] = MappingProxyTyp
         "oversized-bytes": _oversized_bytes,
         "slow": _slow,
         "stderr-flood": _stderr_flood,
+        "stray-request": _stray_request,
     }
 )
 """Fault kind -> how its argument is checked and recorded."""

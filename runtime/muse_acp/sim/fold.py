@@ -55,6 +55,8 @@ class Fold:
     resolutions: dict[str, Resolution] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
     cumulative: tuple[int, int, int] = (0, 0, 0)
+    goal: dict[str, Any] | None = None
+    """The session goal as ``session/goalChanged`` last recorded it (None: no goal)."""
 
     @classmethod
     def from_lines(cls, lines: Iterable[bytes]) -> Fold:
@@ -141,6 +143,11 @@ def _token_usage(fold: Fold, params: dict[str, Any]) -> None:
         fold.cumulative = (total["promptTokens"], total["outputTokens"], total["totalTokens"])
 
 
+def _goal_changed(fold: Fold, params: dict[str, Any]) -> None:
+    goal = params.get("goal")
+    fold.goal = goal if isinstance(goal, dict) else None
+
+
 _FOLDERS: Final[Mapping[str, Callable[[Fold, dict[str, Any]], None]]] = MappingProxyType(
     {
         "item/started": _item,
@@ -155,6 +162,7 @@ _FOLDERS: Final[Mapping[str, Callable[[Fold, dict[str, Any]], None]]] = MappingP
         "userInput/requested": _input_requested,
         "userInput/settled": _input_settled,
         "session/tokenUsage": _token_usage,
+        "session/goalChanged": _goal_changed,
     }
 )
 """Durable event method -> how it changes the fold; other events only advance the head."""

@@ -3,8 +3,9 @@
 Contract: ``run_host`` serves one client on stdin/stdout until stdin ends, then exits 0;
 ``serve_streams`` does the same over any pair of byte streams, in process. ``Host`` is the
 connection's ``MessageHandler``; around the typed routes of ``commands``, ``resume``,
-``controls`` and ``reads`` (only the methods the simulated version's schema publishes; anything
-else is -32601 ``methodNotFound``) it applies, in order:
+``controls``, ``reads``, ``compaction``, ``goals`` and ``workflows`` (only the methods the
+simulated version's schema publishes; anything else is -32601 ``methodNotFound``) it applies, in
+order:
 
 1. injected faults bound to a method (see ``muse_acp.sim.faults``);
 2. the handshake: ``initialize`` once (-32600 ``alreadyInitialized`` after), then nothing but
@@ -45,15 +46,18 @@ from muse_acp.rpc import (
 )
 from muse_acp.sim import errors
 from muse_acp.sim.commands import SessionCommands
+from muse_acp.sim.compaction import Compaction
 from muse_acp.sim.context import ClientInfo, HostContext
 from muse_acp.sim.controls import TurnControls
 from muse_acp.sim.faults import exit_now
+from muse_acp.sim.goals import Goals
 from muse_acp.sim.ids import is_uuid7
 from muse_acp.sim.profile import load_profile
 from muse_acp.sim.reads import Reads
 from muse_acp.sim.resume import SessionContinuations
 from muse_acp.sim.settings import ServeOptions
 from muse_acp.sim.wire import HOST_FRAME_LIMIT, HostReader, HostWriter, Outbox
+from muse_acp.sim.workflows import BackgroundControls
 from muse_acp_wire.msp import (
     EmptyResult,
     InitializeParams,
@@ -95,6 +99,9 @@ class Host:
             *SessionContinuations(ctx).routes(),
             *TurnControls(ctx).routes(),
             *Reads(ctx).routes(),
+            *Compaction(ctx).routes(),
+            *Goals(ctx).routes(),
+            *BackgroundControls(ctx).routes(),
         ]
         self.router = Router(
             requests=[route for route in routes if ctx.profile.serves(route.method)],

@@ -21,14 +21,27 @@ Contract, each only where the simulated version's schema publishes the notificat
   ``view/gap {sessionId, after, next}``, where ``after`` is the cursor of the last durable event
   sent before the gap and ``next`` that of the event just sent (the order of the SDK's recorded
   gap). ``view/page`` forward from ``after`` with limit ``N`` returns exactly the missed events.
+* ``switch_model`` / ``switch_approval`` (``sim:switch-model``, ``sim:switch-approval``):
+  another client of the host (``muse_tui``) changes the session's model or approval mode; the
+  session keeps it and a durable ``session/modelChanged {modelId, providerId, source: "user"}``
+  or ``session/approvalModeChanged {mode, source: "approvalReconfigure", clientName}`` is
+  emitted.
+* ``stray_request`` (fault ``stray-request:<method>``): the server request ``<method>
+  {sessionId, turnId}`` is sent to the client, and the turn then waits, silent, until it is
+  stopped: whatever the answer, the host cannot use it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
+
 from muse_acp.sim.directives import Name
+from muse_acp.sim.ids import new_uuid7
 from muse_acp_wire.msp import (
+    SessionApprovalModeChangedParams,
+    SessionModelChangedParams,
     SessionNameChangedParams,
     SessionStatusChangedParams,
     SessionViewHealthChangedParams,
@@ -40,7 +53,16 @@ if TYPE_CHECKING:
     from muse_acp.sim.session import LiveSession
     from muse_acp.sim.turn import Turn
 
-__all__ = ["miss_events", "name_session", "status_changed", "usage_changed", "view_lost"]
+__all__ = [
+    "miss_events",
+    "name_session",
+    "status_changed",
+    "stray_request",
+    "switch_approval",
+    "switch_model",
+    "usage_changed",
+    "view_lost",
+]
 
 
 async def status_changed(ctx: HostContext, session: LiveSession, status: str, cursor: str) -> None:
@@ -101,4 +123,53 @@ async def miss_events(turn: Turn, count: int) -> None:
     await turn.ctx.notify(
         "view/gap",
         ViewGapParams(session_id=session.session_id, after=after, next=params.view_cursor),
+    )
+
+
+async def stray_request(turn: Turn, method: str) -> None:
+    turn.phase = f"waiting on the client's answer to {method}"
+    params = {"sessionId": turn.session_id, "turnId": turn.turn_id}
+    # The answer is never of use (see the contract): the turn waits until it is stopped.
+    await turn.ctx.ask_client(method, params, anyio.Event())
+
+
+OTHER_CLIENT = "muse_tui"
+"""The client that switches settings in ``switch_model`` and ``switch_approval``."""
+
+
+async def switch_model(turn: Turn, model_id: str) -> None:
+    session = turn.session
+    session.update(model_id=model_id, provider_id="meta")
+    await session.emit(
+        "session/modelChanged",
+        lambda pos: SessionModelChangedParams(
+            session_id=session.session_id,
+            view_cursor=pos.cursor,
+            source_range=pos.source_range,
+            model_id=model_id,
+            provider_id="meta",
+            source="user",
+        ),
+    )
+
+
+async def switch_approval(turn: Turn, mode: str) -> None:
+    session = turn.session
+    command_id = new_uuid7()
+    session.update(
+        approval_mode=mode, approval_source="approvalReconfigure", approval_command_id=command_id
+    )
+    await session.emit(
+        "session/approvalModeChanged",
+        lambda pos: SessionApprovalModeChangedParams.model_validate(
+            {
+                "sessionId": session.session_id,
+                "viewCursor": pos.cursor,
+                "sourceRange": pos.source_range,
+                "mode": mode,
+                "source": "approvalReconfigure",
+                "commandId": command_id,
+                "clientName": OTHER_CLIENT,
+            }
+        ),
     )

@@ -31,10 +31,12 @@ from muse_acp.sim.context import HostContext
 from muse_acp.sim.directives import (
     Approve,
     AskUser,
+    Background,
     Crash,
     Directive,
     Edit,
     Fail,
+    Flags,
     Gap,
     Hold,
     Name,
@@ -44,8 +46,11 @@ from muse_acp.sim.directives import (
     Shell,
     Spawn,
     Stream,
+    SwitchApproval,
+    SwitchModel,
     ViewLost,
     WebSearch,
+    Workflow,
 )
 from muse_acp.sim.faults import FAULT_EXIT_CODE
 from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
@@ -53,6 +58,9 @@ from muse_acp.sim.notices import (
     miss_events,
     name_session,
     status_changed,
+    stray_request,
+    switch_approval,
+    switch_model,
     usage_changed,
     view_lost,
 )
@@ -71,6 +79,7 @@ from muse_acp.sim.tools import (
     shell_args,
 )
 from muse_acp.sim.turn import Steer, StopRequest, Turn, TurnRequest
+from muse_acp.sim.workflows import after_turn, start_background, start_workflow
 from muse_acp_wire.msp import (
     TurnCompletedParams,
     TurnError,
@@ -187,6 +196,7 @@ class TurnRunner:
         if not self.session.queue:
             await status_changed(self.ctx, self.session, "idle", cursor)
         await usage_changed(self.ctx)
+        await after_turn(self.turn)
 
     async def _play(self) -> TurnError | None:
         turn = self.turn
@@ -194,6 +204,9 @@ class TurnRunner:
         effort = request.effort or self.session.meta.reasoning_effort
         if effort != "none":
             await turn.reasoning(f"Planning a reply with {effort or 'default'} reasoning effort.")
+        stray = self.ctx.options.faults.stray_request
+        if stray is not None:
+            await stray_request(turn, stray)
         for directive in request.prompt.directives:
             await self._answer_steers()
             failure = await self._step(directive)
@@ -231,12 +244,24 @@ class TurnRunner:
                 await name_session(turn, directive)
             case ViewLost():
                 await view_lost(turn)
+            case SwitchModel(model_id=model_id):
+                await switch_model(turn, model_id)
+            case SwitchApproval(mode=mode):
+                await switch_approval(turn, mode)
+            case Workflow(text=text):
+                await start_workflow(turn, text)
+            case Background(command=command):
+                await start_background(turn, command)
             case AskUser():
                 await ask_user(turn)
             case Hold():
                 await self._hold()
             case Plan():
                 await turn.plan()
+            case Flags():
+                flags = " ".join(self.ctx.options.safety_flags())
+                mode = self.session.meta.approval_mode
+                await turn.say(f"[host flags: {flags}; approval mode: {mode}]")
             case Stream(deltas=count):
                 pieces = [f"t{index} " for index in range(count)]
                 await turn.say("".join(pieces), pieces)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from muse_acp.sim.questions import QuestionAsk
     from muse_acp.sim.runner import TurnRunner
     from muse_acp.sim.turn import TurnRequest
+    from muse_acp.sim.workflows import BackgroundWork
 
 __all__ = ["LiveSession", "Position", "session_model"]
 
@@ -76,6 +77,8 @@ class LiveSession:
         self.queue: deque[TurnRequest] = deque()
         self.asks: dict[str, ApprovalAsk | QuestionAsk] = {}
         """Approvals and questions put to the client by this process, pending or settled."""
+        self.background: dict[str, BackgroundWork] = {}
+        """Workflows and background tasks that outlive their turn, by run or task id."""
         self._fragment = 0
 
     @property

@@ -10,9 +10,9 @@ uses it before deciding what to load.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from muse_acp.sim.faults import Faults
 from muse_acp.sim.quirks import NO_QUIRKS, Quirks
@@ -64,3 +64,17 @@ class ServeOptions:
     """Where to append every request line received, when ``MUSE_SIM_CAPTURE`` is set."""
     replay: Path | None = None
     """A transcript to play back instead of simulating a host."""
+    settings_mcp: Mapping[str, Any] = field(default_factory=dict)
+    """The MCP servers of Muse's settings file, unparsed (see ``mcp_settings``)."""
+
+    def safety_flags(self) -> tuple[str, ...]:
+        """The safety flags ``serve`` was given, in ``serve --help`` order, the sandbox network
+        mode always (it has a default); what ``sim:flags`` reports."""
+        named = (
+            ("--disable-write", self.disable_write),
+            ("--disable-shell", self.disable_shell),
+            ("--disable-sandbox", self.disable_sandbox),
+            ("--trust-workspace", self.trust_workspace),
+        )
+        chosen = [flag for flag, given in named if given]
+        return (*chosen, f"--sandbox-network={self.sandbox_network}")

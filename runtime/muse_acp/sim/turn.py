@@ -35,6 +35,7 @@ from muse_acp_wire.msp import (
     TokenCounts,
     ToolCallItem,
     UserMessageItem,
+    WorkflowItem,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Reasoning tokens a model step reports per reasoning effort (``ultra`` counts as ``max``)."""
 
-Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem
+Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | WorkflowItem
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,57 @@
+"""Relaying a session's host events to the client, during a turn and after it.
+
+Contract: an ``EventRelay`` is given, in arrival order, the host events of one session that are
+not a turn's lifecycle (the running turn keeps ``turn/started``, ``turn/completed``,
+``view/gap`` and its approvals and questions to itself). For each it first lets the session's
+``StateObserver`` take note (the model, the approval mode and the usage the host reports, see
+``session_state``) and sends the updates that report what changed, then reads an editing tool's
+file before its card is first shown (for a true diff, ``file_changes.capture_before``), then
+sends every ACP update the turn's translator makes of it, in order, through ``send``. It keeps
+no state of its own: the translator filters other turns' items and keeps the cards, so the relay
+of a turn that has ended can go on updating that turn's cards (background work, see
+``background``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from muse_acp.agent.file_changes import capture_before
+from muse_acp.agent.translate import TurnTranslator
+from muse_acp_wire import acp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["EventRelay", "StateObserver"]
+
+
+class StateObserver(Protocol):
+    """Takes note of the session state a host event reports (``session_state.SessionState``)."""
+
+    async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
+        """Take note of ``params``; the updates that report what changed, in order."""
+        ...
+
+
+class EventRelay:
+    """Sends the ACP updates for one session's host events (see the module contract)."""
+
+    def __init__(
+        self,
+        translator: TurnTranslator,
+        send: Callable[[acp.SessionUpdate], Awaitable[None]],
+        state: StateObserver | None = None,
+    ) -> None:
+        self.translator = translator
+        self._send = send
+        self._state = state
+
+    async def relay(self, method: str, params: WireModel) -> None:
+        if self._state is not None:
+            for update in await self._state.observe(method, params):
+                await self._send(update)
+        unseen = self.translator.unseen_tool(params)
+        if unseen is not None:  # an editing tool's file is read before its card is first shown
+            await capture_before(self.translator.cards, *unseen)
+        for update in self.translator.on_notification(method, params):
+            await self._send(update)

@@ -1,0 +1,99 @@
+"""``session/compact``: a manual compaction of a session's history, as real hosts answer it.
+
+Contract: a session with nothing compactable (no item other than a compaction since the last
+compaction, or no item at all) is answered ``{status: "noop", reason:
+"no_compactable_history"}`` and nothing is recorded. Otherwise the command is acknowledged
+``accepted`` and, once that answer is written, one ``compaction`` item (``trigger: "manual"``)
+is recorded and sent as ``item/started`` (in progress) then ``item/completed`` (``outcome:
+"compacted"``, token counts before and after, ``summarizedThrough``), owned by the running turn
+if there is one, else by no turn. Token figures are made up but consistent: after < before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from muse_acp.rpc import RequestContext, RequestRoute
+from muse_acp.sim.context import HostContext
+from muse_acp.sim.ids import new_uuid7, rfc3339_now
+from muse_acp.sim.session import LiveSession, Position
+from muse_acp_wire.msp import (
+    CompactionItem,
+    ItemEventParams,
+    SessionCompactParams,
+    SessionCompactResult,
+)
+
+__all__ = ["NOTHING_TO_COMPACT", "Compaction", "compactable"]
+
+NOTHING_TO_COMPACT: Final = "no_compactable_history"
+STRATEGY: Final = "summary-v2"
+"""The strategy real hosts report for a manual compaction."""
+_TOKENS_PER_ITEM: Final = 1200
+
+
+def compactable(items: list[dict[str, Any]]) -> int:
+    """How many items a compaction would summarise: those after the latest compaction."""
+    count = 0
+    for item in items:
+        count = 0 if item.get("kind") == "compaction" else count + 1
+    return count
+
+
+class Compaction:
+    """The ``session/compact`` route (see the module contract)."""
+
+    def __init__(self, ctx: HostContext) -> None:
+        self.ctx = ctx
+
+    def routes(self) -> list[RequestRoute[Any]]:
+        return [RequestRoute("session/compact", SessionCompactParams, self.compact)]
+
+    async def compact(
+        self, params: SessionCompactParams, request: RequestContext
+    ) -> SessionCompactResult:
+        session = self.ctx.live(params.session_id)
+        count = compactable(list(session.fold.items.values()))
+        if count == 0:
+            return SessionCompactResult(
+                command_id=params.command_id, status="noop", reason=NOTHING_TO_COMPACT
+            )
+        before = count * _TOKENS_PER_ITEM
+        base: dict[str, Any] = {
+            "itemId": new_uuid7(),
+            "kind": "compaction",
+            "turnId": session.fold.active_turn,
+            "trigger": "manual",
+        }
+        started = {**base, "revision": 1, "status": "inProgress", "recordedAt": rfc3339_now()}
+        completed = {
+            **base,
+            "revision": 2,
+            "status": "completed",
+            "recordedAt": rfc3339_now(),
+            "outcome": "compacted",
+            "strategyId": STRATEGY,
+            "summarizedThrough": f"session:{session.session_id}:seq:{session.fold.head}",
+            "tokensBefore": before,
+            "tokensAfter": max(1, before // 5),
+        }
+        for method, item in (("item/started", started), ("item/completed", completed)):
+            build = _item_event(session, CompactionItem.model_validate(item))
+            _, body = session.record(method, build, item_id=item["itemId"])
+            self.ctx.send_after(request, method, body)
+        return SessionCompactResult(command_id=params.command_id, status="accepted")
+
+
+def _item_event(
+    session: LiveSession, item: CompactionItem
+) -> Callable[[Position], ItemEventParams]:
+    def build(pos: Position) -> ItemEventParams:
+        return ItemEventParams(
+            session_id=session.session_id,
+            view_cursor=pos.cursor,
+            source_range=pos.source_range,
+            item=item,
+        )
+
+    return build

@@ -1,0 +1,118 @@
+"""``goal/*``: a session goal, set, paused, resumed and cleared, as hosts from 1.3.0 serve it.
+
+Contract (only on versions whose schema publishes ``goal/*``; the routes are left out
+elsewhere, so older versions answer -32601): every command acts on a session held by this
+process and is refused -32030 ``commandRejected`` with the reason real hosts give:
+
+* ``goal/set`` / ``goal/edit``: a blank objective is -32602; ``goal/edit`` without a goal is
+  ``missing_goal``. The goal becomes ``{objective, status: "active", percentComplete}`` (0 for a
+  new goal, kept by an edit).
+* ``goal/pause``: ``missing_goal`` without a goal, ``invalid_goal_state`` unless it is active.
+* ``goal/resume``: ``missing_goal`` without a goal, ``invalid_goal_state`` unless it is paused.
+* ``goal/clear``: ``missing_goal`` without a goal; the goal becomes null.
+
+Each accepted command is acknowledged ``accepted`` and then (once the answer is written) one
+durable ``session/goalChanged`` carries the new goal. Real hosts also start a turn to work on
+a goal that was set or resumed on an idle session; muse-sim does not (no ``turnId`` in the
+acknowledgement), so the goal's progress stays at what was set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from muse_acp.rpc import RequestContext, RequestRoute
+from muse_acp.sim import errors
+from muse_acp.sim.context import HostContext
+from muse_acp.sim.session import LiveSession, Position
+from muse_acp_wire.msp import (
+    Goal,
+    GoalClearParams,
+    GoalCommandResult,
+    GoalEditParams,
+    GoalPauseParams,
+    GoalResumeParams,
+    GoalSetParams,
+    SessionGoalChangedParams,
+)
+
+__all__ = ["Goals"]
+
+
+class Goals:
+    """The ``goal/*`` routes (see the module contract)."""
+
+    def __init__(self, ctx: HostContext) -> None:
+        self.ctx = ctx
+
+    def routes(self) -> list[RequestRoute[Any]]:
+        return [
+            RequestRoute("goal/set", GoalSetParams, self.set),
+            RequestRoute("goal/edit", GoalEditParams, self.edit),
+            RequestRoute("goal/pause", GoalPauseParams, self.pause),
+            RequestRoute("goal/resume", GoalResumeParams, self.resume),
+            RequestRoute("goal/clear", GoalClearParams, self.clear),
+        ]
+
+    async def set(self, params: GoalSetParams, request: RequestContext) -> GoalCommandResult:
+        session = self.ctx.live(params.session_id)
+        objective = _objective("goal/set", params.objective)
+        goal = Goal(objective=objective, status="active", percent_complete=0)
+        return self._changed(session, request, params.command_id, goal)
+
+    async def edit(self, params: GoalEditParams, request: RequestContext) -> GoalCommandResult:
+        session = self.ctx.live(params.session_id)
+        objective = _objective("goal/edit", params.objective)
+        current = _current(session, "goal/edit", params.command_id)
+        goal = current.model_copy(update={"objective": objective})
+        return self._changed(session, request, params.command_id, goal)
+
+    async def pause(self, params: GoalPauseParams, request: RequestContext) -> GoalCommandResult:
+        return self._move(params.session_id, params.command_id, "goal/pause", request)
+
+    async def resume(self, params: GoalResumeParams, request: RequestContext) -> GoalCommandResult:
+        return self._move(params.session_id, params.command_id, "goal/resume", request)
+
+    async def clear(self, params: GoalClearParams, request: RequestContext) -> GoalCommandResult:
+        session = self.ctx.live(params.session_id)
+        _current(session, "goal/clear", params.command_id)
+        return self._changed(session, request, params.command_id, None)
+
+    def _move(
+        self, session_id: str, command_id: str, method: str, request: RequestContext
+    ) -> GoalCommandResult:
+        session = self.ctx.live(session_id)
+        current = _current(session, method, command_id)
+        wanted, target = ("active", "paused") if method == "goal/pause" else ("paused", "active")
+        if current.status != wanted:
+            raise errors.command_rejected(method, command_id, "invalid_goal_state")
+        goal = current.model_copy(update={"status": target})
+        return self._changed(session, request, command_id, goal)
+
+    def _changed(
+        self, session: LiveSession, request: RequestContext, command_id: str, goal: Goal | None
+    ) -> GoalCommandResult:
+        def build(pos: Position) -> SessionGoalChangedParams:
+            return SessionGoalChangedParams(
+                session_id=session.session_id,
+                view_cursor=pos.cursor,
+                source_range=pos.source_range,
+                goal=goal,
+            )
+
+        _, body = session.record("session/goalChanged", build)
+        self.ctx.send_after(request, "session/goalChanged", body)
+        return GoalCommandResult(command_id=command_id, status="accepted")
+
+
+def _objective(method: str, objective: str) -> str:
+    if not objective.strip():
+        raise errors.invalid_params(f"invalid {method} objective: expected non-blank text")
+    return objective
+
+
+def _current(session: LiveSession, method: str, command_id: str) -> Goal:
+    goal = session.fold.goal
+    if goal is None:
+        raise errors.command_rejected(method, command_id, "missing_goal")
+    return Goal.model_validate(goal)

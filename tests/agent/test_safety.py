@@ -1,0 +1,171 @@
+"""Safety options: offered only where the installed Muse can apply them, turned into ``muse
+serve`` flags, guarded against combinations with no safeguard left, and stored and restored."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from muse_acp.agent.config_options import SessionSettings, apply_config_option, host_flags
+from muse_acp.agent.config_options import config_options as options_of
+from muse_acp.agent.preferences import PreferenceStore
+from muse_acp.agent.remembered import restored, to_stored
+from muse_acp.agent.safety import (
+    CONTROLS,
+    SafetyChoices,
+    apply_safety,
+    check_combination,
+    offered_controls,
+    safety_flags,
+)
+from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
+
+ALL_FLAGS = frozenset(
+    {"--disable-write", "--disable-shell", "--disable-sandbox", "--sandbox-network"}
+)
+EVERYTHING = offered_controls(ALL_FLAGS, "1.2.1")
+
+
+def _offered(**values: str) -> SafetyChoices:
+    choices = SafetyChoices(offer=EVERYTHING)
+    for key, value in values.items():
+        choices = apply_safety(choices, key, value)
+    return choices
+
+
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2"])
+def test_every_verified_version_offers_all_five_controls(version: str) -> None:
+    assert offered_controls(ALL_FLAGS, version) == frozenset(CONTROLS)
+
+
+def test_a_control_is_offered_only_when_serve_help_lists_its_flag() -> None:
+    offer = offered_controls(frozenset({"--disable-shell"}), "1.2.1")
+    assert offer == {"shell", "approvalPolicy"}
+    # An unverified version gets no approval policy unless newer hosts are trusted.
+    assert "approvalPolicy" not in offered_controls(ALL_FLAGS, "1.9.0")
+    assert "approvalPolicy" in offered_controls(ALL_FLAGS, "1.9.0", trust_newer=True)
+
+
+def test_the_options_list_only_offered_controls_after_mode_model_and_effort() -> None:
+    bare = SessionSettings()
+    assert [o.id for o in options_of(bare, None)] == ["mode", "model", "reasoningEffort"]
+    offered = SessionSettings(safety=SafetyChoices(offer=frozenset({"shell", "sandboxNetwork"})))
+    listed = options_of(offered, None)
+    assert [o.id for o in listed][3:] == ["sandboxNetwork", "shell"]
+    assert [o.current_value for o in listed][3:] == ["proxy-only", "enabled"]
+
+
+@pytest.mark.parametrize(
+    ("values", "flags"),
+    [
+        ({"sandbox": "disabled"}, ("--disable-sandbox",)),
+        ({"sandboxNetwork": "restricted"}, ("--sandbox-network=restricted",)),
+        ({"sandboxNetwork": "enabled"}, ("--sandbox-network=enabled",)),
+        ({"sandboxNetwork": "proxy-only"}, ()),
+        ({"workspaceWrite": "disabled"}, ("--disable-write",)),
+        ({"shell": "disabled"}, ("--disable-shell",)),
+        ({"approvalPolicy": "denyUnmatched"}, ()),
+    ],
+)
+def test_each_option_becomes_its_host_flag(values: dict[str, str], flags: tuple[str, ...]) -> None:
+    assert safety_flags(_offered(**values)) == flags
+
+
+def test_mode_and_safety_flags_combine_without_repeats() -> None:
+    settings = SessionSettings(
+        mode_id="readOnly", safety=_offered(shell="disabled", sandbox="disabled")
+    )
+    assert host_flags(settings) == ("--disable-write", "--disable-shell", "--disable-sandbox")
+
+
+def test_a_value_the_control_lacks_is_refused_naming_the_values() -> None:
+    with pytest.raises(RpcError) as caught:
+        apply_config_option(SessionSettings(safety=_offered()), "sandboxNetwork", "open", None)
+    assert caught.value.code == INVALID_PARAMS
+    assert "proxy-only, restricted, enabled" in caught.value.message
+
+
+def test_an_unoffered_control_is_refused_saying_why() -> None:
+    with pytest.raises(RpcError) as caught:
+        apply_safety(SafetyChoices(offer=frozenset({"shell"})), "approvalPolicy", "allowAll")
+    assert caught.value.code == INVALID_PARAMS
+    assert "not verified for session/setApprovalMode" in caught.value.message
+    assert caught.value.data == {
+        "failure": {
+            "kind": "safetyControlUnavailable",
+            "source": "client",
+            "retryable": False,
+            "phase": "preparing",
+            "execution": "notSubmitted",
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("choices", "auto_approve"),
+    [
+        (_offered(sandbox="disabled"), True),
+        (_offered(sandbox="disabled", approvalPolicy="allowAll"), False),
+        (_offered(sandbox="disabled", sandboxNetwork="enabled", approvalPolicy="allowAll"), True),
+    ],
+)
+def test_no_sandbox_with_unattended_approvals_is_refused(
+    choices: SafetyChoices, auto_approve: bool
+) -> None:
+    with pytest.raises(RpcError) as caught:
+        check_combination(choices, auto_approve)
+    assert caught.value.code == INVALID_PARAMS
+    assert "sandbox disabled" in caught.value.message
+    assert "nobody would be asked" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("choices", "auto_approve"),
+    [
+        (_offered(sandbox="disabled"), False),
+        (_offered(approvalPolicy="allowAll", sandboxNetwork="enabled"), True),
+        (_offered(sandbox="disabled", approvalPolicy="denyUnmatched"), False),
+    ],
+)
+def test_combinations_that_keep_a_safeguard_are_allowed(
+    choices: SafetyChoices, auto_approve: bool
+) -> None:
+    check_combination(choices, auto_approve)
+
+
+def test_choices_that_the_host_cannot_apply_are_dropped() -> None:
+    choices = _offered(shell="disabled", sandbox="disabled")
+    assert choices.offered_to(frozenset({"shell"})).values == (("shell", "disabled"),)
+
+
+@pytest.mark.anyio
+async def test_safety_choices_survive_the_store(tmp_path: Path) -> None:
+    settings = SessionSettings(
+        mode_id="plan", safety=_offered(shell="disabled", approvalPolicy="promptUnmatched")
+    )
+    store = PreferenceStore(tmp_path)
+    await store.write_settings("s1", to_stored(settings))
+    kept = store.load("s1").settings
+    assert kept is not None
+    back, notes = restored(kept, None)
+    assert notes == []
+    assert back == settings  # the offer is not part of equality; the context adds it
+    assert back.safety.chosen("approvalPolicy")
+
+
+def test_an_unknown_stored_safety_value_falls_back_with_a_note(tmp_path: Path) -> None:
+    store = PreferenceStore(tmp_path)
+    stored = replace(
+        to_stored(SessionSettings()), safety=(("shell", "maybe"), ("workspaceWrite", "disabled"))
+    )
+    back, notes = restored(stored, None)
+    assert back.safety.values == (("workspaceWrite", "disabled"),)
+    assert len(notes) == 1
+    assert "'shell'='maybe'" in notes[0]
+    path = store.path_for("s2")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schemaVersion": 1, "settings": {"modeId": "default", "safety": [1]}}')
+    with pytest.raises(RpcError, match=r"settings\.safety is not an object"):
+        store.load("s2")

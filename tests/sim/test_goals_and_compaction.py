@@ -1,0 +1,102 @@
+"""``session/compact`` and ``goal/*`` as muse-sim serves them, checked against each version's
+own bundle (in process, strict)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from muse_acp.sim.ids import new_uuid7
+
+from .harness import SimPeer, item_of, labels, sim_served
+
+pytestmark = pytest.mark.anyio
+
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2")
+
+
+def command(session_id: str, **extra: Any) -> dict[str, Any]:
+    return {"commandId": new_uuid7(), "sessionId": session_id, **extra}
+
+
+async def _ready(sim: SimPeer) -> str:
+    await sim.initialize()
+    return await sim.start()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_compact_is_a_noop_without_history_then_records_a_compaction(
+    tmp_path: Path, version: str
+) -> None:
+    async with sim_served(tmp_path, version) as sim:
+        session_id = await _ready(sim)
+        empty = await sim.call("session/compact", command(session_id))
+        await sim.turn(session_id, "hello")
+        accepted = await sim.call("session/compact", command(session_id))
+        frames = await sim.until(
+            lambda f: f.get("method") == "item/completed" and item_of(f)["kind"] == "compaction"
+        )
+        again = await sim.call("session/compact", command(session_id))
+    assert empty["status"] == "noop"
+    assert empty["reason"] == "no_compactable_history"
+    assert accepted["status"] == "accepted"
+    assert "reason" not in accepted
+    assert labels(frames) == ["item/started", "item/completed"]
+    started, completed = item_of(frames[0]), item_of(frames[1])
+    assert (started["status"], started["trigger"]) == ("inProgress", "manual")
+    assert (completed["status"], completed["outcome"]) == ("completed", "compacted")
+    assert completed["tokensAfter"] < completed["tokensBefore"]
+    assert completed["itemId"] == started["itemId"]
+    assert again["status"] == "noop"
+
+
+@pytest.mark.parametrize("version", ["1.3.0", "1.4.2"])
+async def test_goal_commands_change_the_goal_and_announce_it(tmp_path: Path, version: str) -> None:
+    async with sim_served(tmp_path, version) as sim:
+        session_id = await _ready(sim)
+        missing = await sim.error("goal/pause", command(session_id))
+        acks = []
+        goals = []
+        for method, extra in (
+            ("goal/set", {"objective": "Ship it"}),
+            ("goal/pause", {}),
+            ("goal/resume", {}),
+            ("goal/edit", {"objective": "Ship it today"}),
+            ("goal/clear", {}),
+        ):
+            acks.append(await sim.call(method, command(session_id, **extra)))
+            changed = await sim.until_method("session/goalChanged")
+            goals.append(changed[-1]["params"]["goal"])
+        not_paused = await sim.error("goal/resume", command(session_id))
+        blank = await sim.error("goal/set", command(session_id, objective="  "))
+    assert missing["code"] == -32030
+    assert missing["data"]["reason"] == "missing_goal"
+    assert [ack["status"] for ack in acks] == ["accepted"] * 5
+    assert goals == [
+        {"objective": "Ship it", "status": "active", "percentComplete": 0},
+        {"objective": "Ship it", "status": "paused", "percentComplete": 0},
+        {"objective": "Ship it", "status": "active", "percentComplete": 0},
+        {"objective": "Ship it today", "status": "active", "percentComplete": 0},
+        None,
+    ]
+    assert not_paused["data"]["reason"] == "missing_goal"
+    assert blank["code"] == -32602
+
+
+async def test_resuming_an_active_goal_is_refused(tmp_path: Path) -> None:
+    async with sim_served(tmp_path, "1.3.0") as sim:
+        session_id = await _ready(sim)
+        await sim.call("goal/set", command(session_id, objective="Ship it"))
+        await sim.until_method("session/goalChanged")
+        refused = await sim.error("goal/resume", command(session_id))
+    assert refused["data"]["reason"] == "invalid_goal_state"
+
+
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1"])
+async def test_goal_commands_do_not_exist_before_1_3_0(tmp_path: Path, version: str) -> None:
+    async with sim_served(tmp_path, version) as sim:
+        session_id = await _ready(sim)
+        error = await sim.error("goal/set", command(session_id, objective="Ship it"))
+    assert error["code"] == -32601
