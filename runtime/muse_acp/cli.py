@@ -18,6 +18,7 @@ the command-line parser (``cli_commands``), which costs a noticeable part of a c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -46,8 +47,13 @@ def serve_with(options: CommonOptions) -> int:
     """Serve ACP on stdio with ``options``; the exit status (2 for an unusable setting)."""
     import anyio
 
-    from muse_acp.agent.server import serve as serve_agent
     from muse_acp.config import ConfigError, load_config
+    from muse_acp.host.binary import (
+        HostUnavailable,
+        discard_early_probes,
+        resolve_binary,
+        start_probe,
+    )
     from muse_acp.logs import configure_logging
 
     if sys.stdin is not None and sys.stdin.isatty():
@@ -60,7 +66,16 @@ def serve_with(options: CommonOptions) -> int:
     except ConfigError as error:
         print(f"muse-acp: {error}", file=sys.stderr)
         return 2
-    anyio.run(serve_agent, config)
+    # The probes run while the agent loads: initialize needs their answers. A missing
+    # executable is reported to the client by initialize and the first session instead.
+    with contextlib.suppress(HostUnavailable):
+        start_probe(resolve_binary(config.muse_bin))
+    try:
+        from muse_acp.agent.server import serve as serve_agent
+
+        anyio.run(serve_agent, config)
+    finally:
+        discard_early_probes()
     return 0
 
 

@@ -26,6 +26,8 @@ MAX_LINES = 400
 ALLOWED_MODULE_STATE = {
     # Probe results per Muse executable (path, size, mtime), shared by every agent and doctor.
     ("muse_acp.host.binary", "_cache"),
+    # Probes started before the agent finished loading, collected once by the first probe.
+    ("muse_acp.host.binary", "_early"),
 }
 
 

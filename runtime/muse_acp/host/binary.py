@@ -9,6 +9,11 @@ cached by path, size and modification time, so replacing the binary is noticed w
 restarting the adapter.
 ``exec --help`` (the legacy backend, see ``backends``) is probed only when asked for, and then
 cached with the rest. A missing or unusable binary is reported with what to do about it.
+
+``start_probe(path)`` starts the two probes ahead of time, before the agent has finished loading
+(an editor waits for ``initialize``, which needs their answers): the next ``probe(path)``
+collects those processes instead of starting its own. ``discard_early_probes`` kills and reaps
+any that were never collected.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ __all__ = [
     "SERVE_FLAGS",
     "HostUnavailable",
     "MuseBinary",
+    "discard_early_probes",
     "installation_dirs",
     "probe",
     "resolve_binary",
+    "start_probe",
 ]
 
 logger: Final = logging.getLogger("muse_acp.host")
@@ -169,6 +176,52 @@ async def _run_probe(path: str, *args: str) -> tuple[int | None, bytes]:
 
 _cache: dict[tuple[str, int, int], MuseBinary] = {}
 
+_PROBE_ARGS: Final = (("version", ("--version",)), ("help", ("serve", "--help")))
+
+_early: dict[str, dict[str, subprocess.Popen[bytes]]] = {}
+"""Probes started by ``start_probe``, by path, waiting for ``probe`` to collect them."""
+
+
+def start_probe(path: str) -> None:
+    """Start ``path``'s ``--version`` and ``serve --help`` now; ``probe(path)`` collects them.
+
+    A process that cannot be started is left out (``probe`` then starts it and reports why)."""
+    if path in _early:
+        return
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    for name, args in _PROBE_ARGS:
+        try:
+            started[name] = subprocess.Popen(
+                [path, *args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError:
+            continue
+    _early[path] = started
+
+
+def _finish(process: subprocess.Popen[bytes]) -> tuple[int | None, bytes]:
+    """Wait (bounded) for an early probe, in a worker thread; kill it when it overruns."""
+    try:
+        stdout, stderr = process.communicate(timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        logger.warning("%s did not finish within %.0fs", process.args, PROBE_TIMEOUT)
+        return None, b""
+    return process.returncode, stdout + stderr
+
+
+def discard_early_probes() -> None:
+    """Kill and reap every early probe that was never collected."""
+    while _early:
+        _, started = _early.popitem()
+        for process in started.values():
+            process.kill()
+            process.communicate()
+
 
 async def _probe_exec(binary: MuseBinary) -> MuseBinary:
     code, output = await _run_probe(binary.path, "exec", "--help")
@@ -193,12 +246,18 @@ async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
     # The two probes run side by side: a client waits on them before its first answer.
     answers: dict[str, tuple[int | None, bytes]] = {}
 
+    early = _early.pop(path, {})
+
     async def run(name: str, *args: str) -> None:
-        answers[name] = await _run_probe(path, *args)
+        process = early.get(name)
+        if process is None:
+            answers[name] = await _run_probe(path, *args)
+        else:
+            answers[name] = await anyio.to_thread.run_sync(_finish, process)
 
     async with anyio.create_task_group() as probes:
-        probes.start_soon(run, "version", "--version")
-        probes.start_soon(run, "help", "serve", "--help")
+        for name, args in _PROBE_ARGS:
+            probes.start_soon(run, name, *args)
     _, version_output = answers["version"]
     match = _VERSION.search(version_output)
     help_code, help_output = answers["help"]
