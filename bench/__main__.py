@@ -23,7 +23,15 @@ from typing import Final
 
 import anyio
 
-from bench import cold_start, growth, relay, runtime_throughput, stored_output
+from bench import (
+    cold_start,
+    growth,
+    many_sessions,
+    relay,
+    runtime_throughput,
+    session_list,
+    stored_output,
+)
 from bench.report import Figure, render_table, write_json
 from bench.world import World, make_world
 
@@ -50,6 +58,13 @@ FIGURES: Final[Mapping[str, Plan]] = MappingProxyType(
         ),
         "cold_start": Plan(cold_start.measure, partial(cold_start.measure, runs=1)),
         "growth": Plan(growth.measure, partial(growth.measure, sizes_mib=(0.5,), repeats=1)),
+        "session_list": Plan(
+            session_list.measure, partial(session_list.measure, sessions=120, baseline=60)
+        ),
+        "many_sessions": Plan(
+            many_sessions.measure,
+            partial(many_sessions.measure, sessions=3, deltas=20, rounds=1),
+        ),
     }
 )
 """Every figure by key, in the order a run measures them."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from muse_acp.sim.fold import Fold
 from muse_acp.sim.ids import new_uuid7
@@ -51,3 +54,33 @@ def test_ids_that_are_not_uuids_never_become_paths(tmp_path: Path) -> None:
     assert not store.exists("../../etc")
     assert store.read_meta("../x") is None
     assert store.read_output_info(new_uuid7(), "../../y") is None
+
+
+def test_listing_again_reads_only_the_metas_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, other_process = Store(tmp_path), Store(tmp_path)
+    metas = [
+        SessionMeta(new_uuid7(), "t", "t", "/p", None, None, "promptUnmatched") for _ in range(5)
+    ]
+    for meta in metas:
+        lease = store.create(meta)
+        assert lease is not None
+        lease.release()
+    reads: list[str] = []
+    read_meta = Store.read_meta
+
+    def counted(self: Store, session_id: str) -> SessionMeta | None:
+        reads.append(session_id)
+        return read_meta(self, session_id)
+
+    monkeypatch.setattr(Store, "read_meta", counted)
+    assert sorted(m.session_id for m in store.all_metas()) == sorted(m.session_id for m in metas)
+    assert len(reads) == 5
+    reads.clear()
+    renamed = replace(metas[2], title="renamed elsewhere")
+    other_process.write_meta(renamed)
+    listed = {m.session_id: m for m in store.all_metas()}
+    assert reads == [renamed.session_id]
+    assert listed[renamed.session_id].title == "renamed elsewhere"
+    assert len(listed) == 5

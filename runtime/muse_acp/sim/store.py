@@ -11,8 +11,12 @@ Contract: a session ``<id>`` lives in ``sessions/<id>/``:
 * ``outputs/<ref>.out`` and ``outputs/<ref>.json``: stored tool output and its description.
 
 Only the lease holder writes a session; anyone may read it. Session ids are checked to be UUIDs
-before they become paths. An ephemeral store (``--no-session-log``) keeps the same layout in a
-private temporary directory that disappears with the process.
+before they become paths. ``all_metas`` (what a listing reads, page after page) keeps each
+session's decoded ``meta.json`` while the file's identity, time and size stay the same, as a
+real host's session index does, so a page costs a ``stat`` per stored session rather than a
+read and a decode; a meta replaced by any process has a new inode and is read again. An
+ephemeral store (``--no-session-log``) keeps the same layout in a private temporary directory
+that disappears with the process.
 """
 
 from __future__ import annotations
@@ -163,6 +167,8 @@ class Store:
         else:
             root = home
         self.sessions = root / "sessions"
+        self._metas: dict[str, tuple[tuple[int, int, int], SessionMeta]] = {}
+        """Decoded metas by session id, with the (inode, mtime, size) they were read at."""
 
     def close(self) -> None:
         if self._scratch is not None:
@@ -207,12 +213,22 @@ class Store:
 
     def all_metas(self) -> Iterator[SessionMeta]:
         try:
-            entries = list(self.sessions.iterdir())
+            names = os.listdir(self.sessions)
         except FileNotFoundError:
             return
-        for entry in entries:
-            meta = self.read_meta(entry.name)
+        known, self._metas = self._metas, {}
+        for name in names:
+            try:
+                info = os.stat(os.path.join(self.sessions, name, META_FILE))
+            except OSError:
+                continue
+            identity = (info.st_ino, info.st_mtime_ns, info.st_size)
+            cached = known.get(name)
+            meta = cached[1] if cached is not None and cached[0] == identity else None
+            if meta is None:
+                meta = self.read_meta(name)
             if meta is not None:
+                self._metas[name] = (identity, meta)
                 yield meta
 
     def log(self, session_id: str) -> EventLog:
