@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 from typing import Final
 
 import anyio
 
-from bench.peer import Peer, cpu_seconds, spawn_peer
+from bench.peer import Peer, cpu_seconds, rss_mib, spawn_peer
 from bench.report import Figure, Measurement, ratios_of
 from bench.world import World, adapter_command
 from muse_acp.rpc import JsonObject
@@ -32,14 +31,6 @@ __all__ = ["measure"]
 
 TURN_TIMEOUT: Final = 600.0
 CHUNKS: Final = "session/update:agent_message_chunk"
-
-
-def rss_mib(pid: int) -> float:
-    """The current resident set (``VmRSS``) of a running process, in MiB (Linux ``/proc``)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"process {pid} reports no VmRSS")
 
 
 async def _turn(peer: Peer, session_id: str, text: str) -> None:

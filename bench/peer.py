@@ -28,7 +28,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from muse_acp.rpc import JsonInput, JsonValue, encode_message, encode_request
 
-__all__ = ["EXIT_WAIT", "Peer", "PeerError", "cpu_seconds", "peak_rss_mib", "spawn_peer"]
+__all__ = ["EXIT_WAIT", "Peer", "PeerError", "cpu_seconds", "peak_rss_mib", "rss_mib", "spawn_peer"]
 
 EXIT_WAIT: Final = 10.0
 """Seconds a child gets to exit after its stdin closes before its group is killed."""
@@ -47,12 +47,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _status_mib(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"process {pid} reports no {field}")
+
+
 def peak_rss_mib(pid: int) -> float:
     """The peak resident set (``VmHWM``) of a running process, in MiB (Linux ``/proc``)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"process {pid} reports no VmHWM")
+    return _status_mib(pid, "VmHWM")
+
+
+def rss_mib(pid: int) -> float:
+    """The current resident set (``VmRSS``) of a running process, in MiB (Linux ``/proc``)."""
+    return _status_mib(pid, "VmRSS")
 
 
 class _Answer:
