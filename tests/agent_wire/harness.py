@@ -151,6 +151,12 @@ class RecordingClient:
                     return seen[count - 1]
                 await self._changed.wait()
 
+    async def wait_until(self, holds: Callable[[], bool]) -> None:
+        """Wait (bounded) until ``holds()`` is true of the updates received so far."""
+        with anyio.fail_after(WAIT):
+            while not holds():
+                await self._changed.wait()
+
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
     ) -> schema.RequestPermissionResponse:
