@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from muse_acp.agent.mcp_config import session_config
 from muse_acp.agent.mcp_servers import (
     check_host,
     check_servers,
     delivery,
-    session_config,
     startup_failure,
     transports,
 )

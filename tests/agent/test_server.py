@@ -18,7 +18,7 @@ from muse_acp.agent.capabilities import (
     initialize_response,
     negotiate,
 )
-from muse_acp.agent.server import NOTIFICATIONS, REQUESTS, RequestBinding
+from muse_acp.agent.routes import NOTIFICATIONS, REQUESTS, RequestBinding
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
 
@@ -174,3 +174,22 @@ def test_the_registry_convention_for_terminal_sign_in_gets_a_whole_login_command
     )
     assert done.returncode == 0, done.stderr
     assert (home / "credentials.json").exists()
+
+
+def test_answering_initialize_loads_neither_the_sessions_machinery_nor_the_msp_models() -> None:
+    # An editor waits for initialize when its user opens the agent panel: the serving module
+    # holds only what that answer needs, and the rest loads after it (see agent.server).
+    probe = (
+        "import sys, muse_acp.agent.server; "
+        "print(sorted(m for m in sys.modules if m.startswith(('muse_acp_wire.msp_1', "
+        "'muse_acp.agent.context', 'muse_acp.agent.routes', 'muse_acp.agent.session'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"

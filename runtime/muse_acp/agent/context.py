@@ -14,13 +14,11 @@ connection (``backend``). Per-session state lives in each ``AcpSession``, never 
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Final
 
-import anyio
 from anyio.abc import TaskGroup
 
 from muse_acp.agent.capabilities import Negotiated
@@ -31,10 +29,11 @@ from muse_acp.agent.preferences import PreferenceStore
 from muse_acp.agent.safety import offered_controls
 from muse_acp.agent.session import AcpSession, SessionRegistry
 from muse_acp.agent.skills import SkillsCatalog
+from muse_acp.agent.startup import Startup
 from muse_acp.agent.tombstones import Tombstones
 from muse_acp.agent.turn import TurnOptions
 from muse_acp.config import AdapterConfig
-from muse_acp.host.backends import BackendChoice, choose_backend
+from muse_acp.host.backends import BackendChoice
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.client import MspHost
 from muse_acp.rpc import Connection
@@ -49,24 +48,27 @@ period is shorter)."""
 class AgentContext:
     """Shared state of one agent connection (see the module contract)."""
 
-    def __init__(self, config: AdapterConfig, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: AdapterConfig,
+        environ: Mapping[str, str] | None = None,
+        startup: Startup | None = None,
+    ) -> None:
+        self.startup = startup or Startup(config, environ)
         self.config = config
-        self.environ: Mapping[str, str] = environ if environ is not None else os.environ
-        self.negotiated = Negotiated()
+        self.environ = self.startup.environ
         self.sessions = SessionRegistry()
         self.catalog: ModelCatalog | None = None
         self.catalog_reading = False
         """A background read of the catalog is under way (see ``catalog.read_soon``)."""
         self.preferences = PreferenceStore(config.data_dir)
         self.tombstones = Tombstones(self.preferences)
-        self.hosting = Hosting(config, self.environ)
+        self.hosting = Hosting(config, self.environ, self.startup)
         self.skills = SkillsCatalog(self.hosting)
         idle = min(CATALOG_HOST_IDLE, config.deadlines.idle)
         self._catalog_host = HostKeeper("catalog host", self.hosting, idle=idle)
         self._catalog_cwd: str | None = None
         self._acp: Connection | None = None
-        self._backend: BackendChoice | None = None
-        self._backend_lock = anyio.Lock()
 
     def attach(self, connection: Connection, tasks: TaskGroup) -> None:
         self._acp = connection
@@ -79,18 +81,22 @@ class AgentContext:
         assert self._acp is not None, "the agent connection is not running"
         return self._acp
 
+    @property
+    def negotiated(self) -> Negotiated:
+        """What ``initialize`` negotiated (kept by ``startup``)."""
+        return self.startup.negotiated
+
+    @negotiated.setter
+    def negotiated(self, negotiated: Negotiated) -> None:
+        self.startup.negotiated = negotiated
+
     async def backend(self) -> BackendChoice:
-        """The backend serving this connection, chosen once and kept (a failure of the chosen
-        backend never makes the other one run instead).
+        """The backend serving this connection, chosen once and kept (see ``Startup.backend``).
 
         Raises:
             HostUnavailable: the executable is missing, or cannot run the backend asked for.
         """
-        async with self._backend_lock:
-            if self._backend is None:
-                binary = await self.hosting.muse()
-                self._backend = await choose_backend(self.config.backend, binary.path)
-            return self._backend
+        return await self.startup.backend()
 
     async def on_exec(self) -> bool:
         """True when the exec backend serves this connection. An executable that cannot be used
@@ -147,7 +153,7 @@ class AgentContext:
         binary = self.hosting.probed
         offer = frozenset[str]()
         # The exec backend runs no ``muse serve``, so the serve flags would never apply.
-        on_exec = self._backend is not None and self._backend.exec
+        on_exec = self.startup.chosen is not None and self.startup.chosen.exec
         if binary is not None and not on_exec:
             trust = self.config.trust_newer_host
             offer = offered_controls(binary.serve_flags, binary.version, trust_newer=trust)

@@ -28,8 +28,9 @@ from muse_acp.agent import failures
 from muse_acp.agent.approval_policy import apply_policy
 from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
+from muse_acp.agent.mcp_config import session_config
 from muse_acp.agent.mcp_overlay import overlay_root, settings_overlay
-from muse_acp.agent.mcp_servers import McpServerSpec, delivery, session_config, startup_failure
+from muse_acp.agent.mcp_servers import McpServerSpec, delivery, startup_failure
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.host.session_mcp import SESSION_MCP

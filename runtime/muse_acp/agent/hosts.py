@@ -13,8 +13,9 @@ Contract:
   for Muse's session lease. A keeper made ``experimental`` opts its hosts in to Muse's
   experimental methods (``account/read``, ``session/delete``); no other keeper does.
 * ``Hosting`` is how the agent starts hosts: the configured Muse executable, probed once
-  (``muse``), and ``opener(cwd, flags)``, which starts ``muse serve`` with those flags in that
-  directory within the startup budget, at most ``MAX_CONCURRENT_STARTS`` starting at once.
+  (``muse``, kept by the connection's ``startup.Startup``), and ``opener(cwd, flags)``, which
+  starts ``muse serve`` with those flags in that directory within the startup budget, at most
+  ``MAX_CONCURRENT_STARTS`` starting at once.
   Sessions and the agent own their keepers; ``Hosting`` owns none. A keeper's ``environment``
   (an ``EnvironmentScope``) makes the environment of each process it starts and lasts exactly
   as long as that process: entered before it is spawned, left after it was reaped; a
@@ -43,9 +44,10 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from muse_acp.agent import failures
+from muse_acp.agent.startup import Startup
 from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT, TERMINATE_GRACE
 from muse_acp.config import AdapterConfig
-from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, resolve_binary
+from muse_acp.host.binary import HostUnavailable, MuseBinary
 from muse_acp.host.client import HostEnded, MspHost, open_host
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.tasks import wait_first
@@ -119,11 +121,12 @@ async def ask(
 class Hosting:
     """How the agent starts Muse hosts (see the module contract)."""
 
-    def __init__(self, config: AdapterConfig, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, config: AdapterConfig, environ: Mapping[str, str], startup: Startup | None = None
+    ) -> None:
         self.config = config
         self.environ = environ
-        self._binary: MuseBinary | None = None
-        self._binary_lock = anyio.Lock()
+        self._startup = startup or Startup(config, environ)
         self._tasks: TaskGroup | None = None
         self._starts = anyio.Semaphore(MAX_CONCURRENT_STARTS)
 
@@ -138,21 +141,16 @@ class Hosting:
 
     @property
     def probed(self) -> MuseBinary | None:
-        """The configured Muse executable once ``muse`` has probed it (None before, or when
-        it could not be used)."""
-        return self._binary
+        """The configured Muse executable once probed (see ``Startup.probed``)."""
+        return self._startup.probed
 
     async def muse(self) -> MuseBinary:
-        """The configured Muse executable, resolved and probed once (``serve`` is required
-        only where a host is started: the exec backend runs Muse without it).
+        """The configured Muse executable, probed once (see ``Startup.muse``).
 
         Raises:
             HostUnavailable: it is missing or cannot be probed.
         """
-        async with self._binary_lock:
-            if self._binary is None:
-                self._binary = await probe(resolve_binary(self.config.muse_bin))
-            return self._binary
+        return await self._startup.muse()
 
     def opener(
         self,

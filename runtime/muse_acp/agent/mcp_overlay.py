@@ -33,7 +33,8 @@ from typing import Any, Final
 
 from muse_acp.agent import failures
 from muse_acp.agent.hosts import SetupFailure
-from muse_acp.agent.mcp_servers import McpServerSpec, session_config
+from muse_acp.agent.mcp_config import session_config
+from muse_acp.agent.mcp_servers import McpServerSpec
 
 __all__ = ["CONFIG_HOME_ENV", "overlay_root", "settings_overlay", "sweep", "user_config_home"]
 

@@ -8,10 +8,9 @@ what to fix. ``delivery`` says how the servers reach the installed Muse: ``nativ
 ``config.mcpServers`` takes every one of them, else ``overlay`` (a private settings file, see
 ``mcp_overlay``) on hosts verified to read servers from there (``host.versions``:
 ``mcpOverlay``); otherwise it refuses them (-32602) naming the Muse version needed
-(``check_host``). ``transports`` is what works either way, for ``mcpCapabilities``.
-``session_config`` is the ``config`` of ``session/start`` and ``session/resume`` for them (every
-server ``required``, so one that fails to start fails the session's start instead of leaving it
-without its tools); the overlay carries the same entries. Secrets stay out of sight: env values
+(``check_host``). ``transports`` is what works either way, for ``mcpCapabilities``
+(``initialize`` asks it, so this module stays clear of the MSP models; ``mcp_config`` turns
+the servers into Muse's session config). Secrets stay out of sight: env values
 and header values are never put in a message, a ``repr`` or a log line, and nothing here is
 persisted (a session keeps its servers in memory only). ``startup_failure`` recognises a host's
 "Required MCP server ... failed" refusal and words it for the user.
@@ -34,7 +33,7 @@ from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified, supports
 from muse_acp.redact import redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
-from muse_acp_wire import acp, msp
+from muse_acp_wire import acp
 from muse_acp_wire.msp_bundles import BUNDLES
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "check_host",
     "check_servers",
     "delivery",
-    "session_config",
     "startup_failure",
     "transports",
 ]
@@ -234,30 +232,6 @@ def check_host(
     """
     if servers:
         delivery(servers, host_version, trust_newer=trust_newer)
-
-
-def session_config(servers: Sequence[McpServerSpec]) -> msp.SessionConfig | None:
-    """The ``config`` carrying ``servers`` to Muse, or None when there are none."""
-    if not servers:
-        return None
-    entries: dict[str, msp.SessionMcpServerConfig] = {}
-    for server in servers:
-        if server.kind == "stdio":
-            entries[server.name] = msp.SessionMcpStdioServer(
-                transport="stdio",
-                command=server.command,
-                args=list(server.args),
-                env=dict(server.env),
-                mode="required",
-            )
-        else:
-            entries[server.name] = msp.SessionMcpHttpServer(
-                transport="streamableHttp",
-                url=server.url,
-                headers=dict(server.headers),
-                mode="required",
-            )
-    return msp.SessionConfig(mcp_servers=entries)
 
 
 def startup_failure(error: RpcError, servers: Sequence[McpServerSpec]) -> RpcError | None:
