@@ -102,7 +102,10 @@ class AgentHandler:
         return await answer_initialize(self._startup, params)
 
     async def _load_after_answer(self) -> None:
-        await self._output.flush()  # the answer first, then the loading
+        try:
+            await self._output.flush()  # the answer first, then the loading
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the client is gone: nothing will need the agent
         self._loaded()
 
     async def handle_request(
