@@ -59,7 +59,7 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".[dev,codegen]")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
-    args = session.posargs or ["-n", "4"]
+    args = session.posargs or ["-n", "4", "--dist", "worksteal"]
     session.run("pytest", *args, env=BYTECODE_ENV)
 
 

@@ -45,6 +45,9 @@ class CommonOptions:
 
 def serve_with(options: CommonOptions) -> int:
     """Serve ACP on stdio with ``options``; the exit status (2 for an unusable setting)."""
+    from muse_acp.loading import begin_loading
+
+    begin_loading()  # the agent resumes the collector once it is loaded
     import anyio
 
     from muse_acp.config import ConfigError, load_config

@@ -33,6 +33,7 @@ from muse_acp.agent.capabilities import InitializeParams
 from muse_acp.agent.startup import Startup, answer_initialize
 from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import HostUnavailable
+from muse_acp.loading import end_loading
 from muse_acp.rpc import (
     Connection,
     FrameReader,
@@ -93,6 +94,7 @@ class AgentHandler:
             context = AgentContext(self._startup.config, startup=self._startup)
             context.attach(self._connection, self._tasks)
             self._context, self._router = context, build_router(context)
+            end_loading()
         return self._router
 
     async def _initialize(

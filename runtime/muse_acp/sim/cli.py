@@ -134,12 +134,17 @@ def _serve(args: argparse.Namespace) -> int:
         exit_now("exit:startup")
     if faults.stderr_flood:
         _flood_stderr(faults.stderr_flood)
+    from muse_acp.loading import begin_loading, end_loading
+
+    begin_loading()
     if options.replay is not None:
         from muse_acp.sim.replay import run_replay
 
+        end_loading()
         return run_replay(options)
     from muse_acp.sim.host import run_host
 
+    end_loading()
     return run_host(options)
 
 
