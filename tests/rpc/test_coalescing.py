@@ -6,6 +6,7 @@ import anyio
 import pytest
 from anyio.abc import ByteSendStream
 
+from muse_acp.rpc import FrameWriter
 from muse_acp.rpc.coalescing import (
     ITEMS_PER_YIELD,
     MAX_QUEUED_BYTES,
@@ -147,3 +148,27 @@ async def test_leaving_the_block_writes_what_is_still_queued() -> None:
             await stream.send(b"last\n")
     assert inner.writes == [b"last\n"]
     assert not inner.closed
+
+
+async def test_frames_from_many_concurrent_writers_still_go_out_in_large_writes() -> None:
+    # Many sessions streaming at once through one connection: each writer's frames stay whole
+    # and in its own order, and the writes stay few. (A turn passed from writer to writer used
+    # to turn every frame into a hand-off and a write of its own once writers contended.)
+    writers, frames_each = 8, 4 * ITEMS_PER_YIELD
+    inner = Recorder()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream, anyio.create_task_group() as tasks:
+            framing = FrameWriter(stream)
+
+            async def write_frames(writer: int) -> None:
+                for index in range(frames_each):
+                    await framing.send(b"%d:%d" % (writer, index))
+
+            for writer in range(writers):
+                tasks.start_soon(write_frames, writer)
+    lines = inner.data.split(b"\n")[:-1]
+    assert len(lines) == writers * frames_each
+    for writer in range(writers):
+        mine = [line for line in lines if line.startswith(b"%d:" % writer)]
+        assert mine == [b"%d:%d" % (writer, index) for index in range(frames_each)]
+    assert len(inner.writes) <= writers * frames_each // ITEMS_PER_YIELD, len(inner.writes)

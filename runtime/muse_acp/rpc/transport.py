@@ -4,7 +4,10 @@ Contract: one frame is one JSON text on one LF-terminated line. ``FrameReader`` 
 non-blank line without its terminator (a CR before the LF is dropped, a final unterminated line
 at end of stream is still yielded); a line longer than ``max_frame_bytes`` is never buffered
 whole: it is skipped up to its LF and reported as ``OversizedFrame`` so the peer can be told.
-``FrameWriter`` appends the LF and writes each frame whole, never interleaved with another.
+``FrameWriter`` appends the LF and writes each frame whole, never interleaved with another:
+over a plain stream it passes writers a turn in the order they arrived; over a
+``CoalescingSendStream``, which queues whole items in the order it is given them, it hands each
+frame straight on (see ``FrameWriter``).
 The ``encode_*`` functions build compact envelopes (member order ``jsonrpc, id, method, params``
 / ``jsonrpc, id, result|error``) as bytes; pydantic models and ``RawJson`` values are spliced in
 as already-serialized JSON, without a round trip through ``dict``.
@@ -21,6 +24,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from pydantic import BaseModel
 
+from muse_acp.rpc.coalescing import CoalescingSendStream
 from muse_acp.rpc.errors import RpcError
 from muse_acp.rpc.jsonvalue import JsonInput, RequestId
 
@@ -248,10 +252,18 @@ class FrameReader:
 
 
 class FrameWriter:
-    """Writes whole frames to a byte stream, one at a time, in the order writers arrived."""
+    """Writes whole frames to a byte stream, one at a time, in the order writers arrived.
+
+    A ``CoalescingSendStream`` already takes each item whole and in order, so frames go to it
+    without a turn. A turn there would cost much under contention: a writer that yields while
+    holding it (the coalescing stream yields every few items) makes every later writer wait for
+    a hand-off, and each hand-off wakes the coalescing writer for a write of one frame, so many
+    sessions streaming at once would cost a wake-up and a write per frame.
+    """
 
     def __init__(self, stream: ByteSendStream) -> None:
         self._stream = stream
+        self._takes_whole_items = isinstance(stream, CoalescingSendStream)
         # A hand-off lock: the uncontended case (nearly every frame) costs no await beyond the
         # stream's own send, and a releasing writer passes the turn to the oldest waiter, so a
         # task streaming notifications cannot starve a response waiting to go out.
@@ -269,6 +281,9 @@ class FrameWriter:
             anyio.BrokenResourceError: the peer stopped reading.
             anyio.ClosedResourceError: the writer was closed.
         """
+        if self._takes_whole_items:
+            await self._stream.send(frame + b"\n")
+            return
         if self._busy:
             turn = anyio.Event()
             self._waiters.append(turn)
