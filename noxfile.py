@@ -56,6 +56,8 @@ def tests(session: nox.Session) -> None:
 
     Four workers on a two-core machine, because many tests spend most of their time waiting for
     a deadline to pass (a host that hangs must be given up on); two more workers fill that time.
+    Work stealing lets an idle worker take tests queued for a busy one, so the run does not end
+    with one worker finishing a long queue alone.
     """
     session.install("-e", ".[dev,codegen]")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
