@@ -14,6 +14,11 @@ bounded number of steps), and ``id`` is read from there; when the steps run out 
 the members read before it (typically ``id`` and ``method``) still count. A refused notification
 or response is not answered (``answer`` is False): JSON-RPC never answers those, and the peer
 could not match an answer to anything.
+
+Nearly every frame is small and plain (see ``_plainly_within_limits``): no limit can be exceeded
+in it, so it is parsed with pydantic-core's JSON parser, several times faster on such frames than
+the standard library's. Its value is the same; a plain frame it refuses is decoded again by the
+strict decoder, so that a refusal always says what that decoder says.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Final
+
+from pydantic_core import from_json
 
 from muse_acp.rpc.errors import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue, RequestId
@@ -45,6 +52,7 @@ _SCALAR: Final = re.compile(
     re.DOTALL,
 )
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_LONG_DIGITS: Final = re.compile(rb"[0-9]{%d}" % (MAX_INTEGER_DIGITS + 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,18 @@ _UNPAIRED: Final = (
 
 def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
     """The JSON value of ``frame``, or how to refuse it (see the module contract)."""
+    if _plainly_within_limits(frame):
+        try:
+            parsed: JsonValue = from_json(frame, allow_inf_nan=False)
+        except ValueError:
+            pass  # refused below, for the strict decoder's reason
+        else:
+            return parsed
+    return _decode_strictly(frame)
+
+
+def _decode_strictly(frame: bytes) -> JsonValue | RefusedFrame:
+    """``decode_frame`` with the standard library's decoder, whatever the frame."""
     try:
         text = frame.decode("utf-8")
     except UnicodeDecodeError:
@@ -111,12 +131,14 @@ def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
 def _plainly_within_limits(frame: bytes) -> bool:
     """True when no walk of the value can find a problem, which holds for nearly every small
     frame: an unpaired surrogate can only come from a ``\\u`` escape (strict UTF-8 decoding
-    refuses encoded ones), and a frame with no more brackets than the depth limit cannot nest
-    deeper. Larger frames are left to the walk, whose cost follows their values, not bytes."""
+    refuses encoded ones), a frame with no more brackets than the depth limit cannot nest
+    deeper, and one without a long enough run of digits cannot hold a too long integer. Larger
+    frames are left to the walk, whose cost follows their values, not bytes."""
     return (
         len(frame) <= _PLAIN_CHECK_BYTES
         and b"\\u" not in frame
         and frame.count(b"{") + frame.count(b"[") <= MAX_NESTING_DEPTH
+        and _LONG_DIGITS.search(frame) is None
     )
 
 

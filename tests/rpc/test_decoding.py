@@ -1,0 +1,108 @@
+"""Decoding incoming frames: the fast parse of plain frames gives exactly the strict decoder's
+answer, value or refusal, whatever the bytes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from muse_acp.rpc.decoding import (
+    MAX_INTEGER_DIGITS,
+    RefusedFrame,
+    _decode_strictly,
+    decode_frame,
+)
+
+JSON_VALUES: Any = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**30, max_value=10**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+TOKENS = [
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b'"',
+    b",",
+    b":",
+    b"0",
+    b"7",
+    b"-",
+    b".",
+    b"e",
+    b"E",
+    b"+",
+    b"true",
+    b"false",
+    b"null",
+    b"NaN",
+    b"Infinity",
+    b" ",
+    b"\t",
+    b"\\",
+    b"/",
+    b"\x01",
+    b"\xc3\xa9",
+    b"\xff",
+    b"\xef\xbb\xbf",
+    b'"id"',
+    b'"method"',
+    b"a",
+]
+
+
+def _shape(value: Any) -> Any:
+    """``value`` with every scalar paired with its type, so 1, 1.0 and True differ."""
+    if isinstance(value, dict):
+        return {key: _shape(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_shape(child) for child in value]
+    if isinstance(value, float):
+        return (float, repr(value))
+    return (type(value), value)
+
+
+def _outcome(decoded: object) -> Any:
+    if isinstance(decoded, RefusedFrame):
+        error = decoded.error
+        return ("refused", error.code, error.message, decoded.request_id, decoded.answer)
+    return ("value", _shape(decoded))
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_a_json_text_decodes_to_its_value_as_the_strict_decoder_reads_it(
+    value: Any, ascii_only: bool
+) -> None:
+    frame = json.dumps(value, ensure_ascii=ascii_only).encode()
+    assert _outcome(decode_frame(frame)) == _outcome(_decode_strictly(frame))
+    assert _outcome(decode_frame(frame)) == ("value", _shape(value))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=24))
+def test_any_bytes_get_the_strict_decoders_answer(tokens: list[bytes]) -> None:
+    frame = b"".join(tokens)
+    assert _outcome(decode_frame(frame)) == _outcome(_decode_strictly(frame))
+
+
+def test_a_too_long_integer_in_a_small_frame_is_still_refused() -> None:
+    frame = b'{"jsonrpc":"2.0","id":3,"method":"m","params":[%s]}' % (
+        b"9" * (MAX_INTEGER_DIGITS + 1)
+    )
+    refused = decode_frame(frame)
+    assert isinstance(refused, RefusedFrame)
+    assert (refused.request_id, refused.answer) == (3, True)
+    assert "digits" in refused.error.message
