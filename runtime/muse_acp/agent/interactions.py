@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from muse_acp.agent import ask_failures, failures
 from muse_acp.agent.card_states import Refusal, TurnCards
+from muse_acp.agent.event_kinds import ASKS
 from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.permissions import (
     DENYING_DECISIONS,
@@ -81,17 +82,14 @@ class TurnPort(Protocol):
     @property
     def accepting(self) -> bool:
         """The turn runs, is not settled and not being cancelled: new asks may start."""
-        ...
 
     @property
     def automatic(self) -> Literal["approve", "reject"] | None:
         """How the session's mode answers approvals itself, or None to ask the client."""
-        ...
 
     @property
     def forms(self) -> bool:
         """The client can answer form elicitations."""
-        ...
 
     def fail(self, error: RpcError) -> None: ...
 
@@ -99,7 +97,6 @@ class TurnPort(Protocol):
 
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``work`` in the turn's task group (cancelled when the turn settles)."""
-        ...
 
     async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
 
@@ -147,6 +144,8 @@ class Interactions:
 
     def on_event(self, params: WireModel) -> None:
         """Take note of an approval or question event (must not block)."""
+        if not ASKS.holds(params):
+            return
         if isinstance(params, UnreadableAsk):
             if self._turn.accepting:
                 self._turn.fail(ask_failures.unreadable_ask(params.method, params.detail))

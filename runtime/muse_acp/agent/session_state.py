@@ -35,6 +35,7 @@ from typing import Final
 
 from muse_acp.agent.config_options import MODES, ModelChoice, SessionSettings, config_options
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.event_kinds import STATE_REPORTS
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.session import AcpSession
@@ -77,6 +78,8 @@ class SessionState:
         self._session = session
 
     async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
+        if not STATE_REPORTS.holds(params):
+            return []
         session = self._session
         if isinstance(params, msp.ItemEventParams):
             session.running.note(params)

@@ -38,7 +38,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from muse_acp.agent import failures, hosts
+from muse_acp.agent import event_kinds, failures, hosts
 from muse_acp.agent.config_options import MODES, SessionSettings, turn_effort
 from muse_acp.agent.corrections import send_correction
 from muse_acp.agent.interactions import Interactions
@@ -359,21 +359,21 @@ class ActiveTurn:
             await self._handle(method, params)
 
     async def _handle(self, method: str, params: WireModel) -> None:
-        if isinstance(params, msp.TurnCompletedParams):
+        if not event_kinds.TURN_LIFECYCLE.holds(params):  # nearly every event: items, deltas
+            self._interactions.on_event(params)
+        elif isinstance(params, msp.TurnCompletedParams):
             if params.turn_id == self.turn_id:
                 outcome = failures.stop_reason(params)
                 failed = isinstance(outcome, RpcError)
                 self.settle(self._explanation if failed and self._explanation else outcome)
             return
-        if isinstance(params, msp.ViewGapParams):
+        elif isinstance(params, msp.ViewGapParams):
             self._gaps.open()
             self.spawn(partial(self._fill_gap, params))
             return
-        if isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
+        elif isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
             self.fail(failures.host_request_unanswerable(params.method))
             return
-        if not isinstance(params, msp.TurnStartedParams):
-            self._interactions.on_event(params)
         await self.relay.relay(method, params)
 
     async def _fill_gap(self, gap: msp.ViewGapParams) -> None:
