@@ -254,11 +254,18 @@ class FrameReader:
 class FrameWriter:
     """Writes whole frames to a byte stream, one at a time, in the order writers arrived.
 
-    A ``CoalescingSendStream`` already takes each item whole and in order, so frames go to it
-    without a turn. A turn there would cost much under contention: a writer that yields while
-    holding it (the coalescing stream yields every few items) makes every later writer wait for
-    a hand-off, and each hand-off wakes the coalescing writer for a write of one frame, so many
-    sessions streaming at once would cost a wake-up and a write per frame.
+    A ``CoalescingSendStream`` already keeps each item whole and queues items in the order its
+    ``send`` is called, so frames go to it without a turn. A turn there would cost much under
+    contention: a writer that yields while holding it (the coalescing stream yields every few
+    items) makes every later writer wait for a hand-off, and each hand-off wakes the coalescing
+    writer for a write of one frame, so many sessions streaming at once would cost a wake-up and
+    a write per frame. What the turn also gave, that writers kept waiting by a full queue go
+    first when room comes back, the coalescing stream gives nearly as well: they all resume
+    together once a write is done, in the order they began waiting, and a writer already running
+    can only queue what it sends before it next yields (at most ``ITEMS_PER_YIELD`` items).
+    Frames that must follow one another are queued one after the other (every update of a turn
+    is queued before the turn settles and its answer is sent), so their order never depends on
+    this.
     """
 
     def __init__(self, stream: ByteSendStream) -> None:
