@@ -290,6 +290,21 @@ async def sim_process(
     assert sim.violations == [], sim.violations
 
 
+class _Watched(ByteSendStream):
+    """Shows each write to ``watch`` before passing it on."""
+
+    def __init__(self, inner: ByteSendStream, watch: Callable[[bytes], None]) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    async def send(self, item: bytes) -> None:
+        self._watch(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 @asynccontextmanager
 async def sim_served(
     home: Path,
@@ -297,10 +312,12 @@ async def sim_served(
     *,
     quirks: Quirks = NO_QUIRKS,
     faults: Faults | None = None,
+    watch: Callable[[bytes], None] | None = None,
     **flags: Any,
 ) -> AsyncIterator[SimPeer]:
     """Serve a simulated host of ``version`` in process; ``flags`` are ``ServeOptions``
-    members (``disable_write=True``...). Every frame read is checked against ``version``."""
+    members (``disable_write=True``...). Every frame read is checked against ``version``.
+    ``watch``, when given, sees every write of the host at the moment it is made."""
     options = ServeOptions(
         home=home,
         version=HOST_VERSIONS[version],
@@ -310,10 +327,11 @@ async def sim_served(
     )
     (client_in, client_out), (host_in, host_out) = memory_stream_pair()
     peer = SimPeer(client_in, client_out, version, strict=True)
+    written: ByteSendStream = host_out if watch is None else _Watched(host_out, watch)
 
     async def serve() -> None:
         try:
-            await serve_streams(options, host_in, host_out)
+            await serve_streams(options, host_in, written)
         finally:
             await host_out.aclose()
 

@@ -12,7 +12,8 @@ import pytest
 
 from muse_acp.sim.ids import new_uuid7
 
-from .harness import Frame, SimProcess, item_of, labels, sim_process
+from .harness import Frame, SimPeer, SimProcess, item_of, labels, sim_process, sim_served
+from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -23,6 +24,22 @@ def tool_item(frames: list[Frame]) -> Frame:
         for frame in frames
         if frame.get("method") == "item/completed" and item_of(frame)["kind"] == "toolCall"
     )
+
+
+class StoredAtTurnEnd:
+    """The session's stored metadata at the moment each ``turn/completed`` is written."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.seen: list[bytes] = []
+
+    def meta(self, session_id: str) -> bytes:
+        return (self.home / "sessions" / session_id / "meta.json").read_bytes()
+
+    def __call__(self, written: bytes) -> None:
+        for line in written.splitlines():
+            if b'"method":"turn/completed"' in line:
+                self.seen.append(self.meta(json.loads(line)["params"]["sessionId"]))
 
 
 def number(cursor: str) -> int:
@@ -301,6 +318,40 @@ async def test_a_very_large_output_is_streamed_and_stored_without_being_held(
     assert tail["result"]["byteLen"] == 20
     if peak is not None:  # Linux only; the simulator alone needs about 40 MiB
         assert peak < 96 * 1024, f"peak resident memory {peak} KiB"
+
+
+async def _ending(sim: SimPeer, session_id: str, how: str) -> None:
+    """End a turn of ``session_id`` ``how``; returns once its last event is read."""
+    if how == "completed":
+        await sim.turn(session_id, "sim:bash 10")
+        return
+    request_id, _ = await sim.turn_start(session_id, "sim:hold")
+    await sim.until(lambda frame: frame.get("id") == request_id)
+    if how == "cancelled":
+        await sim.call("turn/cancel", {"commandId": new_uuid7(), "sessionId": session_id})
+        await sim.until_method("turn/completed")
+    else:
+        stop = {"commandId": new_uuid7(), "sessionId": session_id, "retract": True}
+        await sim.call("turn/interrupt", stop)
+        await sim.until_method("item/updated")
+
+
+@pytest.mark.parametrize("how", ["completed", "cancelled", "retracted"])
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_turn_is_stored_as_ended_before_its_end_is_announced(
+    tmp_path: Path, version: str, how: str
+) -> None:
+    # A client that sees a turn end (an adapter answering its prompt) may look at the session's
+    # files at once; nothing in them may still be changing.
+    stored = StoredAtTurnEnd(tmp_path)
+    async with sim_served(tmp_path, version, watch=stored) as sim:
+        await sim.initialize()
+        session_id = await sim.start()
+        await _ending(sim, session_id, how)
+        await sim.call("session/read", {"sessionId": session_id})  # the host is quiet
+        settled = stored.meta(session_id)
+    assert stored.seen == [settled]
+    assert json.loads(settled)["active_turn_id"] is None
 
 
 def _peak_memory_kib(sim: SimProcess) -> int | None:

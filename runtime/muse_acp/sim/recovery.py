@@ -83,7 +83,8 @@ async def reconcile(session: LiveSession) -> None:
             await session.emit(
                 "item/completed", partial(_closed, sid, closed), item_id=item["itemId"]
             )
-    await session.emit(
+    # Stored as idle before the end is announced, as a turn that ends normally is.
+    _, body = session.record(
         "turn/completed",
         lambda pos: TurnCompletedParams(
             session_id=sid,
@@ -95,3 +96,4 @@ async def reconcile(session: LiveSession) -> None:
         ),
     )
     session.update(active_turn_id=None, turn_count=fold.turn_count)
+    await session.send_recorded([("turn/completed", body)])

@@ -15,7 +15,10 @@ marked ``steered`` and an agent message quoting it); ``sim:hold`` waits for it.
 ``stop`` ends the turn early (``turn/cancel``, ``turn/interrupt``): open items are completed
 ``cancelled``, pending approvals and questions are settled, then ``turn/completed`` reports
 ``cancelled`` (and, for an interrupt with ``retract``, ``turn/retracted`` and the user message
-marked ``retracted``). When the turn ends the session's next queued turn starts.
+marked ``retracted``). Either way the session is stored as idle (no active turn, its turn count
+final) before ``turn/completed`` is sent, as every event is logged before it is sent: a client
+that sees the turn end finds nothing in the session's files still changing. When the turn ends
+the session's next queued turn starts.
 """
 
 from __future__ import annotations
@@ -385,39 +388,48 @@ class TurnRunner:
         return TurnCompletedParams.model_validate(fields, by_name=True)
 
     async def _complete(self, failure: TurnError | None) -> str:
-        """Emit ``turn/completed``; returns its cursor."""
+        """Record ``turn/completed``, then end the turn; returns its cursor."""
         if failure is None:
-            params = await self.session.emit(
+            params, body = self.session.record(
                 "turn/completed", lambda pos: self._completed(pos, "completed")
             )
         else:
-            params = await self.session.emit(
+            params, body = self.session.record(
                 "turn/completed",
                 lambda pos: self._completed(pos, "failed", reason=failure.message, error=failure),
             )
-        self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+        await self._end([("turn/completed", body)])
         return params.view_cursor
 
     async def _stopped(self) -> str:
-        """Close what is open and emit ``turn/completed`` ``cancelled``; returns its cursor."""
+        """Close what is open, record ``turn/completed`` ``cancelled`` (and the retraction a stop
+        asked for), then end the turn; returns its cursor."""
         turn = self.turn
         for cleanup in reversed(list(turn.open_items.values())):
             await cleanup()
         turn.open_items.clear()
         reason = f"cancelled while {turn.phase}"
-        params = await self.session.emit(
+        params, body = self.session.record(
             "turn/completed", lambda pos: self._completed(pos, "cancelled", reason=reason)
         )
+        ending = [("turn/completed", body)]
         stop = self._stop
         if stop is not None and stop.interrupt and stop.retract and self._message is not None:
-            await self._retract(self._message)
-        self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+            ending += self._retraction(self._message)
+        await self._end(ending)
         return params.view_cursor
 
-    async def _retract(self, message: UserMessageItem) -> None:
+    async def _end(self, recorded: list[tuple[str, bytes]]) -> None:
+        # The session is stored as idle before its end is announced, as a host writes a turn's
+        # end down before telling anyone: a client that saw the turn end finds nothing still
+        # changing in the session's files.
+        self.session.update(active_turn_id=None, turn_count=self.session.fold.turn_count)
+        await self.session.send_recorded(recorded)
+
+    def _retraction(self, message: UserMessageItem) -> list[tuple[str, bytes]]:
         session = self.session
         request = self.turn.request
-        await session.emit(
+        _, retracted_turn = session.record(
             "turn/retracted",
             lambda pos: TurnRetractedParams(
                 session_id=session.session_id,
@@ -430,7 +442,8 @@ class TurnRunner:
         retracted = message.model_copy(
             update={"revision": 2, "retracted": True, "recorded_at": rfc3339_now()}
         )
-        await self.turn.item_event("item/updated", retracted)
+        _, retracted_message = self.turn.record_item("item/updated", retracted)
+        return [("turn/retracted", retracted_turn), ("item/updated", retracted_message)]
 
     def _next(self) -> None:
         session = self.session

@@ -157,6 +157,12 @@ class LiveSession:
         await self.outbox.send_event(method, body)
         return params
 
+    async def send_recorded(self, recorded: list[tuple[str, bytes]]) -> None:
+        """Send events ``record`` already logged, in order, each after its pacing."""
+        for method, body in recorded:
+            await self.outbox.pace()
+            await self.outbox.send_event(method, body)
+
 
 def session_model(
     profile: HostProfile,
