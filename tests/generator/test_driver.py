@@ -65,6 +65,16 @@ def test_a_changed_spec_byte_is_refused_then_flagged_stale_until_regenerated(
     assert refused.returncode == 2
     assert "spec/msp/1.2.1/msp.schema.json changed since it was locked" in refused.stderr
 
+    changed = schema.read_text(encoding="utf-8")
+    assert '"type": "object"' in changed
+    schema.write_text(changed.replace('"type": "object"', '"type": 5', 1), encoding="utf-8")
+    unlockable = _codegen(root, "lock")
+    assert unlockable.returncode == 2
+    assert "spec/msp/1.2.1/msp.schema.json is not a valid draft 2020-12 schema" in (
+        unlockable.stderr
+    )
+    schema.write_text(changed, encoding="utf-8")
+
     assert _codegen(root, "lock").returncode == 0
     stale = _codegen(root, "check")
     assert stale.returncode == 1

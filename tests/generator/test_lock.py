@@ -56,3 +56,40 @@ def test_provenance_survives_a_relock(tmp_path: Path) -> None:
     (spec / "acp" / "acp.schema.json").write_text('{"a": 3}\n', encoding="utf-8")
     write_lock(spec, lock)
     assert read_lock(lock)["acp/acp.schema.json"]["provenance"].startswith("Edited:")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"type": "object", "properties": {"a": {"type": 5}}}\n', "at properties/a/type"),
+        ('{"minLength": -1}\n', "at minLength"),
+        ('{"type": "object",}\n', "is not JSON"),
+    ],
+)
+def test_a_schema_that_is_not_a_valid_schema_is_refused_and_the_lock_kept(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    spec, lock = _spec(tmp_path)
+    write_lock(spec, lock)
+    recorded = lock.read_bytes()
+    schema = spec / "msp" / "9.9.9" / "msp.schema.json"
+    schema.write_text(text, encoding="utf-8")
+    with pytest.raises(LockMismatchError) as raised:
+        write_lock(spec, lock)
+    assert "spec/msp/9.9.9/msp.schema.json" in str(raised.value)
+    assert why in str(raised.value)
+    assert "the lock is unchanged" in str(raised.value)
+    assert lock.read_bytes() == recorded
+    schema.write_text('{"type": "object"}\n', encoding="utf-8")
+    assert write_lock(spec, lock) == ["msp/9.9.9/msp.schema.json"]
+    verify_lock(spec, lock)
+
+
+def test_a_manifest_is_locked_as_plain_json_not_as_a_schema(tmp_path: Path) -> None:
+    spec, lock = _spec(tmp_path)
+    manifest = spec / "msp" / "9.9.9" / "manifest.json"
+    manifest.write_text('{"minLength": -1, "fingerprint": "abc"}\n', encoding="utf-8")
+    assert "msp/9.9.9/manifest.json" in write_lock(spec, lock)
+    manifest.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(LockMismatchError, match=r"manifest\.json is not JSON"):
+        write_lock(spec, lock)
