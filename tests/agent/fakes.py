@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.session import AcpSession
-from muse_acp.rpc import Payload
+from muse_acp.rpc import Payload, RawJson
 from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp_wire import acp
 
 
 @dataclass
@@ -21,6 +22,20 @@ class RecordingClient:
 
     async def request(self, method: str, params: Payload = None) -> JsonValue:
         raise AssertionError(f"no client request expected, got {method}")
+
+    def updates(self) -> list[acp.SessionUpdate]:
+        """Every ``session/update`` sent, read back as the client reads it: from a model, or
+        from the JSON a plain text chunk is sent as."""
+        read = []
+        for method, params in self.notified:
+            if method != "session/update":
+                continue
+            if isinstance(params, RawJson):
+                read.append(acp.SessionNotification.model_validate_json(params.data).update)
+            else:
+                assert isinstance(params, acp.SessionNotification), params
+                read.append(params.update)
+        return read
 
 
 def add_session(ctx: AgentContext, session_id: str, cwd: str = "/") -> AcpSession:

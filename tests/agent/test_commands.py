@@ -271,11 +271,7 @@ class FakeContext(AgentContext):
 
     @property
     def updates(self) -> list[acp.SessionUpdate]:
-        return [
-            params.update
-            for method, params in self.client.notified
-            if method == "session/update" and isinstance(params, acp.SessionNotification)
-        ]
+        return self.client.updates()
 
     def replies(self) -> list[str]:
         return [

@@ -15,7 +15,7 @@ lives anywhere else.
   the registry as closed, so later requests get a clear "closed, load it again" error.
 * Updates for the client go through ``send_update``, where the user's own title wins over any
   title Muse reports, the context window's use is noted for ``/status`` and the goal Muse
-  announced for ``/goal``.
+  announced for ``/goal``; plain text chunks are encoded by ``chunk_frames``.
 
 A session is created by ``session/new`` (no host is involved until its first prompt), or brought
 back by ``session/load``, ``session/resume`` or ``session/fork``; its execution host starts only
@@ -31,6 +31,7 @@ from typing import Final, Protocol
 
 import anyio
 
+from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.execution import ExecutionHost
 from muse_acp.agent.goal_state import GoalSeen, announced_goal
@@ -141,8 +142,11 @@ class AcpSession:
     running: RunningWork = field(init=False, default_factory=RunningWork)
     """Workflows and background tasks Muse runs for the session, by card (``_muse/task``)."""
     steering: SteeringQueue = field(init=False)
+    _encoded_id: bytes = field(init=False, repr=False)
+    """The session id as ``chunk_frames`` writes it, encoded once."""
 
     def __post_init__(self) -> None:
+        self._encoded_id = encoded_session_id(self.session_id)
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
         idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
         self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)
@@ -230,8 +234,10 @@ class AcpSession:
         seen = announced_goal(update)
         if seen is not None:
             self.goal = seen
+        params = encoded_chunk(self._encoded_id, update)  # the common case, at half the cost
         await self.client.notify(
-            "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
+            "session/update",
+            params or acp.SessionNotification(session_id=self.session_id, update=update),
         )
 
     async def say(self, text: str) -> None:

@@ -1,0 +1,99 @@
+"""Text chunks encoded from templates are byte for byte what the notification model encodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
+from muse_acp.rpc import encode_value
+from muse_acp_wire import acp
+
+KINDS: tuple[tuple[type[acp.SessionUpdate], str], ...] = (
+    (acp.UserMessageChunkSessionUpdate, "user_message_chunk"),
+    (acp.AgentMessageChunkSessionUpdate, "agent_message_chunk"),
+    (acp.AgentThoughtChunkSessionUpdate, "agent_thought_chunk"),
+)
+ABSENT = object()
+"""A message id that is not given at all (unlike ``None``, given as null)."""
+
+
+def chunk(kind: int, text: str, message_id: object = ABSENT, **extra: Any) -> acp.SessionUpdate:
+    model, tag = KINDS[kind]
+    members: dict[str, Any] = {
+        "session_update": tag,
+        "content": acp.TextContentBlock(type="text", text=text),
+        **extra,
+    }
+    if message_id is not ABSENT:
+        members["message_id"] = message_id
+    return model.model_validate(members, by_name=True)
+
+
+def by_the_model(session_id: str, update: acp.SessionUpdate) -> bytes:
+    return encode_value(acp.SessionNotification(session_id=session_id, update=update))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    kind=st.integers(0, len(KINDS) - 1),
+    session_id=st.text(max_size=40),
+    text=st.text(max_size=200),
+    message_id=st.one_of(st.just(ABSENT), st.none(), st.text(max_size=40)),
+)
+def test_a_plain_text_chunk_encodes_exactly_as_the_notification_model_does(
+    kind: int, session_id: str, text: str, message_id: object
+) -> None:
+    update = chunk(kind, text, message_id)
+    encoded = encoded_chunk(encoded_session_id(session_id), update)
+    assert encoded is not None
+    assert encoded.data == by_the_model(session_id, update)
+
+
+def test_control_characters_quotes_and_wide_characters_are_escaped_like_the_model() -> None:
+    text = 'a "quoted"\\ line\nnext\r\t\x00\x1f\u2028 ü ✓ 😀'
+    update = chunk(1, text, "m-1")
+    encoded = encoded_chunk(encoded_session_id("s-\u00e9"), update)
+    assert encoded is not None
+    assert encoded.data == by_the_model("s-\u00e9", update)
+    assert b"\n" not in encoded.data
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        chunk(1, "x", "m", field_meta={"muse/x": 1}),
+        acp.AgentMessageChunkSessionUpdate(
+            session_update="agent_message_chunk",
+            content=acp.TextContentBlock(
+                type="text", text="x", annotations=acp.Annotations(priority=0.5)
+            ),
+        ),
+        acp.AgentMessageChunkSessionUpdate(
+            session_update="agent_message_chunk",
+            content=acp.TextContentBlock(type="text", text="x", field_meta={"k": "v"}),
+        ),
+        acp.AgentMessageChunkSessionUpdate(
+            session_update="agent_message_chunk",
+            content=acp.ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
+        ),
+        acp.PlanSessionUpdate(session_update="plan", entries=[]),
+    ],
+    ids=["update _meta", "annotations", "content _meta", "image", "not a chunk"],
+)
+def test_anything_but_a_plain_text_chunk_is_left_to_the_model(update: acp.SessionUpdate) -> None:
+    assert encoded_chunk(encoded_session_id("s"), update) is None
+
+
+def test_a_subclass_of_a_chunk_kind_is_left_to_the_model() -> None:
+    class Wider(acp.AgentMessageChunkSessionUpdate):
+        pass
+
+    update = Wider(
+        session_update="agent_message_chunk",
+        content=acp.TextContentBlock(type="text", text="x"),
+    )
+    assert encoded_chunk(encoded_session_id("s"), update) is None
