@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import Field
 
-from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
+from muse_acp.agent.chunk_frames import _template, encoded_chunk, encoded_session_id
 from muse_acp.rpc import encode_value
 from muse_acp_wire import acp
 
@@ -97,3 +98,15 @@ def test_a_subclass_of_a_chunk_kind_is_left_to_the_model() -> None:
         content=acp.TextContentBlock(type="text", text="x"),
     )
     assert encoded_chunk(encoded_session_id("s"), update) is None
+
+
+def test_a_chunk_kind_without_one_fixed_tag_gets_no_template() -> None:
+    # The generated chunk kinds each have one tag; a kind with two would fit no single template,
+    # and its chunks would go the model's way rather than fail.
+    class TwoTags(acp.AgentMessageChunkSessionUpdate):
+        session_update: Annotated[  # type: ignore[assignment]
+            Literal["agent_message_chunk", "other"], Field(alias="sessionUpdate")
+        ]
+
+    assert _template(TwoTags, True) is None
+    assert _template(acp.AgentMessageChunkSessionUpdate, True) is not None

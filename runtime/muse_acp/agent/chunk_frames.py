@@ -83,7 +83,10 @@ class _Template:
 def _template(kind: type[acp.SessionUpdate], with_message_id: bool) -> _Template | None:
     """The template of ``kind``, or None when its encoding does not hold the values in the
     order they are filled in (then every chunk of that kind takes the model's way)."""
-    (tag,) = get_args(kind.model_fields["session_update"].annotation)
+    tags = get_args(kind.model_fields["session_update"].annotation)
+    if len(tags) != 1:
+        return None  # not one fixed tag: no single template fits
+    (tag,) = tags
     content = acp.TextContentBlock(type="text", text=_TEXT_MARK)
     members = {"session_update": tag, "content": content}
     if with_message_id:
