@@ -13,17 +13,18 @@ to (``tests/agent/test_chunk_frames.py`` compares them on generated text and ids
 spells a member name: the template of each chunk kind is cut, once, out of the encoding of a
 sample notification made with marker strings, and the values are encoded by pydantic-core, as
 the model's serializer would. The saving is the notification model and its serializer's walk
-through two tagged unions, about half the cost of sending a delta.
+through two tagged unions: about a third of what encoding a delta's notification costs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Final, TypeAlias, TypeGuard, get_args
+from typing import Final, TypeGuard, get_args
 
 from pydantic_core import to_json
 
+from muse_acp.agent.translate import TextChunk
 from muse_acp.rpc import RawJson, encode_value
 from muse_acp_wire import acp
 
@@ -34,17 +35,10 @@ _TEXT_MARK: Final = "\x00text\x00"
 _MESSAGE_MARK: Final = "\x00message\x00"
 
 
-_Chunk: TypeAlias = (
-    acp.UserMessageChunkSessionUpdate
-    | acp.AgentMessageChunkSessionUpdate
-    | acp.AgentThoughtChunkSessionUpdate
-)
+_CHUNK_KINDS: Final = get_args(TextChunk)
 
 
-_CHUNK_KINDS: Final = get_args(_Chunk)
-
-
-def _is_chunk(update: acp.SessionUpdate) -> TypeGuard[_Chunk]:
+def _is_chunk(update: acp.SessionUpdate) -> TypeGuard[TextChunk]:
     # The exact type: a subclass may add members, and ``type`` costs far less than a model
     # class's ``isinstance``.
     return type(update) in _CHUNK_KINDS

@@ -234,7 +234,7 @@ class AcpSession:
         seen = announced_goal(update)
         if seen is not None:
             self.goal = seen
-        params = encoded_chunk(self._encoded_id, update)  # the common case, at half the cost
+        params = encoded_chunk(self._encoded_id, update)  # the common case, encoded cheaper
         await self.client.notify(
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),

@@ -54,7 +54,7 @@ from muse_acp.agent.tool_cards import CardItem, tool_call_id
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["REASONING_PART_LIMIT", "TurnTranslator", "utc_now"]
+__all__ = ["REASONING_PART_LIMIT", "TextChunk", "TurnTranslator", "utc_now"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -66,11 +66,12 @@ _SUMMARY_FIELD: Final = "summary."
 _PART_SEPARATOR: Final = "\n\n"
 
 _Family: TypeAlias = Literal["agent", "reasoning", "user", "card", "silent"]
-_Chunk: TypeAlias = (
+TextChunk: TypeAlias = (
     acp.UserMessageChunkSessionUpdate
     | acp.AgentMessageChunkSessionUpdate
     | acp.AgentThoughtChunkSessionUpdate
 )
+"""The updates that carry message text: a user message, agent message or thought chunk."""
 
 
 def _digest() -> hashlib.blake2b:
@@ -292,7 +293,7 @@ def _summary_part(field_name: str) -> int | None:
     return part if part < REASONING_PART_LIMIT else None
 
 
-def _chunk(family: _Family, item_id: str, text: str) -> _Chunk:
+def _chunk(family: _Family, item_id: str, text: str) -> TextChunk:
     content = acp.TextContentBlock(type="text", text=text)
     if family == "user":
         return acp.UserMessageChunkSessionUpdate(

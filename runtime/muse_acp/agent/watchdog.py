@@ -46,12 +46,12 @@ class SilenceWatch:
 
     async def watch(self, on_silence: Callable[[], None]) -> None:
         """Call ``on_silence`` after ``budget`` seconds without a word (see the contract)."""
-        self._last = anyio.current_time()
+        self._last = self._now()
         while True:
             # Woken once per budget at most, not per event: the relay's hot path stays a
             # clock read.
             await anyio.sleep_until(self._last + self.budget)
-            now = anyio.current_time()
+            now = self._now()
             if now < self._last + self.budget:
                 continue  # heard from the host meanwhile
             if self._waiting_on_client():
