@@ -1,5 +1,6 @@
-"""Stored-output reads share one kept read host per session and search history only when it
-changed: paging through an output starts one process and pages history once."""
+"""Stored-output reads use the session's running turn host, else one kept read host, and search
+history only when it changed: paging through an output starts at most one process and pages
+history once."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ async def _prompt(agent: Agent, session: str, text: str) -> None:
     assert response.stop_reason == "end_turn"
 
 
-async def test_paging_through_an_output_starts_one_read_host_and_pages_history_once(
+async def test_paging_right_after_the_turn_reads_on_its_host_and_pages_history_once(
     world: World,
 ) -> None:
     total = 5 * PAGE
@@ -62,10 +63,32 @@ async def test_paging_through_an_output_starts_one_read_host_and_pages_history_o
         reference = _reference(agent, session)
         pages = [await _read(agent, reference, offset) for offset in range(0, total, PAGE)]
     assert "".join(pages).encode() == (MARKER * (total // len(MARKER) + 1))[:total]
-    assert len(world.host_requests("initialize")) == hosts_for_the_turn + 1
+    assert len(world.host_requests("initialize")) == hosts_for_the_turn, (
+        "the turn's host is up: reading on it starts no process"
+    )
     assert len(world.host_requests("session/read")) == 5, "every read checks the session"
     assert len(world.host_requests("view/page")) == 1
     assert len(world.host_requests("item/readOutput")) == 5
+
+
+async def test_paging_a_loaded_session_starts_one_read_host(world: World) -> None:
+    total = 3 * PAGE
+    async with running_agent(world, capabilities=OPTED_IN) as agent:
+        session = await agent.new_session()
+        await _prompt(agent, session, f"sim:bash {total}")
+    async with running_agent(world, capabilities=OPTED_IN) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+        hosts_before = len(world.host_requests("initialize"))
+        reference = _reference(agent, session)
+        pages = [await _read(agent, reference, offset) for offset in range(0, total, PAGE)]
+    assert "".join(pages).encode() == (MARKER * (total // len(MARKER) + 1))[:total]
+    assert len(world.host_requests("initialize")) == hosts_before + 1, (
+        "no turn runs the session here: one read host serves every page"
+    )
+    assert len(world.host_requests("turn/start")) == 1, "reading sends no turn"
 
 
 async def test_a_read_after_the_history_grew_searches_it_again(world: World) -> None:

@@ -329,6 +329,49 @@ async def test_an_output_read_settles_when_its_host_fails(faulty: FaultWorld, ca
         await loads_with_history(faulty, agent, session)
 
 
+@pytest.mark.parametrize(
+    "case",
+    [
+        READ_FAULTS["the host exits when the read arrives"],
+        READ_FAULTS["the host never answers the read"],
+    ],
+    ids=["the turn's host exits when the read arrives", "the turn's host never answers the read"],
+)
+async def test_a_read_on_the_turns_own_host_settles_and_the_session_goes_on(
+    tmp_path: Path, case: Fault
+) -> None:
+    require_proc()
+    # Hosts stay up for a minute here, so the read finds the turn's host still running.
+    faulty = fault_world(tmp_path, Budgets(idle=60.0))
+    async with running_agent(faulty.world, capabilities=OUTPUT) as agent:
+        warm_up = await agent.new_session()  # uses up the executable's probes
+        with anyio.fail_after(WAIT):
+            assert (await agent.prompt(warm_up, FIRST)).stop_reason == "end_turn"
+        faulty.arm(case.faults)
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, f"{FIRST}\nsim:bash 3000")
+        assert response.stop_reason == "end_turn"
+        assert faulty.fired, "the session's turn host took the faults"
+        hosts = len(faulty.world.host_requests("initialize"))
+        reference = _stored_outputs(agent, session)[-1]
+        with settled_error(faulty.budgets.startup + MARGIN) as settled:
+            await ext_request(
+                agent,
+                "_muse/readOutput",
+                {key: reference[key] for key in ("sessionId", "itemId", "outputRef")},
+            )
+        case.check(settled, faulty.budgets)
+        with anyio.fail_after(WAIT):
+            assert (await agent.prompt(session, "after the read")).stop_reason == "end_turn"
+        started = len(faulty.world.host_requests("initialize")) - hosts
+        if case.waits is None:
+            assert started == 1, "the host the read killed is replaced for the next turn"
+        else:
+            assert started == 0, "a read that ran out of time leaves the turn's host running"
+    await faulty.all_exited(MARGIN)
+
+
 LOAD_FAULTS: Final = {
     "the host exits when session/read arrives": Fault(
         "exit-before-ack:session/read", "hostExited", "reading", EXITED

@@ -1,16 +1,21 @@
 """ACP sessions as the agent holds them: each owns its work, its hosts and its queues.
 
 Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host (the
-``muse serve`` that runs its turns), its read host (lease-free, for stored-output reads) with
-the item revisions proved on it, its steering queue, and the one ``SessionWork`` that occupies
-it (a prompt, a local command, a settings change that talks to Muse). Nothing about a session
-lives anywhere else.
+``muse serve`` that runs its turns), its read host (lease-free, for stored-output reads when
+no execution host runs) with the item revisions proved on either, its steering queue, and the
+one ``SessionWork`` that occupies it (a prompt, a local command, a settings change that talks to
+Muse). Nothing about a session lives anywhere else.
 
 * ``begin`` claims the session for new work or refuses (-32600, saying what occupies it);
   ``admit_prompt`` does the same for a prompt, but first waits, within the cancel budget, for
   work that is already being cancelled to finish ("stop, and do this instead").
 * ``cancel(arrival)`` stops whatever runs now, and any work that arrived on the connection
   before ``arrival`` but has not begun yet (a prompt pipelined with its cancel in one read).
+* ``reading(budget)`` lends a host to a read: the running execution host when there is one
+  (held, so it does not idle out under the read; a read that runs out of time leaves it
+  running, since a turn may be using it), else the read host, started when needed and closed
+  when a read on it runs out of time. Either way the read takes no lease and sends no turn,
+  and the block has ``budget`` seconds.
 * ``close()`` also fails the waiting corrections and closes both hosts; the session stays in
   the registry as closed, so later requests get a clear "closed, load it again" error.
 * Updates for the client go through ``send_update``, where the user's own title wins over any
@@ -26,11 +31,14 @@ ran on) is gone, so the two never race for Muse's session lease.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 import anyio
 
+from muse_acp.agent import failures
 from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.execution import ExecutionHost
@@ -43,6 +51,7 @@ from muse_acp.agent.status import ContextUse
 from muse_acp.agent.steering_queue import SteeringQueue, SteerTarget
 from muse_acp.agent.usage import PlanUse, TokenUse, with_usage
 from muse_acp.agent.work import CancellableTurn, SessionWork
+from muse_acp.host.client import MspHost
 from muse_acp.redact import redact
 from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, Payload, RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -207,6 +216,28 @@ class AcpSession:
         self.cancelled_through = max(self.cancelled_through, arrival)
         if self.work is not None:
             self.work.cancel()
+
+    @asynccontextmanager
+    async def reading(self, budget: float) -> AsyncIterator[MspHost]:
+        """A host for a read, with ``budget`` seconds for the block (see the module contract).
+
+        Raises:
+            RpcError: an ACP failure of the read host's ``starting`` phase, or
+                ``deadlineExceeded`` of the ``reading`` phase, or what the block raised.
+        """
+        host = self.execution.host
+        if host is None or host.dead.is_set():
+            async with self.reader.reading(self.cwd, budget) as reader:
+                yield reader
+            return
+        # Paging through an output right after the turn that wrote it is the usual read: the
+        # execution host is up then, and a second process would only add its start to the read.
+        async with self.execution.holding(host):
+            try:
+                with anyio.fail_after(budget):
+                    yield host
+            except TimeoutError:
+                raise failures.deadline_exceeded("reading", budget) from None
 
     def close(self) -> None:
         """Close the session: stop its work, fail its waiting corrections, stop its hosts."""

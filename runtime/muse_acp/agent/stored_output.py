@@ -2,9 +2,10 @@
 
 Contract: a read is served only when ``initialize`` negotiated ``muse/output`` (the client opted
 in and the host is a verified 1.2.1) and the session is open here. Each read proves the
-association it names first, on the session's lease-free read host (kept by the session for a
-short while, so that paging through an output does not start a process per page; startup
-budget, then read budget for everything done with it): ``session/read`` must report the session
+association it names first, on the host the session lends it (``AcpSession.reading``: its
+running execution host, else its lease-free read host, kept for a short while so that paging
+through an output does not start a process per page; startup budget, then read budget for
+everything done with it): ``session/read`` must report the session
 in its workspace, and the latest revision of the item, looked for in at most
 ``MAX_HISTORY_PAGES`` backward ``view/page`` pages of ``HISTORY_PAGE_SIZE`` events, must carry
 exactly the requested reference; one beyond that budget is "not found", never guessed. The
@@ -14,7 +15,7 @@ revision (see ``output_reference.ProofCache``); every read still checks the sess
 workspace and that cursor, and the reference, availability and offset against the revision.
 Then one ``item/readOutput`` goes to the same host, never retried. A read takes no lease,
 changes no setting and sends no turn. A read host whose read ran out of time or lost its
-connection is closed, and the next read starts another.
+connection is closed, and the next read starts another; an execution host is left to its turns.
 
 Errors: INVALID_PARAMS for what the caller got wrong (a reference, item and session that do not
 belong together, an offset past the stored bytes, or one inside a UTF-8 character, with the
@@ -117,7 +118,7 @@ async def handle_read_output(
         )
     session = ctx.sessions.require(params.session_id)
     read = OutputRead.of(params)
-    async with session.reader.reading(session.cwd, ctx.config.deadlines.read) as host:
+    async with session.reading(ctx.config.deadlines.read) as host:
         if not supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host):
             raise unsupported_host()
         view_cursor = await _check_session(session, host)
