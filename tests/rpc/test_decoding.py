@@ -1,20 +1,25 @@
-"""Decoding incoming frames: the fast parse of plain frames gives exactly the strict decoder's
-answer, value or refusal, whatever the bytes."""
+"""Decoding incoming frames: the fast parse gives exactly the strict decoder's answer, value or
+refusal, whatever the bytes, for small frames and for large ones alike."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from muse_acp.rpc.decoding import (
     MAX_INTEGER_DIGITS,
+    MAX_NESTING_DEPTH,
     RefusedFrame,
     _decode_strictly,
     decode_frame,
 )
+
+LARGE: Final = b" " * 5000
+"""Leading whitespace that makes any frame too large to count as plain."""
 
 JSON_VALUES: Any = st.recursive(
     st.none()
@@ -82,20 +87,63 @@ def _outcome(decoded: object) -> Any:
 
 
 @settings(max_examples=300, deadline=None)
-@given(JSON_VALUES, st.booleans())
+@given(JSON_VALUES, st.booleans(), st.booleans())
 def test_a_json_text_decodes_to_its_value_as_the_strict_decoder_reads_it(
-    value: Any, ascii_only: bool
+    value: Any, ascii_only: bool, large: bool
 ) -> None:
-    frame = json.dumps(value, ensure_ascii=ascii_only).encode()
+    frame = (LARGE if large else b"") + json.dumps(value, ensure_ascii=ascii_only).encode()
     assert _outcome(decode_frame(frame)) == _outcome(_decode_strictly(frame))
     assert _outcome(decode_frame(frame)) == ("value", _shape(value))
 
 
 @settings(max_examples=1000, deadline=None)
-@given(st.lists(st.sampled_from(TOKENS), max_size=24))
-def test_any_bytes_get_the_strict_decoders_answer(tokens: list[bytes]) -> None:
-    frame = b"".join(tokens)
+@given(st.lists(st.sampled_from(TOKENS), max_size=24), st.booleans())
+def test_any_bytes_get_the_strict_decoders_answer(tokens: list[bytes], large: bool) -> None:
+    frame = (LARGE if large else b"") + b"".join(tokens)
     assert _outcome(decode_frame(frame)) == _outcome(_decode_strictly(frame))
+
+
+def _request_carrying(params: bytes) -> bytes:
+    return LARGE + b'{"jsonrpc":"2.0","id":3,"method":"m","params":[%s]}' % params
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        b"9" * (MAX_INTEGER_DIGITS + 1),
+        b"-" + b"9" * (MAX_INTEGER_DIGITS + 1),
+        b"9" * 5000,
+        b"[" * MAX_NESTING_DEPTH + b"]" * MAX_NESTING_DEPTH,
+        b"[" * 500 + b"]" * 500,
+        b'"\\ud800"',
+        b'"\\udc00 after"',
+    ],
+    ids=[
+        "1001 digits",
+        "-1001 digits",
+        "5000 digits",
+        "one level too deep",
+        "500 deep",
+        "a lone high surrogate",
+        "a lone low surrogate",
+    ],
+)
+def test_a_large_frame_past_a_limit_is_refused_as_the_strict_decoder_refuses_it(
+    params: bytes,
+) -> None:
+    frame = _request_carrying(params)
+    refused = decode_frame(frame)
+    assert isinstance(refused, RefusedFrame)
+    assert (refused.request_id, refused.answer) == (3, True)
+    assert _outcome(refused) == _outcome(_decode_strictly(frame))
+
+
+def test_a_large_frame_just_within_the_limits_is_decoded() -> None:
+    depth = MAX_NESTING_DEPTH - 2  # the frame and its params array are two levels
+    params = b"9" * MAX_INTEGER_DIGITS + b"," + b"[" * depth + b"]" * depth
+    decoded = decode_frame(_request_carrying(params))
+    assert isinstance(decoded, dict)
+    assert decoded["params"][0] == int("9" * MAX_INTEGER_DIGITS)
 
 
 def test_a_too_long_integer_in_a_small_frame_is_still_refused() -> None:
