@@ -23,6 +23,7 @@ from muse_acp.rpc import (
     JsonObject,
     JsonValue,
     RequestContext,
+    RequestId,
     Result,
     RpcError,
     memory_stream_pair,
@@ -56,8 +57,12 @@ class FakeAgent:
     def __init__(self) -> None:
         self.connection: Connection | None = None
         self.requests: list[tuple[str, JsonValue]] = []
+        self.request_ids: list[RequestId] = []
+        """The id of each request in ``requests``."""
         self.notifications: list[tuple[str, JsonValue]] = []
         self.notified = anyio.Event()
+        self.requested = anyio.Event()
+        """Set when a request arrives (replace it with a new event to wait for the next)."""
         self.protocol_version = 1
         self.initialize_meta: JsonObject | None = None
         self.prompt_script: PromptScript = end_turn
@@ -67,8 +72,16 @@ class FakeAgent:
         """Updates sent during ``session/load``, before its response."""
         self.list_pages: list[JsonObject] = [{"sessions": []}]
         self.output = b""
-        self.page_sizes: list[int] = []
-        """How many bytes each read returns at most (then as many as asked for)."""
+        self.page_limits: dict[int, int] = {}
+        """How many bytes a read at each offset returns at most (elsewhere: as many as asked)."""
+        self.held_offsets: set[int] = set()
+        """Reads at these offsets are never answered (until the client withdraws them)."""
+        self.withdrawn: list[JsonValue] = []
+        """The offsets of held reads that were cancelled, in order."""
+        self.withdrawal = anyio.Event()
+        """Set when a held read is cancelled."""
+        self.answer_first_page_after_the_next_is_asked = False
+        """The read at offset 0 is answered only once a read at another offset arrived."""
         self.page_override: Callable[[JsonObject], JsonObject] | None = None
         self.refuse: dict[str, RpcError] = {}
         self.updates_sent = 0
@@ -106,6 +119,8 @@ class FakeAgent:
         self, method: str, params: JsonValue | None, ctx: RequestContext
     ) -> Result:
         self.requests.append((method, params))
+        self.request_ids.append(ctx.request_id)
+        self.requested.set()
         if method in self.refuse:
             raise self.refuse[method]
         assert isinstance(params, dict)
@@ -140,16 +155,33 @@ class FakeAgent:
             case "session/prompt":
                 return {"stopReason": await self.prompt_script(self, str(params["sessionId"]))}
             case "_muse/readOutput":
+                await self._hold(params)
                 return self._read(params)
             case _:
                 raise RpcError.method_not_found(method)
+
+    async def _hold(self, params: JsonObject) -> None:
+        offset = params["offsetBytes"]
+        if offset in self.held_offsets:
+            try:
+                await anyio.sleep_forever()  # until the client's $/cancel_request cancels this
+            finally:
+                self.withdrawn.append(offset)
+                self.withdrawal.set()
+        if offset == 0 and self.answer_first_page_after_the_next_is_asked:
+            with anyio.fail_after(WAIT):
+                while not any(
+                    isinstance(read, dict) and read["offsetBytes"] != 0
+                    for read in self.params_of("_muse/readOutput")
+                ):
+                    await self.requested.wait()
+                    self.requested = anyio.Event()
 
     def _read(self, params: JsonObject) -> JsonObject:
         offset, length = params["offsetBytes"], params["lengthBytes"]
         assert isinstance(offset, int)
         assert isinstance(length, int)
-        if self.page_sizes:
-            length = min(length, self.page_sizes.pop(0))
+        length = min(length, self.page_limits.get(offset, length))
         data = self.output[offset : offset + length]
         try:
             content, encoding = data.decode("utf-8"), "utf8"

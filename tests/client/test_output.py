@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from muse_acp.client import MAX_PAGE_BYTES, AgentError, OutputRef, decode_page, output_ref
@@ -11,7 +12,7 @@ from muse_acp.client.session import Session
 from muse_acp.rpc import INTERNAL_ERROR, JsonObject, RpcError
 from muse_acp_wire import acp
 
-from .fake_agent import SESSION_ID, FakeAgent, fake_client
+from .fake_agent import SESSION_ID, WAIT, FakeAgent, fake_client
 
 pytestmark = pytest.mark.anyio
 
@@ -24,32 +25,81 @@ async def read_all(session: Session, ref: OutputRef) -> list[acp.MuseReadOutputR
     return [page async for page in session.read_output(ref)]
 
 
-def reads(agent: FakeAgent) -> list[tuple[object, object]]:
-    return [
-        (params["offsetBytes"], params["lengthBytes"])
-        for params in agent.params_of("_muse/readOutput")
-        if isinstance(params, dict)
-    ]
+def reads(agent: FakeAgent) -> list[tuple[int, int]]:
+    """The offset and length of every read the agent was asked for, in order."""
+    found = []
+    for params in agent.params_of("_muse/readOutput"):
+        assert isinstance(params, dict)
+        offset, length = params["offsetBytes"], params["lengthBytes"]
+        assert isinstance(offset, int)
+        assert isinstance(length, int)
+        found.append((offset, length))
+    return found
+
+
+def served(agent: FakeAgent) -> list[int]:
+    """The offsets of the reads that could make pages (within the output), in order."""
+    return [offset for offset, _ in reads(agent) if offset < len(agent.output)]
 
 
 async def test_pages_advance_by_each_pages_actual_byte_count_until_eof() -> None:
     agent = FakeAgent()
     agent.output = TEXT + BINARY + TEXT
-    agent.page_sizes = [1000, 7, 2100]
+    agent.page_limits = {0: 1000, 1000: 7, 1007: 2100}
     async with fake_client(agent) as client:
         session = await client.new_session("/workspace")
         pages = [page async for page in session.read_output(REF)]
 
-    assert reads(agent) == [
-        (0, MAX_PAGE_BYTES),
-        (1000, MAX_PAGE_BYTES),
-        (1007, MAX_PAGE_BYTES),
-        (3107, MAX_PAGE_BYTES),
-    ]
+    assert served(agent) == [0, 1000, 1007, 3107]
+    assert {length for _, length in reads(agent)} == {MAX_PAGE_BYTES}
+    # The one other read was the second page, asked for in advance as if the first were full;
+    # after a short page the next one is asked for only once that page is in.
+    assert [offset for offset, _ in reads(agent)] == [0, MAX_PAGE_BYTES, 1000, 1007, 3107]
     assert [page.byte_len for page in pages] == [1000, 7, 2100, len(agent.output) - 3107]
     assert [page.eof for page in pages] == [False, False, False, True]
     assert {page.encoding for page in pages} == {"utf8", "base64"}
     assert b"".join(decode_page(page) for page in pages) == agent.output
+
+
+async def test_the_next_page_is_asked_for_before_this_one_is_answered() -> None:
+    agent = FakeAgent()
+    agent.output = TEXT * 4
+    agent.answer_first_page_after_the_next_is_asked = True
+    async with fake_client(agent) as client:
+        session = await client.new_session("/workspace")
+        pages = [page async for page in session.read_output(REF, page_bytes=1000)]
+
+    assert served(agent) == list(range(0, len(agent.output), 1000))
+    assert b"".join(decode_page(page) for page in pages) == agent.output
+
+
+async def test_nothing_is_asked_for_past_the_announced_end() -> None:
+    agent = FakeAgent()
+    agent.output = TEXT * 4
+    async with fake_client(agent) as client:
+        session = await client.new_session("/workspace")
+        ref = OutputRef(SESSION_ID, "item-7", "ref-7", byte_len=len(agent.output))
+        pages = [page async for page in session.read_output(ref, page_bytes=1000)]
+
+    assert reads(agent) == [(offset, 1000) for offset in range(0, len(agent.output), 1000)]
+    assert b"".join(decode_page(page) for page in pages) == agent.output
+
+
+async def test_a_reader_that_stops_early_withdraws_the_page_asked_for_in_advance() -> None:
+    agent = FakeAgent()
+    agent.output = TEXT * 4
+    agent.held_offsets = {1000}
+    async with fake_client(agent) as client:
+        session = await client.new_session("/workspace")
+        pages = session.read_output(REF, page_bytes=1000)
+        first = await anext(pages)
+        await pages.aclose()
+        with anyio.fail_after(WAIT):
+            await agent.withdrawal.wait()
+
+    assert decode_page(first) == agent.output[:1000]
+    assert reads(agent) == [(0, 1000), (1000, 1000)]
+    assert agent.withdrawn == [1000], "the read asked for in advance was withdrawn"
 
 
 async def test_save_output_writes_the_decoded_bytes_and_returns_their_count(
@@ -57,7 +107,7 @@ async def test_save_output_writes_the_decoded_bytes_and_returns_their_count(
 ) -> None:
     agent = FakeAgent()
     agent.output = BINARY + TEXT
-    agent.page_sizes = [300, 1]
+    agent.page_limits = {0: 300, 300: 1}
     target = tmp_path / "output.bin"
     async with fake_client(agent) as client:
         session = await client.new_session("/workspace")
@@ -79,7 +129,8 @@ async def test_pages_are_no_larger_than_the_agent_advertises() -> None:
         assert client.output_page_bytes == 4096
         pages = [page async for page in session.read_output(REF)]
 
-    assert reads(agent) == [(offset, 4096) for offset in range(0, len(agent.output), 4096)]
+    assert served(agent) == list(range(0, len(agent.output), 4096))
+    assert {length for _, length in reads(agent)} == {4096}
     assert b"".join(decode_page(page) for page in pages) == agent.output
 
 
@@ -106,13 +157,14 @@ async def test_an_inconsistent_page_ends_the_read_with_an_internal_error(overrid
         with pytest.raises(RpcError) as caught:
             await read_all(session, REF)
     assert caught.value.code == INTERNAL_ERROR
-    assert len(agent.params_of("_muse/readOutput")) == 1
+    # Nothing is asked for after the page that did not add up, beyond the read already under way.
+    assert served(agent) == [0]
 
 
 async def test_a_page_beyond_the_announced_size_ends_the_read() -> None:
     agent = FakeAgent()
     agent.output = TEXT
-    agent.page_sizes = [100]
+    agent.page_limits = {0: 100}
     async with fake_client(agent) as client:
         session = await client.new_session("/workspace")
         with pytest.raises(RpcError) as caught:

@@ -26,9 +26,20 @@ from muse_acp.client.connect import (
     connect_streams,
     default_command,
 )
-from muse_acp.client.connection import AgentConnection, Diagnostics, NoDiagnostics
+from muse_acp.client.connection import (
+    AgentConnection,
+    Diagnostics,
+    NoDiagnostics,
+    PendingResult,
+)
 from muse_acp.client.errors import AgentError, AgentExited
-from muse_acp.client.output import MAX_PAGE_BYTES, OutputRef, decode_page, output_ref
+from muse_acp.client.output import (
+    MAX_PAGE_BYTES,
+    OutputRef,
+    PendingPage,
+    decode_page,
+    output_ref,
+)
 from muse_acp.client.policies import (
     ElicitationHandler,
     PermissionHandler,
@@ -57,6 +68,8 @@ __all__ = [
     "ElicitationHandler",
     "NoDiagnostics",
     "OutputRef",
+    "PendingPage",
+    "PendingResult",
     "PermissionHandler",
     "PermissionKind",
     "Prompt",

@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from muse_acp.client.errors import AgentError, AgentExited
-from muse_acp.client.output import MAX_PAGE_BYTES, OutputRef, read_pages
+from muse_acp.client.output import MAX_PAGE_BYTES, OutputRef, PendingPage, read_pages
 from muse_acp.client.policies import (
     ElicitationHandler,
     PermissionHandler,
@@ -37,15 +37,16 @@ from muse_acp.rpc import (
     FrameReader,
     FrameWriter,
     NotificationRoute,
+    OutgoingRequest,
     RequestContext,
     RequestRoute,
     Router,
     RpcError,
-    call,
+    typed_result,
 )
 from muse_acp_wire import acp
 
-__all__ = ["AgentConnection", "Diagnostics", "NoDiagnostics"]
+__all__ = ["AgentConnection", "Diagnostics", "NoDiagnostics", "PendingResult"]
 
 logger: Final = logging.getLogger("muse_acp.client")
 
@@ -78,6 +79,37 @@ class NoDiagnostics:
 
     async def settle(self) -> None:
         return None
+
+
+class PendingResult(Generic[_R]):
+    """A request sent to the agent whose result is still to be collected (``start_request``)."""
+
+    __slots__ = ("_agent", "_method", "_outgoing", "_result_type")
+
+    def __init__(
+        self,
+        agent: AgentConnection,
+        outgoing: OutgoingRequest,
+        method: str,
+        result_type: type[_R],
+    ) -> None:
+        self._agent = agent
+        self._outgoing = outgoing
+        self._method = method
+        self._result_type = result_type
+
+    async def result(self) -> _R:
+        """The validated result (see the module contract for errors)."""
+        agent = self._agent
+        try:
+            raw = await self._outgoing.result()
+            return typed_result(agent.connection, self._method, raw, self._result_type)
+        except (ConnectionClosed, RpcError) as error:
+            raise await agent.failure(self._method, error) from None
+
+    async def withdraw(self) -> None:
+        """Give the result up; the agent is told when it has not answered yet."""
+        await self._outgoing.withdraw()
 
 
 class AgentConnection:
@@ -123,13 +155,31 @@ class AgentConnection:
 
     async def request(self, method: str, params: BaseModel | None, result_type: type[_R]) -> _R:
         """Send a request and validate its result (see the module contract for errors)."""
+        pending = await self.start_request(method, params, result_type)
+        return await pending.result()
+
+    async def start_request(
+        self, method: str, params: BaseModel | None, result_type: type[_R]
+    ) -> PendingResult[_R]:
+        """Send a request now; its result is collected later with ``result`` on what is
+        returned, or given up with ``withdraw``, exactly once.
+
+        Raises:
+            AgentExited: the agent is gone.
+        """
         try:
-            return await call(self.connection, method, params, result_type)
-        except ConnectionClosed:
+            outgoing = await self.connection.start_request(method, params)
+        except ConnectionClosed as closed:
+            raise await self.failure(method, closed) from None
+        return PendingResult(self, outgoing, method, result_type)
+
+    async def failure(self, method: str, error: ConnectionClosed | RpcError) -> Exception:
+        """What a failed ``method`` request raises: ``AgentExited`` once what is known of the
+        agent's end has arrived, or ``AgentError``."""
+        if isinstance(error, ConnectionClosed):
             await self._diagnostics.settle()
-            raise self.gone(f"before answering {method}") from None
-        except RpcError as error:
-            raise AgentError(error, self.stderr_lines()) from None
+            return self.gone(f"before answering {method}")
+        return AgentError(error, self.stderr_lines())
 
     async def notify(self, method: str, params: BaseModel | None) -> None:
         """Send a notification.
@@ -349,9 +399,9 @@ class AgentConnection:
     ) -> AsyncGenerator[acp.MuseReadOutputResponse, None]:
         """The pages of a stored output, from offset 0 until ``eof`` (see ``output``)."""
 
-        async def read(request: acp.MuseReadOutputRequest) -> acp.MuseReadOutputResponse:
-            return await self.request("_muse/readOutput", request, acp.MuseReadOutputResponse)
+        async def start(request: acp.MuseReadOutputRequest) -> PendingPage:
+            return await self.start_request("_muse/readOutput", request, acp.MuseReadOutputResponse)
 
         size = self.output_page_bytes if page_bytes is None else page_bytes
-        async for page in read_pages(read, ref, page_bytes=size):
+        async for page in read_pages(start, ref, page_bytes=size):
             yield page

@@ -5,11 +5,17 @@ id, plus its total size when the tool card announced it. ``OutputRef.of`` accept
 hold: an ``OutputRef``, the ``_meta["muse/output"]`` object of a tool card, or the card itself.
 ``read_pages`` reads an output from offset 0 in pages of at most ``page_bytes`` (1 MiB, or less
 when the agent advertised a lower maximum), advancing by each page's actual ``byteLen`` until a
-page says ``eof``. A page that starts elsewhere than asked, whose content is not ``byteLen``
-bytes, that makes no progress without ``eof``, or that runs past the announced size is refused
-with an INTERNAL_ERROR, so a confused agent can neither corrupt the bytes nor keep a reader
-looping. ``decode_page`` turns a page back into bytes (utf8 text re-encoded,
-base64 decoded) and checks their count against ``byteLen``.
+page says ``eof``. While pages come back full, it keeps the next page's request in flight while
+a page travels: sent at the offset the page reaches when full, before the end the reference
+announced, and withdrawn when the page turns out shorter or the last, or when the caller stops
+reading. So the agent and its host work on the next page while the caller takes this one, and
+never more than two requests are outstanding. After a short page (text whose pages end early at
+a character boundary) the next is asked for once that page is in, as the guess would be wrong. A
+page that starts elsewhere than asked, whose content is not ``byteLen`` bytes, that makes no
+progress without ``eof``, or that runs past the announced size is refused with an
+INTERNAL_ERROR, so a confused agent can neither corrupt the bytes nor keep a reader looping.
+``decode_page`` turns a page back into bytes (utf8 text re-encoded, base64 decoded) and checks
+their count against ``byteLen``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import base64
 import binascii
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Self
+from typing import Any, Final, Protocol, Self
 
 from pydantic import ValidationError
 
@@ -29,7 +35,8 @@ __all__ = [
     "MAX_PAGE_BYTES",
     "OUTPUT_META_KEY",
     "OutputRef",
-    "ReadPage",
+    "PendingPage",
+    "StartRead",
     "decode_page",
     "output_ref",
     "read_pages",
@@ -39,8 +46,21 @@ OUTPUT_META_KEY: Final = acp.MuseToolCallMeta.model_fields["muse_output"].alias 
 MAX_PAGE_BYTES: Final = 1048576
 """The most a single ``_muse/readOutput`` may ask for."""
 
-ReadPage = Callable[[acp.MuseReadOutputRequest], Awaitable[acp.MuseReadOutputResponse]]
-"""Sends one ``_muse/readOutput`` request and returns its page."""
+
+class PendingPage(Protocol):
+    """One ``_muse/readOutput`` request in flight (``AgentConnection.start_request`` makes it)."""
+
+    async def result(self) -> acp.MuseReadOutputResponse:
+        """The page, once it arrives."""
+        ...
+
+    async def withdraw(self) -> None:
+        """Give the page up."""
+        ...
+
+
+StartRead = Callable[[acp.MuseReadOutputRequest], Awaitable[PendingPage]]
+"""Sends one ``_muse/readOutput`` request and returns it in flight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +157,7 @@ def _check_page(ref: OutputRef, page: acp.MuseReadOutputResponse, offset: int, l
 
 
 async def read_pages(
-    read: ReadPage, ref: OutputRef, *, page_bytes: int = MAX_PAGE_BYTES
+    start: StartRead, ref: OutputRef, *, page_bytes: int = MAX_PAGE_BYTES
 ) -> AsyncIterator[acp.MuseReadOutputResponse]:
     """Yield the pages of ``ref`` in order, from offset 0 until a page says ``eof``.
 
@@ -147,18 +167,42 @@ async def read_pages(
     """
     if not 1 <= page_bytes <= MAX_PAGE_BYTES:
         raise ValueError(f"page_bytes must be between 1 and {MAX_PAGE_BYTES}")
-    offset = 0
-    while True:
-        request = acp.MuseReadOutputRequest(
+
+    def request(offset: int) -> acp.MuseReadOutputRequest:
+        return acp.MuseReadOutputRequest(
             session_id=ref.session_id,
             item_id=ref.item_id,
             output_ref=ref.output_ref,
             offset_bytes=offset,
             length_bytes=page_bytes,
         )
-        page = await read(request)
-        _check_page(ref, page, offset, page_bytes)
-        yield page
-        if page.eof:
-            return
-        offset += page.byte_len
+
+    offset = 0
+    current: PendingPage | None = await start(request(offset))
+    ahead: PendingPage | None = None
+    full = True  # the last page was as long as asked for (the first is expected to be)
+    try:
+        while current is not None:
+            guess = offset + page_bytes
+            if full and ahead is None and (ref.byte_len is None or guess < ref.byte_len):
+                ahead = await start(request(guess))
+            page = await current.result()
+            current = None
+            _check_page(ref, page, offset, page_bytes)
+            yield page
+            if page.eof:
+                return
+            offset += page.byte_len
+            full = page.byte_len == page_bytes
+            if offset == guess and ahead is not None:
+                current, ahead = ahead, None
+            else:
+                if ahead is not None:
+                    await ahead.withdraw()
+                    ahead = None
+                current = await start(request(offset))
+    finally:
+        # Stopped early, by an error or by the caller: nothing is left outstanding.
+        for pending in (current, ahead):
+            if pending is not None:
+                await pending.withdraw()

@@ -14,6 +14,7 @@ from muse_acp.rpc.dispatcher import (
     Connection,
     FrameObserver,
     MessageHandler,
+    OutgoingRequest,
     RequestContext,
     Result,
 )
@@ -32,7 +33,7 @@ from muse_acp.rpc.errors import (
 )
 from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
 from muse_acp.rpc.memory import Endpoint, FragmentingSendStream, memory_stream_pair
-from muse_acp.rpc.router import NotificationRoute, RequestRoute, Router, call
+from muse_acp.rpc.router import NotificationRoute, RequestRoute, Router, call, typed_result
 from muse_acp.rpc.stdio import open_stdio
 from muse_acp.rpc.transport import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -74,6 +75,7 @@ __all__ = [
     "JsonValue",
     "MessageHandler",
     "NotificationRoute",
+    "OutgoingRequest",
     "OversizedFrame",
     "Payload",
     "RawJson",
@@ -95,4 +97,5 @@ __all__ = [
     "error_from_exception",
     "memory_stream_pair",
     "open_stdio",
+    "typed_result",
 ]

@@ -17,6 +17,9 @@ their exceptions are logged and never answered.
 ``request`` and ``notify`` send to the peer. ``request`` returns the raw ``result``, raises the
 peer's error as ``RpcError``, and raises ``ConnectionClosed`` when the connection ends first. A
 cancelled caller's request is withdrawn and, when ``cancel_method`` is set, the peer is told.
+``start_request`` sends a request and returns at once with an ``OutgoingRequest``, whose
+``result`` is collected later (so a caller can keep several requests in flight without a task
+for each) or which is ``withdraw``-n; every started request must end one of those two ways.
 At most ``max_pending_outgoing`` requests are outstanding; further callers wait for a slot.
 
 When input ends (or fails), or ``aclose`` is called, outstanding outgoing requests fail with
@@ -28,6 +31,7 @@ left to its owner.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias
@@ -54,6 +58,7 @@ __all__ = [
     "Connection",
     "FrameObserver",
     "MessageHandler",
+    "OutgoingRequest",
     "RequestContext",
     "Result",
 ]
@@ -65,6 +70,9 @@ DEFAULT_CANCEL_METHOD: Final = "$/cancel_request"
 
 CANCEL_NOTICE_TIMEOUT: Final = 5.0
 """Seconds a withdrawn request may spend telling the peer before giving up."""
+
+WITHDRAWN_REMEMBERED: Final = 64
+"""Withdrawn requests whose late answers are recognised as such (the most recent ones)."""
 
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds ``aclose`` may spend closing the writer."""
@@ -130,6 +138,55 @@ class _Pending:
         self.error: RpcError | ConnectionClosed | None = None
 
 
+class OutgoingRequest:
+    """A request that was sent and whose answer is still to be collected (``start_request``)."""
+
+    __slots__ = ("_connection", "_pending", "_request_id", "_settled")
+
+    def __init__(self, connection: Connection, request_id: int, pending: _Pending) -> None:
+        self._connection = connection
+        self._request_id = request_id
+        self._pending = pending
+        self._settled = False
+
+    async def result(self) -> JsonValue:
+        """Wait for the raw ``result``; a caller cancelled meanwhile withdraws the request.
+
+        Raises:
+            RpcError: the peer answered with an error.
+            ConnectionClosed: the connection ended before the response arrived.
+        """
+        pending = self._pending
+        try:
+            await pending.done.wait()
+        except anyio.get_cancelled_exc_class():
+            await self.withdraw()
+            raise
+        finally:
+            self._settle()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    async def withdraw(self) -> None:
+        """Give up on the answer; the peer is told when it has not answered yet (through the
+        connection's ``cancel_method``). Harmless once the answer was collected."""
+        if self._settled:
+            return
+        try:
+            if not self._pending.done.is_set():
+                await self._connection._withdraw(self._request_id)
+        finally:
+            self._settle()
+            if not self._pending.done.is_set():
+                self._connection._withdrawn.append(self._request_id)
+
+    def _settle(self) -> None:
+        if not self._settled:
+            self._settled = True
+            self._connection._settle(self._request_id)
+
+
 class Connection:
     """One JSON-RPC 2.0 peer connection (see the module contract)."""
 
@@ -158,6 +215,8 @@ class Connection:
         self._incoming: dict[RequestId, tuple[anyio.CancelScope, RequestContext]] = {}
         self._arrivals = 0
         self._slots = anyio.Semaphore(max_pending_outgoing, fast_acquire=True)
+        self._withdrawn: deque[int] = deque(maxlen=WITHDRAWN_REMEMBERED)
+        """Requests given up before their answer came: a late answer is expected, not odd."""
         self._task_group: TaskGroup | None = None
         self._closing = False
         self._closed = anyio.Event()
@@ -208,32 +267,43 @@ class Connection:
             RpcError: the peer answered with an error.
             ConnectionClosed: the connection ended before the response arrived.
         """
+        outgoing = await self.start_request(method, params)
+        return await outgoing.result()
+
+    async def start_request(self, method: str, params: Payload = None) -> OutgoingRequest:
+        """Send a request; its answer is collected with ``result`` on what is returned.
+
+        Waits while ``max_pending_outgoing`` requests are outstanding.
+
+        Raises:
+            ConnectionClosed: the connection has ended or the peer stopped reading.
+        """
         if self._closing:
             raise ConnectionClosed()
-        async with self._slots:
+        await self._slots.acquire()
+        request_id = self._next_id
+        try:
             if self._closing:
                 raise ConnectionClosed()
-            request_id = self._next_id
             self._next_id += 1
             frame = encode_request(request_id, method, params)
             pending = _Pending(method)
             self._outgoing[request_id] = pending
-            sent = False
             try:
                 await self._send(frame)
-                sent = True
-                await pending.done.wait()
             except _WRITE_ERRORS as exc:
                 raise ConnectionClosed() from exc
-            except anyio.get_cancelled_exc_class():
-                if sent and request_id in self._outgoing:
-                    await self._withdraw(request_id)
-                raise
-            finally:
-                self._outgoing.pop(request_id, None)
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
+        except BaseException:
+            # Never sent (or not whole): nothing to withdraw from the peer.
+            self._outgoing.pop(request_id, None)
+            self._slots.release()
+            raise
+        return OutgoingRequest(self, request_id, pending)
+
+    def _settle(self, request_id: int) -> None:
+        """Forget an outgoing request whose answer was collected or given up; free its slot."""
+        self._outgoing.pop(request_id, None)
+        self._slots.release()
 
     async def notify(self, method: str, params: Payload = None) -> None:
         """Send a notification.
@@ -337,7 +407,10 @@ class Connection:
     def _handle_response(self, message: dict[str, JsonValue], request_id: JsonValue) -> None:
         pending = self._outgoing.pop(request_id, None) if type(request_id) is int else None
         if pending is None:
-            if request_id is None:
+            if type(request_id) is int and request_id in self._withdrawn:
+                logger.debug("%s: late answer to withdrawn request %s", self.name, request_id)
+                self._withdrawn.remove(request_id)
+            elif request_id is None:
                 logger.warning("%s: peer could not read a frame: %.300r", self.name, message)
             else:
                 logger.warning("%s: response to unknown id %.100r ignored", self.name, request_id)

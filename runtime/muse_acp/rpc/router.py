@@ -9,7 +9,8 @@ INVALID_PARAMS with a short message of our own. Unknown notifications are ignore
 notifications with invalid params are dropped; both are logged, never answered.
 
 ``call`` is the typed outgoing counterpart: it validates the peer's result into the given model
-and turns a malformed result into an INTERNAL_ERROR.
+(``typed_result``, also for a request started with ``Connection.start_request``) and turns a
+malformed result into an INTERNAL_ERROR.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.rpc.transport import Payload
 from muse_acp.rpc.validation import describe_validation_error
 
-__all__ = ["NotificationRoute", "RequestRoute", "Router", "call"]
+__all__ = ["NotificationRoute", "RequestRoute", "Router", "call", "typed_result"]
 
 logger: Final = logging.getLogger("muse_acp.rpc")
 
@@ -125,16 +126,24 @@ class Router:
 
 
 async def call(conn: Connection, method: str, params: Payload, result_type: type[_R]) -> _R:
-    """Send a request and validate its result as ``result_type``.
-
-    A ``null`` result validates as ``{}``, for peers that answer empty results with ``null``.
+    """Send a request and validate its result as ``result_type`` (see ``typed_result``).
 
     Raises:
         RpcError: the peer answered with an error, or its result did not validate
             (INTERNAL_ERROR).
         ConnectionClosed: the connection ended before the response arrived.
     """
-    raw = await conn.request(method, params)
+    return typed_result(conn, method, await conn.request(method, params), result_type)
+
+
+def typed_result(conn: Connection, method: str, raw: JsonValue, result_type: type[_R]) -> _R:
+    """The raw result ``conn``'s peer gave to ``method``, validated as ``result_type``.
+
+    A ``null`` result validates as ``{}``, for peers that answer empty results with ``null``.
+
+    Raises:
+        RpcError: the result did not validate (INTERNAL_ERROR).
+    """
     data: JsonValue = {} if raw is None else raw
     try:
         return result_type.model_validate(data, by_alias=True, by_name=False)
