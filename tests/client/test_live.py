@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 import anyio
@@ -15,15 +16,18 @@ from muse_acp.client import (
     PermissionHandler,
     allow_once,
     connect,
+    decode_page,
     extensions,
     message_text,
     output_ref,
     reject_once,
 )
 from muse_acp.rpc import RESOURCE_NOT_FOUND
+from muse_acp.sim.outputs import BINARY_UNIT, TEXT_UNIT, pattern_chunks
+from muse_acp.sim.versions import RELEASE_BUILDS
 from muse_acp_wire import acp
 
-from .conftest import LiveSetup
+from .conftest import LiveSetup, live_setup
 
 pytestmark = pytest.mark.anyio
 
@@ -114,6 +118,30 @@ async def test_a_long_tool_output_is_one_execute_card_with_a_truncation_note(
         assert announced[-1].session_id == session.session_id
     else:
         assert announced == []
+
+
+@pytest.mark.parametrize("version", RELEASE_BUILDS)
+@pytest.mark.parametrize("kind", ["bash", "binary"])
+async def test_a_stored_output_is_read_back_exactly_page_by_page_and_saved(
+    tmp_path: Path, version: str, kind: str
+) -> None:
+    size = 300_000
+    unit = TEXT_UNIT if kind == "bash" else BINARY_UNIT
+    expected = b"".join(pattern_chunks(unit, size))
+    setup = live_setup(tmp_path, version)
+    async with live_agent(setup, capabilities=extensions()) as agent:
+        session = await agent.new_session(setup.workspace)
+        cards = tool_cards(await collect(session.prompt(f"sim:{kind} {size}")))
+        refs = [ref for ref in map(output_ref, cards) if ref is not None]
+        if version != "1.2.1":
+            assert refs == [], "only a verified 1.2.1 host announces stored output"
+            return
+        pages = [page async for page in session.read_output(refs[-1], page_bytes=65_536)]
+        saved = await session.save_output(refs[-1], tmp_path / "saved")
+    assert b"".join(decode_page(page) for page in pages) == expected
+    assert [page.offset_bytes for page in pages] == list(range(0, size, 65_536))
+    assert saved == size
+    assert (tmp_path / "saved").read_bytes() == expected
 
 
 async def run_approval(
