@@ -178,13 +178,11 @@ class OutgoingRequest:
                 await self._connection._withdraw(self._request_id)
         finally:
             self._settle()
-            if not self._pending.done.is_set():
-                self._connection._withdrawn.append(self._request_id)
 
     def _settle(self) -> None:
         if not self._settled:
             self._settled = True
-            self._connection._settle(self._request_id)
+            self._connection._settle(self._request_id, answered=self._pending.done.is_set())
 
 
 class Connection:
@@ -300,10 +298,13 @@ class Connection:
             raise
         return OutgoingRequest(self, request_id, pending)
 
-    def _settle(self, request_id: int) -> None:
-        """Forget an outgoing request whose answer was collected or given up; free its slot."""
+    def _settle(self, request_id: int, *, answered: bool) -> None:
+        """Forget an outgoing request whose answer was collected or given up; free its slot.
+        One given up before its answer came is remembered, so that answer is not taken as odd."""
         self._outgoing.pop(request_id, None)
         self._slots.release()
+        if not answered:
+            self._withdrawn.append(request_id)
 
     async def notify(self, method: str, params: Payload = None) -> None:
         """Send a notification.
