@@ -55,6 +55,27 @@ ROOT_CLASS_NAME: Final = "CodegenRoot"
 EXEC_SCHEMA: Final = "exec/exec.schema.json"
 """The schema of the JSON Lines that ``muse exec --json`` writes (hosts without ``serve``)."""
 
+HANDSHAKE_ROOTS: Final = (
+    "InitializeRequest",
+    "InitializeResponse",
+    "MuseAgentMeta",
+    "MuseClientCapabilitiesMeta",
+    "MuseTerminalAuthMeta",
+    "MuseBackend",
+    "MuseBackendReport",
+    "JetbrainsAgentMeta",
+    "JetbrainsClientCapabilitiesMeta",
+    "JetbrainsSessionInfoMeta",
+    "JetbrainsFileChangeReportRequest",
+    "JetbrainsFileChangesReported",
+    "JetbrainsFileChangesUnavailable",
+    "SessionInfoUpdateSessionUpdate",
+    "McpServer",
+)
+"""The ACP models an agent needs before it answers ``initialize`` (its request, its answer and
+the ``_meta`` blocks of both, and the MCP transports it advertises): ``acp_handshake`` holds
+them and what they refer to (``codegen.handshake``)."""
+
 _MSP_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 

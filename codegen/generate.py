@@ -15,9 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codegen import outline, postpass, tables
+from codegen import handshake, outline, postpass, tables
 from codegen.config import (
     DATAMODEL_CODEGEN_FLAGS,
+    HANDSHAKE_ROOTS,
     PACKAGE_DIR,
     REGENERATE_COMMAND,
     REPO_ROOT,
@@ -189,6 +190,11 @@ def render_all() -> dict[Path, str]:
     msp_targets: list[tuple[Target, str]] = []
     for target in discover_targets():
         files[target.output] = render_target(target)
+        if target.family == "acp":
+            whole, first = handshake.split(files[target.output], HANDSHAKE_ROOTS)
+            files[target.output] = _ruff(whole, f"generated/muse_acp_wire/{target.module}.py")
+            module = f"{handshake.HANDSHAKE_MODULE}.py"
+            files[PACKAGE_DIR / module] = _ruff(first, f"generated/muse_acp_wire/{module}")
         if target.family == "msp":
             msp_targets.append((target, files[target.output]))
     if msp_targets:

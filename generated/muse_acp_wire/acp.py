@@ -11,20 +11,67 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
-
-
-class Implementation(WireModel):
-    """Name and version of a client or agent program."""
-
-    name: str
-    "Machine-readable program name."
-    title: str | None = None
-    "Display name, when it differs from name."
-    version: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+from muse_acp_wire.acp_handshake import (
+    AgentAuthCapabilities as AgentAuthCapabilities,
+    AgentCapabilities as AgentCapabilities,
+    AuthCapabilities as AuthCapabilities,
+    AuthEnvVar as AuthEnvVar,
+    AuthMethodAgent as AuthMethodAgent,
+    AuthMethodEnvVar as AuthMethodEnvVar,
+    AuthMethodTerminal as AuthMethodTerminal,
+    BooleanConfigOptionCapabilities as BooleanConfigOptionCapabilities,
+    ClientCapabilities as ClientCapabilities,
+    ClientSessionCapabilities as ClientSessionCapabilities,
+    ElicitationCapabilities as ElicitationCapabilities,
+    ElicitationFormCapabilities as ElicitationFormCapabilities,
+    ElicitationUrlCapabilities as ElicitationUrlCapabilities,
+    EnvVariable as EnvVariable,
+    FileSystemCapabilities as FileSystemCapabilities,
+    HttpHeader as HttpHeader,
+    Implementation as Implementation,
+    InitializeRequest as InitializeRequest,
+    InitializeResponse as InitializeResponse,
+    JetbrainsAgentMeta as JetbrainsAgentMeta,
+    JetbrainsAirAdvertisement as JetbrainsAirAdvertisement,
+    JetbrainsAirSessionInfo as JetbrainsAirSessionInfo,
+    JetbrainsAirSupport as JetbrainsAirSupport,
+    JetbrainsClientCapabilitiesMeta as JetbrainsClientCapabilitiesMeta,
+    JetbrainsClientMeta as JetbrainsClientMeta,
+    JetbrainsFileChangeReportRequest as JetbrainsFileChangeReportRequest,
+    JetbrainsFileChangesReported as JetbrainsFileChangesReported,
+    JetbrainsFileChangesUnavailable as JetbrainsFileChangesUnavailable,
+    JetbrainsSessionInfo as JetbrainsSessionInfo,
+    JetbrainsSessionInfoMeta as JetbrainsSessionInfoMeta,
+    LogoutCapabilities as LogoutCapabilities,
+    McpCapabilities as McpCapabilities,
+    McpServer as McpServer,
+    McpServerHttp as McpServerHttp,
+    McpServerSse as McpServerSse,
+    McpServerStdio as McpServerStdio,
+    MuseAgentMeta as MuseAgentMeta,
+    MuseBackend as MuseBackend,
+    MuseBackendReport as MuseBackendReport,
+    MuseClientCapabilitiesMeta as MuseClientCapabilitiesMeta,
+    MuseOutputAdvertisement as MuseOutputAdvertisement,
+    MuseSteeringAdvertisement as MuseSteeringAdvertisement,
+    MuseTaskAdvertisement as MuseTaskAdvertisement,
+    MuseTerminalAuthMeta as MuseTerminalAuthMeta,
+    MuseTerminalLaunch as MuseTerminalLaunch,
+    PromptCapabilities as PromptCapabilities,
+    SessionAdditionalDirectoriesCapabilities as SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities as SessionCapabilities,
+    SessionCloseCapabilities as SessionCloseCapabilities,
+    SessionConfigOptionsCapabilities as SessionConfigOptionsCapabilities,
+    SessionDeleteCapabilities as SessionDeleteCapabilities,
+    SessionForkCapabilities as SessionForkCapabilities,
+    SessionInfoUpdateSessionUpdate as SessionInfoUpdateSessionUpdate,
+    SessionListCapabilities as SessionListCapabilities,
+    SessionResumeCapabilities as SessionResumeCapabilities,
+    SteeringSupport as SteeringSupport,
+)
 
 
 class Annotations(WireModel):
@@ -508,17 +555,6 @@ class ConfigOptionUpdateSessionUpdate(WireModel):
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
-class SessionInfoUpdateSessionUpdate(WireModel):
-    """The SessionUpdate variant whose `sessionUpdate` is `session_info_update`."""
-
-    session_update: Annotated[Literal["session_info_update"], Field(alias="sessionUpdate")]
-    title: str | None = None
-    "New title; null clears it, omitted leaves it unchanged."
-    updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
-    "ISO 8601 time of last activity; null clears it, omitted leaves it unchanged."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
 class UsageUpdateSessionUpdate(WireModel):
     """The SessionUpdate variant whose `sessionUpdate` is `usage_update`."""
 
@@ -529,53 +565,6 @@ class UsageUpdateSessionUpdate(WireModel):
     "Size of the context window in tokens."
     cost: Cost | None = None
     "Total spent in the session so far."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class HttpHeader(WireModel):
-    """An HTTP header sent to an MCP server."""
-
-    name: str
-    value: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class EnvVariable(WireModel):
-    """An environment variable set for an MCP server process."""
-
-    name: str
-    value: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpServerHttp(WireModel):
-    """An MCP server reached over streamable HTTP."""
-
-    type: Literal["http"]
-    name: str
-    url: str
-    headers: list[HttpHeader]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpServerSse(WireModel):
-    """An MCP server reached over server-sent events."""
-
-    type: Literal["sse"]
-    name: str
-    url: str
-    headers: list[HttpHeader]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpServerStdio(WireModel):
-    """An MCP server the agent starts as a child process and talks to over stdio; it carries no `type` member."""
-
-    name: str
-    command: str
-    "Absolute path of the program to run."
-    args: list[str]
-    env: list[EnvVariable]
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -590,231 +579,6 @@ class SessionInfo(WireModel):
     title: str | None = None
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
     "ISO 8601 time of last activity."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class FileSystemCapabilities(WireModel):
-    """File operations the client performs for the agent."""
-
-    read_text_file: Annotated[bool | None, Field(alias="readTextFile")] = False
-    write_text_file: Annotated[bool | None, Field(alias="writeTextFile")] = False
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AuthCapabilities(WireModel):
-    """Authentication features the client supports."""
-
-    terminal: bool | None = False
-    "The client can run terminal authentication methods."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class ElicitationFormCapabilities(WireModel):
-    """Present (as an empty object) when the client can show form elicitations."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class ElicitationUrlCapabilities(WireModel):
-    """Present (as an empty object) when the client can open URL elicitations."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class ElicitationCapabilities(WireModel):
-    """Which elicitation modes the client supports."""
-
-    form: ElicitationFormCapabilities | None = None
-    url: ElicitationUrlCapabilities | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class BooleanConfigOptionCapabilities(WireModel):
-    """Present (as an empty object) when the client can show boolean options."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionConfigOptionsCapabilities(WireModel):
-    """Config option kinds the client supports beyond select."""
-
-    boolean: BooleanConfigOptionCapabilities | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class ClientSessionCapabilities(WireModel):
-    """Session features the client supports."""
-
-    config_options: Annotated[
-        SessionConfigOptionsCapabilities | None, Field(alias="configOptions")
-    ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class ClientCapabilities(WireModel):
-    """What the client offers the agent; `_meta` carries extension opt-ins."""
-
-    fs: Annotated[FileSystemCapabilities | None, Field(validate_default=True)] = Field(
-        default_factory=lambda: FileSystemCapabilities.model_validate({})
-    )
-    terminal: bool | None = False
-    "The client provides terminal/* methods."
-    session: ClientSessionCapabilities | None = None
-    auth: Annotated[AuthCapabilities | None, Field(validate_default=True)] = Field(
-        default_factory=lambda: AuthCapabilities.model_validate({})
-    )
-    elicitation: ElicitationCapabilities | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class PromptCapabilities(WireModel):
-    """Content block types the agent accepts in prompts beyond text and resource links."""
-
-    image: bool | None = False
-    audio: bool | None = False
-    embedded_context: Annotated[bool | None, Field(alias="embeddedContext")] = False
-    "The agent accepts embedded `resource` blocks."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpCapabilities(WireModel):
-    """MCP transports the agent accepts besides stdio."""
-
-    http: bool | None = False
-    sse: bool | None = False
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionListCapabilities(WireModel):
-    """Present (as an empty object) when the agent supports session/list."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionResumeCapabilities(WireModel):
-    """Present (as an empty object) when the agent supports session/resume."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionCloseCapabilities(WireModel):
-    """Present (as an empty object) when the agent supports session/close."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionForkCapabilities(WireModel):
-    """Present (as an empty object) when the agent supports session/fork."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionDeleteCapabilities(WireModel):
-    """Present (as an empty object) when the agent supports session/delete."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionAdditionalDirectoriesCapabilities(WireModel):
-    """Present (as an empty object) when the agent accepts additional workspace roots."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionCapabilities(WireModel):
-    """Optional session methods the agent supports."""
-
-    list: SessionListCapabilities | None = None
-    delete: SessionDeleteCapabilities | None = None
-    additional_directories: Annotated[
-        SessionAdditionalDirectoriesCapabilities | None, Field(alias="additionalDirectories")
-    ] = None
-    fork: SessionForkCapabilities | None = None
-    resume: SessionResumeCapabilities | None = None
-    close: SessionCloseCapabilities | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class LogoutCapabilities(WireModel):
-    """Present (as an empty object) when the agent supports logout."""
-
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AgentAuthCapabilities(WireModel):
-    """Authentication features the agent supports."""
-
-    logout: LogoutCapabilities | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AgentCapabilities(WireModel):
-    """What the agent supports; `_meta` carries extension advertisements."""
-
-    load_session: Annotated[bool | None, Field(alias="loadSession")] = False
-    "The agent supports session/load."
-    prompt_capabilities: Annotated[
-        PromptCapabilities | None, Field(alias="promptCapabilities", validate_default=True)
-    ] = Field(default_factory=lambda: PromptCapabilities.model_validate({}))
-    mcp_capabilities: Annotated[
-        McpCapabilities | None, Field(alias="mcpCapabilities", validate_default=True)
-    ] = Field(default_factory=lambda: McpCapabilities.model_validate({}))
-    session_capabilities: Annotated[
-        SessionCapabilities | None, Field(alias="sessionCapabilities", validate_default=True)
-    ] = Field(default_factory=lambda: SessionCapabilities.model_validate({}))
-    auth: Annotated[AgentAuthCapabilities | None, Field(validate_default=True)] = Field(
-        default_factory=lambda: AgentAuthCapabilities.model_validate({})
-    )
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AuthMethodTerminal(WireModel):
-    """Authentication the client runs by starting the agent program in a terminal."""
-
-    type: Literal["terminal"]
-    id: str
-    name: str
-    description: str | None = None
-    args: list[str] | None = None
-    "Extra arguments for the agent program."
-    env: dict[str, str] | None = None
-    "Extra environment variables for the agent program."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AuthEnvVar(WireModel):
-    """An environment variable an env_var authentication method asks the user for."""
-
-    name: str
-    label: str | None = None
-    "Display label."
-    secret: bool | None = True
-    "Mask the value while it is typed."
-    optional: bool | None = False
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AuthMethodEnvVar(WireModel):
-    """Authentication by environment variables the client sets before starting the agent. This variant comes from earlier unstable schema drafts; a client that does not know it reads it as an agent-handled method."""
-
-    type: Literal["env_var"]
-    id: str
-    name: str
-    description: str | None = None
-    vars: list[AuthEnvVar]
-    link: str | None = None
-    "Where the user can obtain the values."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class AuthMethodAgent(WireModel):
-    """Authentication the agent handles itself when asked through authenticate; such methods normally carry no `type`."""
-
-    type: str | None = None
-    "Absent for agent-handled methods; any other unknown kind lands here too."
-    id: str
-    name: str
-    description: str | None = None
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -947,34 +711,6 @@ class ElicitationSchema(WireModel):
     required: list[str] | None = None
     "Keys the user must answer."
     description: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class InitializeRequest(WireModel):
-    """Params of initialize: the client's protocol version and capabilities."""
-
-    protocol_version: Annotated[int, Field(alias="protocolVersion", ge=0, le=65535)]
-    "Latest protocol major version the client speaks."
-    client_capabilities: Annotated[
-        ClientCapabilities | None, Field(alias="clientCapabilities", validate_default=True)
-    ] = Field(default_factory=lambda: ClientCapabilities.model_validate({}))
-    client_info: Annotated[Implementation | None, Field(alias="clientInfo")] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class InitializeResponse(WireModel):
-    """Result of initialize: the chosen protocol version and what the agent supports."""
-
-    protocol_version: Annotated[int, Field(alias="protocolVersion", ge=0, le=65535)]
-    "The version both sides will speak."
-    agent_capabilities: Annotated[
-        AgentCapabilities | None, Field(alias="agentCapabilities", validate_default=True)
-    ] = Field(default_factory=lambda: AgentCapabilities.model_validate({}))
-    auth_methods: Annotated[
-        list[AuthMethodTerminal | AuthMethodEnvVar | AuthMethodAgent] | None,
-        Field(alias="authMethods", validate_default=True),
-    ] = []
-    agent_info: Annotated[Implementation | None, Field(alias="agentInfo")] = None
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -1466,52 +1202,6 @@ class SessionSteeringResponse(WireModel):
     "Why a promptRequired outcome was returned."
 
 
-class SteeringSupport(WireModel):
-    """The `steering` entry of a capability `_meta`: steering through _session/steering."""
-
-    supported: bool
-
-
-class MuseClientCapabilitiesMeta(WireModel):
-    """Muse extension opt-ins a client puts in clientCapabilities._meta; other keys are ignored. The Muse keys hold the highest extension version the client understands."""
-
-    muse_output: Annotated[int | None, Field(alias="muse/output", ge=1, le=1024)] = None
-    "Opt in to stored-output references and _muse/readOutput."
-    muse_steering: Annotated[int | None, Field(alias="muse/steering", ge=1, le=1024)] = None
-    "Opt in to _muse/steer."
-    terminal_auth: Annotated[bool | None, Field(alias="terminal-auth")] = None
-    "The client can run a terminal sign-in (the convention older clients and the ACP registry use instead of clientCapabilities.auth.terminal)."
-    steering: Annotated[SteeringSupport | bool | None, Field(union_mode="left_to_right")] = None
-    "Opt in to _session/steering; some clients send a bare true."
-    muse_async_tasks: Annotated[int | None, Field(alias="muse/asyncTasks", ge=1, le=1024)] = None
-    "Opt in to _muse/task (controlling a running workflow or background task)."
-
-
-class MuseOutputAdvertisement(WireModel):
-    """The agent offers stored-output reads."""
-
-    version: Literal[1]
-    method: Literal["_muse/readOutput"]
-    max_length_bytes: Annotated[int, Field(alias="maxLengthBytes", ge=1, le=1048576)]
-    "Largest lengthBytes a read may ask for."
-
-
-class MuseSteeringAdvertisement(WireModel):
-    """The agent offers _muse/steer."""
-
-    version: Literal[1]
-    method: Literal["_muse/steer"]
-
-
-class MuseBackendReport(WireModel):
-    """Which backend serves this connection, and why it was chosen."""
-
-    backend: Literal["msp", "exec"]
-    "How muse-acp drives Muse: `msp` speaks MSP to `muse serve`; `exec` runs the legacy `muse exec --json` once per turn (Muse hosts without `serve`, or by the user's choice)."
-    reason: Annotated[str, Field(max_length=500, min_length=1)]
-    "Why this backend: the user's choice, or what the Muse executable offers."
-
-
 class MuseOutputReference(WireModel):
     """The `muse/output` entry of a tool card's `_meta`: the full output of the tool is stored by the host and can be read with _muse/readOutput."""
 
@@ -1562,14 +1252,6 @@ class MuseForkProvenance(WireModel):
     "Muse's description of the cut point, for display."
     explicit_boundary: Annotated[bool, Field(alias="explicitBoundary")]
     "True when the request named the turn to cut after."
-
-
-class MuseTerminalLaunch(WireModel):
-    """The whole command that signs in, independent of how the client launched the agent."""
-
-    command: Annotated[str, Field(min_length=1)]
-    args: list[str]
-    label: str
 
 
 class MuseAccount(WireModel):
@@ -1637,56 +1319,6 @@ class MuseFailureData(WireModel):
     failure: MuseFailure
 
 
-class JetbrainsAirSupport(WireModel):
-    """What a JetBrains AIR client supports: the newest AIR metadata version it reads and the AIR features it wants. muse-acp offers the file-change report when the version is 1 or more and `agentFileChangeReport` is listed."""
-
-    version: Annotated[int, Field(ge=1)]
-    capabilities: list[str]
-
-
-class JetbrainsAirAdvertisement(WireModel):
-    """The AIR metadata version muse-acp writes and the AIR features it agreed to."""
-
-    version: Literal[1]
-    capabilities: list[Literal["agentFileChangeReport"]]
-
-
-class JetbrainsFileChangeReportRequest(WireModel):
-    """Asks for one report of the files this prompt's turn changed, sent as a session_info_update before the prompt is answered. It has exactly these two members; any other member is refused (-32602)."""
-
-    model_config = ConfigDict(extra="forbid")
-    version: Literal[1]
-    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
-    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
-
-
-class JetbrainsFileChangesReported(WireModel):
-    """The files the turn's editing tools changed, as far as muse-acp saw them."""
-
-    version: Literal[1]
-    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
-    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
-    status: Literal["reported"]
-    paths: Annotated[list[str], Field(max_length=1000)]
-    "Absolute paths of the files that the turn's editing tools (write_file, edit_file) targeted and that ran to completion, sorted by code point and without repeats; at most 1000, the first in that order."
-    declared_complete: Annotated[Literal[False], Field(alias="declaredComplete")]
-    "Always false: muse-acp sees only the editing tools' own calls, so the list may miss files."
-    truncated: bool
-    "True when more paths were changed than `paths` can hold."
-    uncertainty: Annotated[str, Field(min_length=1)]
-    "What the list may miss, in muse-acp's own words (for example files changed by shell commands)."
-
-
-class JetbrainsFileChangesUnavailable(WireModel):
-    """No report for this request: the turn was cancelled, or the report could not be made in time."""
-
-    version: Literal[1]
-    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
-    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
-    status: Literal["unavailable"]
-    reason: Literal["cancelled", "timeout"]
-
-
 class MuseTaskRequest(WireModel):
     """Params of _muse/task: control a workflow or background task that runs in the session."""
 
@@ -1707,15 +1339,6 @@ class MuseTaskResponse(WireModel):
     "The card the request was about."
     kind: Literal["workflow", "task"]
     "What the card shows: a workflow, or a background task."
-
-
-class MuseTaskAdvertisement(WireModel):
-    """The agent offers _muse/task on this connection's Muse host."""
-
-    version: Literal[1]
-    method: Literal["_muse/task"]
-    actions: Annotated[list[Literal["cancel"]], Field(min_length=1)]
-    "The actions the agent can carry out."
 
 
 class MuseTokenTotals(WireModel):
@@ -1758,12 +1381,6 @@ class MuseForkMeta(WireModel):
     muse_fork: Annotated[MuseForkProvenance | None, Field(alias="muse/fork")] = None
 
 
-class MuseTerminalAuthMeta(WireModel):
-    """Muse entries in the `_meta` of a terminal authentication method."""
-
-    terminal_auth: Annotated[MuseTerminalLaunch | None, Field(alias="terminal-auth")] = None
-
-
 class MuseAuthenticateMeta(WireModel):
     """Muse entries in the `_meta` of an authenticate result."""
 
@@ -1775,18 +1392,6 @@ class MuseGoalReport(WireModel):
 
     goal: MuseGoal | None
     "The goal; null once it was cleared."
-
-
-class JetbrainsClientMeta(WireModel):
-    """The `jetbrains` entry of clientCapabilities._meta."""
-
-    air: JetbrainsAirSupport | None = None
-
-
-class JetbrainsAgentMeta(WireModel):
-    """The `jetbrains` entry of the initialize result's `_meta`, only for a client that asked for an AIR feature muse-acp offers."""
-
-    air: JetbrainsAirAdvertisement
 
 
 class JetbrainsAirPromptMeta(WireModel):
@@ -1802,17 +1407,6 @@ class MuseUsageReport(WireModel):
 
     tokens: MuseTokenTotals | None = None
     subscription: MuseSubscriptionUsage | None = None
-
-
-class MuseAgentMeta(WireModel):
-    """Muse entries the agent puts in the initialize result's `_meta`: each extension only when the client opted in, and `muse/backend` whenever the backend is known. The `jetbrains` entry answers a JetBrains AIR client (see JetbrainsAgentMeta)."""
-
-    muse_output: Annotated[MuseOutputAdvertisement | None, Field(alias="muse/output")] = None
-    muse_steering: Annotated[MuseSteeringAdvertisement | None, Field(alias="muse/steering")] = None
-    steering: SteeringSupport | None = None
-    muse_backend: Annotated[MuseBackendReport | None, Field(alias="muse/backend")] = None
-    jetbrains: JetbrainsAgentMeta | None = None
-    muse_async_tasks: Annotated[MuseTaskAdvertisement | None, Field(alias="muse/asyncTasks")] = None
 
 
 class MusePermissionMeta(WireModel):
@@ -1831,27 +1425,10 @@ class MuseSessionInfoMeta(WireModel):
     muse_goal: Annotated[MuseGoalReport | None, Field(alias="muse/goal")] = None
 
 
-class JetbrainsClientCapabilitiesMeta(WireModel):
-    """The JetBrains entry a client may put in clientCapabilities._meta, read apart from the Muse opt-ins: JetBrains owns this namespace, so an entry of another shape is taken as no opt-in, not refused."""
-
-    jetbrains: JetbrainsClientMeta | None = None
-
-
 class JetbrainsPromptMeta(WireModel):
     """The `jetbrains` entry of a session/prompt `_meta`."""
 
     air: JetbrainsAirPromptMeta | None = None
-
-
-class JetbrainsAirSessionInfo(WireModel):
-    """AIR metadata on a session_info_update: one file-change report."""
-
-    version: Literal[1]
-    agent_file_change_report: Annotated[
-        JetbrainsFileChangesReported | JetbrainsFileChangesUnavailable,
-        Field(alias="agentFileChangeReport", discriminator="status"),
-    ]
-    "The answer to one agentFileChangeReportRequest, told apart by `status`."
 
 
 class MuseUsageUpdateMeta(WireModel):
@@ -1864,18 +1441,6 @@ class JetbrainsPromptRequestMeta(WireModel):
     """The JetBrains entry in the `_meta` of a session/prompt request; read only on a connection that negotiated the file-change report."""
 
     jetbrains: JetbrainsPromptMeta | None = None
-
-
-class JetbrainsSessionInfo(WireModel):
-    """The `jetbrains` entry of a session_info_update `_meta`."""
-
-    air: JetbrainsAirSessionInfo
-
-
-class JetbrainsSessionInfoMeta(WireModel):
-    """The JetBrains entry in a session_info_update's `_meta`: the file-change report a prompt asked for."""
-
-    jetbrains: JetbrainsSessionInfo
 
 
 AGENT_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
@@ -1932,6 +1497,8 @@ AGENT_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
         "_muse/task": RequestSpec("_muse/task", MuseTaskRequest, MuseTaskResponse, command=False),
     }
 )
+
+
 CLIENT_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
     {
         "session/request_permission": RequestSpec(
@@ -1945,35 +1512,66 @@ CLIENT_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
         ),
     }
 )
+
+
 AGENT_NOTIFICATIONS: Final[Mapping[str, NotificationSpec]] = MappingProxyType(
     {
         "session/cancel": NotificationSpec("session/cancel", CancelNotification),
         "$/cancel_request": NotificationSpec("$/cancel_request", CancelRequestNotification),
     }
 )
+
+
 CLIENT_NOTIFICATIONS: Final[Mapping[str, NotificationSpec]] = MappingProxyType(
     {"session/update": NotificationSpec("session/update", SessionNotification)}
 )
+
+
 Role: TypeAlias = Literal["assistant", "user"]
+
+
 ToolKind: TypeAlias = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
+
+
 ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+
+
 PlanEntryPriority: TypeAlias = Literal["high", "medium", "low"]
+
+
 PlanEntryStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+
+
 PermissionOptionKind: TypeAlias = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always"
 ]
+
+
 ElicitationStringFormat: TypeAlias = Literal["email", "uri", "date", "date-time"]
+
+
 StopReason: TypeAlias = Literal[
     "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
 ]
+
+
 ElicitationAction: TypeAlias = Literal["accept", "decline", "cancel"]
+
+
 MuseOutputEncoding: TypeAlias = Literal["utf8", "base64"]
+
+
 SessionSteeringOutcome: TypeAlias = Literal["injected", "promptRequired"]
+
+
 SessionSteeringReason: TypeAlias = Literal["noRunningTurn"]
-MuseBackend: TypeAlias = Literal["msp", "exec"]
+
+
 MuseFailureSource: TypeAlias = Literal["provider", "host", "adapter", "client"]
+
+
 MuseFailurePhase: TypeAlias = Literal[
     "starting",
     "handshake",
@@ -1987,7 +1585,11 @@ MuseFailurePhase: TypeAlias = Literal[
     "authenticating",
     "deleting",
 ]
+
+
 MuseExecution: TypeAlias = Literal["notSubmitted", "possiblySubmitted"]
+
+
 ContentBlock: TypeAlias = (
     TextContentBlock
     | ImageContentBlock
@@ -1995,6 +1597,8 @@ ContentBlock: TypeAlias = (
     | ResourceLinkContentBlock
     | ResourceContentBlock
 )
+
+
 CONTENT_BLOCK_VARIANTS: Final[Mapping[str, type[ContentBlock]]] = MappingProxyType(
     {
         "text": TextContentBlock,
@@ -2004,7 +1608,11 @@ CONTENT_BLOCK_VARIANTS: Final[Mapping[str, type[ContentBlock]]] = MappingProxyTy
         "resource": ResourceContentBlock,
     }
 )
+
+
 ToolCallContent: TypeAlias = ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent
+
+
 TOOL_CALL_CONTENT_VARIANTS: Final[Mapping[str, type[ToolCallContent]]] = MappingProxyType(
     {
         "content": ContentToolCallContent,
@@ -2012,10 +1620,16 @@ TOOL_CALL_CONTENT_VARIANTS: Final[Mapping[str, type[ToolCallContent]]] = Mapping
         "terminal": TerminalToolCallContent,
     }
 )
+
+
 SessionConfigOption: TypeAlias = SelectSessionConfigOption | BooleanSessionConfigOption
+
+
 SESSION_CONFIG_OPTION_VARIANTS: Final[Mapping[str, type[SessionConfigOption]]] = MappingProxyType(
     {"select": SelectSessionConfigOption, "boolean": BooleanSessionConfigOption}
 )
+
+
 SessionUpdate: TypeAlias = (
     UserMessageChunkSessionUpdate
     | AgentMessageChunkSessionUpdate
@@ -2029,6 +1643,8 @@ SessionUpdate: TypeAlias = (
     | SessionInfoUpdateSessionUpdate
     | UsageUpdateSessionUpdate
 )
+
+
 SESSION_UPDATE_VARIANTS: Final[Mapping[str, type[SessionUpdate]]] = MappingProxyType(
     {
         "user_message_chunk": UserMessageChunkSessionUpdate,
@@ -2044,17 +1660,26 @@ SESSION_UPDATE_VARIANTS: Final[Mapping[str, type[SessionUpdate]]] = MappingProxy
         "usage_update": UsageUpdateSessionUpdate,
     }
 )
-McpServer: TypeAlias = McpServerHttp | McpServerSse | McpServerStdio
+
+
 MCP_SERVER_VARIANTS: Final[Mapping[str, type[McpServer]]] = MappingProxyType(
     {"http": McpServerHttp, "sse": McpServerSse}
 )
+
+
 AuthMethod: TypeAlias = AuthMethodTerminal | AuthMethodEnvVar | AuthMethodAgent
+
+
 AUTH_METHOD_VARIANTS: Final[Mapping[str, type[AuthMethod]]] = MappingProxyType(
     {"terminal": AuthMethodTerminal, "env_var": AuthMethodEnvVar}
 )
+
+
 RequestPermissionOutcome: TypeAlias = (
     CancelledRequestPermissionOutcome | SelectedRequestPermissionOutcome
 )
+
+
 REQUEST_PERMISSION_OUTCOME_VARIANTS: Final[Mapping[str, type[RequestPermissionOutcome]]] = (
     MappingProxyType(
         {
@@ -2063,6 +1688,8 @@ REQUEST_PERMISSION_OUTCOME_VARIANTS: Final[Mapping[str, type[RequestPermissionOu
         }
     )
 )
+
+
 ElicitationPropertySchema: TypeAlias = (
     StringElicitationPropertySchema
     | NumberElicitationPropertySchema
@@ -2070,6 +1697,8 @@ ElicitationPropertySchema: TypeAlias = (
     | BooleanElicitationPropertySchema
     | ArrayElicitationPropertySchema
 )
+
+
 ELICITATION_PROPERTY_SCHEMA_VARIANTS: Final[Mapping[str, type[ElicitationPropertySchema]]] = (
     MappingProxyType(
         {
@@ -2081,9 +1710,13 @@ ELICITATION_PROPERTY_SCHEMA_VARIANTS: Final[Mapping[str, type[ElicitationPropert
         }
     )
 )
+
+
 JetbrainsFileChangeReport: TypeAlias = (
     JetbrainsFileChangesReported | JetbrainsFileChangesUnavailable
 )
+
+
 JETBRAINS_FILE_CHANGE_REPORT_VARIANTS: Final[Mapping[str, type[JetbrainsFileChangeReport]]] = (
     MappingProxyType(
         {"reported": JetbrainsFileChangesReported, "unavailable": JetbrainsFileChangesUnavailable}

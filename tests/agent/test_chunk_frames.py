@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from pydantic import Field
 
 from muse_acp.agent.chunk_frames import _template, encoded_chunk, encoded_session_id

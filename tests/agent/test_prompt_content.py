@@ -6,8 +6,7 @@ import base64
 from typing import Any, Literal, cast
 
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from pydantic import BaseModel
 
 from muse_acp.agent.prompt_content import (

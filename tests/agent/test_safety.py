@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.agent.config_options import SessionSettings, apply_config_option, host_flags
-from muse_acp.agent.config_options import config_options as options_of
+from muse_acp.agent.config_options import (
+    SessionSettings,
+    apply_config_option,
+    config_options as options_of,
+    host_flags,
+)
 from muse_acp.agent.preferences import PreferenceStore
 from muse_acp.agent.remembered import restored, to_stored
 from muse_acp.agent.safety import (

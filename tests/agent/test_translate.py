@@ -9,8 +9,7 @@ import tracemalloc
 from typing import Any, Final
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from muse_acp.agent.file_changes import FileBefore
 from muse_acp.agent.output_cards import OutputPolicy

@@ -26,6 +26,7 @@ from muse_acp_wire.msp_outlines import OUTLINES
 
 MODEL_MODULES = (
     "muse_acp_wire.acp",
+    "muse_acp_wire.acp_handshake",
     "muse_acp_wire.exec_jsonl",
     "muse_acp_wire.msp_1_1_1",
     "muse_acp_wire.msp_1_2_1",

@@ -14,8 +14,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST
 

@@ -7,8 +7,7 @@ import json
 from typing import Any, Final
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from muse_acp.rpc.decoding import (
     MAX_INTEGER_DIGITS,

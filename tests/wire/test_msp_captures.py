@@ -32,10 +32,7 @@ from typing import Any, Final, Literal
 import pytest
 from pydantic import BaseModel
 
-from muse_acp_wire import msp_1_1_1 as v111
-from muse_acp_wire import msp_1_2_1 as v121
-from muse_acp_wire import msp_1_3_0 as v130
-from muse_acp_wire import msp_1_4_2 as v142
+from muse_acp_wire import msp_1_1_1 as v111, msp_1_2_1 as v121, msp_1_3_0 as v130, msp_1_4_2 as v142
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]

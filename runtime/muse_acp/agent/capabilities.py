@@ -34,7 +34,7 @@ from muse_acp.agent import file_change_report
 from muse_acp.agent.mcp_servers import transports as mcp_transports
 from muse_acp.host.versions import supports
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
-from muse_acp_wire import acp
+from muse_acp_wire import acp_handshake as acp
 
 __all__ = [
     "MAX_OUTPUT_READ",

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ValidationError
 
 from muse_acp.rpc import INVALID_PARAMS, RpcError, describe_validation_error
 from muse_acp.rpc.jsonvalue import JsonValue
-from muse_acp_wire import acp
+from muse_acp_wire import acp_handshake as acp
 
 __all__ = [
     "CAPABILITY",

@@ -33,7 +33,7 @@ from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified, supports
 from muse_acp.redact import redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
-from muse_acp_wire import acp
+from muse_acp_wire import acp_handshake as acp
 from muse_acp_wire.msp_bundles import BUNDLES
 
 __all__ = [

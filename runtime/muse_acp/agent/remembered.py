@@ -20,8 +20,7 @@ from muse_acp.agent.config_options import (
     SessionSettings,
 )
 from muse_acp.agent.preferences import StoredSettings
-from muse_acp.agent.safety import from_stored
-from muse_acp.agent.safety import stored as stored_safety
+from muse_acp.agent.safety import from_stored, stored as stored_safety
 from muse_acp.text import clip
 
 __all__ = ["restored", "to_stored"]

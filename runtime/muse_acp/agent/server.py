@@ -47,7 +47,7 @@ from muse_acp.rpc import (
 from muse_acp.rpc.coalescing import CoalescingSendStream
 from muse_acp.rpc.dispatcher import Result
 from muse_acp.rpc.jsonvalue import JsonValue
-from muse_acp_wire import acp
+from muse_acp_wire import acp_handshake as acp
 
 if TYPE_CHECKING:
     from muse_acp.agent.context import AgentContext

@@ -31,7 +31,7 @@ from muse_acp.agent.capabilities import (
 from muse_acp.config import AdapterConfig
 from muse_acp.host.backends import BackendChoice, choose_backend
 from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, resolve_binary
-from muse_acp_wire import acp
+from muse_acp_wire import acp_handshake as acp
 
 __all__ = ["Startup", "answer_initialize"]
 

@@ -22,7 +22,7 @@ from typing import Final
 
 from muse_acp.config import BackendSetting
 from muse_acp.host.binary import HostUnavailable, MuseBinary, probe
-from muse_acp_wire import acp
+from muse_acp_wire import acp_handshake as acp
 
 __all__ = ["BackendChoice", "choose_backend", "decide"]
 

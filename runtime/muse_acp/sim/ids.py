@@ -22,8 +22,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Final
 
-from muse_acp.ids import is_uuid7 as is_canonical_uuid7
-from muse_acp.ids import new_uuid7
+from muse_acp.ids import is_uuid7 as is_canonical_uuid7, new_uuid7
 
 __all__ = [
     "durable_cursor",
