@@ -27,24 +27,23 @@ def _defined_name(node: ast.stmt) -> str | None:
         return node.name
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         return node.target.id
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target = node.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
     return None
 
 
 def _mentioned(node: ast.AST) -> set[str]:
-    """Every name ``node`` mentions, in code or in a quoted forward reference."""
-    names: set[str] = set()
+    """Every name ``node`` mentions in code, or in a quoted forward reference of an annotation
+    (docstrings and other strings are text, not references)."""
+    names = {child.id for child in ast.walk(node) if isinstance(child, ast.Name)}
     for child in ast.walk(node):
-        if isinstance(child, ast.Name):
-            names.add(child.id)
-        elif isinstance(child, ast.Constant) and isinstance(child.value, str):
-            try:
-                quoted = ast.parse(child.value, mode="eval")
-            except SyntaxError:
-                continue
-            names.update(n.id for n in ast.walk(quoted) if isinstance(n, ast.Name))
+        if not isinstance(child, ast.AnnAssign):
+            continue
+        for part in ast.walk(child.annotation):
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                try:
+                    quoted = ast.parse(part.value, mode="eval")
+                except SyntaxError:
+                    continue
+                names.update(n.id for n in ast.walk(quoted) if isinstance(n, ast.Name))
     return names
 
 
@@ -102,8 +101,7 @@ def split(source: str, roots: Iterable[str]) -> tuple[str, str]:
             continue
         if node in imports:
             continue
-        name = _defined_name(node)
-        if name in moved and _is_model_definition(node):
+        if _is_model_definition(node) and _defined_name(node) in moved:
             handshake.append(text_of(node))
         else:
             kept.append(text_of(node))

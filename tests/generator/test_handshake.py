@@ -24,6 +24,7 @@ SOURCE = textwrap.dedent(
 
     class Leaf(WireModel):
         text: str
+        "Other"
 
 
     class Root(WireModel):
@@ -56,6 +57,7 @@ def _defined(source: str) -> list[str]:
 
 
 def test_a_root_takes_what_it_refers_to_quoted_or_not_and_nothing_else() -> None:
+    # Leaf's field docstring "Other" is text, not a reference: Other stays.
     whole, first = split(SOURCE, ["Root"])
     assert _defined(first) == ["Leaf", "Root", "Later"]
     assert _defined(whole) == ["Other", "Either", "TABLE"]
