@@ -144,6 +144,26 @@ async def test_a_stored_output_is_read_back_exactly_page_by_page_and_saved(
     assert (tmp_path / "saved").read_bytes() == expected
 
 
+async def test_stopping_a_read_early_withdraws_the_page_asked_for_and_the_session_goes_on(
+    live: LiveSetup,
+) -> None:
+    size = 300_000
+    expected = b"".join(pattern_chunks(TEXT_UNIT, size))
+    async with live_agent(live, capabilities=extensions()) as agent:
+        session = await agent.new_session(live.workspace)
+        cards = tool_cards(await collect(session.prompt(f"sim:bash {size}")))
+        ref = [ref for ref in map(output_ref, cards) if ref is not None][-1]
+        pages = session.read_output(ref, page_bytes=65_536)
+        first = await anext(pages)
+        await pages.aclose()  # the page asked for in advance is withdrawn ($/cancel_request)
+        again = [page async for page in session.read_output(ref, page_bytes=65_536)]
+        after = await collect(session.prompt("after the reads"))
+    assert decode_page(first) == expected[:65_536]
+    assert b"".join(decode_page(page) for page in again) == expected
+    assert session.stop_reason == "end_turn"
+    assert "".join(filter(None, map(message_text, after))) == "after the reads"
+
+
 async def run_approval(
     setup: LiveSetup, policy: PermissionHandler
 ) -> tuple[list[acp.RequestPermissionRequest], list[Card]]:
