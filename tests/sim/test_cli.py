@@ -96,3 +96,39 @@ def test_the_console_script_is_installed() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.startswith("muse ")
+
+
+PROBE_PROGRAM = """
+import contextlib, io, json, sys
+from muse_acp.sim.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    statuses = [main(argv) for argv in (["--version"], ["skills", "list", "--json"])]
+    with contextlib.suppress(SystemExit):
+        statuses.append(main(["serve", "--help"]))
+print(json.dumps({"statuses": statuses, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_clients_probes_load_the_command_line_alone(tmp_path: Path) -> None:
+    """A client runs ``--version``, ``serve --help`` and ``skills list`` before its sessions, many
+    times over: they answer without the wire models, pydantic, ``dataclasses`` (and the
+    ``inspect`` it loads) or ``pathlib``. Run without site packages (``-S``), so that nothing but
+    the command line can have loaded a module."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", PROBE_PROGRAM],
+        env={
+            **sim_env(tmp_path, "1.2.1", None),
+            "PYTHONPATH": f"{root / 'runtime'}:{root / 'generated'}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["statuses"] == [0, 0, 0]
+    loaded = set(report["modules"])
+    heavy = {"pydantic", "muse_acp_wire._base", "dataclasses", "inspect", "pathlib", "anyio"}
+    assert not loaded & heavy

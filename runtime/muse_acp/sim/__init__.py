@@ -11,8 +11,9 @@ MSP bundle, each as that version's bundle says (see ``profile``).
 
 Modules, bottom up:
 
-* configuration, light enough for ``--version``: ``versions``, ``settings``, ``faults``,
-  ``quirks``, ``accounts`` (skills, login, logout) and ``cli``;
+* the command line, light enough for a client's probes: ``cli``, ``versions``, ``serve_args``,
+  ``exec_args`` and ``accounts`` (skills, login, logout);
+* configuration: ``settings``, ``faults`` and ``quirks``;
 * wire basics: ``profile`` (bindings per host version), ``ids``, ``errors``, ``wire``;
 * durable state: ``store``, ``fold``, ``session``, ``context``;
 * the fake model: ``directives``, ``turn``, ``outputs``, ``tools``, ``asks`` (approvals),

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+if TYPE_CHECKING:  # the functions take paths; listing skills needs no pathlib
+    from pathlib import Path
 
 __all__ = [
     "API_KEY_ENV",
@@ -44,8 +45,7 @@ STORED_STATES: Final = frozenset({"accountLogin", "apiKey"})
 """The credential kinds a credential file may hold."""
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+class Skill(NamedTuple):
     """One entry of ``skills list``."""
 
     id: str

@@ -17,7 +17,9 @@ Usage errors, an unsupported ``MUSE_SIM_VERSION``, a malformed ``MUSE_SIM_FAULTS
 unknown ``MUSE_SIM_QUIRKS`` entry and a Muse settings file ``serve`` cannot read (see
 ``mcp_settings``) exit 2.
 Startup is kept fast (a client may spawn one host per operation): the wire models and the
-runtime are imported only once ``serve`` is known to run.
+runtime are imported only once ``serve`` is known to run, and the probes a client runs before
+its sessions (``--version``, ``serve --help``, ``skills list``) load the command line alone, with
+neither ``dataclasses`` nor ``pathlib``.
 """
 
 from __future__ import annotations
@@ -26,20 +28,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Final
 
-from muse_acp.sim.accounts import API_KEY_ENV, login, logout, skills_document, skills_table
 from muse_acp.sim.exec_args import add_exec_parser, legacy_version
-from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
-from muse_acp.sim.mcp_settings import SettingsError, capture_settings, read_mcp_settings
-from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
-from muse_acp.sim.settings import (
-    CAPTURE_ENV,
-    SANDBOX_NETWORK_MODES,
-    ServeOptions,
-    resolve_home,
-)
+from muse_acp.sim.serve_args import add_serve_parser
 from muse_acp.sim.versions import UnsupportedVersion, resolve_version
 
 __all__ = ["build_parser", "main"]
@@ -57,28 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the host version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="speak MSP (JSON-RPC over NDJSON) on stdio")
-    serve.add_argument("--disable-write", action="store_true", help="refuse file writes")
-    serve.add_argument("--disable-shell", action="store_true", help="refuse shell tools")
-    serve.add_argument("--disable-sandbox", action="store_true", help="run tools unsandboxed")
-    serve.add_argument(
-        "--sandbox-network",
-        metavar="MODE",
-        choices=SANDBOX_NETWORK_MODES,
-        default="proxy-only",
-        help=f"network access of sandboxed tools ({', '.join(SANDBOX_NETWORK_MODES)})",
-    )
-    serve.add_argument("--no-session-log", action="store_true", help="keep sessions in memory only")
-    serve.add_argument("--trust-workspace", action="store_true", help="trust the workspace")
-    serve.add_argument(
-        "--replay", metavar="FILE", type=Path, help="play back a recorded MSP transcript"
-    )
+    add_serve_parser(commands)
 
     skills = commands.add_parser("skills", help="inspect skills")
     skill_commands = skills.add_subparsers(dest="skills_command", metavar="COMMAND")
     listing = skill_commands.add_parser("list", help="list the available skills")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.add_argument("--workspace", metavar="DIR", type=Path, help="workspace to inspect")
+    listing.add_argument("--workspace", metavar="DIR", help="workspace to inspect")
 
     commands.add_parser("login", help="store simulated credentials")
     commands.add_parser("logout", help="remove stored credentials")
@@ -104,6 +81,14 @@ def _flood_stderr(size: int) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from muse_acp.sim.accounts import API_KEY_ENV
+    from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
+    from muse_acp.sim.mcp_settings import SettingsError, capture_settings, read_mcp_settings
+    from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
+    from muse_acp.sim.settings import CAPTURE_ENV, ServeOptions, resolve_home
+
     env = os.environ
     try:
         version = resolve_version(env)
@@ -127,7 +112,7 @@ def _serve(args: argparse.Namespace) -> int:
         trust_workspace=args.trust_workspace,
         env_api_key=bool(env.get(API_KEY_ENV, "").strip()),
         capture=Path(capture).absolute() if capture else None,
-        replay=args.replay,
+        replay=Path(args.replay) if args.replay is not None else None,
         settings_mcp=settings_mcp,
     )
     if faults.exits_at("startup"):
@@ -152,9 +137,11 @@ def _skills(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.skills_command != "list":
         parser.print_usage(sys.stderr)
         return USAGE_ERROR
-    workspace: Path | None = args.workspace
-    if workspace is not None and not workspace.is_dir():
-        return _fail(f"workspace {str(workspace)!r} is not a directory")
+    from muse_acp.sim.accounts import skills_document, skills_table
+
+    workspace: str | None = args.workspace
+    if workspace is not None and not os.path.isdir(workspace):
+        return _fail(f"workspace {workspace!r} is not a directory")
     sys.stdout.write((skills_document() if args.json else skills_table()) + "\n")
     return 0
 
@@ -185,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_exec(args)
     if args.command == "skills":
         return _skills(args, parser)
+    from muse_acp.sim.accounts import login, logout
+    from muse_acp.sim.settings import resolve_home
+
     home = resolve_home(os.environ)
     if args.command == "login":
         login(home)

@@ -21,15 +21,12 @@ from muse_acp.sim.versions import HostVersion
 __all__ = [
     "CAPTURE_ENV",
     "HOME_ENV",
-    "SANDBOX_NETWORK_MODES",
     "ServeOptions",
     "resolve_home",
 ]
 
 HOME_ENV: Final = "MUSE_SIM_HOME"
 CAPTURE_ENV: Final = "MUSE_SIM_CAPTURE"
-SANDBOX_NETWORK_MODES: Final = ("proxy-only", "restricted", "enabled")
-"""What ``--sandbox-network`` accepts; ``proxy-only`` is the default, as on real hosts."""
 
 
 def resolve_home(env: Mapping[str, str]) -> Path:

@@ -12,9 +12,8 @@ real hosts of that version report), else a made-up ``R0.1``. This module imports
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -36,9 +35,9 @@ RELEASE_BUILDS: Final[Mapping[str, str]] = MappingProxyType(
 """The release build real hosts of each version report after the version."""
 
 
-@dataclass(frozen=True, slots=True)
-class HostVersion:
-    """One simulated host build."""
+class HostVersion(NamedTuple):
+    """One simulated host build (a named tuple: ``--version`` answers without loading
+    ``dataclasses``)."""
 
     version: str
     """The bare ``X.Y.Z`` that ``initialize`` reports as ``serverInfo.version``."""
