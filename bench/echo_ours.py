@@ -2,7 +2,9 @@
 
 It is built the way ``muse-acp serve`` is: stdio through ``open_stdio`` with output written
 through ``coalescing``, typed routes validating into the generated ACP models, and every update a
-generated model sent with ``notify``.
+generated model sent with ``notify``, encoded as a session of ``muse-acp serve`` encodes it: a
+plain text chunk through its template (``agent.chunk_frames``), which writes the very bytes the
+``SessionNotification`` model would.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import anyio
 
 from bench.workload import SESSION_ID, chunk_text, requested_updates
+from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
 from muse_acp.rpc import (
     Connection,
     FrameReader,
@@ -47,6 +50,7 @@ class EchoAgent:
             count = requested_updates(block.text)
         except ValueError as error:
             raise RpcError.invalid_params(str(error)) from None
+        session_id = encoded_session_id(params.session_id)
         for index in range(count):
             update = acp.AgentMessageChunkSessionUpdate(
                 session_update="agent_message_chunk",
@@ -54,7 +58,8 @@ class EchoAgent:
             )
             await self.connection.notify(
                 "session/update",
-                acp.SessionNotification(session_id=params.session_id, update=update),
+                encoded_chunk(session_id, update)
+                or acp.SessionNotification(session_id=params.session_id, update=update),
             )
         return acp.PromptResponse(stop_reason="end_turn")
 

@@ -51,6 +51,8 @@ def test_a_plain_text_chunk_encodes_exactly_as_the_notification_model_does(
     encoded = encoded_chunk(encoded_session_id(session_id), update)
     assert encoded is not None
     assert encoded.data == by_the_model(session_id, update)
+    assert b"\n" not in encoded.data
+    assert b"\r" not in encoded.data
 
 
 def test_control_characters_quotes_and_wide_characters_are_escaped_like_the_model() -> None:
@@ -60,6 +62,7 @@ def test_control_characters_quotes_and_wide_characters_are_escaped_like_the_mode
     assert encoded is not None
     assert encoded.data == by_the_model("s-\u00e9", update)
     assert b"\n" not in encoded.data
+    assert b"\r" not in encoded.data
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from pydantic import BaseModel, Field
+from pydantic_core import to_json
 
 from muse_acp.rpc import (
     Payload,
@@ -92,6 +93,13 @@ def test_raw_json_is_spliced_in_unchanged() -> None:
     assert (
         encode_notification("n", raw) == b'{"jsonrpc":"2.0","method":"n","params":{"b": 1, "a": 2}}'
     )
+
+
+def test_raw_json_of_an_encoders_output_is_the_same_value_spliced_in_the_same_way() -> None:
+    data = to_json({"text": "line\nnext\r"})
+    raw = RawJson.encoded(data)
+    assert raw == RawJson(data)
+    assert encode_notification("n", raw) == b'{"jsonrpc":"2.0","method":"n","params":' + data + b"}"
 
 
 @pytest.mark.parametrize("data", [b'{"a":\n1}', b'{"a":1}\r'])

@@ -122,4 +122,5 @@ def encoded_chunk(session_id: bytes, update: acp.SessionUpdate) -> RawJson | Non
         or content.model_fields_set != template.text_members
     ):
         return None
-    return RawJson(template.fill(session_id, content.text, update.message_id))
+    # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
+    return RawJson.encoded(template.fill(session_id, content.text, update.message_id))
