@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import Field
 
-from muse_acp.agent.chunk_frames import _template, encoded_chunk, encoded_session_id
+from muse_acp.agent.chunk_frames import (
+    _template,
+    encoded_chunk,
+    encoded_plain,
+    encoded_session_id,
+)
+from muse_acp.agent.translate import PlainChunk
 from muse_acp.rpc import encode_value
 from muse_acp_wire import acp
 
@@ -51,6 +57,24 @@ def test_a_plain_text_chunk_encodes_exactly_as_the_notification_model_does(
     encoded = encoded_chunk(encoded_session_id(session_id), update)
     assert encoded is not None
     assert encoded.data == by_the_model(session_id, update)
+    assert b"\n" not in encoded.data
+    assert b"\r" not in encoded.data
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    family=st.sampled_from(["agent", "reasoning", "user"]),
+    session_id=st.text(max_size=40),
+    text=st.text(max_size=200),
+    message_id=st.text(max_size=40),
+)
+def test_a_chunk_never_built_encodes_exactly_as_its_model_does(
+    family: Literal["agent", "reasoning", "user"], session_id: str, text: str, message_id: str
+) -> None:
+    chunk = PlainChunk(family, message_id, text)
+    encoded = encoded_plain(encoded_session_id(session_id), chunk)
+    assert encoded is not None
+    assert encoded.data == by_the_model(session_id, chunk.model())
     assert b"\n" not in encoded.data
     assert b"\r" not in encoded.data
 

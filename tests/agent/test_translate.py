@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from muse_acp.agent.file_changes import FileBefore
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES
-from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.translate import PlainChunk, TurnTranslator
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -124,6 +124,41 @@ def test_message_deltas_are_sent_as_they_come_and_the_snapshot_adds_only_the_res
         completed(message("Hello world")),
     )
     assert updates == [said("Hel"), said("lo"), said(" world")]
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_updates_leave_text_chunks_plain_and_otherwise_say_what_on_notification_says(
+    replay: bool,
+) -> None:
+    user = _item("userMessage", "user-1", 1, "completed", text="Do it")
+    events = (
+        completed(user),
+        started(reasoning([""], revision=1, status="inProgress")),
+        delta("rs-1", "think", field="summary.0"),
+        delta("rs-1", "ing", field="summary.1"),
+        started(message("", revision=1, status="inProgress")),
+        delta("msg-1", "Hel"),
+        started(tool(1, "inProgress")),
+        delta("tool-1", "." * 2048, field="output"),
+        completed(tool(2, "completed", visibleOutput="done")),
+        completed(message("Hello world")),
+    )
+    modelled = TurnTranslator(session_id=SESSION, turn_id=TURN, replay=replay)
+    plain = TurnTranslator(session_id=SESSION, turn_id=TURN, replay=replay)
+    expected: list[acp.SessionUpdate] = []
+    got: list[acp.SessionUpdate] = []
+    chunks = 0
+    for method, params in events:
+        expected += modelled.on_notification(method, _params(method, params))
+        for update in plain.updates(method, _params(method, params)):
+            if isinstance(update, PlainChunk):
+                chunks += 1
+                update = update.model()
+            got.append(update)
+    assert [_wire(update) for update in got] == [_wire(update) for update in expected]
+    # Every text chunk came plain: thoughts, message text, and in replay the user's prompt.
+    assert chunks == sum(_wire(update)["sessionUpdate"].endswith("_chunk") for update in expected)
+    assert chunks == (5 if replay else 4)
 
 
 def test_a_snapshot_matching_what_was_sent_adds_nothing() -> None:

@@ -1,19 +1,22 @@
 """Text chunks of ``session/update``, encoded without building and serializing a notification.
 
 Contract: ``encoded_chunk(session_id, update)`` (the id as ``encoded_session_id`` gives it)
-returns the params of ``session/update`` for
-``update`` as ``RawJson`` when ``update`` is a plain text chunk, and None for anything else (the
-caller then encodes ``acp.SessionNotification`` as usual). A plain text chunk is a user message,
-agent message or thought chunk that has exactly the members such a chunk is made with
-(``sessionUpdate``, ``content`` and, when given, ``messageId``; no ``_meta``), whose content is a
-text block with only ``type`` and ``text``. Nearly every update of a streaming turn is one.
+returns the params of ``session/update`` for ``update`` as ``RawJson`` when ``update`` is a plain
+text chunk, and None for anything else (the caller then encodes ``acp.SessionNotification`` as
+usual). ``encoded_plain(session_id, chunk)`` does the same for a ``translate.PlainChunk``, a text
+chunk whose model was never built: the bytes are those of ``chunk.model()``, and None only when
+no template fits that kind. A plain text chunk is a user message, agent message or thought chunk
+that has exactly the members such a chunk is made with (``sessionUpdate``, ``content`` and, when
+given, ``messageId``; no ``_meta``), whose content is a text block with only ``type`` and
+``text``. Nearly every update of a streaming turn is one.
 
 The bytes are exactly those ``acp.SessionNotification(session_id=..., update=update)`` encodes
 to (``tests/agent/test_chunk_frames.py`` compares them on generated text and ids). Nothing here
 spells a member name: the template of each chunk kind is cut, once, out of the encoding of a
 sample notification made with marker strings, and the values are encoded by pydantic-core, as
 the model's serializer would. The saving is the notification model and its serializer's walk
-through two tagged unions: about a third of what encoding a delta's notification costs.
+through two tagged unions: about a third of what encoding a delta's notification costs; from a
+``PlainChunk``, the two models of the chunk as well.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from typing import Final, TypeGuard, get_args
 
 from pydantic_core import to_json
 
-from muse_acp.agent.translate import TextChunk
+from muse_acp.agent.translate import PlainChunk, TextChunk, TextFamily
 from muse_acp.rpc import RawJson, encode_value
 from muse_acp_wire import acp
 
-__all__ = ["encoded_chunk", "encoded_session_id"]
+__all__ = ["encoded_chunk", "encoded_plain", "encoded_session_id"]
 
 _SESSION_MARK: Final = "\x00session\x00"
 _TEXT_MARK: Final = "\x00text\x00"
@@ -101,6 +104,13 @@ def _template(kind: type[acp.SessionUpdate], with_message_id: bool) -> _Template
     )
 
 
+@cache
+def _family_template(family: TextFamily) -> _Template | None:
+    """The template of the chunk model ``translate`` builds for ``family``, with a message id."""
+    sample = PlainChunk(family, "", "").model()
+    return _template(type(sample), True)
+
+
 def encoded_session_id(session_id: str) -> bytes:
     """``session_id`` as ``encoded_chunk`` takes it (a session encodes its id once)."""
     return to_json(session_id)
@@ -124,3 +134,13 @@ def encoded_chunk(session_id: bytes, update: acp.SessionUpdate) -> RawJson | Non
         return None
     # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
     return RawJson.encoded(template.fill(session_id, content.text, update.message_id))
+
+
+def encoded_plain(session_id: bytes, chunk: PlainChunk) -> RawJson | None:
+    """The ``session/update`` params for ``chunk.model()``, built from the chunk's values alone,
+    or None when that kind has no template; ``session_id`` comes from ``encoded_session_id``."""
+    template = _family_template(chunk.family)
+    if template is None:
+        return None
+    # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
+    return RawJson.encoded(template.fill(session_id, chunk.text, chunk.message_id))

@@ -20,10 +20,10 @@ from typing import Final, Protocol
 from muse_acp.agent.hosts import Refusal, ask
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.tool_cards import output_reference_update
-from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.translate import TurnTranslator, Update
 from muse_acp.agent.view_events import read_event
 from muse_acp.host.client import MspHost
-from muse_acp_wire import acp, msp
+from muse_acp_wire import msp
 
 __all__ = [
     "MAX_PAGES",
@@ -52,7 +52,7 @@ class ReplayTarget(Protocol):
     @property
     def cwd(self) -> str: ...
 
-    async def send_update(self, update: acp.SessionUpdate) -> None: ...
+    async def send_update(self, update: Update) -> None: ...
 
 
 async def read_row(host: MspHost, session_id: str, budget: float, refusal: Refusal) -> msp.Session:
@@ -105,7 +105,7 @@ async def replay_history(
                 latest_outputs[item.item_id] = item
                 while len(latest_outputs) > MAX_REANNOUNCED:
                     latest_outputs.pop(next(iter(latest_outputs)))
-            for update in translator.on_notification(event.method, params):
+            for update in translator.updates(event.method, params):
                 await session.send_update(update)
         if page.next_cursor is None or page.next_cursor == cursor:
             break

@@ -6,7 +6,8 @@ not a turn's lifecycle (the running turn keeps ``turn/started``, ``turn/complete
 ``StateObserver`` take note (the model, the approval mode and the usage the host reports, see
 ``session_state``) and sends the updates that report what changed, then reads an editing tool's
 file before its card is first shown (for a true diff, ``file_changes.capture_before``), then
-sends every ACP update the turn's translator makes of it, in order, through ``send``. It keeps
+sends every ACP update the turn's translator makes of it, in order, through ``send`` (text chunks
+as ``translate.PlainChunk``s, which the session encodes without building them). It keeps
 no state of its own: the translator filters other turns' items and keeps the cards, so the relay
 of a turn that has ended can go on updating that turn's cards (background work, see
 ``background``).
@@ -18,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from muse_acp.agent.file_changes import capture_before
-from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.translate import TurnTranslator, Update
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
 
@@ -39,7 +40,7 @@ class EventRelay:
     def __init__(
         self,
         translator: TurnTranslator,
-        send: Callable[[acp.SessionUpdate], Awaitable[None]],
+        send: Callable[[Update], Awaitable[None]],
         state: StateObserver | None = None,
     ) -> None:
         self.translator = translator
@@ -53,5 +54,5 @@ class EventRelay:
         unseen = self.translator.unseen_tool(params)
         if unseen is not None:  # an editing tool's file is read before its card is first shown
             await capture_before(self.translator.cards, *unseen)
-        for update in self.translator.on_notification(method, params):
-            await self._send(update)
+        for translated in self.translator.updates(method, params):
+            await self._send(translated)

@@ -39,7 +39,7 @@ from typing import Final, Protocol
 import anyio
 
 from muse_acp.agent import failures
-from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
+from muse_acp.agent.chunk_frames import encoded_chunk, encoded_plain, encoded_session_id
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.execution import ExecutionHost
 from muse_acp.agent.goal_state import GoalSeen, announced_goal
@@ -49,6 +49,7 @@ from muse_acp.agent.mcp_servers import McpServerSpec
 from muse_acp.agent.output_reference import ProofCache
 from muse_acp.agent.status import ContextUse
 from muse_acp.agent.steering_queue import SteeringQueue, SteerTarget
+from muse_acp.agent.translate import PlainChunk, Update
 from muse_acp.agent.usage import PlanUse, TokenUse, with_usage
 from muse_acp.agent.work import CancellableTurn, SessionWork
 from muse_acp.host.client import MspHost
@@ -249,9 +250,15 @@ class AcpSession:
 
     # -- the client -------------------------------------------------------------------------
 
-    async def send_update(self, update: acp.SessionUpdate) -> None:
+    async def send_update(self, update: Update) -> None:
         """Send one ``session/update``; the user's own title replaces any other title, and a
         title Muse gives the session becomes its host title."""
+        if isinstance(update, PlainChunk):  # nearly every update of a streaming turn
+            plain = encoded_plain(self._encoded_id, update)
+            if plain is not None:
+                await self.client.notify("session/update", plain)
+                return
+            update = update.model()
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set
         ):

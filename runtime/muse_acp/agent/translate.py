@@ -3,7 +3,10 @@
 Contract: a ``TurnTranslator`` is fed every MSP notification of one turn, in order, through
 ``on_notification`` and returns the ACP updates to send for it, in order. It is pure and
 synchronous (no I/O, no waiting) and keeps only bounded state per item. The same class replays
-history for ``session/load`` when built with ``replay=True``.
+history for ``session/load`` when built with ``replay=True``. ``updates`` is the same with each
+text chunk left a ``PlainChunk`` (its kind, message id and text, which ``model()`` turns into the
+chunk model): a streamed turn is nearly all text chunks, and ``chunk_frames`` encodes one of those
+without building two models per delta, so the relay and history replay feed on ``updates``.
 
 * Filtering (live mode only): once ``turn_id`` is known, items that name another turn are
   ignored, and so are deltas for items not accepted in this turn; late events of a cancelled
@@ -43,7 +46,7 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, NamedTuple, TypeAlias
 
 from muse_acp.agent.card_states import TurnCards
 from muse_acp.agent.goal_state import goal_update
@@ -54,7 +57,15 @@ from muse_acp.agent.tool_cards import CardItem, tool_call_id
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["REASONING_PART_LIMIT", "TextChunk", "TurnTranslator", "utc_now"]
+__all__ = [
+    "REASONING_PART_LIMIT",
+    "PlainChunk",
+    "TextChunk",
+    "TextFamily",
+    "TurnTranslator",
+    "Update",
+    "utc_now",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -72,6 +83,26 @@ TextChunk: TypeAlias = (
     | acp.AgentThoughtChunkSessionUpdate
 )
 """The updates that carry message text: a user message, agent message or thought chunk."""
+TextFamily: TypeAlias = Literal["agent", "reasoning", "user"]
+"""Whose text a chunk carries: the agent's message, its reasoning, or the user's prompt."""
+
+
+class PlainChunk(NamedTuple):
+    """A text chunk as the translator finds it, before it is built as a ``TextChunk`` model."""
+
+    family: TextFamily
+    """``user`` (a ``user_message_chunk``), ``reasoning`` (``agent_thought_chunk``) or ``agent``
+    (``agent_message_chunk``)."""
+    message_id: str
+    text: str
+
+    def model(self) -> TextChunk:
+        """The chunk as the update model ``on_notification`` gives."""
+        return _chunk(self.family, self.message_id, self.text)
+
+
+Update: TypeAlias = acp.SessionUpdate | PlainChunk
+"""What ``updates`` gives: an update model, or a text chunk not built yet."""
 
 
 def _digest() -> hashlib.blake2b:
@@ -148,6 +179,13 @@ class TurnTranslator:
     def on_notification(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
         """The updates for one notification; ``params`` is already parsed with the model that
         ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
+        return [
+            update.model() if isinstance(update, PlainChunk) else update
+            for update in self.updates(method, params)
+        ]
+
+    def updates(self, method: str, params: WireModel) -> list[Update]:
+        """``on_notification``, with text chunks left plain (see the module contract)."""
         if method in _ITEM_EVENTS and isinstance(params, msp.ItemEventParams):
             return self._on_item(params.item)
         if method == "item/delta" and isinstance(params, msp.ItemDeltaParams):
@@ -192,7 +230,7 @@ class TurnTranslator:
             return None
         return tool_call_id(item), item.tool, item.args
 
-    def _on_item(self, item: msp.Item) -> list[acp.SessionUpdate]:
+    def _on_item(self, item: msp.Item) -> list[Update]:
         if self._other_turn(item.turn_id):
             return []
         tracked = self._items.get(item.item_id)
@@ -205,7 +243,7 @@ class TurnTranslator:
         if isinstance(item, msp.AgentMessageItem):
             return self._snapshot_part(tracked, item.item_id, 0, item.text, "agent")
         if isinstance(item, msp.ReasoningItem):
-            updates: list[acp.SessionUpdate] = []
+            updates: list[Update] = []
             for part, text in enumerate(item.summary[:REASONING_PART_LIMIT]):
                 updates += self._snapshot_part(tracked, item.item_id, part, text, "reasoning")
             return updates
@@ -223,7 +261,7 @@ class TurnTranslator:
             return False
         return turn_id != self.turn_id
 
-    def _on_delta(self, params: msp.ItemDeltaParams) -> list[acp.SessionUpdate]:
+    def _on_delta(self, params: msp.ItemDeltaParams) -> list[Update]:
         tracked = self._items.get(params.item_id)
         if tracked is None or tracked.ended or not params.delta:
             return []
@@ -235,12 +273,12 @@ class TurnTranslator:
                 return []
             return self._send_part(tracked, params.item_id, part, params.delta, "reasoning")
         if tracked.family == "card" and tracked.call_id is not None and params.field == "output":
-            return self.cards.streamed(tracked.call_id, params.delta)
+            return [*self.cards.streamed(tracked.call_id, params.delta)]
         return []
 
     def _snapshot_part(
-        self, tracked: _Tracked, item_id: str, part: int, text: str, family: _Family
-    ) -> list[acp.SessionUpdate]:
+        self, tracked: _Tracked, item_id: str, part: int, text: str, family: TextFamily
+    ) -> list[Update]:
         stream = tracked.stream(part)
         was_diverged = stream.diverged
         suffix = stream.suffix(text)
@@ -253,8 +291,8 @@ class TurnTranslator:
         return self._send_part(tracked, item_id, part, suffix, family)
 
     def _send_part(
-        self, tracked: _Tracked, item_id: str, part: int, text: str, family: _Family
-    ) -> list[acp.SessionUpdate]:
+        self, tracked: _Tracked, item_id: str, part: int, text: str, family: TextFamily
+    ) -> list[Update]:
         stream = tracked.stream(part)
         if not text or stream.diverged:
             return []
@@ -263,7 +301,7 @@ class TurnTranslator:
             shown = _PART_SEPARATOR + text
         stream.add(text)
         tracked.any_text_sent = True
-        return [_chunk(family, item_id, shown)]
+        return [PlainChunk(family, item_id, shown)]
 
     def _card_sighting(self, tracked: _Tracked, item: CardItem) -> acp.SessionUpdate:
         if tracked.call_id is None:
@@ -293,7 +331,7 @@ def _summary_part(field_name: str) -> int | None:
     return part if part < REASONING_PART_LIMIT else None
 
 
-def _chunk(family: _Family, item_id: str, text: str) -> TextChunk:
+def _chunk(family: TextFamily, item_id: str, text: str) -> TextChunk:
     content = acp.TextContentBlock(type="text", text=text)
     if family == "user":
         return acp.UserMessageChunkSessionUpdate(

@@ -44,7 +44,7 @@ from muse_acp.agent.corrections import send_correction
 from muse_acp.agent.interactions import Interactions
 from muse_acp.agent.progress import active_turn_update
 from muse_acp.agent.relay import EventRelay, StateObserver
-from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.translate import TurnTranslator, Update
 from muse_acp.agent.view_events import GapFiller
 from muse_acp.agent.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
@@ -76,7 +76,7 @@ class TurnSession(Protocol):
     @property
     def settings(self) -> SessionSettings: ...
 
-    async def send_update(self, update: acp.SessionUpdate) -> None: ...
+    async def send_update(self, update: Update) -> None: ...
 
     async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
 
@@ -382,7 +382,7 @@ class ActiveTurn:
         except RpcError as failure:
             self.fail(failure)
 
-    async def send_update(self, update: acp.SessionUpdate) -> None:
+    async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away (see the module contract)."""
         if self._client_gone:
             return
