@@ -102,8 +102,9 @@ def test_any_bytes_get_the_strict_decoders_answer(tokens: list[bytes], large: bo
     assert _outcome(decode_frame(frame)) == _outcome(_decode_strictly(frame))
 
 
-def _request_carrying(params: bytes) -> bytes:
-    return LARGE + b'{"jsonrpc":"2.0","id":3,"method":"m","params":[%s]}' % params
+def _request_carrying(params: bytes, large: bool = True) -> bytes:
+    frame = b'{"jsonrpc":"2.0","id":3,"method":"m","params":[%s]}' % params
+    return LARGE + frame if large else frame
 
 
 @pytest.mark.parametrize(
@@ -127,20 +128,22 @@ def _request_carrying(params: bytes) -> bytes:
         "a lone low surrogate",
     ],
 )
-def test_a_large_frame_past_a_limit_is_refused_as_the_strict_decoder_refuses_it(
-    params: bytes,
+@pytest.mark.parametrize("large", [True, False], ids=["large", "small"])
+def test_a_frame_past_a_limit_is_refused_as_the_strict_decoder_refuses_it(
+    params: bytes, large: bool
 ) -> None:
-    frame = _request_carrying(params)
+    frame = _request_carrying(params, large)
     refused = decode_frame(frame)
     assert isinstance(refused, RefusedFrame)
     assert (refused.request_id, refused.answer) == (3, True)
     assert _outcome(refused) == _outcome(_decode_strictly(frame))
 
 
-def test_a_large_frame_just_within_the_limits_is_decoded() -> None:
+@pytest.mark.parametrize("large", [True, False], ids=["large", "small"])
+def test_a_frame_just_within_the_limits_is_decoded(large: bool) -> None:
     depth = MAX_NESTING_DEPTH - 2  # the frame and its params array are two levels
     params = b"9" * MAX_INTEGER_DIGITS + b"," + b"[" * depth + b"]" * depth
-    decoded = decode_frame(_request_carrying(params))
+    decoded = decode_frame(_request_carrying(params, large))
     assert isinstance(decoded, dict)
     params_read = decoded["params"]
     assert isinstance(params_read, list)
@@ -155,3 +158,11 @@ def test_a_too_long_integer_in_a_small_frame_is_still_refused() -> None:
     assert isinstance(refused, RefusedFrame)
     assert (refused.request_id, refused.answer) == (3, True)
     assert "digits" in refused.error.message
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    text = "[{" * 200
+    frame = b'{"jsonrpc":"2.0","method":"m","params":{"text":"%s"}}' % text.encode()
+    decoded = decode_frame(frame)
+    assert isinstance(decoded, dict)
+    assert decoded["params"] == {"text": text}

@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 from muse_acp.agent.card_states import TurnCards
+from muse_acp.agent.event_kinds import ITEM_EVENTS
 from muse_acp.agent.goal_state import goal_update
 from muse_acp.agent.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.progress import OutputBuffer, plan_update, usage_update
@@ -149,7 +150,10 @@ class _Tracked:
     """The ``toolCallId`` of the item's card, once announced."""
 
     def stream(self, part: int) -> _TextStream:
-        return self.streams.setdefault(part, _TextStream())
+        stream = self.streams.get(part)
+        if stream is None:  # not ``setdefault``: that would make a stream (and a hash) every call
+            stream = self.streams[part] = _TextStream()
+        return stream
 
 
 class TurnTranslator:
@@ -220,7 +224,10 @@ class TurnTranslator:
         """The card id, tool name and arguments of a tool call of this turn seen for the first
         time, in progress: its tool has not run, so its file may be read for
         ``cards.keep_before`` (see ``file_changes.capture_before``)."""
-        item = params.item if isinstance(params, msp.ItemEventParams) else None
+        if not ITEM_EVENTS.holds(params):  # asked of every event: a delta, nearly always
+            return None
+        assert isinstance(params, msp.ItemEventParams)
+        item = params.item
         if (
             not isinstance(item, msp.ToolCallItem)
             or item.status != "inProgress"

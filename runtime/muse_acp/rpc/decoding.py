@@ -90,6 +90,11 @@ def _no_constant(name: str) -> float:
 
 _DECODER: Final = json.JSONDecoder(parse_int=_bounded_int, parse_constant=_no_constant)
 _PLAIN_CHECK_BYTES: Final = 4096
+_SHALLOW_BYTES: Final = 2 * (MAX_NESTING_DEPTH + 1)
+"""Bytes a frame needs to nest deeper than the limit: a bracket to open and one to close each
+level."""
+_NOT_OPENERS: Final = bytes(byte for byte in range(256) if byte not in b"{[")
+"""Every byte but the brackets that open a container (``bytes.translate`` deletes these)."""
 _TOO_LONG_INTEGER: Final = 10**MAX_INTEGER_DIGITS
 """The smallest integer with more than ``MAX_INTEGER_DIGITS`` digits."""
 _TOO_DEEP: Final = f"frame nests deeper than {MAX_NESTING_DEPTH} levels"
@@ -105,9 +110,9 @@ def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
     except ValueError:
         pass  # refused below, for the strict decoder's reason
     else:
-        # pydantic-core refuses unpaired surrogates and integers of more than 4300 digits on its
-        # own; the walk finds what else the limits forbid.
-        if _plainly_within_limits(frame) or _problem(parsed) is None:
+        # pydantic-core refuses unpaired surrogates (escaped or not) and integers of more than
+        # 4300 digits on its own; the walk finds what else the limits forbid.
+        if _plainly_shallow_and_short(frame) or _problem(parsed) is None:
             return parsed
     return _decode_strictly(frame)
 
@@ -137,13 +142,21 @@ def _decode_strictly(frame: bytes) -> JsonValue | RefusedFrame:
 def _plainly_within_limits(frame: bytes) -> bool:
     """True when no walk of the value can find a problem, which holds for nearly every small
     frame: an unpaired surrogate can only come from a ``\\u`` escape (strict UTF-8 decoding
-    refuses encoded ones), a frame with no more brackets than the depth limit cannot nest
-    deeper, and one without a long enough run of digits cannot hold a too long integer. Larger
-    frames are left to the walk, whose cost follows their values, not bytes."""
+    refuses encoded ones), and ``_plainly_shallow_and_short`` rules out the rest."""
+    return b"\\u" not in frame and _plainly_shallow_and_short(frame)
+
+
+def _plainly_shallow_and_short(frame: bytes) -> bool:
+    """True when the value of ``frame``, a frame that decoded, can neither nest too deep nor
+    hold a too long integer: it is small, and it has no more brackets that open than the depth
+    limit (a frame of fewer than ``_SHALLOW_BYTES`` cannot, each level taking two bytes), and no
+    long enough run of digits. Brackets inside strings count too, which can only send a frame
+    to the walk. Larger frames are left to the walk, whose cost follows their values, not
+    bytes."""
+    size = len(frame)
     return (
-        len(frame) <= _PLAIN_CHECK_BYTES
-        and b"\\u" not in frame
-        and frame.count(b"{") + frame.count(b"[") <= MAX_NESTING_DEPTH
+        size <= _PLAIN_CHECK_BYTES
+        and (size < _SHALLOW_BYTES or len(frame.translate(None, _NOT_OPENERS)) <= MAX_NESTING_DEPTH)
         and _LONG_DIGITS.search(frame) is None
     )
 

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -72,7 +72,10 @@ def _validate(model: type[_P], params: JsonValue, method: str) -> _P:
     if not isinstance(data, dict):
         raise RpcError.invalid_params(f"invalid params for {method}: params must be an object")
     try:
-        return model.model_validate(data, by_alias=True, by_name=False)
+        # The model's own validator, as ``model_validate`` calls it, minus that wrapper's cost,
+        # which is a third of validating a small frame.
+        validated = model.__pydantic_validator__.validate_python(data, by_alias=True, by_name=False)
+        return cast(_P, validated)
     except ValidationError as exc:
         raise error_from_exception(exc, method=method, params=data) from None
 
