@@ -610,3 +610,28 @@ def test_text_holding_lone_surrogates_is_relayed_without_errors() -> None:
     _feed(translator, started(tool(1, "inProgress")))
     streamed = _feed(translator, delta("tool-1", "\udfff" * 2000, field="output"))
     assert _text(streamed[0]) == "\udfff" * 2000
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.text(min_size=1, max_size=700), min_size=1, max_size=30),
+    extra=st.text(max_size=20),
+    flip=st.integers(min_value=0),
+)
+def test_a_long_streamed_message_is_checked_against_its_snapshot_however_it_was_cut(
+    pieces: list[str], extra: str, flip: int
+) -> None:
+    """The hash of what was sent is kept in batches; a snapshot still matches exactly what was
+    sent, and one that differs anywhere in it, even far back, sends nothing more."""
+    pieces = ["p" * 4000, *pieces]  # past the batch at a different point each time
+    sent = "".join(pieces)
+    deltas = [delta("msg-1", piece) for piece in pieces]
+    start = started(message("", revision=1, status="inProgress"))
+
+    same = _feed(_live(), start, *deltas, completed(message(sent + extra)))
+    assert same == [said(piece) for piece in pieces] + ([said(extra)] if extra else [])
+
+    position = flip % len(sent)
+    changed = sent[:position] + ("x" if sent[position] != "x" else "y") + sent[position + 1 :]
+    diverged = _feed(_live(), start, *deltas, completed(message(changed + extra)))
+    assert diverged == [said(piece) for piece in pieces]

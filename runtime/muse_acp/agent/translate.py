@@ -110,6 +110,11 @@ def _digest() -> hashlib.blake2b:
     return hashlib.blake2b(digest_size=16)
 
 
+_UNHASHED_CHARS: Final = 4096
+"""Text sent but not yet hashed, at most (plus one piece): hashing per delta costs more than the
+rest of keeping count, and the hash of the pieces joined is the hash of the pieces in turn."""
+
+
 @dataclass(slots=True)
 class _TextStream:
     """What was sent of one text: its length and a digest, so state stays small however long
@@ -118,15 +123,29 @@ class _TextStream:
     chars: int = 0
     digest: hashlib.blake2b = field(default_factory=_digest)
     diverged: bool = False
+    unhashed: list[str] = field(default_factory=list)
+    """The latest pieces, not yet in ``digest`` (fewer than ``_UNHASHED_CHARS`` characters)."""
+    unhashed_chars: int = 0
 
     def add(self, text: str) -> None:
         self.chars += len(text)
-        self.digest.update(text.encode("utf-8", errors="surrogatepass"))
+        self.unhashed.append(text)
+        self.unhashed_chars += len(text)
+        if self.unhashed_chars >= _UNHASHED_CHARS:
+            self._hash_pieces()
+
+    def _hash_pieces(self) -> None:
+        if self.unhashed:
+            joined = "".join(self.unhashed)
+            self.digest.update(joined.encode("utf-8", errors="surrogatepass"))
+            self.unhashed.clear()
+            self.unhashed_chars = 0
 
     def suffix(self, text: str) -> str | None:
         """The part of ``text`` not sent yet, or None when ``text`` does not extend it."""
         if self.diverged:
             return None
+        self._hash_pieces()
         if self.chars:
             prefix = text[: self.chars].encode("utf-8", errors="surrogatepass")
             if len(text) < self.chars or (
