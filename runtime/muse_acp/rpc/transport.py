@@ -66,9 +66,9 @@ class RawJson:
     def encoded(cls, data: bytes) -> RawJson:
         """``data``, which a JSON encoder wrote in compact form (pydantic-core's ``to_json``, or
         pieces of its output joined), without the scan for line breaks: such an encoder escapes
-        every line break inside a string and writes none between values. For a value that is
-        sent many times a second (a streamed text chunk), where the scan would cost as much as
-        the rest of building the value."""
+        every line break inside a string and writes none between values. Meant for values sent
+        many times a second (streamed text chunks), where the scan costs as much as the rest of
+        building the value."""
         raw = object.__new__(cls)
         object.__setattr__(raw, "data", data)
         return raw
