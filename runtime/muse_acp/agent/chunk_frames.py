@@ -59,21 +59,24 @@ class _Template:
     """The bytes around the values: the session id, the text and, when the template has one,
     the message id."""
 
-    def fill(self, session_id: bytes, text: str, message_id: str | None) -> bytes:
+    def fill(self, session_id: bytes, text: str, message_id: str | None) -> RawJson:
         pieces = self.pieces
         if len(pieces) == 3:
-            return b"".join((pieces[0], session_id, pieces[1], to_json(text), pieces[2]))
-        return b"".join(
-            (
-                pieces[0],
-                session_id,
-                pieces[1],
-                to_json(text),
-                pieces[2],
-                to_json(message_id),
-                pieces[3],
+            data = b"".join((pieces[0], session_id, pieces[1], to_json(text), pieces[2]))
+        else:
+            data = b"".join(
+                (
+                    pieces[0],
+                    session_id,
+                    pieces[1],
+                    to_json(text),
+                    pieces[2],
+                    to_json(message_id),
+                    pieces[3],
+                )
             )
-        )
+        # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
+        return RawJson.encoded(data)
 
 
 @cache
@@ -132,8 +135,7 @@ def encoded_chunk(session_id: bytes, update: acp.SessionUpdate) -> RawJson | Non
         or content.model_fields_set != template.text_members
     ):
         return None
-    # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
-    return RawJson.encoded(template.fill(session_id, content.text, update.message_id))
+    return template.fill(session_id, content.text, update.message_id)
 
 
 def encoded_plain(session_id: bytes, chunk: PlainChunk) -> RawJson | None:
@@ -142,5 +144,4 @@ def encoded_plain(session_id: bytes, chunk: PlainChunk) -> RawJson | None:
     template = _family_template(chunk.family)
     if template is None:
         return None
-    # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
-    return RawJson.encoded(template.fill(session_id, chunk.text, chunk.message_id))
+    return template.fill(session_id, chunk.text, chunk.message_id)
