@@ -19,6 +19,7 @@ the command-line parser (``cli_commands``), which costs a noticeable part of a c
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ def serve_with(options: CommonOptions) -> int:
     import anyio
 
     from muse_acp.config import ConfigError, load_config
+    from muse_acp.heap import keep_large_buffers
     from muse_acp.host.binary import (
         HostUnavailable,
         discard_early_probes,
@@ -73,6 +75,8 @@ def serve_with(options: CommonOptions) -> int:
     # executable is reported to the client by initialize and the first session instead.
     with contextlib.suppress(HostUnavailable):
         start_probe(resolve_binary(config.muse_bin))
+    if keep_large_buffers():
+        logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
     try:
         from muse_acp.agent.server import serve as serve_agent
 
