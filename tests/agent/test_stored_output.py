@@ -20,11 +20,14 @@ from muse_acp.agent.output_reference import (
     host_read_error,
     latest_revision,
     page_problem,
+    page_response,
     stored_reference,
 )
 from muse_acp.agent.stored_output import handle_read_output
 from muse_acp.config import AdapterConfig
-from muse_acp.rpc import RequestContext, RpcError
+from muse_acp.rpc import RawJson, RequestContext, RpcError, encode_value
+from muse_acp.rpc.decoding import decode_frame
+from muse_acp.rpc.splice import result_string_token
 from muse_acp_wire import acp, msp
 
 from .fakes import add_session
@@ -400,6 +403,32 @@ def test_other_host_failures_are_reading_failures_that_submitted_nothing() -> No
         "phase": "reading",
         "execution": "notSubmitted",
     }
+
+
+# -- the answer ----------------------------------------------------------------------------
+
+_HOST_PAGE = (
+    b'{"jsonrpc":"2.0","id":9,"result":{"offsetBytes":0,"byteLen":9,"eof":true,'
+    b'"content":"caf\\u00e9 \\/\\n\\u0041","mediaType":"text/plain","encoding":"utf8"}}'
+)
+
+
+def test_the_answer_carries_the_content_as_muse_wrote_it() -> None:
+    message = decode_frame(_HOST_PAGE)
+    assert isinstance(message, dict)
+    page = msp.ItemReadOutputResult.model_validate(message["result"], by_alias=True)
+    read = _read(length=100)
+    check_page(page, read)
+    token = result_string_token(_HOST_PAGE, message["result"], "content")
+    assert token == b'"caf\\u00e9 \\/\\n\\u0041"'
+    spliced = page_response(read, page, token)
+    assert isinstance(spliced, RawJson)
+    assert token in spliced.data  # not decoded and written again in our own spelling
+    encoded = page_response(read, page)
+    assert not isinstance(encoded, RawJson)
+    assert b"\\u0041" not in encode_value(encoded)
+    # Either way the client reads the same answer.
+    assert acp.MuseReadOutputResponse.model_validate_json(spliced.data) == encoded
 
 
 # -- admission -----------------------------------------------------------------------------

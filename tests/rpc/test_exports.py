@@ -17,6 +17,7 @@ MODULES = [
     "jsonvalue",
     "memory",
     "router",
+    "splice",
     "stdio",
     "transport",
     "validation",

@@ -345,3 +345,19 @@ async def test_a_withdrawn_started_request_tells_the_peer_and_frees_its_slot() -
         await peer.send_json({"jsonrpc": "2.0", "id": 2, "result": 7})
         with anyio.fail_after(WAIT):
             assert await after.result() == 7
+
+
+async def test_a_request_started_keeping_its_frame_gets_the_answering_line_as_it_came() -> None:
+    line = b'{ "result" : {"text": "caf\\u00e9 \\/ ok"}, "id": 1, "jsonrpc": "2.0" }'
+    async with serving(ScriptedHandler()) as (conn, peer):
+        kept = await conn.start_request("page", keep_frame=True)
+        plain = await conn.start_request("page")
+        assert [(await peer.receive())["id"], (await peer.receive())["id"]] == [1, 2]
+        assert kept.frame is None  # nothing before the answer
+        await peer.send_line(line)
+        await peer.send_json({"jsonrpc": "2.0", "id": 2, "result": {"text": "x"}})
+        with anyio.fail_after(WAIT):
+            assert await kept.result() == {"text": "caf\u00e9 / ok"}
+            assert await plain.result() == {"text": "x"}
+    assert kept.frame == line
+    assert plain.frame is None  # not asked for: no frame is held

@@ -24,7 +24,8 @@ Contract:
   ACP failure of the phase the caller names: no answer in time is ``deadlineExceeded``, a host
   that went away is ``hostExited`` (with its exit status and last stderr line), and a host's
   error is ``hostRejected`` naming the method sent, unless the caller's ``refusal`` maps that
-  error to something more specific. Every host call of the agent goes through ``ask``.
+  error to something more specific. Every host call of the agent goes through ``ask``, or
+  runs inside ``asking`` (the same budget and mapping) when it is not a plain ``call``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ __all__ = [
     "Refusal",
     "SetupFailure",
     "ask",
+    "asking",
 ]
 
 logger: Final = logging.getLogger("muse_acp.agent")
@@ -90,6 +92,29 @@ PROCESS_EXIT_BUDGET: Final = EXIT_GRACE + TERMINATE_GRACE + SETTLE_TIMEOUT + 1.0
 """Seconds a closing host may take to be reaped before its successor starts anyway."""
 
 
+@asynccontextmanager
+async def asking(
+    host: MspHost,
+    method: str,
+    *,
+    phase: failures.Phase,
+    budget: float,
+    refusal: Refusal | None = None,
+) -> AsyncIterator[None]:
+    """The budget and the failure mapping of ``ask`` for one call of ``method`` in the block."""
+    try:
+        with anyio.fail_after(budget):
+            yield
+    except TimeoutError:
+        raise failures.deadline_exceeded(phase, budget) from None
+    except ConnectionClosed:
+        code, stderr_tail = await host.ended()
+        raise failures.host_exited(phase, code, stderr_tail) from None
+    except RpcError as error:
+        mapped = refusal(error) if refusal is not None else None
+        raise (mapped or failures.host_rejected(method, error, phase)) from None
+
+
 async def ask(
     host: MspHost,
     method: str,
@@ -105,17 +130,9 @@ async def ask(
     Raises:
         RpcError: the ACP failure for the phase, or what ``refusal`` made of a host error.
     """
-    try:
-        with anyio.fail_after(budget):
-            return await host.call(method, params, result_type)
-    except TimeoutError:
-        raise failures.deadline_exceeded(phase, budget) from None
-    except ConnectionClosed:
-        code, stderr_tail = await host.ended()
-        raise failures.host_exited(phase, code, stderr_tail) from None
-    except RpcError as error:
-        mapped = refusal(error) if refusal is not None else None
-        raise (mapped or failures.host_rejected(method, error, phase)) from None
+    async with asking(host, method, phase=phase, budget=budget, refusal=refusal):
+        result = await host.call(method, params, result_type)
+    return result
 
 
 class Hosting:

@@ -6,8 +6,10 @@ Contract (pure, no I/O): an ``OutputRead`` is one requested byte range of one st
 ``latest_revision`` picks the item's highest revision in a page; ``stored_reference`` accepts
 only the reference that revision carries, when its bytes are available and the offset is within
 them. ``check_page`` (``page_problem``) accepts only a host page that answers the read exactly:
-offset, length, encoding and a content of exactly ``byteLen`` bytes. ``host_read_error`` turns a
-host's refusal of ``item/readOutput`` into the caller's error. ``ProofCache`` remembers, for one
+offset, length, encoding and a content of exactly ``byteLen`` bytes. ``page_response`` is the
+ACP answer of a checked page; given the content's JSON token as the host wrote it, it splices
+that in instead of encoding the text again. ``host_read_error`` turns a host's refusal of
+``item/readOutput`` into the caller's error. ``ProofCache`` remembers, for one
 read host, the latest revision found per item together with the view cursor ``session/read``
 reported when it was found (at most ``MAX_PROOFS`` items, the least recently proved first out):
 an equal cursor means nothing was added to the session since, so the search would find the same
@@ -27,7 +29,14 @@ from pydantic import ValidationError
 from muse_acp.agent import failures
 from muse_acp.host.bindings import error_kind
 from muse_acp.redact import redact
-from muse_acp.rpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
+from muse_acp.rpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RawJson,
+    RpcError,
+)
 from muse_acp.text import clip, quoted
 from muse_acp_wire import acp, msp
 
@@ -45,6 +54,7 @@ __all__ = [
     "latest_revision",
     "never_ran",
     "page_problem",
+    "page_response",
     "stored_reference",
     "unsupported_host",
 ]
@@ -212,6 +222,8 @@ def _content_size(page: msp.ItemReadOutputResult, length: int) -> int | str:
         return "its content is not canonical base64" if raw is None else len(raw)
     if len(content) > length:
         return "its text content is longer than the requested range"
+    if content.isascii():  # one byte a character, known without encoding a MiB of text
+        return len(content)
     try:
         return len(content.encode("utf-8"))
     except UnicodeEncodeError:
@@ -243,6 +255,25 @@ def check_page(page: msp.ItemReadOutputResult, read: OutputRead) -> None:
     problem = page_problem(page, read)
     if problem is not None:
         raise inconsistent("stored-output page", problem)
+
+
+def page_response(
+    read: OutputRead, page: msp.ItemReadOutputResult, content: bytes | None = None
+) -> acp.MuseReadOutputResponse | RawJson:
+    """The ACP answer carrying a checked ``page``: its members as the host gave them, and
+    ``content``, the JSON token of ``page.content`` as the host wrote it, when known."""
+    response = acp.MuseReadOutputResponse(
+        session_id=read.session_id,
+        item_id=read.item_id,
+        output_ref=read.output_ref,
+        **page.model_dump(by_alias=False),
+    )
+    if content is None:
+        return response
+    rest = response.__pydantic_serializer__.to_json(
+        response, by_alias=True, exclude_unset=True, exclude={"content"}
+    )
+    return RawJson(b"".join((rest[:-1], b',"content":', content, b"}")))
 
 
 # -- host errors ----------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from muse_acp.agent import (
 from muse_acp.agent.capabilities import InitializeParams
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.startup import answer_initialize
-from muse_acp.rpc import NotificationRoute, RequestContext, RequestRoute, Router
+from muse_acp.rpc import NotificationRoute, RawJson, RequestContext, RequestRoute, Router
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
 
@@ -50,11 +50,12 @@ P = TypeVar("P", bound=WireModel)
 
 @dataclass(frozen=True, slots=True)
 class RequestBinding(Generic[P]):
-    """A request method, the params model it is validated into, and its handler."""
+    """A request method, the params model it is validated into, and its handler, which
+    answers with a model (or with ``RawJson`` spliced from what Muse wrote: a stored page)."""
 
     method: str
     params: type[P]
-    handler: Callable[[AgentContext, P, RequestContext], Awaitable[WireModel]]
+    handler: Callable[[AgentContext, P, RequestContext], Awaitable[WireModel | RawJson]]
 
     def route(self, ctx: AgentContext) -> RequestRoute[P]:
         return RequestRoute(self.method, self.params, partial(self.handler, ctx))

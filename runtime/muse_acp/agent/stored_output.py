@@ -24,7 +24,9 @@ negotiated, a host without stored output, a session Muse never ran, bytes that a
 ``available``); INTERNAL_ERROR for host pages that do not add up, and for host failures.
 
 The page goes back as Muse sent it, once ``check_page`` found it consistent with the request:
-``utf8`` text or ``base64`` bytes, never re-decoded, and no replacement bytes are made up.
+``utf8`` text or ``base64`` bytes, never re-decoded, and no replacement bytes are made up. Its
+content is not even encoded again: the JSON string Muse wrote is spliced into the answer as it
+came (``rpc.splice`` proves which bytes those are; when it cannot, the text is encoded anew).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from functools import partial
 from typing import TypeVar
 
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.hosts import Refusal, ask
+from muse_acp.agent.hosts import Refusal, ask, asking
 from muse_acp.agent.output_reference import (
     HISTORY_PAGE_SIZE,
     OutputRead,
@@ -43,6 +45,7 @@ from muse_acp.agent.output_reference import (
     host_read_error,
     inconsistent,
     never_ran,
+    page_response,
     stored_reference,
     unsupported_host,
 )
@@ -51,7 +54,7 @@ from muse_acp.agent.workspace import same_directory
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.host.versions import supports
-from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
+from muse_acp.rpc import INVALID_REQUEST, RawJson, RequestContext, RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -109,7 +112,7 @@ async def _history_page(
 
 async def handle_read_output(
     ctx: AgentContext, params: acp.MuseReadOutputRequest, _: RequestContext
-) -> acp.MuseReadOutputResponse:
+) -> acp.MuseReadOutputResponse | RawJson:
     if not ctx.negotiated.output:
         raise RpcError(
             INVALID_REQUEST,
@@ -131,17 +134,14 @@ async def handle_read_output(
                 session.proofs.prove(host, read.item_id, view_cursor, item)
         stored_reference(item, read)
         request = msp.ItemReadOutputParams(**asdict(read))
+        budget = session.hosting.config.deadlines.read
         refusal = partial(host_read_error, read=read)
-        page = await _ask(
-            session, host, "item/readOutput", request, msp.ItemReadOutputResult, refusal
-        )
+        async with asking(host, "item/readOutput", phase="reading", budget=budget, refusal=refusal):
+            page, content = await host.call_forwarding(
+                "item/readOutput", request, msp.ItemReadOutputResult, "content"
+            )
     check_page(page, read)
     # A close while the read ran wins: the client must load the session again.
     ctx.sessions.require(read.session_id)
     # The page's members pass as they are; check_page vouched for each of them.
-    return acp.MuseReadOutputResponse(
-        session_id=read.session_id,
-        item_id=read.item_id,
-        output_ref=read.output_ref,
-        **page.model_dump(by_alias=False),
-    )
+    return page_response(read, page, content)

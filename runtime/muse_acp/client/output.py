@@ -153,7 +153,8 @@ def _check_page(ref: OutputRef, page: acp.MuseReadOutputResponse, offset: int, l
             f"the agent sent stored output beyond its announced {ref.byte_len} bytes"
         )
     # The next offset is computed from byteLen, so it must be the size of what was sent.
-    decode_page(page)
+    if page.encoding != "utf8" or not page.content.isascii() or len(page.content) != page.byte_len:
+        decode_page(page)  # ASCII text is one byte a character: nothing else to count
 
 
 async def read_pages(

@@ -48,6 +48,7 @@ from muse_acp.rpc import (
     RequestRoute,
     Router,
     call,
+    call_forwarding,
 )
 from muse_acp.tasks import task_group, wait_first
 from muse_acp_wire import msp
@@ -109,6 +110,16 @@ class Listening:
         self._host._forget(self)
 
 
+def _payload(params: WireModel | None) -> RawJson | None:
+    """Params as sent: members left as None are omitted rather than sent as ``null`` (MSP
+    params never need an explicit null, and hosts treat a missing member as "not given")."""
+    if params is None:
+        return None
+    return RawJson(
+        params.model_dump_json(by_alias=True, exclude_unset=True, exclude_none=True).encode()
+    )
+
+
 class MspHost:
     """A connected, initialized Muse host."""
 
@@ -151,22 +162,17 @@ class MspHost:
         return self.exit_summary()
 
     async def call(self, method: str, params: WireModel | None, result_type: type[R]) -> R:
-        """Send an MSP request and parse its result (see the module contract for errors).
-
-        Members left as None are omitted rather than sent as ``null``: MSP params never need an
-        explicit null, and hosts treat a missing member as "not given".
-        """
+        """Send an MSP request and parse its result (see the module contract for errors)."""
         assert self.connection is not None
-        payload = (
-            None
-            if params is None
-            else RawJson(
-                params.model_dump_json(
-                    by_alias=True, exclude_unset=True, exclude_none=True
-                ).encode()
-            )
-        )
-        return await call(self.connection, method, payload, result_type)
+        return await call(self.connection, method, _payload(params), result_type)
+
+    async def call_forwarding(
+        self, method: str, params: WireModel | None, result_type: type[R], member: str
+    ) -> tuple[R, bytes | None]:
+        """``call``, and the JSON token of the result's string ``member`` as the host spelled it
+        (None when it cannot be proven; ``rpc.splice``), for a result passed on as it came."""
+        assert self.connection is not None
+        return await call_forwarding(self.connection, method, _payload(params), result_type, member)
 
     async def deliver(self, method: str, params: WireModel) -> None:
         session_id = getattr(params, "session_id", None)

@@ -4,8 +4,9 @@ It knows nothing about ACP or MSP: methods are strings and params are JSON value
 ``Router`` validates them into the pydantic models its routes name. Layers, bottom up:
 ``transport`` (NDJSON frames over anyio byte streams), ``stdio`` and ``memory`` (byte streams to
 run on, and ``coalescing`` to write bursts of frames as one), ``dispatcher`` (``Connection``:
-requests, notifications, responses, cancellation), ``router`` (typed routes and typed calls),
-with ``errors`` shared by all of them.
+requests, notifications, responses, cancellation), ``router`` (typed routes and typed calls,
+``splice`` finding a result's member as the peer wrote it), with ``errors`` shared by all of
+them.
 """
 
 from muse_acp.rpc.coalescing import CoalescingSendStream, coalescing
@@ -33,7 +34,14 @@ from muse_acp.rpc.errors import (
 )
 from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
 from muse_acp.rpc.memory import Endpoint, FragmentingSendStream, memory_stream_pair
-from muse_acp.rpc.router import NotificationRoute, RequestRoute, Router, call, typed_result
+from muse_acp.rpc.router import (
+    NotificationRoute,
+    RequestRoute,
+    Router,
+    call,
+    call_forwarding,
+    typed_result,
+)
 from muse_acp.rpc.stdio import open_stdio
 from muse_acp.rpc.transport import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -86,6 +94,7 @@ __all__ = [
     "Router",
     "RpcError",
     "call",
+    "call_forwarding",
     "coalescing",
     "describe_validation_error",
     "encode_error",

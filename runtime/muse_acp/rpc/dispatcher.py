@@ -20,6 +20,8 @@ cancelled caller's request is withdrawn and, when ``cancel_method`` is set, the 
 ``start_request`` sends a request and returns at once with an ``OutgoingRequest``, whose
 ``result`` is collected later (so a caller can keep several requests in flight without a task
 for each) or which is ``withdraw``-n; every started request must end one of those two ways.
+Started with ``keep_frame``, the request also keeps the response frame it was answered with
+(``OutgoingRequest.frame``), for a caller that forwards part of it as it came (``splice``).
 At most ``max_pending_outgoing`` requests are outstanding; further callers wait for a slot.
 
 When input ends (or fails), or ``aclose`` is called, outstanding outgoing requests fail with
@@ -129,12 +131,14 @@ class MessageHandler(Protocol):
 class _Pending:
     """The slot an outgoing request's response is delivered to."""
 
-    __slots__ = ("done", "error", "method", "result")
+    __slots__ = ("done", "error", "frame", "keep_frame", "method", "result")
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, *, keep_frame: bool = False) -> None:
         self.method = method
+        self.keep_frame = keep_frame
         self.done = anyio.Event()
         self.result: JsonValue = None
+        self.frame: bytes | None = None
         self.error: RpcError | ConnectionClosed | None = None
 
 
@@ -167,6 +171,12 @@ class OutgoingRequest:
         if pending.error is not None:
             raise pending.error
         return pending.result
+
+    @property
+    def frame(self) -> bytes | None:
+        """The frame that answered the request with its result, when it was started with
+        ``keep_frame``; None before the result, and for a request started without it."""
+        return self._pending.frame
 
     async def withdraw(self) -> None:
         """Give up on the answer; the peer is told when it has not answered yet (through the
@@ -268,8 +278,11 @@ class Connection:
         outgoing = await self.start_request(method, params)
         return await outgoing.result()
 
-    async def start_request(self, method: str, params: Payload = None) -> OutgoingRequest:
-        """Send a request; its answer is collected with ``result`` on what is returned.
+    async def start_request(
+        self, method: str, params: Payload = None, *, keep_frame: bool = False
+    ) -> OutgoingRequest:
+        """Send a request; its answer is collected with ``result`` on what is returned, and
+        with ``keep_frame`` the frame that carried it too (``OutgoingRequest.frame``).
 
         Waits while ``max_pending_outgoing`` requests are outstanding.
 
@@ -285,7 +298,7 @@ class Connection:
                 raise ConnectionClosed()
             self._next_id += 1
             frame = encode_request(request_id, method, params)
-            pending = _Pending(method)
+            pending = _Pending(method, keep_frame=keep_frame)
             self._outgoing[request_id] = pending
             try:
                 await self._send(frame)
@@ -374,16 +387,16 @@ class Connection:
                 else:
                     logger.warning("%s: dropped a frame: %s", self.name, decoded.error.message)
                 continue
-            await self._dispatch(decoded)
+            await self._dispatch(decoded, frame)
 
-    async def _dispatch(self, message: JsonValue) -> None:
+    async def _dispatch(self, message: JsonValue, frame: bytes) -> None:
         if type(message) is not dict:
             await self._reply_error(None, RpcError.invalid_request("expected one message object"))
             return
         request_id = message.get("id")
         is_response = "result" in message or "error" in message
         if is_response and "method" not in message and "id" in message:
-            self._handle_response(message, request_id)
+            self._handle_response(message, request_id, frame)
             return
         reply_id = request_id if type(request_id) is int or type(request_id) is str else None
         if message.get("jsonrpc") != "2.0":
@@ -405,7 +418,9 @@ class Connection:
         else:
             self._start_request(reply_id, method, params)
 
-    def _handle_response(self, message: dict[str, JsonValue], request_id: JsonValue) -> None:
+    def _handle_response(
+        self, message: dict[str, JsonValue], request_id: JsonValue, frame: bytes
+    ) -> None:
         pending = self._outgoing.pop(request_id, None) if type(request_id) is int else None
         if pending is None:
             if type(request_id) is int and request_id in self._withdrawn:
@@ -423,6 +438,8 @@ class Connection:
             pending.error = RpcError.from_object(message["error"])
         else:
             pending.result = message["result"]
+            if pending.keep_frame:
+                pending.frame = frame
         pending.done.set()
 
     async def _handle_notification(self, method: str, params: JsonValue) -> None:

@@ -10,7 +10,9 @@ notifications with invalid params are dropped; both are logged, never answered.
 
 ``call`` is the typed outgoing counterpart: it validates the peer's result into the given model
 (``typed_result``, also for a request started with ``Connection.start_request``) and turns a
-malformed result into an INTERNAL_ERROR.
+malformed result into an INTERNAL_ERROR. ``call_forwarding`` is ``call`` for a result whose one
+long string member is to be passed on as the peer wrote it: it also returns that member's
+token (``splice.result_string_token``), or None when it could not be proven.
 """
 
 from __future__ import annotations
@@ -26,10 +28,18 @@ from pydantic import BaseModel, ValidationError
 from muse_acp.rpc.dispatcher import Connection, RequestContext, Result
 from muse_acp.rpc.errors import RpcError, error_from_exception
 from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.rpc.splice import result_string_token
 from muse_acp.rpc.transport import Payload
 from muse_acp.rpc.validation import describe_validation_error
 
-__all__ = ["NotificationRoute", "RequestRoute", "Router", "call", "typed_result"]
+__all__ = [
+    "NotificationRoute",
+    "RequestRoute",
+    "Router",
+    "call",
+    "call_forwarding",
+    "typed_result",
+]
 
 logger: Final = logging.getLogger("muse_acp.rpc")
 
@@ -137,6 +147,23 @@ async def call(conn: Connection, method: str, params: Payload, result_type: type
         ConnectionClosed: the connection ended before the response arrived.
     """
     return typed_result(conn, method, await conn.request(method, params), result_type)
+
+
+async def call_forwarding(
+    conn: Connection, method: str, params: Payload, result_type: type[_R], member: str
+) -> tuple[_R, bytes | None]:
+    """``call``, and the JSON token of the result's string ``member`` as the peer spelled it
+    (None when it cannot be proven, see ``splice``).
+
+    Raises:
+        RpcError: as ``call``.
+        ConnectionClosed: as ``call``.
+    """
+    outgoing = await conn.start_request(method, params, keep_frame=True)
+    raw = await outgoing.result()
+    result = typed_result(conn, method, raw, result_type)
+    frame = outgoing.frame
+    return result, None if frame is None else result_string_token(frame, raw, member)
 
 
 def typed_result(conn: Connection, method: str, raw: JsonValue, result_type: type[_R]) -> _R:
