@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import anyio
 import pytest
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -13,7 +15,7 @@ from muse_acp.rpc import (
     FrameWriter,
     OversizedFrame,
 )
-from muse_acp.rpc.transport import DEFAULT_READ_CHUNK_BYTES
+from muse_acp.rpc.transport import _MAX_PIECES, DEFAULT_READ_CHUNK_BYTES
 
 from .harness import WAIT, memory_pair
 
@@ -109,7 +111,7 @@ async def test_reader_never_holds_more_than_the_limit_of_an_oversized_line() -> 
             nonlocal largest_buffer
             for _ in range(1000):
                 await send.send(b"x" * 64)
-                largest_buffer = max(largest_buffer, len(reader._partial))
+                largest_buffer = max(largest_buffer, reader._partial_bytes)
             await send.send(b"\nafter\n")
             await send.aclose()
 
@@ -119,6 +121,33 @@ async def test_reader_never_holds_more_than_the_limit_of_an_oversized_line() -> 
                 assert await reader.__anext__() == OversizedFrame(64_000)
                 assert await reader.__anext__() == b"after"
     assert 0 < largest_buffer <= 101
+
+
+async def test_reader_joins_a_line_read_in_many_small_pieces_holding_few_of_them() -> None:
+    line = bytes(range(32, 127)) * 200 + b"\r"
+    cuts = [0]
+    while cuts[-1] < len(line):
+        cuts.append(min(cuts[-1] + 1 + len(cuts) % 3, len(line)))
+    pieces = [line[start:end] for start, end in itertools.pairwise(cuts)]
+    async with memory_pair() as ((receive, _), (_, send)):
+        reader = FrameReader(receive, read_chunk_bytes=3)
+        most_held = 0
+
+        async def produce() -> None:
+            nonlocal most_held
+            for piece in pieces:
+                await send.send(piece)
+                most_held = max(most_held, len(reader._partial))
+            await send.send(b"\nnext\n")
+            await send.aclose()
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(produce)
+                assert [frame async for frame in reader] == [line[:-1], b"next"]
+    # Pieces are folded into one buffer as they pile up: a trickling peer cannot make the
+    # reader keep one object per read.
+    assert most_held <= _MAX_PIECES + 1
 
 
 class RecordingReceiveStream(ByteReceiveStream):

@@ -50,6 +50,9 @@ DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
 DEFAULT_READ_CHUNK_BYTES: Final = 256 * 1024
 """Large reads keep per-frame overhead low when many small frames arrive together."""
 
+_MAX_PIECES: Final = 64
+"""Pieces of an unfinished line kept apart before they are folded into one buffer."""
+
 
 @dataclass(frozen=True, slots=True)
 class RawJson:
@@ -175,8 +178,11 @@ class FrameReader:
         self._max = max_frame_bytes
         self._chunk = read_chunk_bytes
         self._ready: deque[bytes | OversizedFrame] = deque()
-        # The start of a line whose LF has not arrived yet; only ever scanned once.
-        self._partial = bytearray()
+        # The start of a line whose LF has not arrived yet, in the pieces it came in: only ever
+        # scanned once, and copied once when the line is whole (growing one buffer chunk by
+        # chunk cost a MiB line ten times as much).
+        self._partial: list[bytes | bytearray] = []
+        self._partial_bytes = 0
         # Bytes of an oversized line discarded so far, or -1 when not discarding.
         self._discarded = -1
         self._eof = False
@@ -229,8 +235,8 @@ class FrameReader:
                 self._ready.append(OversizedFrame(self._discarded + newline))
                 self._discarded = -1
             else:
-                line = b"".join((self._partial, memoryview(chunk)[:newline]))
-                self._partial.clear()
+                line = b"".join((*self._partial, memoryview(chunk)[:newline]))
+                self._clear_partial()
                 self._emit(line)
             start = newline + 1
         last_newline = chunk.rfind(b"\n", start)
@@ -245,11 +251,23 @@ class FrameReader:
     def _extend_partial(self, data: bytes) -> None:
         if self._discarded >= 0:
             self._discarded += len(data)
-        elif len(self._partial) + len(data) > self._max + 1:  # + 1: the CR before the LF
-            self._discarded = len(self._partial) + len(data)
-            self._partial = bytearray()
+        elif self._partial_bytes + len(data) > self._max + 1:  # + 1: the CR before the LF
+            self._discarded = self._partial_bytes + len(data)
+            self._clear_partial()
         else:
-            self._partial += data
+            partial = self._partial
+            partial.append(data)
+            self._partial_bytes += len(data)
+            if len(partial) > _MAX_PIECES:
+                # A line read in many small pieces: fold them into one growing buffer, so the
+                # list stays short however the peer splits its writes.
+                head = partial[0] if isinstance(partial[0], bytearray) else bytearray(partial[0])
+                head += b"".join(partial[1:])
+                self._partial = [head]
+
+    def _clear_partial(self) -> None:
+        self._partial = []
+        self._partial_bytes = 0
 
     def _finish(self) -> None:
         self._eof = True
@@ -257,8 +275,8 @@ class FrameReader:
             self._ready.append(OversizedFrame(self._discarded))
             self._discarded = -1
         elif self._partial:
-            line = bytes(self._partial)
-            self._partial.clear()
+            line = b"".join(self._partial)
+            self._clear_partial()
             self._emit(line)
 
 
