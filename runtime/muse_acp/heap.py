@@ -1,19 +1,21 @@
-"""The C heap of ``muse-acp serve``: large buffers are reused, not mapped afresh every time.
+"""The C heap of the serving processes: large buffers are reused, not mapped afresh each time.
 
-Contract: ``keep_large_buffers()`` is called once by ``muse-acp serve``, never by a library
-(the client library and the simulator leave their process's allocator alone). Where the C
-allocator is glibc's malloc, it sets two of its parameters with ``mallopt``: allocations under
-``MMAP_THRESHOLD`` bytes come from the heap instead of a mapping of their own, and up to
-``TRIM_THRESHOLD`` bytes free at the top of the heap stay with the process instead of going
-back to the kernel at once. Anywhere else it does nothing. It returns whether both were set.
+Contract: ``keep_large_buffers()`` is called once by ``muse-acp serve`` and by ``muse-sim
+serve``, never by a library (a program that imports the client library or the simulator keeps
+its own allocator settings). Where the C allocator is glibc's malloc, it sets two of its
+parameters with ``mallopt``: allocations under ``MMAP_THRESHOLD`` bytes come from the heap
+instead of a mapping of their own, and up to ``TRIM_THRESHOLD`` bytes free at the top of the
+heap stay with the process instead of going back to the kernel at once. Anywhere else it does
+nothing. It returns whether both were set.
 
 Why: a stored-output page is a frame of about 1 MiB, and the adapter holds it in a handful of
 buffers of about that size (the frame read from Muse, its decoded text, the answer written to
-the client). With glibc's defaults the buffers one page frees are returned to the kernel and
-the next page's are mapped again, and each 4 KiB of a new mapping costs a page fault when it is
-first touched: about a quarter of the adapter's CPU per page. What it costs: after a burst of
-large frames the process keeps up to ``TRIM_THRESHOLD`` more memory resident, to be reused.
-Python's small objects (pymalloc's arenas) are not affected either way.
+the client; the simulator's file read, text and encoded answer). With glibc's defaults the
+buffers one page frees are returned to the kernel and the next page's are mapped again, and
+each 4 KiB of a new mapping costs a page fault when it is first touched: about a quarter of
+the adapter's CPU per page. What it costs: after a burst of large frames the process keeps up
+to ``TRIM_THRESHOLD`` more memory resident, to be reused. Python's small objects (pymalloc's
+arenas) are not affected either way.
 """
 
 from __future__ import annotations

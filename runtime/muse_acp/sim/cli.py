@@ -127,9 +127,11 @@ def _serve(args: argparse.Namespace) -> int:
 
         end_loading()
         return run_replay(options)
+    from muse_acp.heap import keep_large_buffers
     from muse_acp.sim.host import run_host
 
     end_loading()
+    keep_large_buffers()  # a stored-output page is answered from a MiB buffer or two, as serve's
     return run_host(options)
 
 
