@@ -157,7 +157,8 @@ def _plainly_shallow_and_short(frame: bytes) -> bool:
     return (
         size <= _PLAIN_CHECK_BYTES
         and (size < _SHALLOW_BYTES or len(frame.translate(None, _NOT_OPENERS)) <= MAX_NESTING_DEPTH)
-        and _LONG_DIGITS.search(frame) is None
+        # A frame no longer than the limit cannot hold a longer run of digits.
+        and (size <= MAX_INTEGER_DIGITS or _LONG_DIGITS.search(frame) is None)
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, TypeAlias
 
 import anyio
@@ -114,10 +115,16 @@ def _encode_id(request_id: RequestId | None) -> bytes:
     return _ENCODER.encode(request_id).encode()
 
 
+@lru_cache(maxsize=256)
+def _method_json(method: str) -> bytes:
+    # A connection sends a few methods many times over (every streamed update): encode each once.
+    return _ENCODER.encode(method).encode()
+
+
 def encode_request(request_id: RequestId, method: str, params: Payload = None) -> bytes:
     """Encode a request; ``params`` is omitted when None."""
     head = b'{"jsonrpc":"2.0","id":' + _encode_id(request_id) + b',"method":'
-    method_json = _ENCODER.encode(method).encode()
+    method_json = _method_json(method)
     if params is None:
         return b"".join((head, method_json, b"}"))
     return b"".join((head, method_json, b',"params":', encode_value(params), b"}"))
@@ -125,7 +132,7 @@ def encode_request(request_id: RequestId, method: str, params: Payload = None) -
 
 def encode_notification(method: str, params: Payload = None) -> bytes:
     """Encode a notification; ``params`` is omitted when None."""
-    method_json = _ENCODER.encode(method).encode()
+    method_json = _method_json(method)
     if params is None:
         return b"".join((b'{"jsonrpc":"2.0","method":', method_json, b"}"))
     return b"".join(
