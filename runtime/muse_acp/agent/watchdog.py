@@ -5,8 +5,10 @@ Contract: a ``SilenceWatch`` is told of every event the host sends for its sessi
 (its caller cancels it), and calls ``on_silence`` once, then returns, when ``budget`` seconds
 pass without a single event while nobody is waiting on the client. Time the client takes over
 a permission dialog or a question (``waiting_on_client``) is the user's, never the host's: a
-window in which the turn waits on the client starts the count again. Every event restarts the
-count, so a long turn that reports progress runs as long as it needs.
+window in which the turn waits on the client starts the count again, and once the wait is over
+the host has a whole budget from the first look that finds it over (never less than a budget
+after the answer went back, however late in a window the client answered). Every event
+restarts the count, so a long turn that reports progress runs as long as it needs.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class SilenceWatch:
     async def watch(self, on_silence: Callable[[], None]) -> None:
         """Call ``on_silence`` after ``budget`` seconds without a word (see the contract)."""
         self._last = self._now()
+        waited = False
         while True:
             # Woken once per budget at most, not per event: the relay's hot path stays a
             # clock read.
@@ -55,7 +58,13 @@ class SilenceWatch:
             if now < self._last + self.budget:
                 continue  # heard from the host meanwhile
             if self._waiting_on_client():
-                self._last = now
+                self._last, waited = now, True
+                continue
+            if waited:
+                # The wait ended since the last look, at a moment not known here: the host's
+                # count starts now, so an answer given just before this look is not held
+                # against the host.
+                self._last, waited = now, False
                 continue
             on_silence()
             return
