@@ -54,7 +54,8 @@ FIGURES: Final[Mapping[str, Plan]] = MappingProxyType(
         ),
         "relay": Plan(relay.measure, partial(relay.measure, deltas=50, rounds=1)),
         "stored_output": Plan(
-            stored_output.measure, partial(stored_output.measure, size_mib=0.25, page_mib=0.125)
+            stored_output.measure,
+            partial(stored_output.measure, size_mib=0.25, page_mib=0.125, rounds=1),
         ),
         "cold_start": Plan(cold_start.measure, partial(cold_start.measure, runs=1)),
         "growth": Plan(growth.measure, partial(growth.measure, sizes_mib=(0.5,), repeats=1)),
