@@ -266,3 +266,10 @@ def test_what_editors_launch_is_served_without_loading_the_command_line_parser()
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc is tuned on Linux")
+def test_serve_keeps_large_buffers_for_reuse(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path), "--log-level", "debug", "serve")
+    assert done.returncode == 0, done.stderr
+    assert "heap: large buffers are kept for reuse" in done.stderr
