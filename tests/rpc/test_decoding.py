@@ -160,6 +160,37 @@ def test_a_too_long_integer_in_a_small_frame_is_still_refused() -> None:
     assert "digits" in refused.error.message
 
 
+MANY_VALUES: Final = b",".join(b'{"n":%d,"s":"v"}' % n for n in range(300))
+"""A frame's worth of small values, with more containers than the depth limit."""
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        b"9" * (MAX_INTEGER_DIGITS + 1),
+        b"[" * MAX_NESTING_DEPTH + b"]" * MAX_NESTING_DEPTH,
+        b'"\\ud800"',
+    ],
+    ids=["1001 digits", "one level too deep", "a lone high surrogate"],
+)
+def test_a_limit_is_found_after_many_values(params: bytes) -> None:
+    frame = _request_carrying(MANY_VALUES + b"," + params, large=False)
+    refused = decode_frame(frame)
+    assert isinstance(refused, RefusedFrame)
+    assert (refused.request_id, refused.answer) == (3, True)
+    assert _outcome(refused) == _outcome(_decode_strictly(frame))
+
+
+def test_digits_and_brackets_inside_strings_after_many_values_are_text() -> None:
+    text = "9" * 2000 + "[" * 300
+    params = MANY_VALUES + b',"%s"' % text.encode()
+    decoded = decode_frame(_request_carrying(params, large=False))
+    assert isinstance(decoded, dict)
+    params_read = decoded["params"]
+    assert isinstance(params_read, list)
+    assert (len(params_read), params_read[-1]) == (301, text)
+
+
 def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
     text = "[{" * 200
     frame = b'{"jsonrpc":"2.0","method":"m","params":{"text":"%s"}}' % text.encode()

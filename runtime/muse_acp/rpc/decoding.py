@@ -54,7 +54,12 @@ _SCALAR: Final = re.compile(
     re.DOTALL,
 )
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_LONG_DIGITS: Final = re.compile(rb"[0-9]{%d}" % (MAX_INTEGER_DIGITS + 1))
+_DIGITS_ONLY: Final = bytes(0x30 if byte in b"0123456789" else 0x20 for byte in range(256))
+"""Turns every ASCII digit of a frame into ``0`` and every other byte into a space
+(``bytes.translate``)."""
+_TOO_MANY_DIGITS: Final = b"0" * (MAX_INTEGER_DIGITS + 1)
+"""A run of digits longer than the limit, as ``_DIGITS_ONLY`` shows any such run: a search for
+it is a plain substring search, far cheaper than a regular expression counting digits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +163,7 @@ def _plainly_shallow_and_short(frame: bytes) -> bool:
         size <= _PLAIN_CHECK_BYTES
         and (size < _SHALLOW_BYTES or len(frame.translate(None, _NOT_OPENERS)) <= MAX_NESTING_DEPTH)
         # A frame no longer than the limit cannot hold a longer run of digits.
-        and (size <= MAX_INTEGER_DIGITS or _LONG_DIGITS.search(frame) is None)
+        and (size <= MAX_INTEGER_DIGITS or _TOO_MANY_DIGITS not in frame.translate(_DIGITS_ONLY))
     )
 
 
