@@ -6,7 +6,12 @@ import pytest
 from pydantic_core import from_json
 
 from muse_acp.rpc.decoding import decode_frame
-from muse_acp.rpc.splice import MAX_ESCAPED_QUOTES, MAX_NAME_CANDIDATES, result_string_token
+from muse_acp.rpc.splice import (
+    MAX_ESCAPED_QUOTES,
+    MAX_NAME_CANDIDATES,
+    MAX_WHITESPACE,
+    result_string_token,
+)
 
 
 def _token(frame: bytes, key: str = "content") -> bytes | None:
@@ -108,6 +113,10 @@ NOT_PROVEN = [
         + b"".join(b'"m%d":{"content":"n"},' % n for n in range(MAX_NAME_CANDIDATES))
         + b'"content":"z"}}',
         id="more candidates than are looked at",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"result":{"content"' + b" " * (MAX_WHITESPACE + 1) + b':"z"}}',
+        id="more whitespace before the colon than is looked through",
     ),
 ]
 

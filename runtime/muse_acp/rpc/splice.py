@@ -10,8 +10,9 @@ quote after that; and the frame with the token replaced by ``""`` decodes to a r
 last test, the one the decoder kept when a name repeats, and it is valid JSON that decodes to
 ``result[key]`` because the whole frame decoded. An empty string is never looked for (there is
 nothing to save). The search looks at no more than ``MAX_NAME_CANDIDATES`` occurrences of the
-name and steps over no more than ``MAX_ESCAPED_QUOTES`` escaped quotes, so text dense with
-quotes costs a few scans before its caller falls back to encoding the value itself.
+name, steps over no more than ``MAX_ESCAPED_QUOTES`` escaped quotes and ``MAX_WHITESPACE``
+bytes of whitespace around a colon, so text dense with quotes costs a few scans before its
+caller falls back to encoding the value itself.
 
 What a spliced token saves is the encoding of a long string (about a millisecond per MiB of
 text with line breaks); the proof costs two scans for quotes and a parse of what is left.
@@ -26,12 +27,14 @@ from pydantic_core import from_json
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.rpc.transport import encode_message
 
-__all__ = ["MAX_ESCAPED_QUOTES", "MAX_NAME_CANDIDATES", "result_string_token"]
+__all__ = ["MAX_ESCAPED_QUOTES", "MAX_NAME_CANDIDATES", "MAX_WHITESPACE", "result_string_token"]
 
 MAX_NAME_CANDIDATES: Final = 8
 """Occurrences of ``"key"`` looked at (others are values, names in nested objects, ...)."""
 MAX_ESCAPED_QUOTES: Final = 256
 """Escaped quotes stepped over inside the token before giving up."""
+MAX_WHITESPACE: Final = 16
+"""Whitespace looked through around a member's colon."""
 _BACKSLASH_WINDOW: Final = 64
 """How far back a run of backslashes before a quote is counted."""
 _QUOTE: Final = 0x22
@@ -89,8 +92,11 @@ def _member_value(frame: bytes, after_name: int) -> int | None:
 
 
 def _skip_whitespace(frame: bytes, position: int) -> int:
-    # Bounded by the frame, and encoders write no or a few spaces here.
-    while position < len(frame) and frame[position] in _WHITESPACE:
+    """The first byte at or after ``position`` that is not whitespace; encoders write none or
+    a few here, and a longer run ends the look at ``MAX_WHITESPACE`` (not a quote or colon, so
+    the name is passed over)."""
+    end = min(len(frame), position + MAX_WHITESPACE)
+    while position < end and frame[position] in _WHITESPACE:
         position += 1
     return position
 
