@@ -31,12 +31,13 @@ came (``rpc.splice`` proves which bytes those are; when it cannot, the text is e
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict
 from functools import partial
 from typing import TypeVar
 
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.hosts import Refusal, ask, asking
+from muse_acp.agent.hosts import Refusal, asking
 from muse_acp.agent.output_reference import (
     HISTORY_PAGE_SIZE,
     OutputRead,
@@ -63,6 +64,14 @@ __all__ = ["handle_read_output"]
 R = TypeVar("R", bound=WireModel)
 
 
+def _reading(
+    session: AcpSession, host: MspHost, method: str, refusal: Refusal | None = None
+) -> AbstractAsyncContextManager[None]:
+    """``asking`` for one host call of a read: the reading phase, within the read budget."""
+    budget = session.hosting.config.deadlines.read
+    return asking(host, method, phase="reading", budget=budget, refusal=refusal)
+
+
 async def _ask(
     session: AcpSession,
     host: MspHost,
@@ -71,10 +80,9 @@ async def _ask(
     result_type: type[R],
     refusal: Refusal | None = None,
 ) -> R:
-    budget = session.hosting.config.deadlines.read
-    return await ask(
-        host, method, params, result_type, phase="reading", budget=budget, refusal=refusal
-    )
+    async with _reading(session, host, method, refusal):
+        result = await host.call(method, params, result_type)
+    return result
 
 
 def _not_on_host(error: RpcError) -> RpcError | None:
@@ -134,9 +142,8 @@ async def handle_read_output(
                 session.proofs.prove(host, read.item_id, view_cursor, item)
         stored_reference(item, read)
         request = msp.ItemReadOutputParams(**asdict(read))
-        budget = session.hosting.config.deadlines.read
         refusal = partial(host_read_error, read=read)
-        async with asking(host, "item/readOutput", phase="reading", budget=budget, refusal=refusal):
+        async with _reading(session, host, "item/readOutput", refusal):
             page, content = await host.call_forwarding(
                 "item/readOutput", request, msp.ItemReadOutputResult, "content"
             )
