@@ -8,6 +8,13 @@ is the same number of bytes copied through a plain pipe by a child process (``ca
 holding the same bytes, spawn to end of stream). Reads and copies alternate, ``rounds`` of each;
 the figure is the median MiB/s of both and the median over rounds of one round's ratio. A read
 that returns any other number of bytes fails it.
+
+Beside them, the JSON work no design can skip on these protocols is timed in this process: the
+host encoding a page's text as a JSON string (MSP carries it so) and the client decoding it from
+a frame (ACP carries it so), with pydantic-core, the fastest codec the runtime has; the adapter
+in between could at best pass the string on untouched. That CPU time, shared perfectly by two
+cores, is the least wall time a page can take, and its ratio to the pipe is the ceiling the read
+could reach with no I/O, framing or checks at all.
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ from pathlib import Path
 from typing import Final
 
 import anyio
+from pydantic_core import from_json, to_json
 
-from bench.report import Figure, Measurement, Ratio
+from bench.report import Figure, Measurement, Ratio, ratios_of
 from bench.world import World, adapter_command
 from muse_acp.client import connect, extensions
 from muse_acp.client.output import decode_page, output_ref
@@ -35,6 +43,8 @@ __all__ = ["PIPE", "READ", "measure"]
 MIB: Final = 1 << 20
 READ: Final = "_muse/readOutput (client library)"
 PIPE: Final = "plain pipe (limit)"
+CODEC: Final = "JSON codec CPU per MiB: host encodes, client decodes"
+CODEC_RUNS: Final = 20
 TIMEOUT: Final = 600.0
 _COPY: Final = "import shutil, sys; shutil.copyfileobj(open(sys.argv[1], 'rb'), sys.stdout.buffer)"
 
@@ -106,6 +116,20 @@ async def _copy_through_pipe(source: Path, size: int) -> float:
     return elapsed
 
 
+def _codec_seconds_per_mib() -> float:
+    """CPU seconds to encode a MiB of the turn's output as a JSON string and decode it from a
+    page frame (median of ``CODEC_RUNS``)."""
+    text = b"".join(pattern_chunks(TEXT_UNIT, MIB, MIB)).decode()
+    frame = b'{"jsonrpc":"2.0","id":1,"result":{"content":' + to_json(text) + b"}}"
+    runs = []
+    for _ in range(CODEC_RUNS):
+        started = time.process_time()
+        to_json(text)
+        from_json(frame)
+        runs.append(time.process_time() - started)
+    return statistics.median(runs)
+
+
 async def measure(
     world: World, *, size_mib: float = 64, page_mib: float = 1, rounds: int = 3
 ) -> Figure:
@@ -123,6 +147,7 @@ async def measure(
     read_rate, pipe_rate = size / MIB / read_s, size / MIB / pipe_s
     # Each round's read and copy run back to back: their ratio is not tipped by a change of load.
     ratio = statistics.median(pipe / read for read, pipe in zip(reads, pipes, strict=True))
+    codec = _codec_seconds_per_mib()
     return Figure(
         key="stored_output",
         title="stored-output throughput",
@@ -130,8 +155,17 @@ async def measure(
             Measurement(READ, read_rate, "MiB/s"),
             Measurement(PIPE, pipe_rate, "MiB/s"),
             Measurement("seconds per 1 MiB page", read_s / -(-size // page_bytes), "s"),
+            Measurement(CODEC, codec * 1e3, "ms"),
         ),
-        ratios=(Ratio("readOutput / pipe", ratio),),
+        ratios=(
+            Ratio("readOutput / pipe", ratio),
+            # Two cores sharing the codec's CPU time perfectly: MiB/s = 2 / seconds per MiB.
+            *ratios_of(
+                "ceiling of the JSON codec alone on two cores / pipe",
+                2 / codec if codec > 0 else 0.0,
+                pipe_rate,
+            ),
+        ),
         note=f"{size_mib:g} MiB of sim:bash output read in {page_mib:g} MiB pages, "
         f"median of {rounds} rounds",
     )
