@@ -20,6 +20,10 @@ class RecordingClient:
     async def notify(self, method: str, params: Payload = None) -> None:
         self.notified.append((method, params))
 
+    def notify_nowait(self, method: str, params: Payload = None) -> bool:
+        self.notified.append((method, params))
+        return True
+
     async def request(self, method: str, params: Payload = None) -> JsonValue:
         raise AssertionError(f"no client request expected, got {method}")
 

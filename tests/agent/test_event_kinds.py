@@ -14,11 +14,13 @@ import pytest
 from muse_acp.agent import interactions, session_state, turn
 from muse_acp.agent.event_kinds import (
     ASKS,
+    ITEM_EVENTS,
     MAX_KINDS,
     STATE_REPORTS,
     TURN_LIFECYCLE,
     EventKinds,
 )
+from muse_acp_wire import msp
 
 
 class Base:
@@ -91,3 +93,13 @@ def test_every_event_a_handler_tells_apart_is_of_a_kind_it_is_given(
     checked = _classes_checked(function, module)
     assert checked
     assert checked <= set(kinds._classes)
+
+
+def test_a_delta_is_of_no_kind_so_the_short_way_may_only_translate_it() -> None:
+    # ``EventRelay.relay_now`` and ``ActiveTurn.take_delta`` skip the lifecycle, the asks, the
+    # state reports and the item check for a delta; that is right only while a delta is none.
+    delta = msp.ItemDeltaParams(
+        session_id="s", view_cursor="v:s:1", item_id="i", field="text", delta="hi"
+    )
+    for kinds in (TURN_LIFECYCLE, ASKS, STATE_REPORTS, ITEM_EVENTS):
+        assert not kinds.holds(delta)

@@ -7,7 +7,10 @@ not a turn's lifecycle (the running turn keeps ``turn/started``, ``turn/complete
 ``session_state``) and sends the updates that report what changed, then reads an editing tool's
 file before its card is first shown (for a true diff, ``file_changes.capture_before``), then
 sends every ACP update the turn's translator makes of it, in order, through ``send`` (text chunks
-as ``translate.PlainChunk``s, which the session encodes without building them). It keeps
+as ``translate.PlainChunk``s, which the session encodes without building them). ``relay_now``
+does the same for a delta without a coroutine unless something has to wait: a delta reports no
+session state and carries no item (``event_kinds``), so it is only translated, and its updates
+go out through ``send_now`` for as long as that takes them, the rest through ``send``. It keeps
 no state of its own: the translator filters other turns' items and keeps the cards, so the relay
 of a turn that has ended can go on updating that turn's cards (background work, see
 ``background``).
@@ -15,12 +18,13 @@ of a turn that has ended can go on updating that turn's cards (background work, 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from muse_acp.agent.file_changes import capture_before
 from muse_acp.agent.translate import TurnTranslator, Update
-from muse_acp_wire import acp
+from muse_acp.host.delta_lane import METHOD as DELTA
+from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
 __all__ = ["EventRelay", "StateObserver"]
@@ -42,10 +46,12 @@ class EventRelay:
         translator: TurnTranslator,
         send: Callable[[Update], Awaitable[None]],
         state: StateObserver | None = None,
+        send_now: Callable[[Update], bool] | None = None,
     ) -> None:
         self.translator = translator
         self._send = send
         self._state = state
+        self._send_now = send_now
 
     async def relay(self, method: str, params: WireModel) -> None:
         if self._state is not None:
@@ -56,3 +62,17 @@ class EventRelay:
             await capture_before(self.translator.cards, *unseen)
         for translated in self.translator.updates(method, params):
             await self._send(translated)
+
+    def relay_now(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
+        """``relay`` of a delta: None once every update it makes went out through
+        ``send_now``, else the sending of the rest, in order (see the module contract)."""
+        updates = self.translator.updates(DELTA, params)
+        send_now = self._send_now
+        for index, update in enumerate(updates):
+            if send_now is None or not send_now(update):
+                return self._send_each(updates[index:])
+        return None
+
+    async def _send_each(self, updates: Sequence[Update]) -> None:
+        for update in updates:
+            await self._send(update)

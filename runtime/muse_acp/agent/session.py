@@ -104,6 +104,8 @@ class ClientLink(Protocol):
 
     async def notify(self, method: str, params: Payload = None) -> None: ...
 
+    def notify_nowait(self, method: str, params: Payload = None) -> bool: ...
+
     async def request(self, method: str, params: Payload = None) -> JsonValue: ...
 
 
@@ -249,6 +251,15 @@ class AcpSession:
         self.reader.close()
 
     # -- the client -------------------------------------------------------------------------
+
+    def send_update_nowait(self, update: Update) -> bool:
+        """``send_update`` of a plain text chunk, if the client's writer takes it at once
+        (``Connection.notify_nowait``); False, with nothing sent, for anything else."""
+        if isinstance(update, PlainChunk):
+            plain = encoded_plain(self._encoded_id, update)
+            if plain is not None:
+                return self.client.notify_nowait("session/update", plain)
+        return False
 
     async def send_update(self, update: Update) -> None:
         """Send one ``session/update``; the user's own title replaces any other title, and a

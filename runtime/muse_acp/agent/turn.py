@@ -1,9 +1,10 @@
 """One prompt turn on a Muse host, from ``turn/start`` until it settles.
 
 The host's events for the session arrive in order through ``on_event`` (inline in the host
-connection's read loop): each is translated into ACP updates and sent at once (``relay``, which
-also shows the session state the host reports), never accumulated. Approvals and questions are
-handed to ``interactions``, which answers them in tasks of the turn; the translator's
+connection's read loop): each is translated into ACP updates and sent at once (``relay``, which also
+shows the session state the host reports), never accumulated. A text delta the host's lane takes
+(``host.delta_lane``) comes through ``take_delta`` instead, which does the same. Approvals and
+questions are handed to ``interactions``, which answers them in tasks of the turn; the translator's
 ``TurnCards`` keep the cards both touch.
 
 Events are filtered by the turn's own id from the first frame on: until the id is known (the
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -49,6 +50,7 @@ from muse_acp.agent.view_events import GapFiller
 from muse_acp.agent.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
+from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp.host.unanswered import UnansweredRequest
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import ConnectionClosed, RpcError
@@ -70,13 +72,12 @@ MAX_HELD_EVENTS: Final = 4096
 class TurnSession(Protocol):
     """What a turn needs of its session (``session.AcpSession`` is one)."""
 
-    @property
-    def session_id(self) -> str: ...
-
-    @property
-    def settings(self) -> SessionSettings: ...
+    session_id: str
+    settings: SessionSettings
 
     async def send_update(self, update: Update) -> None: ...
+
+    def send_update_nowait(self, update: Update) -> bool: ...
 
     async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
 
@@ -105,7 +106,7 @@ class ActiveTurn:
     ) -> None:
         self._session = session
         self._host = host
-        self.relay = EventRelay(translator, self.send_update, state)
+        self.relay = EventRelay(translator, self.send_update, state, session.send_update_nowait)
         self._options = options
         self.command_id = new_uuid7()
         self.turn_id: str | None = None
@@ -121,7 +122,7 @@ class ActiveTurn:
         self.acknowledged = anyio.Event()
         self._interactions = Interactions(self, translator.cards)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
-        self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS)
+        self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail)
         self._silence = SilenceWatch(
             options.deadlines.silence, self._interactions.waiting_on_client
         )
@@ -209,7 +210,7 @@ class ActiveTurn:
         Raises:
             RpcError: the turn failed (``data.failure`` says how and in which phase).
         """
-        listening = self._host.listen(self.session_id, self.on_event)
+        listening = self._host.listen(self.session_id, self.on_event, self.take_delta)
         try:
             async with task_group() as tasks:
                 self._tasks = tasks
@@ -261,7 +262,9 @@ class ActiveTurn:
         # Events arriving while the held ones are handled join the end of the line, so
         # arrival order holds; the line is gone only once it is empty.
         while held:
-            await self._route(*held.popleft())
+            method, params = held.popleft()
+            if not self._gaps.hold(method, params):
+                await self._handle(method, params)
         self._held = None
 
     async def _watch_host(self) -> None:
@@ -351,12 +354,15 @@ class ActiveTurn:
                 self.fail(failures.too_many_early_events(MAX_HELD_EVENTS, method))
                 return
             held.append((method, params))
-            return
-        await self._route(method, params)
-
-    async def _route(self, method: str, params: WireModel) -> None:
-        if not self._gaps.hold(method, params):
+        elif not self._gaps.hold(method, params):
             await self._handle(method, params)
+
+    def take_delta(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
+        """``on_event`` for a delta the lane took: at once, unless it must wait (then the rest)."""
+        if self._held is not None or self._gaps.holding:
+            return self.on_event(DELTA, params)
+        self._silence.heard()
+        return self.relay.relay_now(params)
 
     async def _handle(self, method: str, params: WireModel) -> None:
         if not event_kinds.TURN_LIFECYCLE.holds(params):  # nearly every event: items, deltas
@@ -369,18 +375,12 @@ class ActiveTurn:
             return
         elif isinstance(params, msp.ViewGapParams):
             self._gaps.open()
-            self.spawn(partial(self._fill_gap, params))
+            self.spawn(partial(self._gaps.fill, params))
             return
         elif isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
             self.fail(failures.host_request_unanswerable(params.method))
             return
         await self.relay.relay(method, params)
-
-    async def _fill_gap(self, gap: msp.ViewGapParams) -> None:
-        try:
-            await self._gaps.fill(gap)
-        except RpcError as failure:
-            self.fail(failure)
 
     async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away (see the module contract)."""

@@ -11,7 +11,8 @@ of the view and after ``MAX_GAP_PAGES`` pages of ``GAP_PAGE_SIZE`` events (logge
 A ``GapFiller`` keeps a turn's order across a gap: from the ``view/gap`` on, live events are
 held (up to ``limit``; beyond it they are handled at once, out of order but never lost) until
 the missed events have been handled, then the held ones follow in arrival order; a further gap
-met among the held events is filled in its turn the same way.
+met among the held events is filled in its turn the same way. A page that cannot be read is
+reported to ``on_failure`` (the turn fails), and live events stay held.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from muse_acp.rpc import RpcError
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
@@ -94,11 +96,23 @@ async def missed_events(
 class GapFiller:
     """Holds a turn's live events behind a gap until the missed ones are handled."""
 
-    def __init__(self, read_page: PageReader, handle: EventHandler, limit: int) -> None:
+    def __init__(
+        self,
+        read_page: PageReader,
+        handle: EventHandler,
+        limit: int,
+        on_failure: Callable[[RpcError], None],
+    ) -> None:
         self._read_page = read_page
         self._handle = handle
         self._limit = limit
+        self._on_failure = on_failure
         self._backlog: deque[tuple[str, WireModel]] | None = None
+
+    @property
+    def holding(self) -> bool:
+        """Whether live events are held: a gap is being filled."""
+        return self._backlog is not None
 
     def open(self) -> None:
         """A gap was reported: hold live events from now until ``fill`` has caught up."""
@@ -114,11 +128,14 @@ class GapFiller:
         return True
 
     async def fill(self, gap: msp.ViewGapParams) -> None:
-        """Handle the missed events of ``gap``, then the held live ones, in order.
+        """Handle the missed events of ``gap``, then the held live ones, in order; a page that
+        cannot be read goes to ``on_failure``, and live events stay held."""
+        try:
+            await self._fill(gap)
+        except RpcError as failure:
+            self._on_failure(failure)
 
-        Raises:
-            RpcError: a page could not be read (live events stay held: the turn is failing).
-        """
+    async def _fill(self, gap: msp.ViewGapParams) -> None:
         while True:
             async for method, params in missed_events(self._read_page, gap):
                 await self._handle(method, params)

@@ -1,19 +1,20 @@
 """An MSP client connection to one ``muse serve`` process (``open_host``).
 
 ``open_host`` spawns the process, connects the JSON-RPC runtime to its pipes, performs the
-``initialize``/``initialized`` handshake within the startup budget and yields an ``MspHost``.
-Host events (MSP notifications) are parsed with the vocabulary models (see ``bindings``) and
-handed, in arrival order, to the listener registered for their ``sessionId``; events for
-sessions nobody listens to are dropped. A follower (``follow``) takes a session's events while
-no listener does (between its turns). ``listen`` returns a ``Listening`` handle, and only that
-handle removes its own registration, so a finished listener can never stay behind or take a
-newer one's place. ``usage/changed``, which names no session, is handed to every listener. The
-host's server requests (``approval/request``, ``userInput/request``) are answered with an empty
-receipt at once and delivered to the listener like their notification twins, so a listener sees
-a request however the host chose to send it. Approvals and questions are read leniently
-(``asks``): one that cannot be answered reaches the listener as an ``UnreadableAsk``, never
-silence; any other server request is refused and reported to its session as an
-``UnansweredRequest`` (``unanswered``).
+``initialize``/``initialized`` handshake within the startup budget and yields an ``MspHost``. Host
+events (MSP notifications) are parsed with the vocabulary models (see ``bindings``) and handed, in
+arrival order, to the listener registered for their ``sessionId``; events for sessions nobody
+listens to are dropped. A follower (``follow``) takes a session's events while no listener does
+(between its turns). ``listen`` returns a ``Listening`` handle, and only that handle removes its own
+registration, so a finished listener can never stay behind or take a newer one's place. A listener
+may come with a taker of the session's deltas (the running turn's ``take_delta``), to which the
+connection's ``delta_lane`` hands nearly every ``item/delta``. ``usage/changed``, which names no
+session, is handed to every listener. The host's server requests (``approval/request``,
+``userInput/request``) are answered with an empty receipt at once and delivered to the listener like
+their notification twins, so a listener sees a request however the host chose to send it. Approvals
+and questions are read leniently (``asks``): one that cannot be answered reaches the listener as an
+``UnreadableAsk``, never silence; any other server request is refused and reported to its session as
+an ``UnansweredRequest`` (``unanswered``).
 
 Listeners run inline in the connection's read loop: they must not wait on anything that needs
 a later frame from the same host (spawn a task for that), only on writes to the ACP client.
@@ -35,6 +36,7 @@ import anyio
 from muse_acp import __version__
 from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
+from muse_acp.host.delta_lane import DeltaLane, DeltaTaker
 from muse_acp.host.process import HostProcess, spawn_host
 from muse_acp.host.unanswered import RefusingUnknown
 from muse_acp.rpc import (
@@ -123,9 +125,12 @@ def _payload(params: WireModel | None) -> RawJson | None:
 class MspHost:
     """A connected, initialized Muse host."""
 
-    def __init__(self, process: HostProcess, info: msp.InitializeResult) -> None:
+    def __init__(
+        self, process: HostProcess, info: msp.InitializeResult, lane: DeltaLane | None = None
+    ) -> None:
         self.process = process
         self.info = info
+        self._lane = lane
         self.bindings: Bindings = bindings_for(info.server_info.version)
         self.connection: Connection | None = None
         self.dead = anyio.Event()
@@ -136,10 +141,15 @@ class MspHost:
     def version(self) -> str:
         return self.info.server_info.version
 
-    def listen(self, session_id: str, listener: EventListener) -> Listening:
-        """Deliver this session's events to ``listener`` (in place of any previous one)."""
+    def listen(
+        self, session_id: str, listener: EventListener, deltas: DeltaTaker | None = None
+    ) -> Listening:
+        """Deliver this session's events to ``listener`` (in place of any previous one), and
+        the ``item/delta`` frames the lane takes to ``deltas`` (to ``listener`` when None)."""
         registration = Listening(self, session_id, listener)
         self._listeners[session_id] = registration
+        if self._lane is not None:
+            self._lane.register(session_id, deltas)
         return registration
 
     def follow(self, session_id: str, listener: EventListener) -> None:
@@ -150,6 +160,8 @@ class MspHost:
     def _forget(self, registration: Listening) -> None:
         if self._listeners.get(registration.session_id) is registration:
             del self._listeners[registration.session_id]
+            if self._lane is not None:
+                self._lane.register(registration.session_id, None)
 
     async def ended(self) -> tuple[int | None, str]:
         """How a host that went away ended, once its exit status and stderr are in (bounded).
@@ -266,12 +278,14 @@ async def open_host(
     argv = [binary_path, "serve", *flags]
     async with spawn_host(argv, cwd=cwd, env=env) as process:
         host_ref: list[MspHost] = []
+        lane = DeltaLane()
         connection = Connection(
             FrameReader(process.stdout, max_frame_bytes=MAX_HOST_FRAME_BYTES),
             FrameWriter(process.stdin),
             _router(host_ref),
             name=f"msp[{process.pid}]",
             cancel_method=None,
+            lane=lane,
         )
         async with task_group() as tasks:
             await tasks.start(connection.serve)
@@ -289,7 +303,7 @@ async def open_host(
                 with anyio.move_on_after(EXIT_STATUS_WAIT):
                     await process.exited.wait()
                 raise HostEnded(process.returncode, process.stderr_tail()) from None
-            host = MspHost(process, info)
+            host = MspHost(process, info, lane)
             host.connection = connection
             host_ref.append(host)
 

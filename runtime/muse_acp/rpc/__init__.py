@@ -10,9 +10,11 @@ them.
 """
 
 from muse_acp.rpc.coalescing import CoalescingSendStream, coalescing
+from muse_acp.rpc.decoding import plainly_within_limits
 from muse_acp.rpc.dispatcher import (
     DEFAULT_CANCEL_METHOD,
     Connection,
+    FrameLane,
     FrameObserver,
     MessageHandler,
     OutgoingRequest,
@@ -75,6 +77,7 @@ __all__ = [
     "ConnectionClosed",
     "Endpoint",
     "FragmentingSendStream",
+    "FrameLane",
     "FrameObserver",
     "FrameReader",
     "FrameWriter",
@@ -106,5 +109,6 @@ __all__ = [
     "error_from_exception",
     "memory_stream_pair",
     "open_stdio",
+    "plainly_within_limits",
     "typed_result",
 ]

@@ -9,6 +9,9 @@ output relayed, a prompt streaming its updates) thus costs one write and one wak
 reader instead of one each, and a lone frame goes out on the next event-loop pass. Items of
 ``MAX_QUEUED_BYTES`` or more are written by their sender directly, after everything queued
 before them; a sender waits while ``MAX_QUEUED_BYTES`` are queued. Order is always kept.
+``send_nowait`` queues an item only when ``send`` would do so without waiting or yielding, and
+says whether it did: a caller with a cheaper way for that case (no coroutine) takes it, and
+leaves every other case to ``send``.
 
 Items are written whole or not at all: a failed inner write makes every later ``send`` raise
 ``anyio.BrokenResourceError`` (what was queued is lost with the stream), and ``aclose`` writes
@@ -70,6 +73,25 @@ class CoalescingSendStream(ByteSendStream):
         self._check_failure()
         if self._closed:
             raise anyio.ClosedResourceError
+
+    def send_nowait(self, item: bytes) -> bool:
+        """Queue ``item`` as ``send`` would, if that takes neither a wait nor a yield; False,
+        with nothing queued, when it would (or when the stream is broken or closed: ``send``
+        then raises why)."""
+        if (
+            self._failure is not None
+            or self._closed
+            or not item
+            or self._queued + len(item) > MAX_QUEUED_BYTES
+            or self._unyielded + 1 >= ITEMS_PER_YIELD
+        ):
+            return False
+        self._queue.append(item)
+        self._queued += len(item)
+        if len(self._queue) == 1:
+            self._queued_event.set()
+        self._unyielded += 1
+        return True
 
     async def send(self, item: bytes) -> None:
         self._check()

@@ -317,6 +317,13 @@ class FrameWriter:
     def stream(self) -> ByteSendStream:
         return self._stream
 
+    def send_nowait(self, frame: bytes) -> bool:
+        """Queue ``frame`` followed by LF if that needs no wait: only over a
+        ``CoalescingSendStream`` that takes it at once (``CoalescingSendStream.send_nowait``).
+        False, with nothing queued, otherwise; ``send`` then writes it or raises why not."""
+        stream = self._stream
+        return isinstance(stream, CoalescingSendStream) and stream.send_nowait(frame + b"\n")
+
     async def send(self, frame: bytes) -> None:
         """Write ``frame`` followed by LF.
 
