@@ -10,7 +10,7 @@ them.
 """
 
 from muse_acp.rpc.coalescing import CoalescingSendStream, coalescing
-from muse_acp.rpc.decoding import plainly_within_limits
+from muse_acp.rpc.decoding import decode_plainly
 from muse_acp.rpc.dispatcher import (
     DEFAULT_CANCEL_METHOD,
     Connection,
@@ -43,6 +43,7 @@ from muse_acp.rpc.router import (
     call,
     call_forwarding,
     typed_result,
+    validate_params,
 )
 from muse_acp.rpc.stdio import open_stdio
 from muse_acp.rpc.transport import (
@@ -99,6 +100,7 @@ __all__ = [
     "call",
     "call_forwarding",
     "coalescing",
+    "decode_plainly",
     "describe_validation_error",
     "encode_error",
     "encode_message",
@@ -109,6 +111,6 @@ __all__ = [
     "error_from_exception",
     "memory_stream_pair",
     "open_stdio",
-    "plainly_within_limits",
     "typed_result",
+    "validate_params",
 ]

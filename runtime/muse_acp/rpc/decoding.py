@@ -8,9 +8,10 @@ process: containers nested deeper than ``MAX_NESTING_DEPTH`` (the top level coun
 integer of more than ``MAX_INTEGER_DIGITS`` digits, or a string holding an unpaired UTF-16
 surrogate escape, which UTF-8 cannot carry (so no answer quoting it could ever be written).
 
-``plainly_within_limits(frame)`` is the cheap check that ``frame``, if it parses at all, is
-within every one of these limits with no walk of its value; a short way that parses some frames
-itself (``dispatcher.FrameLane``) takes only such frames and leaves the rest to ``decode_frame``.
+``decode_plainly(frame)`` is ``decode_frame`` for the frames it decodes without a walk or a
+second decoder (small, plain frames pydantic-core parses), and None for every other: a short way
+for some frames (``dispatcher.FrameLane``) takes only those, and leaves the rest to
+``decode_frame``.
 
 A refusal still answers a request with its own id when the id can be read, even when the frame
 was too deep for a full parse: its top-level members are then scanned without recursion (with a
@@ -21,7 +22,7 @@ could not match an answer to anything.
 
 Every frame is first parsed with pydantic-core's JSON parser, several times faster on small
 frames than the standard library's and half again as fast on large ones. Nearly every frame is
-small and plain (see ``plainly_within_limits``): no limit can be exceeded in it, so its value is
+small and plain (see ``_plainly_within_limits``): no limit can be exceeded in it, so its value is
 taken as parsed. Any other frame's value is then walked for the limits (``_problem``). Either way
 its value is the strict decoder's. A frame the fast parse refuses, or whose walk finds a problem,
 is decoded again by the strict decoder, so that a refusal always says what that decoder says.
@@ -44,7 +45,7 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "RefusedFrame",
     "decode_frame",
-    "plainly_within_limits",
+    "decode_plainly",
 ]
 
 MAX_NESTING_DEPTH: Final = 128
@@ -132,6 +133,18 @@ def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
     return _decode_strictly(frame)
 
 
+def decode_plainly(frame: bytes) -> JsonValue | None:
+    """The value ``decode_frame`` gives ``frame`` when it takes no walk and no second decoder
+    to find it; None for any other frame (see the module contract)."""
+    if not _plainly_shallow_and_short(frame):
+        return None
+    try:
+        value: JsonValue = from_json(frame, allow_inf_nan=False)
+    except ValueError:
+        return None
+    return value
+
+
 def _decode_strictly(frame: bytes) -> JsonValue | RefusedFrame:
     """``decode_frame`` with the standard library's decoder, whatever the frame."""
     try:
@@ -146,7 +159,7 @@ def _decode_strictly(frame: bytes) -> JsonValue | RefusedFrame:
         return _refuse_unparsed(text, _TOO_DEEP)
     except ValueError:
         return RefusedFrame(RpcError.parse_error())
-    if plainly_within_limits(frame):
+    if _plainly_within_limits(frame):
         return value
     problem = _problem(value)
     if problem is None:
@@ -154,7 +167,7 @@ def _decode_strictly(frame: bytes) -> JsonValue | RefusedFrame:
     return _refuse(value if isinstance(value, dict) else None, problem)
 
 
-def plainly_within_limits(frame: bytes) -> bool:
+def _plainly_within_limits(frame: bytes) -> bool:
     """True when no walk of the value of ``frame`` (should it parse) can find a problem, which
     holds for nearly every small frame: an unpaired surrogate can only come from a ``\\u``
     escape (strict UTF-8 decoding refuses encoded ones), and ``_plainly_shallow_and_short``

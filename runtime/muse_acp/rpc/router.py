@@ -7,6 +7,7 @@ For requests, an unknown method (extension methods starting with ``_`` included)
 METHOD_NOT_FOUND, and params that are not an object or do not validate are answered
 INVALID_PARAMS with a short message of our own. Unknown notifications are ignored and
 notifications with invalid params are dropped; both are logged, never answered.
+``validate_params`` is that validation, for a short way that routes some frames itself.
 
 ``call`` is the typed outgoing counterpart: it validates the peer's result into the given model
 (``typed_result``, also for a request started with ``Connection.start_request``) and turns a
@@ -39,6 +40,7 @@ __all__ = [
     "call",
     "call_forwarding",
     "typed_result",
+    "validate_params",
 ]
 
 logger: Final = logging.getLogger("muse_acp.rpc")
@@ -77,7 +79,12 @@ def _table(routes: Iterable[_RouteT], kind: str) -> MappingProxyType[str, _Route
     return MappingProxyType(table)
 
 
-def _validate(model: type[_P], params: JsonValue, method: str) -> _P:
+def validate_params(model: type[_P], params: JsonValue, method: str) -> _P:
+    """``params`` of ``method`` as ``model``, validated as a route's are.
+
+    Raises:
+        RpcError: INVALID_PARAMS, saying what did not validate.
+    """
     data: JsonValue = {} if params is None else params
     if not isinstance(data, dict):
         raise RpcError.invalid_params(f"invalid params for {method}: params must be an object")
@@ -123,7 +130,7 @@ class Router:
         route = self._requests.get(method)
         if route is None:
             raise RpcError.method_not_found(method)
-        return await route.handler(_validate(route.params, params, method), ctx)
+        return await route.handler(validate_params(route.params, params, method), ctx)
 
     async def handle_notification(self, method: str, params: JsonValue | None) -> None:
         route = self._notifications.get(method)
@@ -131,7 +138,7 @@ class Router:
             logger.debug("ignored notification %s: no route", method)
             return
         try:
-            model = _validate(route.params, params, method)
+            model = validate_params(route.params, params, method)
         except RpcError as exc:
             logger.warning("dropped notification: %s", exc.message)
             return
