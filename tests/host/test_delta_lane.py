@@ -15,6 +15,7 @@ from muse_acp.host.delta_lane import METHOD, DeltaLane
 from muse_acp.rpc import Connection, FrameReader, FrameWriter, NotificationRoute, Router
 from muse_acp.rpc.decoding import MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH
 from muse_acp_wire import msp
+from tests.rpc.harness import OneRead, Writes
 
 SESSION: Final = "01a23b0c-6069-7000-9019-3671895685f4"
 PARAMS: Final[dict[str, Any]] = {
@@ -33,28 +34,6 @@ def frame(params: dict[str, Any] | None = None, *, ascii_only: bool = False, **t
     return json.dumps(message, separators=(",", ":"), ensure_ascii=ascii_only).encode()
 
 
-class Source(anyio.abc.ByteReceiveStream):
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        data, self.data = self.data, b""
-        if not data:
-            raise anyio.EndOfStream
-        return data
-
-    async def aclose(self) -> None:
-        pass
-
-
-class Sink(anyio.abc.ByteSendStream):
-    async def send(self, item: bytes) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-
 def ordinary(data: bytes) -> list[msp.ItemDeltaParams]:
     """What a host connection without the lane hands on for ``data``: every frame the router's
     ``item/delta`` route received, validated with the model the host client routes it with."""
@@ -67,9 +46,9 @@ def ordinary(data: bytes) -> list[msp.ItemDeltaParams]:
         model = msp.CLIENT_NOTIFICATIONS[METHOD].params
         assert model is msp.ItemDeltaParams
         router = Router((), [NotificationRoute(METHOD, model, take)])
-        reader = FrameReader(Source(data + b"\n"))
+        reader = FrameReader(OneRead(data + b"\n"))
         await Connection(
-            reader, FrameWriter(Sink()), router, name="host", cancel_method=None
+            reader, FrameWriter(Writes()), router, name="host", cancel_method=None
         ).serve()
 
     anyio.run(serve)

@@ -37,6 +37,35 @@ WAIT: Final = 5.0
 """Upper bound, in seconds, on any single wait in these tests."""
 
 
+class OneRead(ByteReceiveStream):
+    """A byte stream that gives ``data`` in one read, then ends."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data, self.data = self.data, b""
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Writes(ByteSendStream):
+    """A byte stream that keeps what is written, one entry per write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send(self, item: bytes) -> None:
+        self.writes.append(item)
+
+    async def aclose(self) -> None:
+        pass
+
+
 class SampleResult(BaseModel):
     """A result model with an aliased member and an optional one left unset."""
 
