@@ -9,16 +9,21 @@ holding the same bytes, spawn to end of stream). Reads and copies alternate, ``r
 the figure is the median MiB/s of both and the median over rounds of one round's ratio. A read
 that returns any other number of bytes fails it.
 
-Beside them, the JSON work no design can skip on these protocols is timed in this process: the
-host encoding a page's text as a JSON string (MSP carries it so) and the client decoding it from
-a frame (ACP carries it so), with pydantic-core, the fastest codec the runtime has; the adapter
-in between could at best pass the string on untouched. That CPU time, shared perfectly by two
-cores, is the least wall time a page can take, and its ratio to the pipe is the ceiling the read
-could reach with no I/O, framing or checks at all.
+Beside them, two limits of any Python relay of stored output. The JSON work no design can skip
+on these protocols is timed in this process: the host encoding a page's text as a JSON string
+(MSP carries it so) and the client decoding it from a frame (ACP carries it so), with
+pydantic-core, the fastest codec the runtime has; the adapter in between could at best pass the
+string on untouched. That CPU time, shared perfectly by two cores, is the least wall time a
+page can take, and its ratio to the pipe is the ceiling the read could reach with no I/O,
+framing or checks at all. And in each round, after the copy, the same bytes go through the
+least such a relay could do as three processes (``stored_floor``: the host encodes, the middle
+forwards the bytes unread, the client decodes), timed by its client from first byte to last;
+a conforming adapter only adds to that.
 """
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -45,6 +50,7 @@ READ: Final = "_muse/readOutput (client library)"
 PIPE: Final = "plain pipe (limit)"
 CODEC: Final = "JSON codec CPU per MiB: host encodes, client decodes"
 CODEC_RUNS: Final = 20
+LEAST: Final = "least Python relay: host encodes, middle forwards unread, client decodes"
 TIMEOUT: Final = 600.0
 _COPY: Final = "import shutil, sys; shutil.copyfileobj(open(sys.argv[1], 'rb'), sys.stdout.buffer)"
 
@@ -116,6 +122,24 @@ async def _copy_through_pipe(source: Path, size: int) -> float:
     return elapsed
 
 
+async def _least_relay(world: World, source: Path, size: int, page: int) -> float:
+    """Seconds ``size`` bytes of ``source`` take through ``stored_floor``'s three processes."""
+    stage = [sys.executable, "-m", "bench.stored_floor"]
+    command = " | ".join(
+        shlex.join(argv)
+        for argv in (
+            [*stage, "host", str(source), str(size), str(page)],
+            [*stage, "forward"],
+            [*stage, "client"],
+        )
+    )
+    done = await anyio.run_process(command, env=world.env(), stderr=subprocess.DEVNULL)
+    received, seconds = done.stdout.split()
+    if int(received) != size:
+        raise RuntimeError(f"the least relay carried {int(received)} of {size} bytes")
+    return float(seconds)
+
+
 def _codec_seconds_per_mib() -> float:
     """CPU seconds to encode a MiB of the turn's output as a JSON string and decode it from a
     page frame (median of ``CODEC_RUNS``)."""
@@ -138,15 +162,18 @@ async def measure(
     source = _pipe_source(world, size)
     reads: list[float] = []
     pipes: list[float] = []
+    leasts: list[float] = []
     with anyio.fail_after(TIMEOUT):
         async with _stored_output(world, size) as read:
             for _ in range(rounds):
                 reads.append(await read(page_bytes))
                 pipes.append(await _copy_through_pipe(source, size))
+                leasts.append(await _least_relay(world, source, size, page_bytes))
     read_s, pipe_s = statistics.median(reads), statistics.median(pipes)
     read_rate, pipe_rate = size / MIB / read_s, size / MIB / pipe_s
     # Each round's read and copy run back to back: their ratio is not tipped by a change of load.
     ratio = statistics.median(pipe / read for read, pipe in zip(reads, pipes, strict=True))
+    least = statistics.median(pipe / each for each, pipe in zip(leasts, pipes, strict=True))
     codec = _codec_seconds_per_mib()
     return Figure(
         key="stored_output",
@@ -154,11 +181,13 @@ async def measure(
         measurements=(
             Measurement(READ, read_rate, "MiB/s"),
             Measurement(PIPE, pipe_rate, "MiB/s"),
+            Measurement(LEAST, size / MIB / statistics.median(leasts), "MiB/s"),
             Measurement("seconds per 1 MiB page", read_s / -(-size // page_bytes), "s"),
             Measurement(CODEC, codec * 1e3, "ms"),
         ),
         ratios=(
             Ratio("readOutput / pipe", ratio),
+            Ratio("least Python relay / pipe", least),
             # Two cores sharing the codec's CPU time perfectly: MiB/s = 2 / seconds per MiB.
             *ratios_of(
                 "ceiling of the JSON codec alone on two cores / pipe",
