@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.session import AcpSession
-from muse_acp.rpc import Payload, RawJson
+from muse_acp.rpc import Payload, RawJson, encode_message
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp_wire import acp
 
@@ -20,8 +21,9 @@ class RecordingClient:
     async def notify(self, method: str, params: Payload = None) -> None:
         self.notified.append((method, params))
 
-    def notify_nowait(self, method: str, params: Payload = None) -> bool:
-        self.notified.append((method, params))
+    def send_notification_nowait(self, frame: bytes) -> bool:
+        message = json.loads(frame)
+        self.notified.append((message["method"], RawJson(encode_message(message["params"]))))
         return True
 
     async def request(self, method: str, params: Payload = None) -> JsonValue:

@@ -1,7 +1,7 @@
 """A connection's lane: offered every frame first, in order, and never a way around the rules.
 
-``notify_nowait`` queues only what the writer takes without a wait, and the coalescing stream's
-``send_nowait`` keeps ``send``'s order, bounds and yields.
+``send_notification_nowait`` queues only what the writer takes without a wait, and the coalescing
+stream's ``send_nowait`` keeps ``send``'s order, bounds and yields.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from muse_acp.rpc import (
     FrameReader,
     FrameWriter,
     coalescing,
+    encode_notification,
 )
 from muse_acp.rpc.coalescing import ITEMS_PER_YIELD, MAX_QUEUED_BYTES
 
@@ -103,10 +104,12 @@ async def test_what_the_lane_leaves_waiting_is_finished_before_the_next_frame() 
     assert [params for _, params in handler.notifications] == [{"n": 1}]
 
 
-async def test_notify_nowait_queues_on_a_coalescing_writer_and_never_on_a_plain_one() -> None:
+async def test_a_notification_queues_at_once_on_a_coalescing_writer_and_never_on_a_plain_one() -> (
+    None
+):
     sink = Writes()
     plain = Connection(_idle_reader(), FrameWriter(sink), ScriptedHandler(), name="plain")
-    assert plain.notify_nowait("note", {"n": 1}) is False
+    assert plain.send_notification_nowait(encode_notification("note", {"n": 1})) is False
     assert sink.writes == []
 
     sink = Writes()
@@ -120,9 +123,9 @@ async def test_notify_nowait_queues_on_a_coalescing_writer_and_never_on_a_plain_
             name="coalesced",
             on_frame=lambda way, frame: seen.append((way, frame)),
         )
-        assert connection.notify_nowait("note", {"n": 1})
+        assert connection.send_notification_nowait(encode_notification("note", {"n": 1}))
         await connection.notify("note", {"n": 2})
-        assert connection.notify_nowait("note", {"n": 3})
+        assert connection.send_notification_nowait(encode_notification("note", {"n": 3}))
         await stream.flush()
     written = b"".join(sink.writes)
     assert written == (

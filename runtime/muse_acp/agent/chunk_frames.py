@@ -1,14 +1,15 @@
 """Text chunks of ``session/update``, encoded without building and serializing a notification.
 
-Contract: ``encoded_chunk(session_id, update)`` (the id as ``encoded_session_id`` gives it)
-returns the params of ``session/update`` for ``update`` as ``RawJson`` when ``update`` is a plain
-text chunk, and None for anything else (the caller then encodes ``acp.SessionNotification`` as
-usual). ``encoded_plain(session_id, chunk)`` does the same for a ``translate.PlainChunk``, a text
-chunk whose model was never built: the bytes are those of ``chunk.model()``, and None only when
-no template fits that kind. A plain text chunk is a user message, agent message or thought chunk
-that has exactly the members such a chunk is made with (``sessionUpdate``, ``content`` and, when
-given, ``messageId``; no ``_meta``), whose content is a text block with only ``type`` and
-``text``. Nearly every update of a streaming turn is one.
+Contract: ``encoded_chunk(session_id, update)`` (the id as ``encoded_session_id`` gives it) returns
+the params of ``session/update`` for ``update`` as ``RawJson`` when ``update`` is a plain text
+chunk, and None for anything else (the caller then encodes ``acp.SessionNotification`` as usual).
+``encoded_plain(session_id, chunk)`` does the same for a ``translate.PlainChunk``, a text chunk
+whose model was never built: the bytes are those of ``chunk.model()``, and None only when no
+template fits that kind; ``encoded_plain_notification`` gives the whole ``session/update``
+notification instead, as ``rpc.encode_notification`` writes it. A plain text chunk is a user
+message, agent message or thought chunk that has exactly the members such a chunk is made with
+(``sessionUpdate``, ``content`` and, when given, ``messageId``; no ``_meta``), whose content is a
+text block with only ``type`` and ``text``. Nearly every update of a streaming turn is one.
 
 The bytes are exactly those ``acp.SessionNotification(session_id=..., update=update)`` encodes
 to (``tests/agent/test_chunk_frames.py`` compares them on generated text and ids). Nothing here
@@ -28,10 +29,18 @@ from typing import Final, TypeGuard, get_args
 from pydantic_core import to_json
 
 from muse_acp.agent.translate import PlainChunk, TextChunk, TextFamily
-from muse_acp.rpc import RawJson, encode_value
+from muse_acp.rpc import RawJson, encode_notification, encode_value
 from muse_acp_wire import acp
 
-__all__ = ["encoded_chunk", "encoded_plain", "encoded_session_id"]
+__all__ = [
+    "UPDATE",
+    "encoded_chunk",
+    "encoded_plain",
+    "encoded_plain_notification",
+    "encoded_session_id",
+]
+
+UPDATE: Final = "session/update"
 
 _SESSION_MARK: Final = "\x00session\x00"
 _TEXT_MARK: Final = "\x00text\x00"
@@ -58,25 +67,31 @@ class _Template:
     pieces: tuple[bytes, ...]
     """The bytes around the values: the session id, the text and, when the template has one,
     the message id."""
+    frame_pieces: tuple[bytes, ...]
+    """``pieces`` inside the whole notification, as ``encode_notification`` writes it."""
 
     def fill(self, session_id: bytes, text: str, message_id: str | None) -> RawJson:
-        pieces = self.pieces
-        if len(pieces) == 3:
-            data = b"".join((pieces[0], session_id, pieces[1], to_json(text), pieces[2]))
-        else:
-            data = b"".join(
-                (
-                    pieces[0],
-                    session_id,
-                    pieces[1],
-                    to_json(text),
-                    pieces[2],
-                    to_json(message_id),
-                    pieces[3],
-                )
-            )
         # Every piece is pydantic-core's compact JSON, so the text holds no raw line break.
-        return RawJson.encoded(data)
+        return RawJson.encoded(_join(self.pieces, session_id, text, message_id))
+
+    def frame(self, session_id: bytes, text: str, message_id: str | None) -> bytes:
+        return _join(self.frame_pieces, session_id, text, message_id)
+
+
+def _join(pieces: tuple[bytes, ...], session_id: bytes, text: str, message_id: str | None) -> bytes:
+    if len(pieces) == 3:
+        return b"".join((pieces[0], session_id, pieces[1], to_json(text), pieces[2]))
+    return b"".join(
+        (
+            pieces[0],
+            session_id,
+            pieces[1],
+            to_json(text),
+            pieces[2],
+            to_json(message_id),
+            pieces[3],
+        )
+    )
 
 
 @cache
@@ -102,8 +117,14 @@ def _template(kind: type[acp.SessionUpdate], with_message_id: bool) -> _Template
             return None
         pieces.append(before)
     pieces.append(rest)
+    # The notification around the params, as ``Connection.notify`` encodes it.
+    head, _, tail = encode_notification(UPDATE, RawJson(b"null")).rpartition(b"null")
+    frame_pieces = (head + pieces[0], *pieces[1:-1], pieces[-1] + tail)
     return _Template(
-        frozenset(sample.model_fields_set), frozenset(content.model_fields_set), tuple(pieces)
+        frozenset(sample.model_fields_set),
+        frozenset(content.model_fields_set),
+        tuple(pieces),
+        frame_pieces,
     )
 
 
@@ -136,6 +157,15 @@ def encoded_chunk(session_id: bytes, update: acp.SessionUpdate) -> RawJson | Non
     ):
         return None
     return template.fill(session_id, content.text, update.message_id)
+
+
+def encoded_plain_notification(session_id: bytes, chunk: PlainChunk) -> bytes | None:
+    """The whole ``session/update`` notification of ``chunk.model()``, as ``encode_notification``
+    writes it, built from the chunk's values alone, or None when that kind has no template."""
+    template = _family_template(chunk.family)
+    if template is None:
+        return None
+    return template.frame(session_id, chunk.text, chunk.message_id)
 
 
 def encoded_plain(session_id: bytes, chunk: PlainChunk) -> RawJson | None:

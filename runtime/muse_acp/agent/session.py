@@ -39,7 +39,12 @@ from typing import Final, Protocol
 import anyio
 
 from muse_acp.agent import failures
-from muse_acp.agent.chunk_frames import encoded_chunk, encoded_plain, encoded_session_id
+from muse_acp.agent.chunk_frames import (
+    encoded_chunk,
+    encoded_plain,
+    encoded_plain_notification,
+    encoded_session_id,
+)
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.execution import ExecutionHost
 from muse_acp.agent.goal_state import GoalSeen, announced_goal
@@ -104,7 +109,7 @@ class ClientLink(Protocol):
 
     async def notify(self, method: str, params: Payload = None) -> None: ...
 
-    def notify_nowait(self, method: str, params: Payload = None) -> bool: ...
+    def send_notification_nowait(self, frame: bytes) -> bool: ...
 
     async def request(self, method: str, params: Payload = None) -> JsonValue: ...
 
@@ -254,11 +259,11 @@ class AcpSession:
 
     def send_update_nowait(self, update: Update) -> bool:
         """``send_update`` of a plain text chunk, if the client's writer takes it at once
-        (``Connection.notify_nowait``); False, with nothing sent, for anything else."""
+        (``Connection.send_notification_nowait``); False, with nothing sent, for anything else."""
         if isinstance(update, PlainChunk):
-            plain = encoded_plain(self._encoded_id, update)
-            if plain is not None:
-                return self.client.notify_nowait("session/update", plain)
+            frame = encoded_plain_notification(self._encoded_id, update)
+            if frame is not None:
+                return self.client.send_notification_nowait(frame)
         return False
 
     async def send_update(self, update: Update) -> None:

@@ -16,16 +16,17 @@ their exceptions are logged and never answered. A ``lane``, when given, is offer
 before it is decoded (``FrameLane``): a frame it takes is handled there, at the same place in
 that order, and any other frame goes the ordinary way.
 
-``request`` and ``notify`` send to the peer; ``notify_nowait`` queues a notification only when the
-writer takes it without waiting, and says whether it did. ``request`` returns the raw ``result``,
-raises the peer's error as ``RpcError``, and raises ``ConnectionClosed`` when the connection ends
-first. A cancelled caller's request is withdrawn and, when ``cancel_method`` is set, the peer is
-told. ``start_request`` sends a request and returns at once with an ``OutgoingRequest``, whose
-``result`` is collected later (so a caller can keep several requests in flight without a task for
-each) or which is ``withdraw``-n; every started request must end one of those two ways. Started with
-``keep_frame``, the request also keeps the response frame it was answered with
-(``OutgoingRequest.frame``), for a caller that forwards part of it as it came (``splice``). At most
-``max_pending_outgoing`` requests are outstanding; further callers wait for a slot.
+``request`` and ``notify`` send to the peer; ``send_notification_nowait`` queues a notification the
+caller encoded only when the writer takes it without waiting, and says whether it did. ``request``
+returns the raw ``result``, raises the peer's error as ``RpcError``, and raises ``ConnectionClosed``
+when the connection ends first. A cancelled caller's request is withdrawn and, when
+``cancel_method`` is set, the peer is told. ``start_request`` sends a request and returns at once
+with an ``OutgoingRequest``, whose ``result`` is collected later (so a caller can keep several
+requests in flight without a task for each) or which is ``withdraw``-n; every started request must
+end one of those two ways. Started with ``keep_frame``, the request also keeps the response frame it
+was answered with (``OutgoingRequest.frame``), for a caller that forwards part of it as it came
+(``splice``). At most ``max_pending_outgoing`` requests are outstanding; further callers wait for a
+slot.
 
 When input ends (or fails), or ``aclose`` is called, outstanding outgoing requests fail with
 ``ConnectionClosed``, in-flight request handlers are cancelled, ``serve`` returns and ``closed``
@@ -338,13 +339,13 @@ class Connection:
         if not answered:
             self._withdrawn.append(request_id)
 
-    def notify_nowait(self, method: str, params: Payload = None) -> bool:
-        """Queue a notification if the writer takes it without waiting
+    def send_notification_nowait(self, frame: bytes) -> bool:
+        """Queue ``frame``, one notification encoded whole (as ``encode_notification`` writes it,
+        or a template cut from that), if the writer takes it without waiting
         (``FrameWriter.send_nowait``); False, with nothing sent, when it cannot or the
         connection is closing: ``notify`` then sends it, or raises why it cannot."""
         if self._closing:
             return False
-        frame = encode_notification(method, params)
         if not self._writer.send_nowait(frame):
             return False
         if self._on_frame is not None:
