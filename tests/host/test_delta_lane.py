@@ -15,7 +15,7 @@ from muse_acp.host.delta_lane import METHOD, DeltaLane
 from muse_acp.rpc import Connection, FrameReader, FrameWriter, NotificationRoute, Router
 from muse_acp.rpc.decoding import MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH
 from muse_acp_wire import msp
-from tests.rpc.harness import OneRead, Writes
+from tests.rpc.harness import WAIT, OneRead, Writes
 
 SESSION: Final = "01a23b0c-6069-7000-9019-3671895685f4"
 PARAMS: Final[dict[str, Any]] = {
@@ -47,9 +47,11 @@ def ordinary(data: bytes) -> list[msp.ItemDeltaParams]:
         assert model is msp.ItemDeltaParams
         router = Router((), [NotificationRoute(METHOD, model, take)])
         reader = FrameReader(OneRead(data + b"\n"))
-        await Connection(
+        connection = Connection(
             reader, FrameWriter(Writes()), router, name="host", cancel_method=None
-        ).serve()
+        )
+        with anyio.fail_after(WAIT):
+            await connection.serve()
 
     anyio.run(serve)
     return got
