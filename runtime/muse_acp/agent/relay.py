@@ -45,8 +45,8 @@ class EventRelay:
         self,
         translator: TurnTranslator,
         send: Callable[[Update], Awaitable[None]],
+        send_now: Callable[[Update], bool],
         state: StateObserver | None = None,
-        send_now: Callable[[Update], bool] | None = None,
     ) -> None:
         self.translator = translator
         self._send = send
@@ -69,7 +69,7 @@ class EventRelay:
         updates = self.translator.updates(DELTA, params)
         send_now = self._send_now
         for index, update in enumerate(updates):
-            if send_now is None or not send_now(update):
+            if not send_now(update):
                 return self._send_each(updates[index:])
         return None
 

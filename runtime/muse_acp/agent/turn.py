@@ -106,7 +106,7 @@ class ActiveTurn:
     ) -> None:
         self._session = session
         self._host = host
-        self.relay = EventRelay(translator, self.send_update, state, session.send_update_nowait)
+        self.relay = EventRelay(translator, self.send_update, session.send_update_nowait, state)
         self._options = options
         self.command_id = new_uuid7()
         self.turn_id: str | None = None
