@@ -8,6 +8,12 @@ request exactly once: with the handler's result, with the error it raised (mappe
 PARSE_ERROR when the frame itself is unusable (with ``id: null`` unless a valid id could be
 read). Batches are not supported and are refused.
 
+A request that changes state (its route says so: ``RequestContext.declare_changes_state``) makes
+its change inside ``RequestContext.commit``, so a withdrawn request never changes anything: the
+peer's cancel before the commit withdraws it with nothing changed (REQUEST_CANCELLED), and a
+cancel from the commit on is ignored (the change is made and answered as the success it is). The
+commit itself runs shielded, so nothing stops it half-way.
+
 Each incoming request runs in its own task, so a slow request never holds up others.
 Notifications and responses are handled inline, strictly in arrival order: a caller awaiting
 ``request`` resumes only after every notification that preceded the response has been handled.
@@ -38,7 +44,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias
 
@@ -94,6 +101,17 @@ FrameObserver: TypeAlias = Callable[[Literal["in", "out"], bytes], None]
 """Called with every frame read or written (without its LF); must not raise or block."""
 
 
+class _Commitment:
+    """Where a request stands between the peer's cancel and its commit (``RequestContext``)."""
+
+    __slots__ = ("committed", "declared", "withdrawn")
+
+    def __init__(self) -> None:
+        self.declared = False
+        self.withdrawn = False
+        self.committed = False
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """What a request handler knows about the request it is serving."""
@@ -109,6 +127,34 @@ class RequestContext:
     Lets a handler send notifications that must reach the peer after the response (for example
     updates about a session the response just created)."""
     cancel_handlers: list[Callable[[], None]] = field(default_factory=list)
+    _commitment: _Commitment = field(default_factory=_Commitment, repr=False, compare=False)
+
+    def declare_changes_state(self) -> None:
+        """Say the request changes state, so it may ``commit`` (its route does this)."""
+        self._commitment.declared = True
+
+    @asynccontextmanager
+    async def commit(self) -> AsyncIterator[None]:
+        """The block where the request makes its change; the change is made whole or not at all.
+
+        Entered only while the peer has not withdrawn the request; from then on the peer's
+        cancel is ignored, and the block runs shielded from every cancellation (the connection's
+        own end included), so it must be bounded. Everything a handler changes belongs in it;
+        what comes before it may be stopped at any await. Entering it again is harmless.
+
+        Raises:
+            RpcError: REQUEST_CANCELLED when the peer withdrew the request first (nothing of
+                the block runs).
+            RuntimeError: the request's route does not declare that it changes state.
+        """
+        state = self._commitment
+        if not state.declared:
+            raise RuntimeError(f"{self.method} commits, but its route does not say it changes")
+        if state.withdrawn:
+            raise RpcError.request_cancelled()
+        state.committed = True
+        with anyio.CancelScope(shield=True):
+            yield
 
     def after_response(self, work: Callable[[], Awaitable[None]]) -> None:
         self.followups.append(work)
@@ -117,9 +163,10 @@ class RequestContext:
         """Take over the peer's cancellation of this request.
 
         Once a handler is registered, the peer's cancel notification calls it (synchronously,
-        in arrival order) instead of cancelling the handler's task, so the handler can wind its
-        work down in order and then answer: REQUEST_CANCELLED by raising
-        ``RpcError.request_cancelled()``, or a result when the work had already finished."""
+        in arrival order; never once the request has committed) instead of cancelling the
+        handler's task, so the handler can wind its work down in order and then answer:
+        REQUEST_CANCELLED by raising ``RpcError.request_cancelled()``, or a result when the work
+        had already finished."""
         self.cancel_handlers.append(handler)
 
 
@@ -498,6 +545,12 @@ class Connection:
         if entry is None:
             return
         scope, context = entry
+        state = context._commitment
+        if state.committed:
+            # Too late: the change is being made, and is answered as made.
+            logger.debug("%s: cancel of committed %s ignored", self.name, context.method)
+            return
+        state.withdrawn = True
         if not context.cancel_handlers:
             scope.cancel()
             return

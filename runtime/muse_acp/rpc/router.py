@@ -5,8 +5,10 @@ to a pydantic params model and a handler. Incoming params are validated by alias
 ``params`` validates as ``{}``) before the handler sees them, so handlers always receive a model.
 For requests, an unknown method (extension methods starting with ``_`` included) is answered
 METHOD_NOT_FOUND, and params that are not an object or do not validate are answered
-INVALID_PARAMS with a short message of our own. Unknown notifications are ignored and
-notifications with invalid params are dropped; both are logged, never answered.
+INVALID_PARAMS with a short message of our own. A route that ``changes_state`` declares it on
+the request's context, so its handler may ``RequestContext.commit`` its change. Unknown
+notifications are ignored and notifications with invalid params are dropped; both are logged,
+never answered.
 ``validate_params`` is that validation, for a short way that routes some frames itself.
 
 ``call`` is the typed outgoing counterpart: it validates the peer's result into the given model
@@ -51,11 +53,13 @@ _R = TypeVar("_R", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class RequestRoute(Generic[_P]):
-    """Serves ``method`` requests: params validated as ``params``, answered by ``handler``."""
+    """Serves ``method`` requests: params validated as ``params``, answered by ``handler``;
+    one that ``changes_state`` makes its change inside ``RequestContext.commit``."""
 
     method: str
     params: type[_P]
     handler: Callable[[_P, RequestContext], Awaitable[Result]]
+    changes_state: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,8 @@ class Router:
         route = self._requests.get(method)
         if route is None:
             raise RpcError.method_not_found(method)
+        if route.changes_state:
+            ctx.declare_changes_state()
         return await route.handler(validate_params(route.params, params, method), ctx)
 
     async def handle_notification(self, method: str, params: JsonValue | None) -> None:
