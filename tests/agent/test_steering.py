@@ -256,14 +256,21 @@ def _compatible(expected: str | None = None, idle: str | None = None) -> Any:
     return acp.SessionSteeringRequest.model_validate(params)
 
 
+def _request(method: str) -> RequestContext:
+    """A request of ``method`` as its route serves it (steering changes state: it commits)."""
+    request = RequestContext(1, method)
+    request.declare_changes_state()
+    return request
+
+
 async def _muse_steer(ctx: AgentContext, params: Any) -> acp.MuseSteerResponse:
     with anyio.fail_after(WAIT):
-        return await handle_muse_steer(ctx, params, RequestContext(1, "_muse/steer"))
+        return await handle_muse_steer(ctx, params, _request("_muse/steer"))
 
 
 async def _compatible_steer(ctx: AgentContext, params: Any) -> acp.SessionSteeringResponse:
     with anyio.fail_after(WAIT):
-        return await handle_compatible_steering(ctx, params, RequestContext(1, "_session/steering"))
+        return await handle_compatible_steering(ctx, params, _request("_session/steering"))
 
 
 async def test_muse_steer_answers_with_the_turn_that_took_the_correction(tmp_path: Path) -> None:

@@ -66,7 +66,8 @@ async def handle_authenticate(
 
 
 async def handle_logout(
-    ctx: AgentContext, params: acp.LogoutRequest, _: RequestContext
+    ctx: AgentContext, params: acp.LogoutRequest, rctx: RequestContext
 ) -> acp.LogoutResponse:
-    await run_muse_logout(ctx)
+    async with rctx.commit():  # nothing to prepare: only a cancel in the same read stops it
+        await run_muse_logout(ctx)
     return acp.LogoutResponse()

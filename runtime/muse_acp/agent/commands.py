@@ -11,7 +11,9 @@ skill id) is ordinary prompt text. ``run`` answers every command with one
 wait; a command sent with other blocks, or an argument to a command that takes none, runs
 nothing and the reply says so. ``/rename`` fails with ``INVALID_PARAMS`` for an unusable title
 (and ``INTERNAL_ERROR`` when the title cannot be stored); every other failure (Muse unreachable,
-a bad skills listing, a failed logout) is told in the reply. ``advertise`` sends
+a bad skills listing, a failed logout) is told in the reply. A command's change (a title, a
+logout, a new model menu, a goal, a compaction) is made inside the work's ``commit``, so a
+``$/cancel_request`` either stops it before anything changed or is ignored. ``advertise`` sends
 ``available_commands_update``: the built-ins, then the Muse skills whose activation is on (best
 effort: a skills listing that fails leaves the built-ins alone). Skills are not run here;
 ``/<skill-id> ...`` reaches Muse as the user typed it.
@@ -172,7 +174,8 @@ async def _models(
     if isinstance(outcome, str):
         await _reply(session, f"The model menu was not refreshed and is unchanged: {outcome}.")
         return "end_turn"
-    await adopt_catalog(ctx, outcome)
+    async with work.commit():
+        await adopt_catalog(ctx, outcome)
     count = len(outcome.models)
     if count == 0:
         text = "Muse lists no models right now. Check that Muse is signed in, then run /models."
@@ -247,31 +250,35 @@ async def _skills(
 
 
 async def _rename(
-    ctx: AgentContext, session: AcpSession, _work: SessionWork, argument: str | None
+    ctx: AgentContext, session: AcpSession, work: SessionWork, argument: str | None
 ) -> acp.StopReason:
     title = check_user_title(argument)
-    # The write ends with fsync, which must not stall every other session's traffic.
-    saved = await ctx.preferences.write_user_title(session.session_id, title)
-    session.user_title = saved.user_title
-    await session.send_update(
-        acp.SessionInfoUpdateSessionUpdate(
-            session_update="session_info_update", title=title, updated_at=saved.title_updated_at
-        ),
-    )
+    async with work.commit():
+        # The write ends with fsync, which must not stall every other session's traffic.
+        saved = await ctx.preferences.write_user_title(session.session_id, title)
+        session.user_title = saved.user_title
+        await session.send_update(
+            acp.SessionInfoUpdateSessionUpdate(
+                session_update="session_info_update",
+                title=title,
+                updated_at=saved.title_updated_at,
+            ),
+        )
     note = "muse-acp keeps this title itself; Muse's own session records are unchanged."
     await _reply(session, f"This session is now titled: {title}\n{note}")
     return "end_turn"
 
 
 async def _logout(
-    ctx: AgentContext, session: AcpSession, _work: SessionWork, _: str | None
+    ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
 ) -> acp.StopReason:
-    try:
-        await account.run_muse_logout(ctx)
-        lines = ["Signed out: `muse logout` removed Muse's stored credentials."]
-    except (RpcError, OSError) as error:
-        detail = _reason(ctx, error.message if isinstance(error, RpcError) else str(error))
-        lines = [f"`muse logout` did not complete ({detail}); stored credentials may remain."]
+    async with work.commit():  # a withdrawn /logout signs nothing out; a late cancel is ignored
+        try:
+            await account.run_muse_logout(ctx)
+            lines = ["Signed out: `muse logout` removed Muse's stored credentials."]
+        except (RpcError, OSError) as error:
+            detail = _reason(ctx, error.message if isinstance(error, RpcError) else str(error))
+            lines = [f"`muse logout` did not complete ({detail}); stored credentials may remain."]
     key = account.API_KEY_VARIABLE
     if account.api_key_configured(ctx):
         lines.append(

@@ -55,21 +55,22 @@ async def run_compact(
             finished.set()
 
     params = msp.SessionCompactParams(command_id=new_uuid7(), session_id=session.session_id)
-    try:
-        result = await send_command(
-            session,
-            host,
-            "session/compact",
-            params,
-            msp.SessionCompactResult,
-            on_event=on_event,
-            until=finished,
-            wait=ctx.config.deadlines.submit,
-            awaits=lambda ack: ack.status == "accepted",
-        )
-    except RpcError as error:
-        await session.say(f"Compaction failed: {_reason(ctx, error.message)}")
-        return "end_turn"
+    async with work.commit():  # Muse compacts once asked
+        try:
+            result = await send_command(
+                session,
+                host,
+                "session/compact",
+                params,
+                msp.SessionCompactResult,
+                on_event=on_event,
+                until=finished,
+                wait=ctx.config.deadlines.submit,
+                awaits=lambda ack: ack.status == "accepted",
+            )
+        except RpcError as error:
+            await session.say(f"Compaction failed: {_reason(ctx, error.message)}")
+            return "end_turn"
     if result.status == "noop":
         reason = result.reason or "it gave no reason"
         await session.say(

@@ -33,7 +33,9 @@ agent's own hosts are not "elsewhere": the session's execution host, and the hos
 it, are stopped and reaped before the deletion host starts.
 
 Every host call goes through ``hosts.ask``; what fails is an ACP failure of the ``deleting``
-phase (``failures``), other than the lease-free read first made through the catalog host.
+phase (``failures``), other than the lease-free read first made through the catalog host. That
+read may be withdrawn (``$/cancel_request``, nothing deleted); the deletion after it is the
+request's commit, which a cancel no longer stops.
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def _directory(*candidates: str | None) -> str:
 
 
 async def handle_delete(
-    ctx: AgentContext, params: acp.DeleteSessionRequest, _: RequestContext
+    ctx: AgentContext, params: acp.DeleteSessionRequest, rctx: RequestContext
 ) -> acp.DeleteSessionResponse:
     if await ctx.on_exec():
         raise not_on_exec("session/delete")
@@ -172,7 +174,7 @@ async def handle_delete(
     # Claims the session (-32600 while a prompt runs), so nothing starts on it meanwhile.
     work = live.begin("a deletion") if live is not None else None
     try:
-        await _delete(ctx, session_id, known)
+        await _delete(ctx, session_id, known, rctx)
     finally:
         if live is not None and work is not None:
             live.end(work)
@@ -184,7 +186,10 @@ async def handle_delete(
     return acp.DeleteSessionResponse()
 
 
-async def _delete(ctx: AgentContext, session_id: str, known: AcpSession | None) -> None:
+async def _delete(
+    ctx: AgentContext, session_id: str, known: AcpSession | None, rctx: RequestContext
+) -> None:
+    """Read what there is to delete, then (the request's commit) delete it."""
     await ctx.tombstones.refuse(session_id)
     kept = await ctx.preferences.read(session_id)
     here = known.cwd if known is not None else None
@@ -194,12 +199,16 @@ async def _delete(ctx: AgentContext, session_id: str, known: AcpSession | None) 
             raise _not_found(session_id)
         # Muse has nothing to delete (created here and never prompted, or only muse-acp's
         # records are left): the records go.
-        await ctx.tombstones.forget(session_id, hide=False)
+        async with rctx.commit():
+            await ctx.tombstones.forget(session_id, hide=False)
         return
     if not row.workspace_root:
         raise _not_found(session_id)
-    natively = await _delete_in_muse(ctx, session_id, _directory(here, row.workspace_root), known)
-    await ctx.tombstones.forget(session_id, hide=not natively)
+    async with rctx.commit():  # from here the deletion is made whole, whoever cancels
+        natively = await _delete_in_muse(
+            ctx, session_id, _directory(here, row.workspace_root), known
+        )
+        await ctx.tombstones.forget(session_id, hide=not natively)
 
 
 async def _muse_row(ctx: AgentContext, session_id: str, cwd: str) -> msp.Session | None:

@@ -96,26 +96,27 @@ async def run_goal(
             announced.set()
 
     method, params = _command(verb, session.session_id, objective)
-    try:
-        await send_command(
-            session,
-            host,
-            method,
-            params,
-            msp.GoalCommandResult,
-            on_event=on_event,
-            until=announced,
-            wait=ctx.config.deadlines.submit,
-            awaits=lambda ack: ack.status == "accepted",
-            refusal=partial(_refusal, verb),
-        )
-    except _Refused as refused:
-        await session.say(refused.message)
-        return "end_turn"
-    except RpcError as error:
-        detail = redact(" ".join(error.message.split()), environ=ctx.environ, limit=500)
-        await session.say(f"/goal {verb} failed and the goal may be unchanged: {detail}")
-        return "end_turn"
+    async with work.commit():  # Muse changes the goal once asked
+        try:
+            await send_command(
+                session,
+                host,
+                method,
+                params,
+                msp.GoalCommandResult,
+                on_event=on_event,
+                until=announced,
+                wait=ctx.config.deadlines.submit,
+                awaits=lambda ack: ack.status == "accepted",
+                refusal=partial(_refusal, verb),
+            )
+        except _Refused as refused:
+            await session.say(refused.message)
+            return "end_turn"
+        except RpcError as error:
+            detail = redact(" ".join(error.message.split()), environ=ctx.environ, limit=500)
+            await session.say(f"/goal {verb} failed and the goal may be unchanged: {detail}")
+            return "end_turn"
     done = {"set": "Goal set.", "pause": "Goal paused.", "resume": "Goal resumed."}
     lead = done.get(verb, "Goal cleared.")
     if not announced.is_set():

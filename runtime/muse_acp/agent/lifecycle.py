@@ -16,7 +16,9 @@ only new and close work (load, resume and fork are not advertised and refused, s
 ``capabilities.not_on_exec``), and new sessions advertise no local commands. The client's
 ``mcpServers`` are checked and kept by the session (in memory only) for its execution host to
 pass to Muse (per session, or in a settings overlay); servers that cannot reach the installed
-Muse either way are refused -32602 (see ``mcp_servers``).
+Muse either way are refused -32602 (see ``mcp_servers``). New, fork and close make their change
+inside the request's commit (``RequestContext.commit``): withdrawn before it, nothing was
+created, recorded or closed; a cancel after it is ignored and the answer is the success.
 """
 
 from __future__ import annotations
@@ -180,17 +182,19 @@ async def handle_new(
 ) -> acp.NewSessionResponse:
     cwd = check_workspace(params.cwd, params.additional_directories)
     servers = await _mcp_servers(ctx, params.mcp_servers)
-    session = ctx.new_session(new_uuid7(), cwd)
-    session.mcp_servers = servers
-    # Muse learns of the session at its first prompt; until then this record is what lets it
-    # be loaded or resumed, here or after a restart.
-    try:
-        await ctx.preferences.write_created(session.session_id, cwd)
-    except RpcError as error:
-        logger.warning("%s", error.message)
-        note = f"it cannot be loaded again before its first prompt ({error.message})"
-        rctx.after_response(partial(_tell, session, [note]))
-    if not await ctx.on_exec():  # exec: no local commands
+    on_exec = await ctx.on_exec()
+    async with rctx.commit():  # withdrawn before this, no session exists or is recorded
+        session = ctx.new_session(new_uuid7(), cwd)
+        session.mcp_servers = servers
+        # Muse learns of the session at its first prompt; until then this record is what lets
+        # it be loaded or resumed, here or after a restart.
+        try:
+            await ctx.preferences.write_created(session.session_id, cwd)
+        except RpcError as error:
+            logger.warning("%s", error.message)
+            note = f"it cannot be loaded again before its first prompt ({error.message})"
+            rctx.after_response(partial(_tell, session, [note]))
+    if not on_exec:  # exec: no local commands
         rctx.after_response(partial(commands.advertise, ctx, session))
     return acp.NewSessionResponse(
         session_id=session.session_id,
@@ -302,7 +306,7 @@ def _fork_refused(source_id: str, cut: msp.ForkCutPoint | None, error: RpcError)
 
 
 async def handle_fork(
-    ctx: AgentContext, params: acp.ForkSessionRequest, _: RequestContext
+    ctx: AgentContext, params: acp.ForkSessionRequest, rctx: RequestContext
 ) -> acp.ForkSessionResponse:
     if await ctx.on_exec():
         raise not_on_exec("session/fork")
@@ -316,29 +320,30 @@ async def handle_fork(
     # fork's own execution host waits until it is gone.
     async with ctx.one_off_host(cwd) as (host, keeper):
         await _read_session(ctx, host, source_id, cwd)
-        result = await ask(
-            host,
-            "session/fork",
-            msp.SessionForkParams(
-                command_id=new_uuid7(), session_id=source_id, cut_point=cut, exclude_items=True
-            ),
-            msp.SessionHistoryResult,
-            phase="reading",
-            budget=ctx.config.deadlines.read,
-            refusal=partial(_fork_refused, source_id, cut),
-        )
-    source = live.settings if live is not None else await _stored_settings(ctx, source_id)
-    # A fork keeps the source's model and effort but starts in the default mode: the mode is
-    # a decision about this conversation, not the one it came from.
-    forked = ctx.new_session(
-        result.session.session_id,
-        cwd,
-        settings=SessionSettings(model=source.model, effort=source.effort),
-        on_host=True,
-        host_title=_title_of(result.session),
-        after=keeper,
-    )
-    forked.mcp_servers = servers
+        source = live.settings if live is not None else await _stored_settings(ctx, source_id)
+        async with rctx.commit():  # Muse's fork and this agent's record of it, or neither
+            result = await ask(
+                host,
+                "session/fork",
+                msp.SessionForkParams(
+                    command_id=new_uuid7(), session_id=source_id, cut_point=cut, exclude_items=True
+                ),
+                msp.SessionHistoryResult,
+                phase="reading",
+                budget=ctx.config.deadlines.read,
+                refusal=partial(_fork_refused, source_id, cut),
+            )
+            # A fork keeps the source's model and effort but starts in the default mode: the
+            # mode is a decision about this conversation, not the one it came from.
+            forked = ctx.new_session(
+                result.session.session_id,
+                cwd,
+                settings=SessionSettings(model=source.model, effort=source.effort),
+                on_host=True,
+                host_title=_title_of(result.session),
+                after=keeper,
+            )
+            forked.mcp_servers = servers
     origin = result.session.forked_from
     provenance = acp.MuseForkMeta(
         muse_fork=acp.MuseForkProvenance(
@@ -356,7 +361,9 @@ async def handle_fork(
 
 
 async def handle_close(
-    ctx: AgentContext, params: acp.CloseSessionRequest, _: RequestContext
+    ctx: AgentContext, params: acp.CloseSessionRequest, rctx: RequestContext
 ) -> acp.CloseSessionResponse:
-    ctx.sessions.require(params.session_id).close()
+    session = ctx.sessions.require(params.session_id)
+    async with rctx.commit():
+        session.close()
     return acp.CloseSessionResponse()

@@ -11,7 +11,9 @@ turn; anything else gets the session's execution host ready and runs a turn unti
 Cancellation is ordered by arrival, not by task scheduling: ``session/cancel`` stops the work
 running on the session and any prompt that arrived before it but has not begun (a prompt and its
 cancel in one read). ``$/cancel_request`` for a prompt cancels its work the same way, and the
-prompt answers REQUEST_CANCELLED once the turn settled, so the next prompt works at once.
+prompt answers REQUEST_CANCELLED once the turn settled, so the next prompt works at once; a local
+command that changes something (``/rename``) does it inside the request's commit, after which
+that cancel is ignored and the command answers as usual.
 
 A prompt that asks for a JetBrains AIR file-change report (``file_change_report``) has that
 request checked first (-32602), and once admitted gets its one report after the turn settled and
@@ -44,6 +46,7 @@ async def handle_prompt(
     report_id = file_change_report.requested(ctx.negotiated.file_change_report, params.field_meta)
     session = ctx.sessions.require(params.session_id)
     work = await session.admit_prompt(rctx.arrival)
+    work.commit = rctx.commit  # a local command's change, made whole or not at all
     edited: set[str] = set()
     withdrawn = False
 

@@ -4,7 +4,10 @@ Contract: ``REQUESTS`` and ``NOTIFICATIONS`` are the frozen, typed handler table
 names its method, the params model the router validates into (the generated table's model, or
 a hand-written refinement of it) and the handler, whose params type mypy checks against that
 model. A method the generated tables list but this agent does not serve is a test failure, not
-a silent gap. ``build_router`` binds them to one connection's ``AgentContext``.
+a silent gap. A binding that ``changes_state`` is a method whose handler makes its change
+inside ``RequestContext.commit``, so a ``$/cancel_request`` either withdraws it with nothing
+changed or comes too late and is ignored, never both (see ``rpc.dispatcher``).
+``build_router`` binds them to one connection's ``AgentContext``.
 
 Importing this module loads the whole agent (every handler, the sessions' machinery and the
 MSP models), so ``server`` imports it only once ``initialize`` has been answered.
@@ -37,6 +40,7 @@ from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
 
 __all__ = [
+    "CHANGES",
     "NOTIFICATIONS",
     "REQUESTS",
     "NotificationBinding",
@@ -56,9 +60,11 @@ class RequestBinding(Generic[P]):
     method: str
     params: type[P]
     handler: Callable[[AgentContext, P, RequestContext], Awaitable[WireModel | RawJson]]
+    changes_state: bool = False
 
     def route(self, ctx: AgentContext) -> RequestRoute[P]:
-        return RequestRoute(self.method, self.params, partial(self.handler, ctx))
+        handler = partial(self.handler, ctx)
+        return RequestRoute(self.method, self.params, handler, self.changes_state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,31 +85,41 @@ async def handle_initialize(
     return await answer_initialize(ctx.startup, params)
 
 
+CHANGES: Final = True
+"""``RequestBinding.changes_state``, spelled so the table reads."""
+
 REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
     RequestBinding("initialize", InitializeParams, handle_initialize),
     RequestBinding("authenticate", acp.AuthenticateRequest, auth.handle_authenticate),
-    RequestBinding("logout", acp.LogoutRequest, auth.handle_logout),
-    RequestBinding("session/new", acp.NewSessionRequest, lifecycle.handle_new),
+    RequestBinding("logout", acp.LogoutRequest, auth.handle_logout, CHANGES),
+    RequestBinding("session/new", acp.NewSessionRequest, lifecycle.handle_new, CHANGES),
     RequestBinding("session/load", acp.LoadSessionRequest, lifecycle.handle_load),
     RequestBinding("session/list", acp.ListSessionsRequest, listing.handle_list),
     RequestBinding("session/resume", acp.ResumeSessionRequest, lifecycle.handle_resume),
-    RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close),
-    RequestBinding("session/delete", acp.DeleteSessionRequest, deletion.handle_delete),
-    RequestBinding("session/fork", acp.ForkSessionRequest, lifecycle.handle_fork),
-    RequestBinding("session/set_mode", acp.SetSessionModeRequest, settings.handle_set_mode),
+    RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close, CHANGES),
+    RequestBinding("session/delete", acp.DeleteSessionRequest, deletion.handle_delete, CHANGES),
+    RequestBinding("session/fork", acp.ForkSessionRequest, lifecycle.handle_fork, CHANGES),
+    RequestBinding(
+        "session/set_mode", acp.SetSessionModeRequest, settings.handle_set_mode, CHANGES
+    ),
     RequestBinding(
         "session/set_config_option",
         acp.SetSessionConfigOptionRequest,
         settings.handle_set_config_option,
+        CHANGES,
     ),
-    RequestBinding("session/prompt", prompt_params.PromptRequest, prompting.handle_prompt),
+    # A prompt's local commands commit (``/rename``...); its turn is cancelled as a turn is.
+    RequestBinding("session/prompt", prompt_params.PromptRequest, prompting.handle_prompt, CHANGES),
     RequestBinding("_muse/readOutput", acp.MuseReadOutputRequest, stored_output.handle_read_output),
-    RequestBinding("_muse/steer", prompt_params.MuseSteerRequest, steering.handle_muse_steer),
-    RequestBinding("_muse/task", acp.MuseTaskRequest, task_control.handle_task),
+    RequestBinding(
+        "_muse/steer", prompt_params.MuseSteerRequest, steering.handle_muse_steer, CHANGES
+    ),
+    RequestBinding("_muse/task", acp.MuseTaskRequest, task_control.handle_task, CHANGES),
     RequestBinding(
         "_session/steering",
         prompt_params.SessionSteeringRequest,
         steering.handle_compatible_steering,
+        CHANGES,
     ),
 )
 """Every request the agent serves (see the module contract)."""

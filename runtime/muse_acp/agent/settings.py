@@ -9,6 +9,8 @@ is confirmed by the session's host before the change is answered, when one is ru
 refusal is an error and the previous model stays); otherwise it is applied when the next turn
 starts. Every change answers with the complete option list and announces it to the client with
 ``config_option_update`` (and ``current_mode_update`` when the mode changed), after the response.
+A change is made inside the request's commit: a ``$/cancel_request`` before it changes nothing
+(-32800), one after it is ignored.
 """
 
 from __future__ import annotations
@@ -100,10 +102,11 @@ async def handle_set_mode(
     session = ctx.sessions.require(params.session_id)
     new = apply_mode(session.settings, params.mode_id)
     changed = new != session.settings
-    _change(session, new)
-    if changed:
-        await _remember(ctx, session, rctx)
-        _announce(ctx, session, True, rctx)
+    async with rctx.commit():  # a withdrawn request changes nothing; a late cancel is ignored
+        _change(session, new)
+        if changed:
+            await _remember(ctx, session, rctx)
+            _announce(ctx, session, True, rctx)
     return acp.SetSessionModeResponse()
 
 
@@ -126,13 +129,15 @@ async def handle_set_config_option(
 ) -> acp.SetSessionConfigOptionResponse:
     session = ctx.sessions.require(params.session_id)
     new = apply_config_option(session.settings, params.config_id, params.value, ctx.catalog)
-    await _confirm_model(ctx, session, new, str(params.value))
-    changed = new != session.settings
-    mode_changed = new.mode_id != session.settings.mode_id
-    _change(session, new)
-    if changed:
-        await _remember(ctx, session, rctx)
-        _announce(ctx, session, mode_changed, rctx)
+    # The commit starts with the model's confirmation: a host that switched models is a change.
+    async with rctx.commit():
+        await _confirm_model(ctx, session, new, str(params.value))
+        changed = new != session.settings
+        mode_changed = new.mode_id != session.settings.mode_id
+        _change(session, new)
+        if changed:
+            await _remember(ctx, session, rctx)
+            _announce(ctx, session, mode_changed, rctx)
     return acp.SetSessionConfigOptionResponse(
         config_options=config_options(session.settings, ctx.catalog)
     )

@@ -58,10 +58,14 @@ def _target(session: AcpSession, expected_turn_id: str | None) -> tuple[SteerTar
 
 
 async def _steer(
-    session: AcpSession, target: SteerTarget, turn_id: str, parts: list[msp.TurnInputPart]
+    session: AcpSession,
+    target: SteerTarget,
+    turn_id: str,
+    parts: list[msp.TurnInputPart],
+    rctx: RequestContext,
 ) -> str:
     ticket = session.steering.admit(target, turn_id)
-    return await session.steering.send(ticket, parts)
+    return await session.steering.send(ticket, parts, rctx.commit)
 
 
 def _not_negotiated(method: str, opt_in: str) -> RpcError:
@@ -73,14 +77,14 @@ def _not_negotiated(method: str, opt_in: str) -> RpcError:
 
 
 async def handle_muse_steer(
-    ctx: AgentContext, params: acp.MuseSteerRequest, _: RequestContext
+    ctx: AgentContext, params: acp.MuseSteerRequest, rctx: RequestContext
 ) -> acp.MuseSteerResponse:
     if not ctx.negotiated.steering:
         raise _not_negotiated("_muse/steer", '["muse/steering"] = 1')
     session = ctx.sessions.require(params.session_id)
     parts = convert_prompt(params.prompt)
     target, turn_id = _target(session, params.expected_turn_id)
-    acknowledged = await _steer(session, target, turn_id, parts)
+    acknowledged = await _steer(session, target, turn_id, parts, rctx)
     return acp.MuseSteerResponse(status="accepted", turn_id=acknowledged)
 
 
@@ -90,7 +94,7 @@ def _wants_prompt_required(params: acp.SessionSteeringRequest) -> bool:
 
 
 async def handle_compatible_steering(
-    ctx: AgentContext, params: acp.SessionSteeringRequest, _: RequestContext
+    ctx: AgentContext, params: acp.SessionSteeringRequest, rctx: RequestContext
 ) -> acp.SessionSteeringResponse:
     if not ctx.negotiated.compatible_steering:
         raise _not_negotiated("_session/steering", '.steering = {"supported": true}')
@@ -99,5 +103,5 @@ async def handle_compatible_steering(
     if session.busy is None and session.turn is None and _wants_prompt_required(params):
         return acp.SessionSteeringResponse(outcome="promptRequired", reason="noRunningTurn")
     target, turn_id = _target(session, params.expected_turn_id)
-    await _steer(session, target, turn_id, parts)
+    await _steer(session, target, turn_id, parts, rctx)
     return acp.SessionSteeringResponse(outcome="injected")

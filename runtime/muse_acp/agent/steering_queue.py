@@ -4,19 +4,23 @@ Contract: admitted corrections wait in one FIFO ``SteeringQueue`` per session, a
 ``MAX_WAITING`` of them (-32600 beyond), and are sent one at a time. When its turn comes, a
 correction is sent only if the turn it captured is still the session's running turn, with the
 same id, still accepting steering; otherwise it fails (-32600) rather than reach a successor. A
-correction is sent once and never retried. ``close`` fails every waiting correction at once (the
-session closed). The queue knows a turn only through ``SteerTarget``.
+correction is sent once and never retried, inside the caller's ``commit`` (the steering
+request's: a correction withdrawn while it waits is never sent, one being sent is not stopped).
+``close`` fails every waiting correction at once (the session closed). The queue knows a turn
+only through ``SteerTarget``.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 import anyio
 
+from muse_acp.agent.work import CommitPoint
 from muse_acp.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 from muse_acp_wire import msp
 
@@ -99,8 +103,11 @@ class SteeringQueue:
             self._waiting.append(ticket)
         return ticket
 
-    async def send(self, ticket: Ticket, parts: list[msp.TurnInputPart]) -> str:
-        """Wait for ``ticket``'s turn, check its target again and send; return the turn id.
+    async def send(
+        self, ticket: Ticket, parts: list[msp.TurnInputPart], commit: CommitPoint = nullcontext
+    ) -> str:
+        """Wait for ``ticket``'s turn, check its target again and send, inside ``commit``;
+        return the turn id.
 
         Raises:
             RpcError: INVALID_REQUEST when the target stopped being the running turn or Muse
@@ -123,7 +130,8 @@ class SteeringQueue:
                     "sent; load the session again to continue",
                 )
             self._check_still_running(ticket)
-            return await ticket.target.steer(parts)
+            async with commit():
+                return await ticket.target.steer(parts)
         finally:
             self._leave(ticket)
 

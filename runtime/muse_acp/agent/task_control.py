@@ -46,7 +46,7 @@ def _unavailable(version: str) -> RpcError:
 
 
 async def handle_task(
-    ctx: AgentContext, params: acp.MuseTaskRequest, _: RequestContext
+    ctx: AgentContext, params: acp.MuseTaskRequest, rctx: RequestContext
 ) -> acp.MuseTaskResponse:
     if not ctx.negotiated.tasks:
         if ctx.negotiated.tasks_asked:  # asked for, but the installed Muse cannot do it
@@ -77,7 +77,8 @@ async def handle_task(
             {"target": params.target[:100]},
         )
     budget = ctx.config.deadlines.submit
-    async with session.execution.holding(host):
+    # Muse stops the work once asked: the asking is the request's commit.
+    async with rctx.commit(), session.execution.holding(host):
         if target.kind == "workflow":
             ack = await ask(
                 host,

@@ -6,18 +6,30 @@ work, whoever asks (``session/cancel``, ``$/cancel_request``, ``session/close``,
 it reaches the part that runs now, and a part that starts later sees ``cancel_requested`` and
 does not start. A running turn is stopped through its own ``request_cancel`` (so Muse hears of
 it and the turn settles in order); anything else runs ``interruptibly`` and is cancelled at
-once. ``finished`` is set when the work ended, however it ended.
+once. ``finished`` is set when the work ended, however it ended. What the work changes it
+changes inside ``commit`` (the request's commit when a request runs it, see
+``RequestContext.commit``): refused when that request was withdrawn first, never stopped half-way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Protocol
 
 import anyio
 
-__all__ = ["CancellableTurn", "SessionWork"]
+__all__ = ["CancellableTurn", "CommitPoint", "SessionWork"]
+
+CommitPoint = Callable[[], AbstractAsyncContextManager[None]]
+"""Opens the block where work makes its change (``RequestContext.commit`` is one)."""
+
+
+@asynccontextmanager
+async def _shielded() -> AsyncIterator[None]:
+    """The commit of work no request can withdraw: only shielded."""
+    with anyio.CancelScope(shield=True):
+        yield
 
 
 class CancellableTurn(Protocol):
@@ -38,6 +50,8 @@ class SessionWork:
         self.finished = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._turn: CancellableTurn | None = None
+        self.commit: CommitPoint = _shielded
+        """Where the work makes its change; the request that runs it sets its own."""
 
     def cancel(self) -> None:
         """Stop the work (idempotent); returns at once, the work ends soon after."""
