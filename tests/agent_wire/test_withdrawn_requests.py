@@ -32,7 +32,7 @@ TIMINGS: Final[tuple[float | None, ...]] = (None, 0.002, 0.010)
 
 CANCELLED: Final = -32800
 STOPPABLE: Final = frozenset({"1.3.0", "1.4.2"})
-"""Muse versions that serve workflow/cancel (``_muse/task``)."""
+"""Muse versions that serve workflow/cancel (``_muse/task``) and goal/set (``/goal``)."""
 STATUS_LABELS: Final[Mapping[str, str]] = {
     "mode": "Mode",
     "model": "Model",
@@ -55,7 +55,8 @@ COVERED: Final = frozenset(
         "_session/steering",
     }
 )
-"""The methods this file races a cancel against (``session/prompt`` through ``/rename``)."""
+"""The methods this file races a cancel against (``session/prompt`` through ``/rename``,
+``/compact`` and ``/goal``)."""
 
 
 def _member(key: str, value: str) -> Callable[[Any], bool]:
@@ -249,6 +250,22 @@ async def _rename(agent: RawAgent, version: str) -> None:
         assert after["Title"] == title, f"{label}: {after}"
 
 
+async def _host_command(agent: RawAgent, version: str, text: str, method: str) -> None:
+    """A local command that has Muse change something (``method``) reaches it only when made."""
+    session = (await _new(agent))["sessionId"]
+    await agent.prompt_text(session, "hello")  # its host runs: the command reaches it at once
+    for delay in TIMINGS:
+        label = f"{version} {text} {delay}"
+        asked = len(agent.world.host_requests(method))
+        prompt = [{"type": "text", "text": text}]
+        made = await Race(agent, label).run(
+            "session/prompt", {"sessionId": session, "prompt": prompt}, delay
+        )
+        await _listed(agent)  # a later request answered: the agent has settled the race
+        sent = len(agent.world.host_requests(method)) - asked
+        assert sent == (1 if made else 0), f"{label}: Muse received {sent} {method}"
+
+
 async def _new_session(agent: RawAgent, version: str) -> None:
     for delay in TIMINGS:
         label = f"{version} session/new {delay}"
@@ -404,6 +421,8 @@ async def test_a_withdrawn_request_changes_nothing_and_a_late_cancel_is_ignored(
         ]
         if version in STOPPABLE:
             cases.append(lambda: _task(agent, version))
+            cases.append(lambda: _host_command(agent, version, "/goal set Ship it", "goal/set"))
+        cases.append(lambda: _host_command(agent, version, "/compact", "session/compact"))
         cases.append(lambda: _logout(agent, version))  # last: it closes every session
         for case in cases:
             await case()
