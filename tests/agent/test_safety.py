@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from muse_acp.agent.approval_policy import set_back
 from muse_acp.agent.config_options import (
     SessionSettings,
     apply_config_option,
@@ -28,6 +30,7 @@ from muse_acp.agent.safety import (
     safety_flags,
     stored,
 )
+from muse_acp.host.client import MspHost
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
 
 
@@ -260,3 +263,13 @@ def test_an_unknown_stored_safety_value_falls_back_with_a_note(tmp_path: Path) -
     path.write_text('{"schemaVersion": 1, "settings": {"modeId": "default", "safety": [1]}}')
     with pytest.raises(RpcError, match=r"settings\.safety is not an object"):
         store.load("s2")
+
+
+@pytest.mark.anyio
+async def test_a_muse_whose_policy_cannot_be_set_back_refuses_the_turn() -> None:
+    # No approval policy offered (an unverified version): nothing is sent, the turn is refused.
+    unverified = _offered(sandbox="disabled").offered_to(frozenset({"sandbox"}))
+    with pytest.raises(RpcError) as caught:
+        await set_back(cast(MspHost, None), "s1", unverified, 1.0)
+    assert failure_of(caught.value) == "unsafeSafetyCombination"
+    assert "Enable the sandbox" in caught.value.message

@@ -157,6 +157,11 @@ class SessionState:
                 await execution.secure(host)
         except RpcError as error:
             logger.warning("Muse's approval mode could not be set back: %s", error.message)
+            await self._session.say(
+                "Another Muse client set Muse to allow every action unasked while this "
+                "session's sandbox is disabled, and muse-acp could not set it back, so it "
+                f"stopped this session's Muse host: {error.message}"
+            )
 
     def _options(self) -> acp.ConfigOptionUpdateSessionUpdate:
         return acp.ConfigOptionUpdateSessionUpdate(
