@@ -31,6 +31,7 @@ answers; a host that cannot answer leaves the last figures as they were.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
@@ -47,7 +48,7 @@ from muse_acp.agent.session import AcpSession
 from muse_acp.agent.usage import PlanUse, TokenUse, usage_update
 from muse_acp.host.client import CLIENT_NAME
 from muse_acp.host.versions import supports
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -152,16 +153,17 @@ class SessionState:
         host = execution.host
         if host is None or host.dead.is_set():
             return  # the next turn's ``ready`` sets it back on the host it starts
-        try:
-            async with execution.holding(host):
-                await execution.secure(host)
-        except RpcError as error:
-            logger.warning("Muse's approval mode could not be set back: %s", error.message)
-            await self._session.say(
-                "Another Muse client set Muse to allow every action unasked while this "
-                "session's sandbox is disabled, and muse-acp could not set it back, so it "
-                f"stopped this session's Muse host: {error.message}"
-            )
+        with contextlib.suppress(ConnectionClosed):  # the client has gone: nobody to tell
+            try:
+                async with execution.holding(host):
+                    await execution.secure(host)
+            except RpcError as error:
+                logger.warning("Muse's approval mode could not be set back: %s", error.message)
+                await self._session.say(
+                    "Another Muse client set Muse to allow every action unasked while this "
+                    "session's sandbox is disabled, and muse-acp could not set it back, so it "
+                    f"stopped this session's Muse host: {error.message}"
+                )
 
     def _options(self) -> acp.ConfigOptionUpdateSessionUpdate:
         return acp.ConfigOptionUpdateSessionUpdate(
