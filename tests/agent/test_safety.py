@@ -5,26 +5,41 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from muse_acp.agent.approval_policy import set_back
 from muse_acp.agent.config_options import (
     SessionSettings,
     apply_config_option,
     config_options as options_of,
     host_flags,
 )
-from muse_acp.agent.preferences import PreferenceStore
+from muse_acp.agent.preferences import PreferenceStore, StoredSettings
 from muse_acp.agent.remembered import restored, to_stored
 from muse_acp.agent.safety import (
     CONTROLS,
     SafetyChoices,
     apply_safety,
     check_combination,
+    check_runnable,
+    held_notes,
     offered_controls,
+    refusal,
     safety_flags,
+    stored,
 )
+from muse_acp.host.client import MspHost
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
+
+
+def failure_of(error: RpcError) -> object:
+    """The failure kind an error carries."""
+    data = error.data
+    failure = data.get("failure") if isinstance(data, dict) else None
+    return failure.get("kind") if isinstance(failure, dict) else None
+
 
 ALL_FLAGS = frozenset(
     {"--disable-write", "--disable-shell", "--disable-sandbox", "--sandbox-network"}
@@ -139,9 +154,71 @@ def test_combinations_that_keep_a_safeguard_are_allowed(
     check_combination(choices, auto_approve)
 
 
-def test_choices_that_the_host_cannot_apply_are_dropped() -> None:
-    choices = _offered(shell="disabled", sandbox="disabled")
-    assert choices.offered_to(frozenset({"shell"})).values == (("shell", "disabled"),)
+def test_a_change_that_leaves_a_refused_combination_as_it_was_is_not_refused_for_it() -> None:
+    unsafe = _offered(sandbox="disabled")
+    check_combination(unsafe, True, (unsafe, True))  # e.g. only the effort changed
+    with pytest.raises(RpcError, match="sandbox disabled and Auto-approve mode"):
+        check_combination(unsafe, True, (unsafe, False))
+    # Muse's own allowAll counts too, but only before a turn: a client's change cannot cause it.
+    assert refusal(unsafe, False, "allowAll") is not None
+    assert refusal(_offered(), False, "allowAll") is None
+    with pytest.raises(RpcError) as caught:
+        check_runnable(unsafe, False, "allowAll")
+    assert "another Muse client" in caught.value.message
+
+
+def test_a_choice_the_host_cannot_apply_is_held_not_dropped() -> None:
+    choices = _offered(shell="disabled", sandbox="disabled").offered_to(frozenset({"shell"}))
+    assert choices.values == (("sandbox", "disabled"), ("shell", "disabled"))
+    assert choices.held() == ["sandbox"]
+    assert safety_flags(choices) == ("--disable-shell",), "a held choice is never passed on"
+    check_runnable(choices, False, None)  # Muse keeps its sandbox: stricter than the choice
+    assert stored(choices) == {"sandbox": "disabled", "shell": "disabled"}
+
+
+def test_a_held_restriction_refuses_turns_until_the_user_lets_it_go() -> None:
+    choices = _offered(shell="disabled").offered_to(frozenset({"sandbox"}))
+    with pytest.raises(RpcError) as caught:
+        check_runnable(choices, False, None)
+    assert failure_of(caught.value) == "safetySettingUnavailable"
+    assert "'Shell: Disabled'" in caught.value.message
+    assert "--disable-shell" in caught.value.message
+    assert "'Shell: Enabled'" in caught.value.message
+    [note] = held_notes(choices)
+    assert "stays stored" in note
+    assert "refused" in note
+    [option] = [o for o in options_of(SessionSettings(safety=choices), None) if o.id == "shell"]
+    assert option.current_value == "disabled"
+    assert [v.value for v in option.options] == ["enabled", "disabled"]  # type: ignore[union-attr]
+    with pytest.raises(RpcError):
+        apply_safety(choices, "workspaceWrite", "disabled")  # neither offered nor held
+    assert apply_safety(choices, "shell", "disabled") == choices
+    released = apply_safety(choices, "shell", "enabled")
+    assert released.values == ()
+    assert released.held() == []
+    check_runnable(released, False, None)
+
+
+@pytest.mark.parametrize(
+    ("mode", "policy", "expected"),
+    [
+        ("autoApprove", None, ("default", None)),
+        ("default", "allowAll", ("default", "promptUnmatched")),
+    ],
+)
+def test_stored_settings_the_rule_refuses_come_back_safe_with_a_note(
+    mode: str, policy: str | None, expected: tuple[str, str | None]
+) -> None:
+    safety = (("sandbox", "disabled"),) + ((("approvalPolicy", policy),) if policy else ())
+    back, notes = restored(StoredSettings(mode_id=mode, effort="high", safety=safety), None)
+    assert back.mode_id == expected[0]
+    assert back.safety.value("sandbox") == "disabled", "the sandbox choice is the user's"
+    assert dict(back.safety.values).get("approvalPolicy") == expected[1]
+    assert back.effort == "high"
+    [note] = notes
+    assert "sandbox disabled" in note
+    assert "nobody would be asked" in note
+    assert refusal(back.safety, back.mode_id == "autoApprove") is None
 
 
 @pytest.mark.anyio
@@ -168,8 +245,31 @@ def test_an_unknown_stored_safety_value_falls_back_with_a_note(tmp_path: Path) -
     assert back.safety.values == (("workspaceWrite", "disabled"),)
     assert len(notes) == 1
     assert "'shell'='maybe'" in notes[0]
+    kept = dict(to_stored(back).safety)
+    assert kept == {"shell": "maybe", "workspaceWrite": "disabled"}, "a later write keeps it"
+    assert (
+        dict(
+            to_stored(
+                replace(
+                    back,
+                    safety=apply_safety(back.safety.offered_to(EVERYTHING), "shell", "disabled"),
+                )
+            ).safety
+        )["shell"]
+        == "disabled"
+    )
     path = store.path_for("s2")
     path.parent.mkdir(parents=True)
     path.write_text('{"schemaVersion": 1, "settings": {"modeId": "default", "safety": [1]}}')
     with pytest.raises(RpcError, match=r"settings\.safety is not an object"):
         store.load("s2")
+
+
+@pytest.mark.anyio
+async def test_a_muse_whose_policy_cannot_be_set_back_refuses_the_turn() -> None:
+    # No approval policy offered (an unverified version): nothing is sent, the turn is refused.
+    unverified = _offered(sandbox="disabled").offered_to(frozenset({"sandbox"}))
+    with pytest.raises(RpcError) as caught:
+        await set_back(cast(MspHost, None), "s1", unverified, 1.0)
+    assert failure_of(caught.value) == "unsafeSafetyCombination"
+    assert "Enable the sandbox" in caught.value.message

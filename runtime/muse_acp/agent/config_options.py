@@ -3,11 +3,12 @@
 Contract: ``SessionSettings`` holds a session's mode, model, reasoning effort and safety choices,
 always valid (an unknown mode or effort cannot be constructed). ``config_options`` presents them
 as select options, in the order ``mode``, ``model``, ``reasoningEffort``, then the safety
-options the installed Muse offers (see ``safety``), whose current values are always among their
-options. ``apply_config_option`` and ``apply_mode`` validate a client's
-change and return new settings, raising ``RpcError`` ``INVALID_PARAMS`` with a message that
-says how to fix the request. The model menu comes from the host's ``model/list`` through a
-``ModelCatalog``; until one is known the menu holds only the current model. Pure functions.
+options the installed Muse offers or that hold a stored choice it cannot apply (see
+``safety``), whose current values are always among their options. ``apply_config_option`` and
+``apply_mode`` validate a client's change and return new settings, raising ``RpcError``
+``INVALID_PARAMS`` with a message that says how to fix the request. The model menu comes from
+the host's ``model/list`` through a ``ModelCatalog``; until one is known the menu holds only the
+current model. Pure functions.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ class AgentContext:
 
     def _offered(self, settings: SessionSettings) -> SessionSettings:
         """``settings`` with the safety options the installed Muse offers (none when it was
-        not probed yet or could not be); choices it cannot apply are dropped."""
+        not probed yet or could not be); choices it cannot apply are held (``safety``)."""
         binary = self.hosting.probed
         offer = frozenset[str]()
         # The exec backend runs no ``muse serve``, so the serve flags would never apply.

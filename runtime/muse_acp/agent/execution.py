@@ -7,6 +7,12 @@ it, ``session/start`` (under the id the adapter minted, which becomes Muse's own
 The session's MCP servers go in the ``config`` of that request, or, for a Muse that does not
 take them so, in a settings overlay that lives exactly as long as the host (``mcp_overlay``).
 The session's chosen Muse approval policy is set right after it is attached (``approval_policy``).
+Muse's own approval mode for the session (``reported_mode``, from the attach result and the
+host's reports) is held to the one safety rule (``safety.refusal``): before every turn, a Muse
+left in ``allowAll`` by another client while the sandbox is disabled is set back to the
+session's policy (or Muse's default) and the user is told; a Muse that cannot be set back, or
+settings the rule refuses, or a restriction the installed Muse cannot apply, refuse the turn
+(``safety.check_runnable``) before anything is submitted.
 The host is kept by a ``HostKeeper``: it closes after the configured idle period, when the
 session closes, when a mode change needs other flags, or when a turn leaves it in an unknown
 state (``close``); a successor never starts before its predecessor was reaped, so the two never
@@ -24,13 +30,16 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Final, Protocol
 
+import anyio
+
 from muse_acp.agent import failures
-from muse_acp.agent.approval_policy import apply_policy
-from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
+from muse_acp.agent.approval_policy import apply_policy, set_back
+from muse_acp.agent.config_options import MODES, ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
 from muse_acp.agent.mcp_config import session_config
 from muse_acp.agent.mcp_overlay import overlay_root, settings_overlay
 from muse_acp.agent.mcp_servers import McpServerSpec, delivery, startup_failure
+from muse_acp.agent.safety import check_runnable, refusal
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.host.session_mcp import SESSION_MCP
@@ -60,6 +69,10 @@ class HostedSession(Protocol):
     mcp_servers: tuple[McpServerSpec, ...]
     """The editor's MCP servers, passed in ``config`` whenever the session is attached."""
 
+    async def say(self, text: str) -> None:
+        """Show ``text`` in the session's chat."""
+        ...
+
 
 class _NotOnHost(RpcError):
     """``session/resume`` found no such session: it must be started instead."""
@@ -86,6 +99,9 @@ class ExecutionHost:
         self._model_applied: ModelChoice | None = None
         self.confirmed_model: ModelChoice | None = None
         """The model Muse last accepted for the session (None: its default), on any host."""
+        self.reported_mode: str | None = None
+        """Muse's approval mode for the session as it last reported it (None: not known)."""
+        self._securing = anyio.Lock()  # a report's set-back and the next turn's, one at a time
 
     @property
     def host(self) -> MspHost | None:
@@ -99,13 +115,43 @@ class ExecutionHost:
         Raises:
             RpcError: an ACP failure of the ``starting`` or ``preparing`` phase.
         """
-        mode_flags = host_flags(self._session.settings)
+        settings = self._session.settings
+        check_runnable(settings.safety, _auto(settings), None)
+        mode_flags = host_flags(settings)
         flags = mode_flags + tuple(f for f in extra_flags if f not in mode_flags)
         host = self.keeper.host
         if host is None or flags != self._flags or self._session.mcp_servers != self._mcp_attached:
             host = await self._start(flags)
+        await self.secure(host)
         await self._apply_model(host)
         return host
+
+    async def secure(self, host: MspHost) -> bool:
+        """Set Muse back when its reported approval mode breaks the safety rule; True when it
+        had to (and the user was told). A turn's host that cannot be set back is closed.
+
+        Raises:
+            RpcError: the turn must not run (see ``safety.check_runnable``).
+        """
+        async with self._securing:
+            settings = self._session.settings
+            if refusal(settings.safety, _auto(settings), self.reported_mode) is None:
+                return False
+            budget = self._hosting.config.deadlines.submit
+            try:
+                self.reported_mode = await set_back(
+                    host, self._session.session_id, settings.safety, budget
+                )
+            except RpcError:
+                self.keeper.close()
+                raise
+        await self._session.say(
+            "Another Muse client set Muse to allow every action unasked while this session's "
+            "sandbox is disabled; muse-acp set Muse's approval policy back to "
+            f"{self.reported_mode!r}, so you are asked before Muse acts. Enable the sandbox "
+            "first if you want to grant everything unasked."
+        )
+        return True
 
     @asynccontextmanager
     async def holding(self, host: MspHost) -> AsyncIterator[MspHost]:
@@ -126,9 +172,10 @@ class ExecutionHost:
         await self._route_servers(servers)
         host = await self.keeper.start(self._session.cwd, flags)
         try:
-            await self._attach(host)
+            self.reported_mode = await self._attach(host)
             session, budget = self._session, self._hosting.config.deadlines.submit
-            await apply_policy(host, session.session_id, session.settings.safety, budget)
+            applied = await apply_policy(host, session.session_id, session.settings.safety, budget)
+            self.reported_mode = applied or self.reported_mode
         except BaseException:
             self.keeper.close()
             raise
@@ -151,7 +198,8 @@ class ExecutionHost:
             settings_overlay, overlay_root(hosting.config.data_dir), servers
         )
 
-    async def _attach(self, host: MspHost) -> None:
+    async def _attach(self, host: MspHost) -> str | None:
+        """Attach the session; Muse's approval mode for it, when the result reports one."""
         session = self._session
         budget = self._hosting.config.deadlines.startup
         config = None if self._mcp_overlay else session_config(self._mcp_attached)
@@ -161,7 +209,7 @@ class ExecutionHost:
                 command_id=new_uuid7(), session_id=session.session_id, exclude_items=True, **extra
             )
             try:
-                await ask(
+                resumed = await ask(
                     host,
                     "session/resume",
                     params,
@@ -170,10 +218,10 @@ class ExecutionHost:
                     budget=budget,
                     refusal=lambda error: self._refusal("session/resume", error, host),
                 )
-                return
+                return _mode_of(resumed.session)
             except _NotOnHost:
                 logger.info("Muse has no session %s yet; starting it", session.session_id)
-        await ask(
+        started = await ask(
             host,
             "session/start",
             msp.SessionStartParams(
@@ -188,6 +236,7 @@ class ExecutionHost:
             refusal=lambda error: self._refusal("session/start", error, host),
         )
         session.on_host = True
+        return _mode_of(started.session)
 
     def _refusal(self, method: str, error: RpcError, host: MspHost) -> RpcError | None:
         kind = error_kind(error, host.bindings)
@@ -236,3 +285,11 @@ class ExecutionHost:
             refusal=refusal,
         )
         self._model_applied = self.confirmed_model = choice
+
+
+def _auto(settings: SessionSettings) -> bool:
+    return MODES[settings.mode_id].automatic == "approve"
+
+
+def _mode_of(session: msp.Session) -> str | None:
+    return None if session.approval_mode is None else session.approval_mode.mode

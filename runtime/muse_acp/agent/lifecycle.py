@@ -40,6 +40,7 @@ from muse_acp.agent.hosts import ask
 from muse_acp.agent.mcp_servers import McpServerSpec, check_host, check_servers
 from muse_acp.agent.output_cards import OutputPolicy
 from muse_acp.agent.remembered import restored
+from muse_acp.agent.safety import held_notes
 from muse_acp.agent.session import AcpSession, check_session_id, shown_id
 from muse_acp.agent.titles import display_title
 from muse_acp.agent.workspace import QUOTED_PATH_LIMIT, check_workspace, same_directory
@@ -146,7 +147,7 @@ async def _bring_back(
         host_title=title,
         user_title=kept.user_title,
     )
-    return session, notes
+    return session, notes + held_notes(session.settings.safety)
 
 
 async def _reopen(

@@ -5,8 +5,12 @@ choices into the store's ``StoredSettings``; ``restored`` turns them back into
 ``SessionSettings`` for a session brought back after a restart. What is no longer offered is
 never applied silently: an unknown mode or effort falls back to the default, a model the host's
 catalog (when known) no longer lists falls back to Muse's default model, and an unknown safety
-value to Muse's default, each with a sentence for the user. Which safety options the installed
-Muse offers is decided when the session is registered (``AgentContext.new_session``).
+value to Muse's default, each with a sentence for the user. Stored settings that the one
+safety rule refuses (``safety.refusal``: the sandbox disabled with Auto-approve or the 'Allow
+everything' policy, which a hand-edited or older file can hold) come back in Ask mode with
+Muse's default approval policy, saying so. Which safety options the installed Muse offers is
+decided when the session is registered (``AgentContext.new_session``); a stored choice it
+cannot apply is held there, never dropped (``safety``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from muse_acp.agent.config_options import (
     SessionSettings,
 )
 from muse_acp.agent.preferences import StoredSettings
-from muse_acp.agent.safety import from_stored, stored as stored_safety
+from muse_acp.agent.safety import (
+    APPROVAL_POLICY,
+    CONTROLS,
+    from_stored,
+    refusal,
+    stored as stored_safety,
+)
 from muse_acp.text import clip
 
 __all__ = ["restored", "to_stored"]
@@ -64,4 +74,17 @@ def restored(
         model = None
     safety, unknown = from_stored(dict(stored.safety))
     notes += unknown
+    who = refusal(safety, MODES[mode_id].automatic == "approve")
+    if who is not None:
+        made: list[str] = []
+        if MODES[mode_id].automatic == "approve":
+            mode_id = "default"
+            made.append("it is in Ask mode")
+        if safety.value(APPROVAL_POLICY) == "allowAll":
+            safety = safety.with_value(APPROVAL_POLICY, CONTROLS[APPROVAL_POLICY].default)
+            made.append("Muse's approval policy is back to its default")
+        notes.append(
+            f"its stored settings combine the sandbox disabled with {who}, which muse-acp "
+            f"refuses because nobody would be asked before Muse acts; {' and '.join(made)}"
+        )
     return SessionSettings(mode_id=mode_id, model=model, effort=effort, safety=safety), notes

@@ -8,12 +8,24 @@ A control is offered only when the host can apply it: the four flag controls whe
 for ``nativeApprovalPolicy`` (it is set on the wire with ``session/setApprovalMode``, since
 ``serve`` has no flag for it). ``safety_options`` lists the offered controls as select options,
 after the mode, model and effort options. ``apply_safety`` validates a change (-32602 naming
-the values, or saying why the control is not offered). ``check_combination`` refuses settings
-that together leave nothing between the model and the machine (-32602 saying why and what to
-change). ``safety_flags`` are the ``muse serve`` flags of the choices; a change of them, or of
-the approval policy, is applied by starting the session's host again (see ``settings``).
-``stored``/``from_stored`` are the preference store's form and back, with a sentence for
-each stored value that can no longer be applied.
+the values, or saying why the control is not offered). ``safety_flags`` are the ``muse serve``
+flags of the offered choices; a change of them, or of the approval policy, is applied by
+starting the session's host again (see ``settings``).
+
+The one rule (``refusal``): no turn runs with the sandbox disabled while approvals are granted
+unasked, by Auto-approve mode, the chosen 'Allow everything' policy, or Muse's own approval
+mode ``allowAll`` (another Muse client can set it). A change into that combination is refused
+(``check_combination``, -32602 saying why); one that leaves it as it was (the effort, the model)
+never is. Stored settings come back safe (``remembered``), a host's ``allowAll`` is set back
+(``execution``, ``session_state``), and ``check_runnable`` is the last guard before a turn.
+
+A stored choice the installed Muse cannot apply is never dropped: it stays in the choices (and
+the store) and is listed as a held option whose only other value is Muse's default (``held``).
+A held value that only widens (sandbox disabled, unrestricted network, 'Allow everything') is
+not applied; any other is a restriction Muse cannot enforce, and ``check_runnable`` refuses the
+session's turns until the user chooses the default (or uses a Muse that can apply it). Stored
+members this version does not know are kept in the store, not applied. ``stored`` and
+``from_stored`` are the store's form and back, with a sentence for what cannot be applied.
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ from typing import Final
 from muse_acp.agent.failures import Failure
 from muse_acp.agent.select_options import SelectValue, select_option
 from muse_acp.host.versions import supports
-from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
+from muse_acp.rpc.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from muse_acp.text import quoted
 from muse_acp_wire import acp
 
@@ -37,8 +49,12 @@ __all__ = [
     "SafetyControl",
     "apply_safety",
     "check_combination",
+    "check_runnable",
     "from_stored",
+    "held_notes",
     "offered_controls",
+    "refusal",
+    "safe_policy",
     "safety_flags",
     "safety_options",
     "stored",
@@ -50,14 +66,16 @@ _SHOWN: Final = 80
 
 @dataclass(frozen=True, slots=True)
 class SafetyControl:
-    """One safety option: its values (the first is Muse's own default) and the ``muse serve``
-    flag that applies a value other than the default (None: set on the wire instead)."""
+    """One safety option: its values (the first is Muse's own default), the ``muse serve`` flag
+    that applies a value other than the default (None: set on the wire instead), and the value
+    that only widens what Muse may do (None: every other value restricts)."""
 
     id: str
     name: str
     description: str
     values: tuple[SelectValue, ...]
     flag: str | None
+    widest: str | None = None
 
     @property
     def default(self) -> str:
@@ -68,6 +86,17 @@ class SafetyControl:
             return None
         # A flag with a value is written as one word, so probing it needs no value grammar.
         return f"{self.flag}={value}" if self.flag == "--sandbox-network" else self.flag
+
+    def shown(self, value: str) -> str:
+        """``Name: value name``, as the option menu shows it."""
+        names = {entry[0]: entry[1] for entry in self.values}
+        return f"{self.name}: {names.get(value, value)}"
+
+    def unavailable(self) -> str:
+        """Why an installed Muse that does not offer this control cannot apply it."""
+        if self.flag is not None:
+            return f"its `muse serve --help` does not list {self.flag}"
+        return "its version is not verified for session/setApprovalMode"
 
 
 _ON_OFF: Final = (("enabled", "Enabled", None), ("disabled", "Disabled", None))
@@ -82,6 +111,7 @@ CONTROLS: Final[Mapping[str, SafetyControl]] = MappingProxyType(
                 "Whether Muse runs tools inside its sandbox. Applies from the next prompt.",
                 _ON_OFF,
                 "--disable-sandbox",
+                "disabled",
             ),
             SafetyControl(
                 "sandboxNetwork",
@@ -93,6 +123,7 @@ CONTROLS: Final[Mapping[str, SafetyControl]] = MappingProxyType(
                     ("enabled", "Unrestricted", None),
                 ),
                 "--sandbox-network",
+                "enabled",
             ),
             SafetyControl(
                 "workspaceWrite",
@@ -120,6 +151,7 @@ CONTROLS: Final[Mapping[str, SafetyControl]] = MappingProxyType(
                     ("allowAll", "Allow everything", None),
                 ),
                 None,
+                "allowAll",
             ),
         )
     }
@@ -144,12 +176,18 @@ class SafetyChoices:
     """(control id, value) pairs, sorted by id, none of them a control's default."""
     offer: frozenset[str] = field(default=frozenset(), compare=False)
     """The controls the installed Muse offers."""
+    unknown: tuple[tuple[str, str], ...] = ()
+    """Stored (member, value) pairs this version does not know: kept for the store only."""
 
     def value(self, control_id: str) -> str:
         return dict(self.values).get(control_id, CONTROLS[control_id].default)
 
     def chosen(self, control_id: str) -> bool:
         return control_id in dict(self.values)
+
+    def held(self) -> list[str]:
+        """The chosen controls the installed Muse does not offer, in ``CONTROLS`` order."""
+        return [key for key in CONTROLS if self.chosen(key) and key not in self.offer]
 
     def with_value(self, control_id: str, value: str) -> SafetyChoices:
         values = dict(self.values)
@@ -159,107 +197,199 @@ class SafetyChoices:
             # A policy once chosen is sent even when it is Muse's default: Muse keeps the last
             # policy set on a session, so going back to the default has to be said.
             values[control_id] = value
-        return replace(self, values=tuple(sorted(values.items())))
+        unknown = tuple(pair for pair in self.unknown if pair[0] != control_id)
+        return replace(self, values=tuple(sorted(values.items())), unknown=unknown)
 
     def offered_to(self, offer: frozenset[str]) -> SafetyChoices:
-        """These choices on a host offering ``offer``: what it cannot apply is dropped."""
-        kept = tuple((key, value) for key, value in self.values if key in offer)
-        return SafetyChoices(kept, offer)
+        """These choices on a host offering ``offer``; what it cannot apply is held, not lost."""
+        return replace(self, offer=offer)
 
 
 def safety_options(choices: SafetyChoices) -> list[acp.SelectSessionConfigOption]:
-    """The offered controls as select options, in ``CONTROLS`` order."""
+    """The offered and held controls as select options, in ``CONTROLS`` order; a held one
+    offers only its stored value and Muse's default."""
     options = []
+    held = choices.held()
     for control in CONTROLS.values():
-        if control.id in choices.offer:
-            option = select_option(
-                control.id,
-                control.name,
-                None,
-                choices.value(control.id),
-                list(control.values),
+        if control.id not in choices.offer and control.id not in held:
+            continue
+        current = choices.value(control.id)
+        values = list(control.values)
+        description = control.description
+        if control.id in held:
+            values = [entry for entry in values if entry[0] in (control.default, current)]
+            description = (
+                f"The installed Muse cannot apply {current!r} ({control.unavailable()}); "
+                f"choose {control.shown(control.default)!r} to run without it."
             )
-            option.description = control.description
-            options.append(option)
+        option = select_option(control.id, control.name, None, current, values)
+        option.description = description
+        options.append(option)
     return options
 
 
-def _refused(kind: str, message: str) -> RpcError:
-    return Failure(kind, "client", retryable=False, phase="preparing").error(
-        message, INVALID_PARAMS
-    )
+def _refused(kind: str, message: str, code: int = INVALID_PARAMS) -> RpcError:
+    return Failure(kind, "client", retryable=False, phase="preparing").error(message, code)
 
 
 def apply_safety(choices: SafetyChoices, control_id: str, value: str) -> SafetyChoices:
-    """``choices`` with ``control_id`` set to ``value``.
+    """``choices`` with ``control_id`` set to ``value``; a held control takes only its stored
+    value or Muse's default (which lets it go).
 
     Raises:
         RpcError: ``INVALID_PARAMS`` when the installed Muse does not offer the control, or for
             a value it does not have.
     """
     control = CONTROLS[control_id]
-    if control_id not in choices.offer:
-        why = (
-            f"its `muse serve --help` does not list {control.flag}"
-            if control.flag is not None
-            else "its version is not verified for session/setApprovalMode"
-        )
+    held = control_id in choices.held()
+    if control_id not in choices.offer and not held:
         raise _refused(
             "safetyControlUnavailable",
-            f"the safety option {control_id!r} is not offered for the installed Muse ({why}); "
-            "choose among the options this session lists",
+            f"the safety option {control_id!r} is not offered for the installed Muse "
+            f"({control.unavailable()}); choose among the options this session lists",
         )
     allowed = [entry[0] for entry in control.values]
+    if held:
+        allowed = [control.default, choices.value(control_id)]
     if value not in allowed:
         raise RpcError(
             INVALID_PARAMS,
             f"{control_id} cannot be {quoted(value, _SHOWN)}; choose one of {', '.join(allowed)}",
         )
+    if held:  # the stored value stays, or the choice goes (there is nothing to tell Muse)
+        kept = tuple(pair for pair in choices.values if pair[0] != control_id)
+        return choices if value != control.default else replace(choices, values=kept)
     return choices.with_value(control_id, value)
 
 
-def check_combination(choices: SafetyChoices, auto_approve: bool) -> None:
-    """Refuse settings that leave no safeguard at all between the model and the machine.
+def safe_policy(choices: SafetyChoices) -> str:
+    """The policy to set Muse back to from one the rule refuses: the chosen one, else default."""
+    value = choices.value(APPROVAL_POLICY)
+    return CONTROLS[APPROVAL_POLICY].default if value == "allowAll" else value
 
-    ``auto_approve`` is True when the session's mode grants every approval itself.
+
+def refusal(choices: SafetyChoices, auto_approve: bool, host_mode: str | None = None) -> str | None:
+    """The one rule: what would grant approvals unasked with the sandbox disabled, or None
+    when nothing would (see the module contract).
+
+    ``auto_approve`` is True when the session's mode grants every approval itself;
+    ``host_mode`` is the approval mode Muse last reported for the session, if known.
+    """
+    if choices.value("sandbox") != "disabled":
+        return None
+    if auto_approve:
+        return "Auto-approve mode"
+    if choices.value(APPROVAL_POLICY) == "allowAll":
+        return "the 'Allow everything' approval policy"
+    if host_mode == "allowAll":
+        return "Muse's own approval mode 'allowAll', which another Muse client set"
+    return None
+
+
+def _unsafe(who: str) -> str:
+    return (
+        f"with the sandbox disabled and {who}, Muse would run any command with your full file "
+        "and network access and nobody would be asked first"
+    )
+
+
+def check_combination(
+    choices: SafetyChoices,
+    auto_approve: bool,
+    before: tuple[SafetyChoices, bool] | None = None,
+) -> None:
+    """Refuse a change into a combination the rule refuses; a change from ``before`` (choices,
+    auto-approve) that the rule refused for the same reason is not refused here.
 
     Raises:
         RpcError: ``INVALID_PARAMS`` saying what the combination would allow and how to avoid it.
     """
-    unattended = auto_approve or choices.value(APPROVAL_POLICY) == "allowAll"
-    if not unattended or choices.value("sandbox") != "disabled":
+    who = refusal(choices, auto_approve)
+    if who is None:
         return
-    who = "Auto-approve mode" if auto_approve else "the 'Allow everything' approval policy"
+    if before is not None and refusal(*before) == who:
+        return  # this change does not touch the combination (``check_runnable`` still guards)
     raise _refused(
         "unsafeSafetyCombination",
-        f"this change was not applied: with the sandbox disabled and {who}, Muse would run any "
-        "command with your full file and network access and nobody would be asked first. Keep "
-        "the sandbox enabled, or choose a mode and approval policy that ask you.",
+        f"this change was not applied: {_unsafe(who)}. Keep the sandbox enabled, or choose a "
+        "mode and approval policy that ask you.",
     )
 
 
+def check_runnable(choices: SafetyChoices, auto_approve: bool, host_mode: str | None) -> None:
+    """The last guard before a turn: refuse it in a combination the rule refuses, or while a
+    held restriction cannot be applied.
+
+    Raises:
+        RpcError: ``INVALID_REQUEST`` saying why and what to choose; nothing was submitted.
+    """
+    who = refusal(choices, auto_approve, host_mode)
+    if who is not None:
+        raise _refused(
+            "unsafeSafetyCombination",
+            f"muse-acp did not run this prompt: {_unsafe(who)}. Enable the sandbox, or choose a "
+            "mode and approval policy that ask you, then send the prompt again.",
+            INVALID_REQUEST,
+        )
+    for control_id in choices.held():
+        control, value = CONTROLS[control_id], choices.value(control_id)
+        if value != control.widest:
+            raise _refused(
+                "safetySettingUnavailable",
+                f"muse-acp did not run this prompt: this session's setting "
+                f"{control.shown(value)!r} cannot be applied by the installed Muse "
+                f"({control.unavailable()}) and it will not run without it. Choose "
+                f"{control.shown(control.default)!r} to run without that restriction, or use "
+                "a Muse that can apply it.",
+                INVALID_REQUEST,
+            )
+
+
+def held_notes(choices: SafetyChoices) -> list[str]:
+    """A sentence for each held choice: what applies instead, and that the choice is kept."""
+    notes = []
+    for control_id in choices.held():
+        control, value = CONTROLS[control_id], choices.value(control_id)
+        if value == control.widest:
+            then = f"Muse's default ({control.shown(control.default)}) applies instead"
+        else:
+            then = (
+                "its prompts are refused until you choose "
+                f"{control.shown(control.default)!r} or use a Muse that can apply it"
+            )
+        notes.append(
+            f"its safety setting {control.shown(value)!r} cannot be applied by the installed "
+            f"Muse ({control.unavailable()}); it stays stored, and {then}"
+        )
+    return notes
+
+
 def safety_flags(choices: SafetyChoices) -> tuple[str, ...]:
-    """The ``muse serve`` flags the choices add (the approval policy adds none)."""
-    flags = (CONTROLS[key].host_flag(value) for key, value in choices.values if key in CONTROLS)
+    """The ``muse serve`` flags the offered choices add (the approval policy adds none)."""
+    flags = (
+        CONTROLS[key].host_flag(value) for key, value in choices.values if key in choices.offer
+    )
     return tuple(flag for flag in flags if flag is not None)
 
 
 def stored(choices: SafetyChoices) -> dict[str, str]:
-    """The choices as the preference store keeps them."""
-    return dict(choices.values)
+    """The choices as the preference store keeps them, held and unknown ones included."""
+    return {**dict(choices.unknown), **dict(choices.values)}
 
 
 def from_stored(member: Mapping[str, str]) -> tuple[SafetyChoices, list[str]]:
     """Stored choices back (unoffered until ``offered_to``), and what could not be restored."""
     notes: list[str] = []
     choices = SafetyChoices()
+    unknown: list[tuple[str, str]] = []
     for key, value in sorted(member.items()):
         control = CONTROLS.get(key)
         if control is None or value not in [entry[0] for entry in control.values]:
             notes.append(
                 f"its stored safety setting {quoted(key, _SHOWN)}={quoted(value, _SHOWN)} is "
-                "unknown; Muse's default applies"
+                "unknown to this muse-acp; it stays stored, and Muse's default applies"
             )
+            unknown.append((key, value))
             continue
         choices = choices.with_value(key, value)
-    return choices, notes
+    return replace(choices, unknown=tuple(unknown)), notes

@@ -17,6 +17,10 @@ updates that report what changed:
   ``promptUnmatched`` to a mode that asks. A mode that restricts the host (Read-only, Plan) is
   only ever left by the user's own choice, so a report never widens it. The change is
   remembered and announced with ``current_mode_update`` then ``config_option_update``.
+  ``allowAll`` while the session's sandbox is disabled is never adopted (the one safety rule,
+  ``safety.refusal``): the session keeps its mode, Muse is set back to the session's policy at
+  once on the host that reported it (``ExecutionHost.secure``, again before the next turn),
+  and the chat says so; a host that cannot be set back is closed.
 * Item events are noted in the session's ``RunningWork`` (for ``_muse/task``).
 
 A preference that cannot be stored is logged; the change still applies for this run.
@@ -27,6 +31,7 @@ answers; a host that cannot answer leaves the last figures as they were.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
@@ -38,11 +43,12 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.event_kinds import STATE_REPORTS
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.remembered import to_stored
+from muse_acp.agent.safety import refusal
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.usage import PlanUse, TokenUse, usage_update
 from muse_acp.host.client import CLIENT_NAME
 from muse_acp.host.versions import supports
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -120,8 +126,13 @@ class SessionState:
         self, params: msp.SessionApprovalModeChangedParams
     ) -> list[acp.SessionUpdate]:
         session = self._session
+        if params.source != "replay":
+            session.execution.reported_mode = params.mode
         if params.source in _NOT_A_CHANGE or params.client_name == CLIENT_NAME:
             return []
+        if refusal(session.settings.safety, False, params.mode) is not None:
+            self._ctx.hosting.tasks.start_soon(self._set_back)
+            return []  # the chat hears of it from ``secure``
         current = MODES[session.settings.mode_id]
         if current.host_flags:
             return []  # a restricting mode is left only by the user's own choice
@@ -135,6 +146,24 @@ class SessionState:
             session_update="current_mode_update", current_mode_id=wanted
         )
         return [mode, self._options()]
+
+    async def _set_back(self) -> None:
+        """Hold Muse to the safety rule now, on the host that reported the switch."""
+        execution = self._session.execution
+        host = execution.host
+        if host is None or host.dead.is_set():
+            return  # the next turn's ``ready`` sets it back on the host it starts
+        with contextlib.suppress(ConnectionClosed):  # the client has gone: nobody to tell
+            try:
+                async with execution.holding(host):
+                    await execution.secure(host)
+            except RpcError as error:
+                logger.warning("Muse's approval mode could not be set back: %s", error.message)
+                await self._session.say(
+                    "Another Muse client set Muse to allow every action unasked while this "
+                    "session's sandbox is disabled, and muse-acp could not set it back, so it "
+                    f"stopped this session's Muse host: {error.message}"
+                )
 
     def _options(self) -> acp.ConfigOptionUpdateSessionUpdate:
         return acp.ConfigOptionUpdateSessionUpdate(

@@ -1,14 +1,16 @@
 """``session/set_mode`` and ``session/set_config_option``.
 
-Settings change only between turns (-32600 while the session is busy). A combination of mode
-and safety options that would leave nothing between the model and the machine is refused
-(-32602, see ``safety.check_combination``). A change that needs different host flags (read-only
-and plan modes, the safety options) or another Muse approval policy closes the session's host,
-so the next prompt starts one with them; the effort applies from the next turn on. A new model
-is confirmed by the session's host before the change is answered, when one is running (a
-refusal is an error and the previous model stays); otherwise it is applied when the next turn
-starts. Every change answers with the complete option list and announces it to the client with
-``config_option_update`` (and ``current_mode_update`` when the mode changed), after the response.
+Settings change only between turns (-32600 while the session is busy). A change into a
+combination of mode and safety options that would leave nothing between the model and the
+machine is refused (-32602, see ``safety.check_combination``); a change that does not touch the
+sandbox, the mode or the approval policy never is. A change that needs different host flags
+(read-only and plan modes, the safety options) or another Muse approval policy closes the
+session's host, so the next prompt starts one with them; the effort applies from the next
+turn on. A new model is confirmed by the session's host before the change is answered, when one
+is running (a refusal is an error and the previous model stays); otherwise it is applied when
+the next turn starts. Every change answers with the complete option list and announces it to
+the client with ``config_option_update`` (and ``current_mode_update`` when the mode changed),
+after the response.
 A change is made inside the request's commit: a ``$/cancel_request`` before it changes nothing
 (-32800), one after it is ignored.
 """
@@ -41,6 +43,10 @@ __all__ = ["handle_set_config_option", "handle_set_mode"]
 logger: Final = logging.getLogger("muse_acp.agent")
 
 
+def _auto(settings: SessionSettings) -> bool:
+    return MODES[settings.mode_id].automatic == "approve"
+
+
 def _change(session: AcpSession, settings: SessionSettings) -> None:
     """Apply new settings between turns; a change of host flags or of Muse's approval policy
     retires the current host, so the next prompt starts one that has them."""
@@ -52,7 +58,9 @@ def _change(session: AcpSession, settings: SessionSettings) -> None:
             "cannot happen during a turn)",
             {"busy": session.busy},
         )
-    check_combination(settings.safety, MODES[settings.mode_id].automatic == "approve")
+    check_combination(
+        settings.safety, _auto(settings), (session.settings.safety, _auto(session.settings))
+    )
     policy = settings.safety.value(APPROVAL_POLICY)
     if host_flags(settings) != host_flags(
         session.settings
