@@ -9,6 +9,7 @@ is confirmed by the session's host before the change is answered, when one is ru
 refusal is an error and the previous model stays); otherwise it is applied when the next turn
 starts. Every change answers with the complete option list and announces it to the client with
 ``config_option_update`` (and ``current_mode_update`` when the mode changed), after the response.
+Only what changed is stored (see ``preferences``), so another muse-acp process's choices stay.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from muse_acp.agent.config_options import (
     host_flags,
 )
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.preferences import SettingsChange
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.safety import APPROVAL_POLICY, check_combination
 from muse_acp.agent.session import AcpSession
@@ -80,11 +82,15 @@ def _announce(
     rctx.after_response(announce)
 
 
-async def _remember(ctx: AgentContext, session: AcpSession, rctx: RequestContext) -> None:
-    """Store the session's settings before answering, so a client that exits right after the
-    answer (one process per command) still finds them on its next start."""
+async def _remember(
+    ctx: AgentContext, session: AcpSession, before: SessionSettings, rctx: RequestContext
+) -> None:
+    """Store what changed from ``before`` before answering, so a client that exits right after
+    the answer (one process per command) still finds it on its next start."""
+    wrote = to_stored(session.settings)
+    change = SettingsChange.between(to_stored(before), wrote)
     try:
-        await ctx.preferences.write_settings(session.session_id, to_stored(session.settings))
+        await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
         note = (
@@ -98,11 +104,11 @@ async def handle_set_mode(
     ctx: AgentContext, params: acp.SetSessionModeRequest, rctx: RequestContext
 ) -> acp.SetSessionModeResponse:
     session = ctx.sessions.require(params.session_id)
-    new = apply_mode(session.settings, params.mode_id)
-    changed = new != session.settings
+    before = session.settings
+    new = apply_mode(before, params.mode_id)
     _change(session, new)
-    if changed:
-        await _remember(ctx, session, rctx)
+    if new != before:
+        await _remember(ctx, session, before, rctx)
         _announce(ctx, session, True, rctx)
     return acp.SetSessionModeResponse()
 
@@ -127,12 +133,11 @@ async def handle_set_config_option(
     session = ctx.sessions.require(params.session_id)
     new = apply_config_option(session.settings, params.config_id, params.value, ctx.catalog)
     await _confirm_model(ctx, session, new, str(params.value))
-    changed = new != session.settings
-    mode_changed = new.mode_id != session.settings.mode_id
+    before = session.settings
     _change(session, new)
-    if changed:
-        await _remember(ctx, session, rctx)
-        _announce(ctx, session, mode_changed, rctx)
+    if new != before:
+        await _remember(ctx, session, before, rctx)
+        _announce(ctx, session, session.settings.mode_id != before.mode_id, rctx)
     return acp.SetSessionConfigOptionResponse(
         config_options=config_options(session.settings, ctx.catalog)
     )
