@@ -16,12 +16,15 @@ import anyio
 import pytest
 
 from muse_acp.agent import preference_files
+from muse_acp.agent.config_options import ModelChoice, SessionSettings
 from muse_acp.agent.preferences import (
     IO_TIMEOUT,
     PreferenceStore,
     SettingsChange,
     StoredSettings,
 )
+from muse_acp.agent.remembered import stored_elsewhere, to_stored
+from muse_acp.agent.safety import SafetyChoices
 from muse_acp.agent.tombstones import Tombstones
 from muse_acp.rpc.errors import INTERNAL_ERROR, RpcError
 
@@ -223,6 +226,28 @@ def test_concurrent_writers_of_different_members_lose_nothing(tmp_path: Path) ->
     assert kept.settings is not None
     assert kept.settings.mode_id == modes[(rounds - 1) % 2]
     assert kept.settings.effort == "high"
+
+
+def test_a_live_session_takes_only_what_others_stored() -> None:
+    offer = frozenset({"shell", "sandbox"})
+    current = SessionSettings(effort="high", safety=SafetyChoices((), offer))
+    wrote = to_stored(current)
+    stored = replace(
+        wrote,
+        mode_id="plan",
+        model_id="m1",
+        safety=(("sandbox", "disabled"), ("workspaceWrite", "disabled")),
+    )
+    # Meanwhile this process changed the effort again; that is not taken back.
+    current = replace(current, effort="low")
+    theirs = stored_elsewhere(current, wrote, stored, None)
+    assert theirs.mode_id == "plan"
+    assert theirs.model == ModelChoice("m1")
+    assert theirs.effort == "low"
+    # Only options the installed Muse offers are taken.
+    assert theirs.safety.values == (("sandbox", "disabled"),)
+    assert theirs.safety.offer == offer
+    assert stored_elsewhere(current, wrote, wrote, None) is current
 
 
 @pytest.mark.anyio

@@ -9,7 +9,8 @@ is confirmed by the session's host before the change is answered, when one is ru
 refusal is an error and the previous model stays); otherwise it is applied when the next turn
 starts. Every change answers with the complete option list and announces it to the client with
 ``config_option_update`` (and ``current_mode_update`` when the mode changed), after the response.
-Only what changed is stored (see ``preferences``), so another muse-acp process's choices stay.
+Only what changed is stored (see ``preferences``); the session then also takes the settings
+another muse-acp process stored for it meanwhile, and the answer and announcements include them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from muse_acp.agent.config_options import (
 )
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.preferences import SettingsChange
-from muse_acp.agent.remembered import to_stored
+from muse_acp.agent.remembered import stored_elsewhere, to_stored
 from muse_acp.agent.safety import APPROVAL_POLICY, check_combination
 from muse_acp.agent.session import AcpSession
 from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
@@ -86,11 +87,12 @@ async def _remember(
     ctx: AgentContext, session: AcpSession, before: SessionSettings, rctx: RequestContext
 ) -> None:
     """Store what changed from ``before`` before answering, so a client that exits right after
-    the answer (one process per command) still finds it on its next start."""
+    the answer (one process per command) still finds it on its next start; then take what
+    other muse-acp processes stored for this session meanwhile."""
     wrote = to_stored(session.settings)
     change = SettingsChange.between(to_stored(before), wrote)
     try:
-        await ctx.preferences.write_settings(session.session_id, change)
+        stored = await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
         note = (
@@ -98,6 +100,13 @@ async def _remember(
             f"restart: {error.message}"
         )
         rctx.after_response(partial(session.say, note))
+        return
+    theirs = stored_elsewhere(session.settings, wrote, stored, ctx.catalog)
+    if theirs != session.settings:
+        try:
+            _change(session, theirs)
+        except RpcError as error:  # another process's choices do not combine with this one's
+            logger.warning("settings stored by another process are not taken: %s", error.message)
 
 
 async def handle_set_mode(
