@@ -76,7 +76,8 @@ def test_writes_leave_no_temporary_files_behind(tmp_path: Path) -> None:
     store = _store(tmp_path)
     for index in range(3):
         store.save_user_title(SESSION, f"Title {index}")
-    assert [p.name for p in store.directory.iterdir()] == [f"{SESSION}.json"]
+    names = sorted(p.name for p in store.directory.iterdir())
+    assert names == [f"{SESSION}.json", f"{SESSION}.lock"]  # the lock file is kept
 
 
 def test_the_directories_and_file_are_private_to_the_owner(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_an_unusable_file_is_not_overwritten_by_a_new_title(tmp_path: Path) -> N
         store.save_user_title(SESSION, "New")
     assert caught.value.code == INTERNAL_ERROR
     assert path.read_bytes() == b'{"schemaVersion": 7, "mine": "precious"}'
-    assert [p.name for p in store.directory.iterdir()] == [path.name]
+    assert sorted(p.name for p in store.directory.iterdir()) == [path.name, f"{SESSION}.lock"]
 
 
 def test_an_oversized_file_is_reported_rather_than_read(tmp_path: Path) -> None:

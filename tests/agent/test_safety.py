@@ -16,7 +16,7 @@ from muse_acp.agent.config_options import (
     config_options as options_of,
     host_flags,
 )
-from muse_acp.agent.preferences import PreferenceStore, StoredSettings
+from muse_acp.agent.preferences import PreferenceStore, SettingsChange, StoredSettings
 from muse_acp.agent.remembered import restored, to_stored
 from muse_acp.agent.safety import (
     CONTROLS,
@@ -227,7 +227,7 @@ async def test_safety_choices_survive_the_store(tmp_path: Path) -> None:
         mode_id="plan", safety=_offered(shell="disabled", approvalPolicy="promptUnmatched")
     )
     store = PreferenceStore(tmp_path)
-    await store.write_settings("s1", to_stored(settings))
+    await store.write_settings("s1", SettingsChange(to_stored(settings)))
     kept = store.load("s1").settings
     assert kept is not None
     back, notes = restored(kept, None)

@@ -25,6 +25,7 @@ from typing import Final
 from muse_acp.agent.config_options import ModelCatalog, config_options
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosts import ask
+from muse_acp.agent.preferences import SettingsChange
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.session import AcpSession
 from muse_acp.host.client import MspHost
@@ -100,9 +101,11 @@ def read_soon(ctx: AgentContext, session: AcpSession) -> None:
 async def fall_back_model(ctx: AgentContext, session: AcpSession) -> None:
     """After Muse refused the session's model at the start of a turn: go back to the model it
     last accepted, store that, and show it in the menu."""
+    before = to_stored(session.settings)
     session.settings = replace(session.settings, model=session.execution.confirmed_model)
     try:
-        await ctx.preferences.write_settings(session.session_id, to_stored(session.settings))
+        change = SettingsChange.between(before, to_stored(session.settings))
+        await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
     await session.send_update(

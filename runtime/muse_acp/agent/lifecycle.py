@@ -4,7 +4,9 @@
 the first prompt, and records the new session in its preference store, so a session that was
 never prompted can still be loaded (with nothing to replay) or resumed, here or after a
 restart. A session brought back after a restart gets the settings it was left with (see
-``remembered``); what cannot be restored is said in the chat.
+``remembered``); what cannot be restored is said in the chat. Load and resume read the stored
+settings afresh, so they show what another muse-acp process sharing the data directory changed
+(a live session whose settings were changed elsewhere is brought back like any other).
 
 Load, resume and fork read through the agent's catalog host (lease-free, so a session running
 elsewhere can still be read; kept between requests), bounded by the startup and read budgets.
@@ -39,7 +41,7 @@ from muse_acp.agent.history import read_row, replay_history
 from muse_acp.agent.hosts import ask
 from muse_acp.agent.mcp_servers import McpServerSpec, check_host, check_servers
 from muse_acp.agent.output_cards import OutputPolicy
-from muse_acp.agent.remembered import restored
+from muse_acp.agent.remembered import restored, stored_elsewhere, to_stored
 from muse_acp.agent.safety import held_notes
 from muse_acp.agent.session import AcpSession, check_session_id, shown_id
 from muse_acp.agent.titles import display_title
@@ -130,13 +132,14 @@ async def _bring_back(
     ctx: AgentContext, session_id: str, cwd: str, title: str | None, *, on_host: bool = True
 ) -> tuple[AcpSession, list[str]]:
     """Register a session, replacing a closed or idle earlier copy, with the settings it was
-    left with (this process's copy, else the stored ones); also say what could not be used."""
+    left with (the stored ones, read now, since another muse-acp process may have changed them;
+    else this process's copy); also say what could not be used."""
     _refuse_busy(ctx, session_id, "load")
     kept = await ctx.preferences.read(session_id)
     previous = ctx.sessions.get(session_id)
     notes = [] if kept.problem is None else [kept.problem]
     settings = previous.settings if previous is not None else None
-    if settings is None and kept.settings is not None:
+    if kept.settings is not None:
         settings, unusable = restored(kept.settings, ctx.catalog)
         notes += unusable
     session = ctx.new_session(
@@ -247,7 +250,12 @@ async def handle_resume(
     _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
     notes: list[str] = []
-    if live is not None and not live.closed and same_directory(live.cwd, cwd):
+    if (
+        live is not None
+        and not live.closed
+        and same_directory(live.cwd, cwd)
+        and (await _stored_as_live(ctx, live))
+    ):
         session, reopened = live, False
     else:
         async with ctx.catalog_host(cwd) as host:
@@ -274,6 +282,16 @@ async def _announce_resumed(ctx: AgentContext, session: AcpSession, notes: list[
         )
     await _tell(session, notes)
     await commands.advertise(ctx, session)
+
+
+async def _stored_as_live(ctx: AgentContext, live: AcpSession) -> bool:
+    """Whether the stored settings would bring the live session back as it is; when another
+    muse-acp process changed them, it is brought back from the store like any other."""
+    kept = await ctx.preferences.read(live.session_id)
+    if kept.settings is None:
+        return True
+    current = live.settings
+    return stored_elsewhere(current, to_stored(current), kept.settings, ctx.catalog) == current
 
 
 async def _stored_settings(ctx: AgentContext, session_id: str) -> SessionSettings:

@@ -28,6 +28,7 @@ from typing import Final
 from muse_acp.agent.config_options import config_options
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.model_turn import run_turn
+from muse_acp.agent.preferences import SettingsChange
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.work import SessionWork
@@ -74,9 +75,11 @@ async def _enter(ctx: AgentContext, session: AcpSession) -> None:
     if session.settings.mode_id == PLAN_MODE:
         return
     # The host restarts with the read-only flags at the next turn (ExecutionHost.ready).
+    before = to_stored(session.settings)
     session.settings = replace(session.settings, mode_id=PLAN_MODE)
     try:
-        await ctx.preferences.write_settings(session.session_id, to_stored(session.settings))
+        change = SettingsChange.between(before, to_stored(session.settings))
+        await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
         await session.say(f"Plan mode applies now but will not survive a restart: {error.message}")

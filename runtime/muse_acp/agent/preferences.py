@@ -30,34 +30,44 @@ The agent reads and writes only through ``read``, ``read_many``, ``write_user_ti
 ``SessionPreferences.problem``, a sentence for the user, so one bad file concerns its own
 session only.
 
-Rewrites keep every member this version does not know, so a newer adapter's additions survive.
-Writes are atomic (a temporary file in the same directory,
-flushed with ``fsync``, then ``os.replace``), and both the directory (0700) and the files
-(0600) are created private to the user rather than restricted afterwards. The store refuses a
-session id that is not a plain file name, even though callers already check ids, because the
-id becomes part of a path. Muse's own session files are never touched.
+Several muse-acp processes may share a data directory (an editor and a command-line client on
+one session). Each write reads the file, changes only what its process changed and rewrites it,
+all under the session's lock (see ``preference_files``), so nothing another process stored is
+lost: a title, or a ``SettingsChange``, which names the settings that changed (mode, model,
+effort, each safety option) rather than carrying the process's whole copy of them, since that
+copy may be older than the file. ``write_settings`` answers with the settings as now stored, so
+the writer learns what other processes changed. Rewrites keep every member this version does
+not know, in the document and in ``settings``, so a newer adapter's additions survive. Writes
+are atomic, and both the directory (0700) and the files (0600) are created private to the user
+rather than restricted afterwards. The store refuses a session id that is not a plain file
+name, even though callers already check ids, because the id becomes part of a path. Muse's own
+session files are never touched.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import stat
-import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 import anyio
 
+from muse_acp.agent.preference_files import (
+    MAX_FILE_BYTES,
+    read_document,
+    session_lock,
+    unusable,
+    write_document,
+)
 from muse_acp.agent.titles import title_problem
-from muse_acp.rpc.decoding import RefusedFrame, decode_frame
-from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, PARSE_ERROR, RpcError
+from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
 __all__ = [
     "IO_TIMEOUT",
@@ -65,6 +75,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "PreferenceStore",
     "SessionPreferences",
+    "SettingsChange",
     "StoredSettings",
 ]
 
@@ -74,8 +85,6 @@ IO_TIMEOUT: Final = 5.0
 """Seconds the preference files of one request may take to read or write."""
 
 SCHEMA_VERSION: Final = 1
-MAX_FILE_BYTES: Final = 1024 * 1024
-"""Largest preference file read; anything bigger is reported rather than loaded."""
 SESSIONS_DIRECTORY: Final = "sessions"
 
 # One path component only: a leading letter or digit rules out ".", ".." and hidden names
@@ -97,6 +106,50 @@ class StoredSettings:
         names = ("modeId", "modelId", "providerId", "effort")
         values = (self.mode_id, self.model_id, self.provider_id, self.effort)
         return {**dict(zip(names, values, strict=True)), "safety": dict(self.safety)}
+
+
+# Each setting a client changes as one, by the fields that hold it (a provider without its
+# model would be malformed).
+_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {"mode": ("mode_id",), "model": ("model_id", "provider_id"), "effort": ("effort",)}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """The settings one process changed: ``members`` (of "mode", "model", "effort") and the
+    safety options in ``safety`` take their values from ``after``; every other stored value
+    stays as stored, so no process writes back a value it did not change."""
+
+    after: StoredSettings
+    members: frozenset[str] = frozenset()
+    safety: frozenset[str] = frozenset()
+    """Safety option ids; one missing from ``after`` goes back to Muse's default."""
+
+    @classmethod
+    def between(cls, before: StoredSettings, after: StoredSettings) -> SettingsChange:
+        """What changed from ``before`` to ``after``."""
+        members = frozenset(
+            name
+            for name, fields in _FIELDS.items()
+            if any(getattr(before, field) != getattr(after, field) for field in fields)
+        )
+        old, new = dict(before.safety), dict(after.safety)
+        return cls(after, members, frozenset(k for k in old | new if old.get(k) != new.get(k)))
+
+    def applied_to(self, stored: StoredSettings | None) -> StoredSettings:
+        """``stored`` with this change; ``after`` whole when nothing is stored yet (no other
+        process has stored settings then)."""
+        if stored is None:
+            return self.after
+        changed = {field: getattr(self.after, field) for m in self.members for field in _FIELDS[m]}
+        safety, mine = dict(stored.safety), dict(self.after.safety)
+        for option in self.safety:
+            if option in mine:
+                safety[option] = mine[option]
+            else:
+                safety.pop(option, None)
+        return replace(stored, **changed, safety=tuple(sorted(safety.items())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +200,7 @@ class PreferenceStore:
                 cannot be read or understood.
         """
         path = self.path_for(session_id)
-        document = self._read(path)
+        document = read_document(path)
         if document is None:
             return SessionPreferences()
         return _preferences(path, document)
@@ -159,27 +212,45 @@ class PreferenceStore:
 
         Raises:
             RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` when the
-                existing file is unusable (it is left as it is) or the write fails.
+                existing file is unusable (it is left as it is), the lock stays held or the
+                write fails.
         """
-        return self.save_member(
-            session_id, "userTitle", {"text": title, "updatedAt": _timestamp(now)}
-        )
+        title_member = {"text": title, "updatedAt": _timestamp(now)}
+        return self._update(session_id, lambda document, _: document.update(userTitle=title_member))
 
-    def save_member(self, session_id: str, name: str, value: dict[str, Any]) -> SessionPreferences:
-        """Store one member of the session's file, keeping every other member.
+    def save_settings(self, session_id: str, change: SettingsChange) -> SessionPreferences:
+        """Store the members ``change`` names over those stored, keeping all the others.
 
         Raises:
             RpcError: as ``save_user_title``.
         """
+
+        def edit(document: dict[str, Any], kept: SessionPreferences) -> None:
+            member = document.get("settings", {})  # a newer adapter's own settings survive
+            document["settings"] = {**member, **change.applied_to(kept.settings).member()}
+
+        return self._update(session_id, edit)
+
+    def save_created(self, session_id: str, cwd: str) -> SessionPreferences:
+        """Record that the session was created in ``cwd`` (fails as ``save_user_title``)."""
+        created = {"cwd": cwd, "at": _timestamp(None)}
+        return self._update(session_id, lambda document, _: document.update(created=created))
+
+    def _update(
+        self, session_id: str, edit: Callable[[dict[str, Any], SessionPreferences], None]
+    ) -> SessionPreferences:
+        """Read, ``edit`` and rewrite the session's file under its lock, so what another
+        process wrote in between is never lost; the result is the file as written."""
         path = self.path_for(session_id)
-        existing = self._read(path)
-        if existing is not None:
-            _preferences(path, existing)
-        document = existing or {}
-        document["schemaVersion"] = SCHEMA_VERSION
-        document[name] = value
-        self._write(path, document)
-        return _preferences(path, document)
+        with session_lock(path):
+            existing = read_document(path)
+            kept = SessionPreferences() if existing is None else _preferences(path, existing)
+            document = existing or {}
+            document["schemaVersion"] = SCHEMA_VERSION
+            edit(document, kept)
+            written = _preferences(path, document)
+            write_document(path, document)
+        return written
 
     async def read(self, session_id: str) -> SessionPreferences:
         """The session's preferences, read off the event loop; a problem instead of an error."""
@@ -208,15 +279,17 @@ class PreferenceStore:
         save = partial(self.save_user_title, session_id, title)
         return await self._write_off_loop("the session title", save)
 
-    async def write_settings(self, session_id: str, settings: StoredSettings) -> None:
-        """Store the session's settings (see ``write_user_title`` for the failures)."""
-        save = partial(self.save_member, session_id, "settings", settings.member())
-        await self._write_off_loop("the session settings", save)
+    async def write_settings(self, session_id: str, change: SettingsChange) -> StoredSettings:
+        """``save_settings`` off the event loop (fails as ``write_user_title``); the settings
+        now stored, other processes' members included."""
+        save = partial(self.save_settings, session_id, change)
+        written = (await self._write_off_loop("the session settings", save)).settings
+        assert written is not None  # save_settings always stores some
+        return written
 
     async def write_created(self, session_id: str, cwd: str) -> None:
-        """Record that ``session/new`` made the session in ``cwd`` (fails as ``write_settings``)."""
-        created = {"cwd": cwd, "at": _timestamp(None)}
-        save = partial(self.save_member, session_id, "created", created)
+        """``save_created`` off the event loop (fails as ``write_user_title``)."""
+        save = partial(self.save_created, session_id, cwd)
         await self._write_off_loop("the new session", save)
 
     async def _write_off_loop(
@@ -237,97 +310,13 @@ class PreferenceStore:
         except RpcError as error:
             return SessionPreferences(problem=error.message)
 
-    def _read(self, path: Path) -> dict[str, Any] | None:
-        try:
-            # Non-blocking, so a FIFO planted at the path is refused instead of waited on.
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            raise _unusable(path, f"it cannot be read ({error.strerror or error})") from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _unusable(path, "it cannot be read: it is not a regular file")
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                raw = handle.read(MAX_FILE_BYTES + 1)
-        except OSError as error:
-            raise _unusable(path, f"it cannot be read ({error.strerror or error})") from None
-        finally:
-            os.close(fd)
-        if len(raw) > MAX_FILE_BYTES:
-            raise _unusable(path, f"it is larger than {MAX_FILE_BYTES} bytes")
-        document = decode_frame(raw)
-        if isinstance(document, RefusedFrame):
-            if document.error.code == PARSE_ERROR:
-                raise _unusable(path, "it is not valid UTF-8 JSON")
-            why = document.error.message.removeprefix("frame ")
-            raise _unusable(path, f"it is JSON muse-acp will not read (it {why})")
-        if not isinstance(document, dict):
-            raise _unusable(path, "it does not hold a JSON object")
-        return document
-
-    def _write(self, path: Path, document: dict[str, Any]) -> None:
-        data = (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-        try:
-            self._make_directory()
-            # mkstemp creates the file with mode 0600, so it is never readable by others.
-            fd, staging = tempfile.mkstemp(
-                prefix=f".{path.stem}.", suffix=".tmp", dir=self.directory
-            )
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(staging, path)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(staging)
-                raise
-            self._sync_directory()
-        except OSError as error:
-            raise RpcError(
-                INTERNAL_ERROR,
-                f"could not save the session preferences to {path}: "
-                f"{error.strerror or error}; check that the directory is writable",
-                {"path": str(path)},
-            ) from None
-
-    def _make_directory(self) -> None:
-        # Only directories created here get 0700; an existing one keeps the mode its owner set.
-        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        for directory in (self.data_dir, self.directory):
-            with contextlib.suppress(FileExistsError):
-                directory.mkdir(mode=0o700)
-
-    def _sync_directory(self) -> None:
-        # Makes the rename itself durable; not every platform can open a directory for this.
-        try:
-            fd = os.open(self.directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            with contextlib.suppress(OSError):
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _unusable(path: Path, reason: str) -> RpcError:
-    return RpcError(
-        INTERNAL_ERROR,
-        f"the session preference file {path} is unusable: {reason}. Fix the file or remove it "
-        "(removing it forgets the session's title and settings)",
-        {"path": str(path)},
-    )
-
 
 def _preferences(path: Path, document: dict[str, Any]) -> SessionPreferences:
     """Read the members this version understands, reporting any that are malformed."""
     version = document.get("schemaVersion")
     # bool is an int subclass, and true must not pass for version 1.
     if type(version) is not int or version != SCHEMA_VERSION:
-        raise _unusable(path, f"its schemaVersion is {json.dumps(version)}, not {SCHEMA_VERSION}")
+        raise unusable(path, f"its schemaVersion is {json.dumps(version)}, not {SCHEMA_VERSION}")
     title, updated_at = _user_title(path, document)
     return SessionPreferences(
         user_title=title,
@@ -342,15 +331,15 @@ def _user_title(path: Path, document: dict[str, Any]) -> tuple[str | None, str |
         return None, None
     entry = document["userTitle"]
     if not isinstance(entry, dict):
-        raise _unusable(path, "its userTitle is not an object")
+        raise unusable(path, "its userTitle is not an object")
     text, updated_at = entry.get("text"), entry.get("updatedAt")
     if not isinstance(text, str):
-        raise _unusable(path, "its userTitle.text is not a string")
+        raise unusable(path, "its userTitle.text is not a string")
     problem = title_problem(text) if text == text.strip() else "it has surrounding blanks"
     if problem is not None:
-        raise _unusable(path, f"its userTitle.text cannot be a title ({problem})")
+        raise unusable(path, f"its userTitle.text cannot be a title ({problem})")
     if updated_at is not None and not isinstance(updated_at, str):
-        raise _unusable(path, "its userTitle.updatedAt is not a string")
+        raise unusable(path, "its userTitle.updatedAt is not a string")
     return text, updated_at
 
 
@@ -362,24 +351,24 @@ def _settings(path: Path, document: dict[str, Any]) -> StoredSettings | None:
         return None
     entry = document["settings"]
     if not isinstance(entry, dict):
-        raise _unusable(path, "its settings member is not an object")
+        raise unusable(path, "its settings member is not an object")
     values: dict[str, str | None] = {}
     for name in ("modeId", "modelId", "providerId", "effort"):
         value = entry.get(name)
         short = isinstance(value, str) and 0 < len(value) <= _SETTING_LIMIT
         if value is not None and not short:
-            raise _unusable(path, f"its settings.{name} is not a short string")
+            raise unusable(path, f"its settings.{name} is not a short string")
         values[name] = value
     mode_id = values["modeId"]
     if mode_id is None:
-        raise _unusable(path, "its settings.modeId is missing")
+        raise unusable(path, "its settings.modeId is missing")
     if values["providerId"] is not None and values["modelId"] is None:
-        raise _unusable(path, "its settings.providerId is given without a modelId")
+        raise unusable(path, "its settings.providerId is given without a modelId")
     safety = entry.get("safety", {})
     pairs = [(k, v) for k, v in (safety.items() if isinstance(safety, dict) else [(0, 0)])]
     safe = tuple(sorted((k, v) for k, v in pairs if isinstance(k, str) and isinstance(v, str)))
     if len(safe) != len(pairs) or any(len(v) > 64 for _, v in safe):
-        raise _unusable(path, "its settings.safety is not an object of short strings")
+        raise unusable(path, "its settings.safety is not an object of short strings")
     return StoredSettings(mode_id, values["modelId"], values["providerId"], values["effort"], safe)
 
 
@@ -389,7 +378,7 @@ def _created(path: Path, document: dict[str, Any]) -> str | None:
     entry = document["created"]
     cwd = entry.get("cwd") if isinstance(entry, dict) else None
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise _unusable(path, "its created.cwd is not an absolute path")
+        raise unusable(path, "its created.cwd is not an absolute path")
     return cwd
 
 

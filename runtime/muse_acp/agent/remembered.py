@@ -11,6 +11,7 @@ everything' policy, which a hand-edited or older file can hold) come back in Ask
 Muse's default approval policy, saying so. Which safety options the installed Muse offers is
 decided when the session is registered (``AgentContext.new_session``); a stored choice it
 cannot apply is held there, never dropped (``safety``).
+``stored_elsewhere`` takes into a live session what another muse-acp process stored for it.
 """
 
 from __future__ import annotations
@@ -23,17 +24,18 @@ from muse_acp.agent.config_options import (
     ModelChoice,
     SessionSettings,
 )
-from muse_acp.agent.preferences import StoredSettings
+from muse_acp.agent.preferences import SettingsChange, StoredSettings
 from muse_acp.agent.safety import (
     APPROVAL_POLICY,
     CONTROLS,
+    SafetyChoices,
     from_stored,
     refusal,
     stored as stored_safety,
 )
 from muse_acp.text import clip
 
-__all__ = ["restored", "to_stored"]
+__all__ = ["restored", "stored_elsewhere", "to_stored"]
 
 _SHOWN = 80
 
@@ -88,3 +90,31 @@ def restored(
             f"refuses because nobody would be asked before Muse acts; {' and '.join(made)}"
         )
     return SessionSettings(mode_id=mode_id, model=model, effort=effort, safety=safety), notes
+
+
+def stored_elsewhere(
+    current: SessionSettings,
+    wrote: StoredSettings,
+    stored: StoredSettings,
+    catalog: ModelCatalog | None,
+) -> SessionSettings:
+    """``current`` with what other processes stored: each setting where ``stored`` (the file
+    after this process wrote ``wrote``) differs from ``wrote``, restored as a load would."""
+    theirs = SettingsChange.between(wrote, stored)
+    if not theirs.members and not theirs.safety:
+        return current
+    # A value this version cannot use falls back as at a load; the client sees the outcome in
+    # the options announced with the change.
+    back, _ = restored(stored, catalog)
+    values = dict(current.safety.values)
+    for option in theirs.safety:
+        values.pop(option, None)
+        if back.safety.chosen(option):
+            values[option] = back.safety.value(option)
+    offer = current.safety.offer
+    return SessionSettings(
+        mode_id=back.mode_id if "mode" in theirs.members else current.mode_id,
+        model=back.model if "model" in theirs.members else current.model,
+        effort=back.effort if "effort" in theirs.members else current.effort,
+        safety=SafetyChoices(tuple(sorted(values.items())), offer).offered_to(offer),
+    )

@@ -42,6 +42,7 @@ from muse_acp.agent.config_options import MODES, ModelChoice, SessionSettings, c
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.event_kinds import STATE_REPORTS
 from muse_acp.agent.hosts import ask
+from muse_acp.agent.preferences import SettingsChange
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.safety import refusal
 from muse_acp.agent.session import AcpSession
@@ -173,9 +174,10 @@ class SessionState:
 
     async def _adopt(self, settings: SessionSettings) -> None:
         session = self._session
+        change = SettingsChange.between(to_stored(session.settings), to_stored(settings))
         session.settings = settings
         try:
-            await self._ctx.preferences.write_settings(session.session_id, to_stored(settings))
+            await self._ctx.preferences.write_settings(session.session_id, change)
         except RpcError as error:
             logger.warning("a setting Muse reported could not be stored: %s", error.message)
 

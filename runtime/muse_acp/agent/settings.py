@@ -13,6 +13,8 @@ the client with ``config_option_update`` (and ``current_mode_update`` when the m
 after the response.
 A change is made inside the request's commit: a ``$/cancel_request`` before it changes nothing
 (-32800), one after it is ignored.
+Only what changed is stored (see ``preferences``); the session then also takes the settings
+another muse-acp process stored for it meanwhile, and the answer and announcements include them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from muse_acp.agent.config_options import (
     host_flags,
 )
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.remembered import to_stored
+from muse_acp.agent.preferences import SettingsChange
+from muse_acp.agent.remembered import stored_elsewhere, to_stored
 from muse_acp.agent.safety import APPROVAL_POLICY, check_combination
 from muse_acp.agent.session import AcpSession
 from muse_acp.rpc import INVALID_REQUEST, RequestContext, RpcError
@@ -90,11 +93,16 @@ def _announce(
     rctx.after_response(announce)
 
 
-async def _remember(ctx: AgentContext, session: AcpSession, rctx: RequestContext) -> None:
-    """Store the session's settings before answering, so a client that exits right after the
-    answer (one process per command) still finds them on its next start."""
+async def _remember(
+    ctx: AgentContext, session: AcpSession, before: SessionSettings, rctx: RequestContext
+) -> None:
+    """Store what changed from ``before`` before answering, so a client that exits right after
+    the answer (one process per command) still finds it on its next start; then take what
+    other muse-acp processes stored for this session meanwhile."""
+    wrote = to_stored(session.settings)
+    change = SettingsChange.between(to_stored(before), wrote)
     try:
-        await ctx.preferences.write_settings(session.session_id, to_stored(session.settings))
+        stored = await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
         note = (
@@ -102,18 +110,25 @@ async def _remember(ctx: AgentContext, session: AcpSession, rctx: RequestContext
             f"restart: {error.message}"
         )
         rctx.after_response(partial(session.say, note))
+        return
+    theirs = stored_elsewhere(session.settings, wrote, stored, ctx.catalog)
+    if theirs != session.settings:
+        try:
+            _change(session, theirs)
+        except RpcError as error:  # another process's choices do not combine with this one's
+            logger.warning("settings stored by another process are not taken: %s", error.message)
 
 
 async def handle_set_mode(
     ctx: AgentContext, params: acp.SetSessionModeRequest, rctx: RequestContext
 ) -> acp.SetSessionModeResponse:
     session = ctx.sessions.require(params.session_id)
-    new = apply_mode(session.settings, params.mode_id)
-    changed = new != session.settings
+    before = session.settings
+    new = apply_mode(before, params.mode_id)
     async with rctx.commit():  # a withdrawn request changes nothing; a late cancel is ignored
         _change(session, new)
-        if changed:
-            await _remember(ctx, session, rctx)
+        if new != before:
+            await _remember(ctx, session, before, rctx)
             _announce(ctx, session, True, rctx)
     return acp.SetSessionModeResponse()
 
@@ -140,12 +155,11 @@ async def handle_set_config_option(
     # The commit starts with the model's confirmation: a host that switched models is a change.
     async with rctx.commit():
         await _confirm_model(ctx, session, new, str(params.value))
-        changed = new != session.settings
-        mode_changed = new.mode_id != session.settings.mode_id
+        before = session.settings
         _change(session, new)
-        if changed:
-            await _remember(ctx, session, rctx)
-            _announce(ctx, session, mode_changed, rctx)
+        if new != before:
+            await _remember(ctx, session, before, rctx)
+            _announce(ctx, session, session.settings.mode_id != before.mode_id, rctx)
     return acp.SetSessionConfigOptionResponse(
         config_options=config_options(session.settings, ctx.catalog)
     )

@@ -2,8 +2,9 @@
 session, a tombstone that hides it.
 
 Contract: ``session/delete`` ends with ``forget(session_id, hide=...)``, one bounded worker call
-that removes the session's preference file (see ``preferences``; a missing one is fine) and,
-with ``hide``, first records a tombstone, ``<data_dir>/deleted/<session_id>.json``::
+that removes the session's preference file and its lock file (see ``preference_files``; a
+missing one is fine) and, with ``hide``, first records a tombstone,
+``<data_dir>/deleted/<session_id>.json``::
 
     {"schemaVersion": 1, "deletedAt": "<RFC 3339 UTC>"}
 
@@ -34,6 +35,7 @@ from typing import Final, TypeVar
 
 import anyio
 
+from muse_acp.agent.preference_files import remove_document
 from muse_acp.agent.preferences import IO_TIMEOUT, SCHEMA_VERSION, PreferenceStore
 from muse_acp.agent.session import shown_id
 from muse_acp.rpc import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RpcError
@@ -116,8 +118,7 @@ class Tombstones:
             if hide:
                 self._write(tombstone)
             try:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(preferences)
+                remove_document(preferences)  # and its lock file, once no write is under way
             except OSError as error:
                 raise _unwritable(
                     preferences,
