@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -180,3 +181,31 @@ async def test_a_reference_that_is_also_a_file_name_is_reviewed(repo: Path, name
     branch = await snapshot(str(repo), ReviewTarget("branch", "main"))
     assert ("second" if name == "HEAD" else "start") in commit
     assert "+two" in branch
+
+
+async def test_a_repository_another_user_owns_is_reviewed_only_when_the_user_trusts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "repo").mkdir()
+    traps = make_traps(tmp_path / "repo", tmp_path)
+    for name, value in traps.environment.items():
+        monkeypatch.setenv(name, value)
+    real = git_snapshot._environment
+
+    def foreign(config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+        # Git's own switch for treating a repository as another user's.
+        return {**real(config), "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}
+
+    monkeypatch.setattr(git_snapshot, "_environment", foreign)
+    with pytest.raises(RpcError) as raised:
+        await snapshot(str(traps.repo), ReviewTarget("uncommitted"))
+    assert raised.value.code == -32602
+    assert _kind(raised.value) == "untrustedGitRepository"
+    assert "safe.directory" in raised.value.message
+    # The user's global configuration trusts it: that one setting is honoured, and still no
+    # program of the repository's or of that configuration runs.
+    with (Path(traps.environment["HOME"]) / ".gitconfig").open("a") as config:
+        config.write(f"[safe]\n\tdirectory = {traps.repo}\n")
+    text = await snapshot(str(traps.repo), ReviewTarget("uncommitted"))
+    assert "+three" in text
+    assert traps.fired() == []

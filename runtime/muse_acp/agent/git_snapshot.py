@@ -18,8 +18,9 @@ never takes optional locks (a review must not disturb a concurrent ``git`` in th
 output is uncoloured with raw paths.
 
 Git runs no program the workspace names: the repository may not be trusted, and git runs with
-the user's rights. System and global configuration and every inherited ``GIT_*`` variable are
-ignored, and ``_environment`` overrides the repository's configuration for everything these
+the user's rights. System and global configuration (but for the folders they trust though
+another user owns them, ``safe.directory``) and every inherited ``GIT_*`` variable are ignored,
+and ``_environment`` overrides the repository's configuration for everything these
 commands could run or that would reshape what they show: the fsmonitor hook, every filter
 driver the repository defines (clean, smudge, process: work tree files are read unfiltered),
 external diffs and diff drivers, textconv, signature checks, hooks, pagers, credential helpers
@@ -28,15 +29,18 @@ shown by the commit it points at and never entered. Revisions and paths are alwa
 ``--``, so a reference may also be a file's name.
 
 Errors (``RpcError``, with ``data.failure`` as every failure carries): ``cwd`` is not inside a
-Git work tree (-32602, kind ``notGitWorkTree``); ``ref`` is not usable (it starts with ``-``,
-holds a control character or space) or names no commit (-32602, ``unknownGitRevision``); git is
-missing, fails otherwise or runs past its deadline (-32603, ``gitFailed``, retryable when it
-timed out). No text git wrote is quoted beyond a bounded, redacted stderr line.
+Git work tree (-32602, kind ``notGitWorkTree``), or its repository is another user's and the
+user's configuration does not trust it (-32602, ``untrustedGitRepository``); ``ref`` is not
+usable (it starts with ``-``, holds a control character or space) or names no commit (-32602,
+``unknownGitRevision``); git is missing, fails otherwise or runs past its deadline (-32603,
+``gitFailed``, retryable when it timed out). No text git wrote is quoted beyond a bounded,
+redacted stderr line.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
@@ -135,11 +139,11 @@ class _Output:
         return text
 
 
-def _environment(filters: tuple[str, ...] = ()) -> dict[str, str]:
+def _environment(config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
     """The environment of every git run: nothing ``GIT_*`` inherited (``GIT_DIR``,
     ``GIT_EXTERNAL_DIFF``, ``GIT_CONFIG_PARAMETERS``...), no system or global configuration,
-    and ``_SAFE_CONFIG`` plus the blanking of each filter driver in ``filters`` as
-    command-line configuration (``GIT_CONFIG_COUNT``: a driver's name may hold ``=``)."""
+    and ``_SAFE_CONFIG`` then ``config`` as command-line configuration (``GIT_CONFIG_COUNT``:
+    a filter driver's name may hold ``=``)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
@@ -155,11 +159,7 @@ def _environment(filters: tuple[str, ...] = ()) -> dict[str, str]:
         GIT_PAGER="cat",
         LC_ALL="C",
     )
-    config = [
-        *_SAFE_CONFIG,
-        *((f"filter.{name}.{key}", value) for name in filters for key, value in _FILTER_KEYS),
-    ]
-    for index, (key, value) in enumerate(config):
+    for index, (key, value) in enumerate(config := [*_SAFE_CONFIG, *config]):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     env["GIT_CONFIG_COUNT"] = str(len(config))
@@ -168,9 +168,9 @@ def _environment(filters: tuple[str, ...] = ()) -> dict[str, str]:
 
 async def _git(
     cwd: str, args: tuple[str, ...], limit: int, env: dict[str, str]
-) -> tuple[int | None, bytes, str, bool]:
+) -> tuple[int | None, bytes, tuple[str, ...], bool]:
     """Run git with ``env`` (see ``_environment``); its exit status, stdout (at most ``limit``
-    bytes), last stderr line, and whether stdout was cut."""
+    bytes), last stderr lines, and whether stdout was cut."""
     data = bytearray()
     cut = False
     command = [*_GIT, args[0], *_SAFE_FLAGS.get(args[0], ()), *args[1:]]
@@ -208,32 +208,70 @@ async def _git(
             "on the PATH muse-acp runs with.",
             code=INTERNAL_ERROR,
         ) from None
-    return status, bytes(data), clip(lines[-1], 300) if lines else "", cut
+    return status, bytes(data), lines, cut
+
+
+def _said(lines: tuple[str, ...]) -> str:
+    """What git said last on stderr, bounded."""
+    return clip(lines[-1], 300) if lines else ""
 
 
 async def _check(cwd: str) -> dict[str, str]:
     """Refuse a ``cwd`` outside a work tree; the environment for the rest of the snapshot."""
-    status, out, _, _ = await _git(cwd, ("rev-parse", "--is-inside-work-tree"), 64, _environment())
+    trusted = [("safe.directory", folder) for folder in await _trusted(cwd)]
+    args = ("rev-parse", "--is-inside-work-tree")
+    status, out, said, _ = await _git(cwd, args, 64, _environment(trusted))
+    if status != 0 and any("safe.directory" in line for line in said):
+        raise _error(
+            "untrustedGitRepository",
+            "Git does not trust the repository of the session's workspace: another user owns "
+            "it. If you trust it, add it to your Git configuration's safe.directory list (`git "
+            "config --global --add safe.directory <folder>`), then review again.",
+        )
     if status != 0 or out.strip() != b"true":
         raise _error(
             "notGitWorkTree",
             "The session's workspace is not inside a Git work tree, so there are no changes to "
             "review. Open a session in a Git repository (or run `git init` there) first.",
         )
-    return _environment(await _filters(cwd))
+    filters = await _filters(cwd, _environment(trusted))
+    return _environment(
+        [*trusted, *((f"filter.{n}.{key}", v) for n in filters for key, v in _FILTER_KEYS)]
+    )
 
 
-async def _filters(cwd: str) -> tuple[str, ...]:
+async def _trusted(cwd: str) -> list[str]:
+    """The folders the user's own system and global configuration trust though another user
+    owns them (``safe.directory``, in order): the user's decision, so it is kept, and nothing
+    else of that configuration is read (nothing of a scope that cannot be read)."""
+    env = _environment()
+    for key in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL"):
+        env.pop(key)
+        if key in os.environ:  # where the user keeps that configuration
+            env[key] = os.environ[key]
+    scopes = ["--global"]
+    if os.environ.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        scopes.insert(0, "--system")
+    found: list[str] = []
+    for scope in scopes:
+        args = ("config", scope, "--includes", "--null", "--get-all", "safe.directory")
+        status, out, _, cut = await _git(cwd, args, _CONFIG_LIMIT, env)
+        if status == 0 and not cut:
+            found += out.decode("utf-8", "surrogateescape").split("\0")[:-1]
+    return found
+
+
+async def _filters(cwd: str, env: dict[str, str]) -> tuple[str, ...]:
     """The name of every filter driver the repository's configuration (includes too) defines.
 
     Reading configuration runs nothing; git exits 1 when it defines none."""
     args = ("config", "--null", "--name-only", "--get-regexp", r"^filter\.")
-    status, out, error, cut = await _git(cwd, args, _CONFIG_LIMIT, _environment())
+    status, out, said, cut = await _git(cwd, args, _CONFIG_LIMIT, env)
     if cut or status not in (0, 1):
         raise _error(
             "gitFailed",
             "the repository's configuration could not be read whole "
-            f"({error or 'it defines too many filter drivers'}); nothing was sent to Muse.",
+            f"({_said(said) or 'it defines too many filter drivers'}); nothing was sent to Muse.",
             code=INTERNAL_ERROR,
         )
     names: dict[str, None] = {}
@@ -294,12 +332,12 @@ async def snapshot(cwd: str, target: ReviewTarget) -> str:
     for title, args in _plan(target):
         if not output.add(f"### {title} (git {' '.join(args)})\n".encode(), title):
             break
-        status, data, error, cut = await _git(cwd, args, output.room, env)
+        status, data, said, cut = await _git(cwd, args, output.room, env)
         if status not in (0, None) and not cut:
             raise _error(
                 "gitFailed",
-                f"git {args[0]} failed ({error or f'exit status {status}'}); nothing was sent to "
-                "Muse.",
+                f"git {args[0]} failed ({_said(said) or f'exit status {status}'}); nothing was "
+                "sent to Muse.",
                 code=INTERNAL_ERROR,
             )
         ending = b"" if data.endswith(b"\n") else b"\n"
