@@ -192,6 +192,56 @@ async def test_an_unusable_permission_answer_is_the_clients_failure_in_our_words
 @pytest.mark.parametrize(
     ("answer", "said"),
     [
+        (
+            {"outcome": "yes please"},
+            "from the client: the answer to session/request_permission is not a valid result (",
+        ),
+        (
+            {"outcome": {"outcome": "selected", "optionId": "not-offered"}},
+            "from the client: muse-acp could not use the client's answer, because the client "
+            "selected permission option 'not-offered', which Muse did not offer",
+        ),
+    ],
+    ids=["invalid", "unoffered option"],
+)
+async def test_a_permission_answer_muse_acp_refuses_is_told_as_its_own_refusal(
+    answer: ClientAnswer, said: str
+) -> None:
+    # Refusing an option the client picked used to read "the client answered with error
+    # -32602", and an invalid answer "the client's its answer".
+    turn = FakeTurn(client={"session/request_permission": answer})
+    await _settle(turn, _requested())
+    assert turn.failure is not None
+    message = turn.failure.message
+    assert said in message
+    assert "answered with error" not in message
+    assert "client's its" not in message
+
+
+async def test_a_cancel_muse_offers_no_denial_for_is_one_failure_not_a_nested_one() -> None:
+    requested = _requested()
+    allowing = [c for c in requested.available_choices if c.decision.startswith("approved")]
+    turn = FakeTurn(client={"session/request_permission": {"outcome": {"outcome": "cancelled"}}})
+    await _settle(turn, requested.model_copy(update={"available_choices": allowing}))
+    assert turn.failure is not None
+    message = turn.failure.message
+    assert message.count("No permission decision could be obtained") == 1, message
+    assert "answered with error" not in message
+    assert "offered no choice that denies the action" in message
+
+
+async def test_an_unusable_question_answer_reads_as_one_sentence() -> None:
+    turn = FakeTurn(client={"elicitation/create": {"action": "accept", "content": {}}})
+    await _settle(turn, _question())
+    assert turn.explained is not None
+    message = turn.explained.message
+    assert "from the client: the form answer has no value for question" in message
+    assert "client's the" not in message
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
         (RpcError(-32603, "form broke"), "the client answered with error -32603"),
         ({"action": "maybe"}, "not a valid result (action"),
         ({"action": "accept", "content": {}}, "has no value for question"),

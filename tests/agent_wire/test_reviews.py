@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from muse_acp.agent.git_snapshot import SNAPSHOT_LIMIT
+from tests.agent.git_traps import make_traps
 
 from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
 
@@ -98,6 +99,29 @@ async def test_review_runs_on_a_host_without_writes_or_shell(tmp_path: Path) -> 
     again = re.findall(r"\[host flags: ([^;\]]*)", later)
     assert again
     assert "--disable-write" not in again[0]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_reviews_run_no_program_the_workspace_or_git_config_names(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    traps = make_traps(world.workspace, tmp_path / "traps")
+    world.extra_env.update(traps.environment)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        for command in ("/review", "/review-branch main", "/review-commit HEAD"):
+            await _prompt(agent, session, command)
+    assert traps.fired() == []
+    uncommitted, branch, commit = (
+        start["params"]["input"][0]["text"] for start in world.host_requests("turn/start")
+    )
+    assert "+staged" in uncommitted
+    assert "+three" in uncommitted
+    assert "Second version" in branch
+    assert "+two" in branch
+    assert "Signed version" in commit
+    assert "+signed" in commit
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -15,6 +15,7 @@ from muse_acp.agent.failures import Failure, sentence
 from muse_acp.rpc.errors import RpcError
 
 __all__ = [
+    "answer_refused",
     "automatic_unavailable",
     "client_answer_failed",
     "unreadable_ask",
@@ -80,6 +81,19 @@ def client_answer_failed(asked: Literal["permission", "question"], reason: str) 
     return failure.error(
         f"{_ASKED_WORDS[asked]}: {sentence(reason)} {outcome}; send the prompt again to retry."
     )
+
+
+def answer_refused(
+    asked: Literal["permission", "question"], error: ValueError | RpcError
+) -> RpcError:
+    """The client's answer, refused by muse-acp itself: ``error`` says why in our words (an
+    ``RpcError`` that carries data is already the whole failure)."""
+    if isinstance(error, ValueError):
+        return client_answer_failed(asked, str(error))
+    if error.data is not None:
+        return error
+    why = f"muse-acp could not use the client's answer, because {error.message}"
+    return client_answer_failed(asked, why)
 
 
 _ASK_WORDS: Final[MappingProxyType[str, str]] = MappingProxyType(

@@ -47,6 +47,7 @@ from muse_acp.agent.exec_translate import (
     exec_outcome,
     protocol_error,
 )
+from muse_acp.agent.failures import start_failed
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.work import SessionWork
 from muse_acp.children import ChildProcess, spawn_child
@@ -284,11 +285,8 @@ class ExecTurn:
                     with anyio.move_on_after(KILL_WAIT):
                         await self._pumped.wait()
                     tasks.cancel_scope.cancel()
-        except OSError as error:
-            raise HostUnavailable(
-                f"the Muse executable could not be started ({error.strerror or error}); check "
-                "that it runs, or point MUSE_ACP_MUSE_BIN at one that does"
-            ) from None
+        except OSError as error:  # running the executable, or entering the workspace
+            raise start_failed(self._session.cwd, error) from None
         finally:
             self._tasks = None
             self._done = True

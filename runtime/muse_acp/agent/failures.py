@@ -16,9 +16,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, TypeAlias
 
+from muse_acp.agent.workspace import QUOTED_PATH_LIMIT
+from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.bindings import error_kind
 from muse_acp.redact import redact
-from muse_acp.rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from muse_acp.rpc.errors import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND,
+    RpcError,
+)
 from muse_acp.rpc.jsonvalue import JsonObject
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
@@ -42,6 +50,7 @@ __all__ = [
     "session_in_use",
     "settings_overlay_failed",
     "signed_out",
+    "start_failed",
     "stop_reason",
     "too_many_early_events",
 ]
@@ -352,4 +361,25 @@ def settings_overlay_failed(problem: str) -> RpcError:
         f"muse-acp could not prepare this session's MCP servers for Muse: {problem} Nothing was "
         "sent to the model; fix that, or remove the MCP servers from the session, then send the "
         "prompt again."
+    )
+
+
+def start_failed(cwd: str, error: OSError) -> RpcError:
+    """Muse could not be started in ``cwd``: ``error`` came from entering that folder (which
+    was removed or replaced after the session began: the workspace's fault, not Muse's) or
+    from the executable (``HostUnavailable``)."""
+    if error.filename != cwd:
+        return HostUnavailable(
+            f"the Muse executable could not be started ({error.strerror or error}); check "
+            "that it runs, or point MUSE_ACP_MUSE_BIN at one that does"
+        )
+    failure = Failure("workspaceUnavailable", "client", retryable=False, phase="starting")
+    why = f"cannot be entered ({error.strerror or error})"
+    if isinstance(error, FileNotFoundError | NotADirectoryError):
+        gone = "no longer exists" if isinstance(error, FileNotFoundError) else "is not a folder"
+        why = f"{gone} (it was removed or replaced after the session began)"
+    return failure.error(
+        f"The session's workspace folder {clip(cwd, QUOTED_PATH_LIMIT)} {why}, so Muse cannot be "
+        "started in it. Recreate the folder, or open a new session in a folder that exists.",
+        RESOURCE_NOT_FOUND,
     )

@@ -312,11 +312,8 @@ class HostKeeper:
             raise
         except RpcError as error:
             raise failures.host_rejected("initialize", error, "starting") from None
-        except OSError as error:
-            raise HostUnavailable(
-                f"the Muse executable could not be started ({error.strerror or error}); check "
-                "that it runs, or point MUSE_ACP_MUSE_BIN at one that does"
-            ) from None
+        except OSError as error:  # running the executable, or entering the workspace
+            raise failures.start_failed(cwd, error) from None
         return host
 
     async def wait_gone(self) -> None:

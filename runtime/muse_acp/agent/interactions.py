@@ -113,7 +113,7 @@ def _client_result(model: type[M], raw: JsonValue, method: str) -> M:
         return model.model_validate(raw, by_alias=True, by_name=False)
     except ValidationError as error:
         detail = describe_validation_error(error, raw)
-        raise ValueError(f"its answer to {method} is not a valid result ({detail})") from None
+        raise ValueError(f"the answer to {method} is not a valid result ({detail})") from None
 
 
 class Interactions:
@@ -222,20 +222,20 @@ class Interactions:
         method = "session/request_permission"
         try:
             raw = await self._turn.ask_client(method, request)
-            response = _client_result(acp.RequestPermissionResponse, raw, method)
-            choice = choice_from_response(view, response)
-            decision = next(c.decision for c in view.choices if c.choice_id == choice)
-            selected = isinstance(response.outcome, acp.SelectedRequestPermissionOutcome)
-            return choice, (
-                None if decision not in DENYING_DECISIONS else "user" if selected else "client"
-            )
         except RpcError as error:
             self._turn.fail(ask_failures.client_answer_failed("permission", _client_words(error)))
-        except ValueError as error:
-            self._turn.fail(
-                ask_failures.client_answer_failed("permission", f"the client's {error}")
-            )
-        return None
+            return None
+        try:
+            response = _client_result(acp.RequestPermissionResponse, raw, method)
+            choice = choice_from_response(view, response)
+        except (ValueError, RpcError) as refused:  # by muse-acp: not an error the client sent
+            self._turn.fail(ask_failures.answer_refused("permission", refused))
+            return None
+        decision = next(c.decision for c in view.choices if c.choice_id == choice)
+        selected = isinstance(response.outcome, acp.SelectedRequestPermissionOutcome)
+        return choice, (
+            None if decision not in DENYING_DECISIONS else "user" if selected else "client"
+        )
 
     async def _decide(self, view: ApprovalView, choice: str, refusal: Refusal | None) -> None:
         params = msp.ApprovalDecideParams(
@@ -331,7 +331,7 @@ class Interactions:
             await self._withdraw_question(params, "invalid", failure, said)
             return
         except ValueError as error:
-            said = f"the client's {error}"
+            said = str(error)
             failure = ask_failures.client_answer_failed("question", said)
             await self._withdraw_question(params, "invalid", failure, said)
             return

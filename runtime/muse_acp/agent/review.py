@@ -11,7 +11,9 @@ is a review preamble, the focus, and the snapshot between marker lines.
 
 Read-only by two means: the turn's host runs with the flags of the Read-only mode (writes and
 shell disabled; the host is restarted for it when its flags differ, and again for the next
-ordinary prompt), and the preamble asks for findings only. Before the turn starts, one agent
+ordinary prompt), and the preamble asks for findings only. Gathering the snapshot runs no
+program the workspace's repository or the user's Git configuration names (see
+``git_snapshot``). Before the turn starts, one agent
 message says what is being reviewed and whether the snapshot was cut at 256 KiB.
 
 Outside a Git work tree, or for a reference that names no commit, the prompt fails (-32602,

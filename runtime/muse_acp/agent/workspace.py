@@ -2,8 +2,9 @@
 
 Contract (pure, but for reading the file system): ``check_workspace`` accepts an absolute path
 to an existing directory and no additional directories (Muse serves exactly one workspace root
-per session), and refuses anything else with INVALID_PARAMS, quoting the client's path
-redacted and bounded. ``same_directory`` compares two paths after resolving links.
+per session), and refuses anything else with INVALID_PARAMS (saying whether the path is missing
+or is not a folder), quoting the client's path redacted and bounded. ``same_directory``
+compares two paths after resolving links.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ def check_workspace(cwd: str, additional: Sequence[str] | None) -> str:
     if not os.path.isabs(cwd):
         raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {quoted!r}")
     if not os.path.isdir(cwd):
+        if os.path.exists(cwd):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"the workspace path {quoted} is not a folder; give the folder to work in",
+            )
         raise RpcError(INVALID_PARAMS, f"the workspace directory {quoted} does not exist")
     return cwd
 
