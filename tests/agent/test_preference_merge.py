@@ -244,8 +244,9 @@ def test_a_live_session_takes_only_what_others_stored() -> None:
     assert theirs.mode_id == "plan"
     assert theirs.model == ModelChoice("m1")
     assert theirs.effort == "low"
-    # Only options the installed Muse offers are taken.
-    assert theirs.safety.values == (("sandbox", "disabled"),)
+    # A restriction the installed Muse cannot apply is taken too, held rather than dropped.
+    assert theirs.safety.values == (("sandbox", "disabled"), ("workspaceWrite", "disabled"))
+    assert theirs.safety.held() == ["workspaceWrite"]
     assert theirs.safety.offer == offer
     assert stored_elsewhere(current, wrote, wrote, None) is current
 
