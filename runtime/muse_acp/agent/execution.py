@@ -29,7 +29,7 @@ from muse_acp.agent.approval_policy import apply_policy
 from muse_acp.agent.config_options import ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
 from muse_acp.agent.mcp_config import session_config
-from muse_acp.agent.mcp_overlay import overlay_root, settings_overlay
+from muse_acp.agent.mcp_overlay import overlay_root, read_user_settings, settings_overlay
 from muse_acp.agent.mcp_servers import McpServerSpec, delivery, startup_failure
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
@@ -146,9 +146,10 @@ class ExecutionHost:
         if route == "native":
             keeper.requested = (SESSION_MCP,)
             return
+        user = await read_user_settings(hosting.environ)
         self._mcp_overlay = True
         keeper.environment = partial(
-            settings_overlay, overlay_root(hosting.config.data_dir), servers
+            settings_overlay, overlay_root(hosting.config.data_dir), servers, user
         )
 
     async def _attach(self, host: MspHost) -> None:
