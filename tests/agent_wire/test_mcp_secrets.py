@@ -1,6 +1,6 @@
-"""The editor's MCP server secrets stay out of errors and logs, on every version muse-sim plays:
-a host that dies printing its MCP servers' settings (``exit:mcp``) is reported without them,
-and its stderr reaches the debug log without them."""
+"""The editor's MCP server secrets stay out of errors, logs and ``/status``, on every version
+muse-sim plays: a host that dies printing its MCP servers' settings (``exit:mcp``) is reported
+without them, its stderr reaches the debug log without them, and ``/status`` shows none."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 import acp
 import pytest
+
+from muse_acp.redact import REDACTED
 
 from .harness import running_agent
 from .test_mcp_servers import HTTP_WORKS, VERSIONS, _wire, _world
@@ -73,3 +75,24 @@ async def test_a_host_dying_with_its_mcp_settings_leaves_no_secret_in_the_error_
     assert "host stderr: muse-sim: MCP server 'files'" in log, "the settings reached the log"
     leaked = [kind for kind, secret in secrets.items() if secret in message or secret in log]
     assert leaked == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_status_redacts_the_mcp_servers_secrets_wherever_they_show(
+    tmp_path: Path, version: str
+) -> None:
+    world = _world(tmp_path, version)
+    secrets = {kind: _canary(kind) for kind in ("option", "separate", "password", "query", "env")}
+    async with running_agent(world) as agent:
+        servers = _servers(secrets, http=False)
+        session = (
+            await agent.conn.new_session(cwd=str(world.workspace), mcp_servers=servers)
+        ).session_id
+        # The user pastes a server's token into the session's title, which /status shows.
+        await agent.prompt(session, f"/rename deploy with {secrets['option']}")
+        before = len(agent.client.text(session))
+        await agent.prompt(session, "/status")
+    status = agent.client.text(session)[before:]
+    assert "MCP servers: files (stdio)" in status
+    assert f"deploy with {REDACTED}" in status
+    assert [kind for kind, secret in secrets.items() if secret in status] == []
