@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.agent.exec_runs import RECORD_FILE, runs_root, start_time, sweep
+from muse_acp.agent.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
+from muse_acp.rpc import INTERNAL_ERROR, RpcError
 
 
 def _ended_pid() -> int:
@@ -72,3 +73,18 @@ def test_runs_of_live_agents_and_other_entries_are_kept(tmp_path: Path) -> None:
     assert sorted(p.name for p in runs_root(tmp_path).iterdir()) == sorted([mine.name, "notes"])
     assert not unrecorded.exists()
     assert sweep(tmp_path / "missing") == 0
+
+
+@pytest.mark.anyio
+async def test_a_folder_that_cannot_be_made_fails_before_anything_runs(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.write_text("a file where the data directory should be")
+    with pytest.raises(RpcError) as failed:
+        async with exec_run(data_dir, []):
+            raise AssertionError("the run must not start")
+    assert failed.value.code == INTERNAL_ERROR
+    assert "could not prepare the private folder of this exec run" in failed.value.message
+    assert isinstance(failed.value.data, dict)
+    failure = failed.value.data["failure"]
+    assert isinstance(failure, dict)
+    assert (failure["kind"], failure["source"]) == ("execRunUnprepared", "adapter")
