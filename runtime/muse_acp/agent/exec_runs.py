@@ -91,11 +91,14 @@ class ExecRun:
 
     async def record(self, pid: int) -> None:
         """Write the run's process to the folder, so a later start can stop it if need be."""
-        content = json.dumps({"pid": pid, "startTime": start_time(pid)}).encode()
         try:
-            await off_loop(partial(_write_private, self.folder / RECORD_FILE, content), IO_BUDGET)
+            await off_loop(partial(_record, self.folder / RECORD_FILE, pid), IO_BUDGET)
         except (OSError, TimeoutError) as error:
             logger.warning("could not record the exec run %d in %s: %s", pid, self.folder, error)
+
+
+def _record(path: Path, pid: int) -> None:
+    _write_private(path, json.dumps({"pid": pid, "startTime": start_time(pid)}).encode())
 
 
 def _write_private(path: Path, content: bytes) -> None:
