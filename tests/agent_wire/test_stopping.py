@@ -66,8 +66,10 @@ async def test_a_second_signal_while_stopping_still_removes_the_overlay(
         agent.process.send_signal(second)
         with anyio.fail_after(WAIT):
             await agent.process.wait()
+        # Its exit status is not asked for: a second signal that comes once the stop is done
+        # may end the process by its default action, with nothing left to remove.
         assert list(overlays.iterdir()) == [], "the overlay outlived the agent"
-        assert agent.process.returncode == 0, world.stderr_text()[-2000:]
+        assert "received" in world.stderr_text(), "the first signal started the stop"
 
 
 def _wait_ended(pid: int) -> bool:
