@@ -53,6 +53,12 @@ async def test_a_second_signal_while_stopping_still_removes_the_overlay(
     tmp_path: Path, version: str, first: signal.Signals, second: signal.Signals
 ) -> None:
     world = _world(tmp_path, version)
+    # A host that takes a second to exit once its input ends, so the stop always outlasts the
+    # 20 ms before the second signal (muse-sim itself exits at once).
+    world.muse_bin.write_text(
+        f'#!/bin/sh\n"{sys.executable}" -m muse_acp.sim "$@"\nstatus=$?\n'
+        '[ "$1" = serve ] && sleep 1\nexit $status\n'
+    )
     overlays = world.data_dir / "run" / "settings-overlays"
     async with raw_agent(world) as agent:
         await agent.initialize()

@@ -18,9 +18,9 @@ The agent stops in order however it is asked to (stdin reaching its end, SIGTERM
 the connection stops reading, every session is closed (its turn cancelled, its hosts asked to
 stop), and the agent's task group, which runs every host, is cancelled: each host's process
 group is terminated, then killed, and reaped before ``serve`` returns. Those signals are caught
-until then: one more while stopping is logged and the stop goes on (bounded by the hosts' exit
-and terminate graces), since dying there would leave what the stop removes (settings overlays
-with MCP secrets, staged images) on disk until the next start.
+until then: one more while stopping does not cut the stop short (it is bounded by the hosts'
+exit and terminate graces), since dying there would leave what the stop removes (settings
+overlays with MCP secrets, staged images) on disk until the next start.
 """
 
 from __future__ import annotations
