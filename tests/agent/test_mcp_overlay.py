@@ -192,6 +192,7 @@ def test_a_settings_path_that_is_no_regular_file_is_refused_without_waiting(
     with pytest.raises(SetupFailure) as failed:
         anyio.run(read)
     assert "is not a regular file" in failed.value.message
+    assert "or remove it. Nothing was sent to the model;" in failed.value.message
     assert str(settings) in failed.value.message
 
 

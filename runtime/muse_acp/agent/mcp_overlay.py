@@ -115,7 +115,7 @@ def _read_settings(path: Path) -> dict[str, Any]:
     except NotRegularFile:
         raise _refused(
             f"your Muse settings file {path} is not a regular file (a FIFO, a device or a "
-            "folder); replace it with Muse's settings file"
+            "folder); put Muse's own settings file there, or remove it."
         ) from None
     except OSError as error:
         raise _refused(
@@ -145,7 +145,7 @@ async def read_user_settings(environ: Mapping[str, str]) -> UserSettings:
     except TimeoutError:
         raise _refused(
             f"your Muse settings file {path} could not be read within {SETTINGS_TIMEOUT:g}s "
-            "(its file system does not answer)"
+            "(its file system does not answer)."
         ) from None
     return UserSettings(home, path, document)
 
