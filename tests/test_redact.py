@@ -7,7 +7,15 @@ import sys
 
 import pytest
 
-from muse_acp.redact import REDACTED, RedactingFilter, redact
+from muse_acp.redact import (
+    REDACTED,
+    SESSION_SECRETS,
+    RedactingFilter,
+    SecretRegistry,
+    redact,
+    secret_arguments,
+    url_secrets,
+)
 from muse_acp.text import ELLIPSIS
 
 ENV = {
@@ -132,3 +140,69 @@ def test_the_log_filter_caps_messages_at_its_limit() -> None:
     record = _record("%s", "z" * 100)
     RedactingFilter(environ={}, limit=30).filter(record)
     assert record.getMessage() == "z" * 29 + ELLIPSIS
+
+
+def test_remembered_secrets_are_redacted_wherever_they_appear() -> None:
+    registry = SecretRegistry()
+    registry.remember(["mcp-env-value-1", "Bearer hdr-token-22", "hdr-token-22", "short"])
+    text = 'env mcp-env-value-1, header "hdr-token-22", word short'
+    assert redact(text, environ={}, registry=registry) == (
+        f'env {REDACTED}, header "{REDACTED}", word short'
+    )
+
+
+def test_a_remembered_secret_is_redacted_as_json_quotes_it() -> None:
+    registry = SecretRegistry()
+    registry.remember(['pa"ss\\word'])
+    assert redact('{"env": {"X": "pa\\"ss\\\\word"}}', environ={}, registry=registry) == (
+        f'{{"env": {{"X": "{REDACTED}"}}}}'
+    )
+
+
+def test_the_registry_keeps_at_most_its_capacity_the_oldest_given_up_first() -> None:
+    registry = SecretRegistry(capacity=3)
+    registry.remember(["secret-1", "secret-2", "secret-3"])
+    registry.remember(["secret-1", "secret-4"])  # the first is given again: kept as recent
+    assert sorted(registry.values()) == ["secret-1", "secret-3", "secret-4"]
+    assert redact("secret-2 secret-4", environ={}, registry=registry) == f"secret-2 {REDACTED}"
+
+
+def test_the_process_registry_is_used_by_default_in_messages_and_logs() -> None:
+    secret = "process-wide-secret-5e1f"
+    SESSION_SECRETS.remember([secret])
+    assert redact(f"host said {secret}", environ={}) == f"host said {REDACTED}"
+    record = _record("line %s", secret)
+    RedactingFilter(environ={}).filter(record)
+    assert record.getMessage() == f"line {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--token=tok-123456"], ["tok-123456"]),
+        (["--api-key", "key-123456", "--verbose"], ["key-123456"]),
+        (["--client-secret", "sec-123456"], ["sec-123456"]),
+        (["GITHUB_TOKEN=ghp-123456"], ["ghp-123456"]),
+        (["-H", "Authorization: Bearer abc-123456"], ["Bearer abc-123456", "abc-123456"]),
+        (["--password=p@ss:w0rd="], ["p@ss:w0rd="]),
+        (["https://u:pw-123456@h.example/"], ["u:pw-123456", "pw-123456", "u"]),
+        (["--mode=auth", "plain-value", "--verbose", "x"], []),
+        (["serve", "--port", "8080", "https://h.example/?page=2"], []),
+    ],
+)
+def test_secret_looking_arguments_are_found(args: list[str], expected: list[str]) -> None:
+    assert set(secret_arguments(args)) == set(expected)
+
+
+def test_url_credentials_are_found() -> None:
+    text = "at https://bob:pw%2F123456@h.example/x?token=q-123456&access_token=a-123456&v=2"
+    assert set(url_secrets(text)) == {
+        "bob:pw%2F123456",
+        "bob:pw/123456",
+        "pw%2F123456",
+        "pw/123456",
+        "bob",
+        "q-123456",
+        "a-123456",
+    }
+    assert url_secrets("https://h.example/?page=2 and no url at all") == []

@@ -2,7 +2,8 @@
 
 stdout belongs to the protocol, so the only handler writes to stderr. Every record passes the
 redacting filter, so a secret that reaches a log message (an exported key, a bearer token, URL
-credentials) is replaced before it is written. A level that is not one of ``LEVELS``, from the
+credentials, the editor's MCP server secrets a host's stderr quotes) is replaced before it is
+written. A level that is not one of ``LEVELS``, from the
 flag or from ``MUSE_ACP_LOG``, is refused with a ``ConfigError`` that names where it came from.
 """
 

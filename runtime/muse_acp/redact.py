@@ -7,36 +7,51 @@ Contract: ``redact(text)`` returns ``text`` with every secret form below replace
 * the value of any environment variable whose name ends in ``KEY``, ``TOKEN``, ``SECRET``,
   ``PASSWORD``, ``CREDENTIAL`` or ``CREDENTIALS`` (any case; ``META_API_KEY`` included), when
   the value has at least six characters (shorter values would match ordinary words);
+* every value the process was given as a secret (``SESSION_SECRETS``: the editor's MCP server
+  settings, see ``secret_arguments`` and ``url_secrets``), at least six characters long too;
 * an HTTP ``Bearer`` token;
 * the userinfo of a URL (``https://user:pass@host`` becomes ``https://[redacted]@host``);
 * the values of the query parameters ``api_key``, ``key``, ``token`` and ``access_token``.
 
 Ordinary text passes through unchanged, and redacting twice gives the same result as once.
 ``RedactingFilter`` applies the same rules to log records, so the stderr log never carries what
-the wire may not. This module does no I/O; it only reads the process environment when no
-``environ`` is given.
+the wire may not. ``SecretRegistry`` keeps at most ``MAX_REMEMBERED`` values, the oldest given
+up first; it is safe to use from worker threads. This module does no I/O; it only reads the
+process environment when no ``environ`` is given.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from muse_acp.text import clip
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "MAX_REMEMBERED",
+    "MIN_SECRET_LENGTH",
     "REDACTED",
+    "SESSION_SECRETS",
     "RedactingFilter",
+    "SecretRegistry",
     "redact",
+    "secret_arguments",
+    "url_secrets",
 ]
 
 REDACTED: Final = "[redacted]"
 DEFAULT_LIMIT: Final = 4096
 MIN_SECRET_LENGTH: Final = 6
+MAX_REMEMBERED: Final = 1024
+"""Most secret values a ``SecretRegistry`` keeps (a few per MCP server is the usual)."""
 
 _SECRET_NAME: Final = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)\Z", re.IGNORECASE)
 # RFC 6750 b64token characters; "[" is not one, so an already redacted token stays as it is.
@@ -45,27 +60,112 @@ _URL_USERINFO: Final = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#@]+@")
 _SECRET_QUERY: Final = re.compile(
     r"([?&](?:api_key|key|token|access_token)=)[^&#\s\"'<>]+", re.IGNORECASE
 )
+_SECRET_OPTION: Final = re.compile(
+    r"(?:key|token|secret|passw(?:or)?d|pwd|credentials?|auth|authorization|cookie|signature)\Z",
+    re.IGNORECASE,
+)
+"""A command-line option, ``NAME=value`` or header name whose value is a secret, by its end."""
+_NAME: Final = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_.-]*")
+_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>]+")
 
 
-def _secret_values(environ: Mapping[str, str]) -> list[str]:
+class SecretRegistry:
+    """Secret values ``redact`` replaces wherever they appear (see the module contract)."""
+
+    def __init__(self, capacity: int = MAX_REMEMBERED) -> None:
+        self._capacity = capacity
+        self._values: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+        self._ordered: tuple[str, ...] = ()
+        """Longest first; replaced whole on each change, so readers need no lock."""
+
+    def remember(self, values: Iterable[str]) -> None:
+        """Treat each of ``values`` (the long enough ones) as a secret from now on."""
+        with self._lock:
+            for value in values:
+                for form in (value, json.dumps(value)[1:-1]):  # as said, and as JSON quotes it
+                    if len(form) >= MIN_SECRET_LENGTH:
+                        self._values[form] = None
+                        self._values.move_to_end(form)
+            while len(self._values) > self._capacity:
+                self._values.popitem(last=False)
+            self._ordered = tuple(sorted(self._values, key=len, reverse=True))
+
+    def values(self) -> tuple[str, ...]:
+        """The secrets kept, longest first."""
+        return self._ordered
+
+
+SESSION_SECRETS: Final = SecretRegistry()
+"""The process's secrets given by its clients (the MCP servers of every session)."""
+
+
+def _secret_name(text: str) -> bool:
+    """``text`` is an option, variable or header name that says its value is a secret."""
+    return _NAME.fullmatch(text) is not None and _SECRET_OPTION.search(text) is not None
+
+
+def secret_arguments(args: Sequence[str]) -> list[str]:
+    """The secrets in a command line: the values of ``--token=V``, ``--api-key V``,
+    ``API_KEY=V`` and ``Authorization: V`` forms (and the credentials of URLs in it)."""
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        found += url_secrets(arg)
+        for separator in ("=", ":"):
+            name, sep, value = arg.partition(separator)
+            if sep and _secret_name(name):
+                found += [value.strip(), *value.split()[-1:]]
+        if arg.startswith("-") and _secret_name(arg):
+            following = args[index + 1] if index + 1 < len(args) else ""
+            found += [following, *following.split()[-1:]]
+    return found
+
+
+def url_secrets(text: str) -> list[str]:
+    """The credentials of each URL in ``text``: its userinfo (and password) and the values of
+    its query parameters whose names say they are secrets."""
+    found: list[str] = []
+    for match in _URL.finditer(text):
+        try:
+            parts = urlsplit(match.group())
+        except ValueError:
+            continue
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        if at:
+            for part in (userinfo, parts.password, parts.username):
+                found += [part, unquote(part)] if part else []
+        for name, value in parse_qsl(parts.query, keep_blank_values=False):
+            if _secret_name(name):
+                found.append(value)
+    return found
+
+
+def _secret_values(environ: Mapping[str, str], registry: SecretRegistry) -> list[str]:
     values = {
         value
         for name, value in environ.items()
         if _SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
     }
+    values.update(registry.values())
     # Longest first, so a secret that contains another is replaced whole.
     return sorted(values, key=len, reverse=True)
 
 
 def redact(
-    text: str, *, environ: Mapping[str, str] | None = None, limit: int = DEFAULT_LIMIT
+    text: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    limit: int = DEFAULT_LIMIT,
+    registry: SecretRegistry | None = None,
 ) -> str:
     """Return ``text`` with secrets replaced by ``[redacted]``, cut to ``limit`` characters.
 
-    ``environ`` defaults to the process environment.
+    ``environ`` defaults to the process environment, ``registry`` to ``SESSION_SECRETS``.
     """
-    for value in _secret_values(os.environ if environ is None else environ):
-        text = text.replace(value, REDACTED)
+    chosen = SESSION_SECRETS if registry is None else registry
+    for value in _secret_values(os.environ if environ is None else environ, chosen):
+        if value in text:
+            text = text.replace(value, REDACTED)
     text = _BEARER.sub(rf"\1 {REDACTED}", text)
     text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
     text = _SECRET_QUERY.sub(rf"\1{REDACTED}", text)
@@ -81,19 +181,27 @@ class RedactingFilter(logging.Filter):
     """
 
     def __init__(
-        self, *, environ: Mapping[str, str] | None = None, limit: int = DEFAULT_LIMIT
+        self,
+        *,
+        environ: Mapping[str, str] | None = None,
+        limit: int = DEFAULT_LIMIT,
+        registry: SecretRegistry | None = None,
     ) -> None:
         super().__init__()
         self._environ = environ
         self._limit = limit
+        self._registry = registry
         self._formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage(), environ=self._environ, limit=self._limit)
+        record.msg = self._redact(record.getMessage())
         record.args = None
         # Exception messages often quote the URL or header that failed, credentials included.
         if record.exc_info is not None and not record.exc_text:
             record.exc_text = self._formatter.formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text, environ=self._environ, limit=self._limit)
+            record.exc_text = self._redact(record.exc_text)
         return True
+
+    def _redact(self, text: str) -> str:
+        return redact(text, environ=self._environ, limit=self._limit, registry=self._registry)

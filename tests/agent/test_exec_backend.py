@@ -13,13 +13,13 @@ import pytest
 
 from muse_acp.agent.capabilities import Negotiated, initialize_response, negotiate, not_on_exec
 from muse_acp.agent.config_options import ModelChoice, SessionSettings
+from muse_acp.agent.exec_runs import exec_run
 from muse_acp.agent.exec_turn import (
     MAX_LINE_BYTES,
     MAX_PROMPT_BYTES,
     ExecTurn,
     exec_flags,
     split_prompt,
-    staged_images,
 )
 from muse_acp.config import ConfigError, check_backend, load_config
 from muse_acp.host.backends import decide
@@ -199,10 +199,12 @@ def test_a_flag_the_host_does_not_offer_is_refused_not_dropped() -> None:
 
 
 @pytest.mark.anyio
-async def test_images_are_staged_privately_in_order_and_removed() -> None:
+async def test_images_are_staged_privately_in_order_and_removed(tmp_path: Path) -> None:
     parts = [image(), image(base64.b64encode(b"GIF89a").decode(), "image/gif")]
-    async with staged_images(parts) as paths:
+    async with exec_run(tmp_path, parts) as run:
+        paths = run.images
         folder = Path(paths[0]).parent
+        assert folder.parent == tmp_path / "run" / "exec-runs"
         assert [Path(p).name for p in paths] == ["image-01.png", "image-02.gif"]
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert [stat.S_IMODE(os.stat(p).st_mode) for p in paths] == [0o600, 0o600]
@@ -211,25 +213,29 @@ async def test_images_are_staged_privately_in_order_and_removed() -> None:
 
 
 @pytest.mark.anyio
-async def test_staged_images_are_removed_when_the_turn_fails_or_is_cancelled() -> None:
+async def test_staged_images_are_removed_when_the_turn_fails_or_is_cancelled(
+    tmp_path: Path,
+) -> None:
     seen: list[Path] = []
 
     async def fail() -> None:
-        async with staged_images([image()]) as paths:
-            seen.append(Path(paths[0]).parent)
+        async with exec_run(tmp_path, [image()]) as run:
+            seen.append(run.folder)
             raise RuntimeError("the turn failed")
 
     with pytest.raises(RuntimeError):
         await fail()
     assert not seen[0].exists()
     with anyio.CancelScope() as scope:
-        async with staged_images([image()]) as paths:
-            cancelled = Path(paths[0]).parent
+        async with exec_run(tmp_path, [image()]) as run:
+            cancelled = run.folder
             scope.cancel()
             await anyio.sleep_forever()
     assert not cancelled.exists()
-    async with staged_images([]) as none:
-        assert none == []
+    async with exec_run(tmp_path, []) as none:
+        assert none.images == []
+        assert none.folder.is_dir()
+    assert not none.folder.exists()
 
 
 # -- one run, against small scripts in place of Muse --------------------------------------------

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from muse_acp.agent.hosts import SetupFailure
-from muse_acp.agent.mcp_overlay import overlay_root, settings_overlay, sweep
+from muse_acp.agent.mcp_overlay import (
+    UserSettings,
+    overlay_root,
+    read_user_settings,
+    settings_overlay,
+    sweep,
+)
 from muse_acp.agent.mcp_servers import McpServerSpec, check_servers
 from muse_acp.rpc import INTERNAL_ERROR
 from muse_acp_wire import acp
@@ -55,6 +64,14 @@ def _user_home(tmp_path: Path, settings: Any) -> Path:
     return home
 
 
+def _overlay(
+    root: Path, environ: dict[str, str]
+) -> contextlib.AbstractContextManager[Mapping[str, str]]:
+    """The overlay for ``_servers()`` from the settings the environment's user has."""
+    user: UserSettings = anyio.run(read_user_settings, environ)
+    return settings_overlay(root, _servers(), user, environ)
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -69,7 +86,7 @@ def test_the_overlay_is_private_merged_and_removed(tmp_path: Path) -> None:
     home = _user_home(tmp_path, user)
     before = (home / "muse" / "settings.json").read_bytes()
     root = overlay_root(tmp_path / "data")
-    with settings_overlay(root, _servers(), {"XDG_CONFIG_HOME": str(home), "X": "1"}) as env:
+    with _overlay(root, {"XDG_CONFIG_HOME": str(home), "X": "1"}) as env:
         overlay = Path(env["XDG_CONFIG_HOME"])
         assert env["X"] == "1"
         assert overlay.parent == root
@@ -102,7 +119,7 @@ def test_the_overlay_is_private_merged_and_removed(tmp_path: Path) -> None:
 def test_no_user_settings_makes_a_fresh_file(tmp_path: Path) -> None:
     home = _user_home(tmp_path, None)
     root = overlay_root(tmp_path / "data")
-    with settings_overlay(root, _servers(), {"XDG_CONFIG_HOME": str(home)}) as env:
+    with _overlay(root, {"XDG_CONFIG_HOME": str(home)}) as env:
         written = json.loads((Path(env["XDG_CONFIG_HOME"]) / "muse" / "settings.json").read_text())
     assert written["schema_version"] == 1
     assert set(written["mcpServers"]) == {"files", "web"}
@@ -119,7 +136,7 @@ def test_unusable_user_settings_fail_clearly_and_leave_nothing(
     root = overlay_root(tmp_path / "data")
     with (
         pytest.raises(SetupFailure) as failed,
-        settings_overlay(root, _servers(), {"XDG_CONFIG_HOME": str(home)}),
+        _overlay(root, {"XDG_CONFIG_HOME": str(home)}),
     ):
         pass
     assert failed.value.code == INTERNAL_ERROR
@@ -155,3 +172,55 @@ def test_sweep_removes_only_overlays_of_ended_processes(tmp_path: Path) -> None:
     assert sweep(root) == 1
     assert sorted(p.name for p in root.iterdir()) == sorted([mine.name, "notes"])
     assert sweep(tmp_path / "missing") == 0
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_settings_path_that_is_no_regular_file_is_refused_without_waiting(
+    tmp_path: Path, kind: str
+) -> None:
+    home = _user_home(tmp_path, None)
+    settings = home / "muse" / "settings.json"
+    if kind == "fifo":
+        os.mkfifo(settings)  # opening it for a blocking read would wait for a writer forever
+    else:
+        settings.mkdir()
+
+    async def read() -> None:
+        with anyio.fail_after(5):
+            await read_user_settings({"XDG_CONFIG_HOME": str(home)})
+
+    with pytest.raises(SetupFailure) as failed:
+        anyio.run(read)
+    assert "is not a regular file" in failed.value.message
+    assert "or remove it. Nothing was sent to the model;" in failed.value.message
+    assert str(settings) in failed.value.message
+
+
+_UMASK_RUN = """
+import json, os, sys
+from pathlib import Path
+import anyio
+from muse_acp.agent.mcp_overlay import overlay_root, read_user_settings, settings_overlay
+from tests.agent.test_mcp_overlay import _servers
+os.umask(0)
+data, env = Path(sys.argv[1]), {"XDG_CONFIG_HOME": sys.argv[2]}
+user = anyio.run(read_user_settings, env)
+with settings_overlay(overlay_root(data), _servers(), user, env) as overlay:
+    modes = [Path(p).stat().st_mode & 0o777 for p in (data, data / "run", overlay_root(data))]
+print(json.dumps(modes))
+"""
+
+
+def test_the_runtime_folders_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    home = _user_home(tmp_path, None)
+    data = tmp_path / "fresh" / "data"
+    done = subprocess.run(
+        [sys.executable, "-c", _UMASK_RUN, str(data), str(home)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [0o700, 0o700, 0o700]

@@ -11,9 +11,11 @@ from muse_acp.agent.mcp_servers import (
     check_host,
     check_servers,
     delivery,
+    secrets_of,
     startup_failure,
     transports,
 )
+from muse_acp.redact import REDACTED, redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
 
@@ -189,3 +191,15 @@ def test_startup_failure_names_the_server() -> None:
     assert failure is not None
     assert "'sim-broken'" in failure.message
     assert startup_failure(RpcError(-32603, "something else"), servers) is None
+
+
+def test_accepted_servers_give_their_secrets_to_the_redactor() -> None:
+    stdio = _stdio(args=["--token=arg-secret-1"], env=[{"name": "PLAIN", "value": "env-secret-2"}])
+    http = _http(
+        url="https://u:url-secret-3@mcp.example/",
+        headers=[{"name": "Authorization", "value": "Basic hdr-secret-4"}],
+    )
+    servers = tuple(check_servers([_server(entry)])[0] for entry in (stdio, http))
+    assert set(secrets_of(servers[0])) >= {"arg-secret-1", "env-secret-2"}
+    text = "arg-secret-1 env-secret-2 url-secret-3 hdr-secret-4"
+    assert redact(text, environ={}) == " ".join([REDACTED] * 4)

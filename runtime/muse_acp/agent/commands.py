@@ -229,7 +229,10 @@ async def _status(
         ),
         mcp_servers=tuple((server.name, server.kind) for server in session.mcp_servers),
     )
-    await _reply(session, status_text(facts))
+    # The facts are the user's and a host's text: secrets (the environment's, the MCP servers')
+    # are redacted from them as from any message (a line at a time, each already bounded).
+    lines = status_text(facts).split("\n")
+    await _reply(session, "\n".join(redact(line, environ=ctx.environ) for line in lines))
     return "end_turn"
 
 

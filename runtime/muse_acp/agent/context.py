@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from muse_acp.agent.capabilities import Negotiated
 from muse_acp.agent.config_options import ModelCatalog, SessionSettings
+from muse_acp.agent.exec_runs import sweep as sweep_exec_runs
 from muse_acp.agent.hosts import Hosting, HostKeeper
 from muse_acp.agent.mcp_overlay import overlay_root, sweep
 from muse_acp.agent.preferences import PreferenceStore
@@ -73,8 +74,10 @@ class AgentContext:
     def attach(self, connection: Connection, tasks: TaskGroup) -> None:
         self._acp = connection
         self.hosting.attach(tasks)
-        # A muse-acp that crashed left its hosts' settings overlays (MCP secrets) behind.
+        # A muse-acp that crashed left its hosts' settings overlays (MCP secrets) behind, and
+        # maybe exec runs still going, with their staged images.
         sweep(overlay_root(self.config.data_dir))
+        sweep_exec_runs(self.config.data_dir)
 
     @property
     def acp(self) -> Connection:

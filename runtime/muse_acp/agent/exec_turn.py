@@ -6,9 +6,11 @@ Contract: ``run_exec_turn`` runs one prompt of a session whose connection uses t
 
 * The prompt: the text parts of the converted prompt, joined in order by blank lines, become the
   one prompt argument (at most ``MAX_PROMPT_BYTES``: it is a command-line argument); its images
-  are written to a private folder (0700, files 0600) and passed in order as ``--image PATH``,
-  and the folder is removed when the turn ends, however it ends. A prompt of images alone is
-  refused (-32602), as exec takes no prompt without text.
+  are written to the run's private folder (``exec_runs``: 0700, files 0600, removed when the
+  turn ends, however it ends) and passed in order as ``--image PATH``; the run's process is
+  recorded there, so a muse-acp killed mid-run has it stopped and its images removed at the
+  next start. A prompt of images alone is refused (-32602), as exec takes no prompt without
+  text.
 * The flags: ``--json``, then the session mode's (read-only and plan: ``--disable-write
   --disable-shell``; auto-approve: ``--disable-approval``), ``--model`` and
   ``--reasoning-effort`` when the session chose them. A flag the executable's ``exec --help``
@@ -24,14 +26,11 @@ Contract: ``run_exec_turn`` runs one prompt of a session whose connection uses t
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
-import shutil
 import signal
-import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -40,6 +39,7 @@ from anyio.abc import TaskGroup
 
 from muse_acp.agent.config_options import SessionSettings
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.exec_runs import exec_run
 from muse_acp.agent.exec_translate import (
     ExecFormatError,
     ExecTranslator,
@@ -66,7 +66,6 @@ __all__ = [
     "exec_flags",
     "run_exec_turn",
     "split_prompt",
-    "staged_images",
 ]
 
 logger: Final = logging.getLogger("muse_acp.agent")
@@ -90,9 +89,6 @@ _MODE_FLAGS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 """Flags per session mode; Ask and Auto-reject add none (their approvals cannot be routed)."""
 _MODE_NAMES: Final[Mapping[str, str]] = MappingProxyType(
     {"readOnly": "Read-only", "plan": "Plan", "autoApprove": "Auto-approve"}
-)
-_SUFFIXES: Final[Mapping[str, str]] = MappingProxyType(
-    {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
 )
 
 
@@ -156,33 +152,6 @@ def exec_flags(settings: SessionSettings, binary: MuseBinary) -> tuple[str, ...]
                 f"{purpose} needs on the exec backend; choose the default, or upgrade Muse Code"
             )
     return tuple(flags)
-
-
-def _write_images(folder: str, images: Sequence[msp.ImageTurnInputPart]) -> list[str]:
-    paths: list[str] = []
-    for index, image in enumerate(images, start=1):
-        path = os.path.join(folder, f"image-{index:02d}{_SUFFIXES.get(image.media_type, '')}")
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(base64.b64decode(image.base64_data, validate=True))
-        paths.append(path)
-    return paths
-
-
-@asynccontextmanager
-async def staged_images(images: Sequence[msp.ImageTurnInputPart]) -> AsyncIterator[list[str]]:
-    """The images written to a private folder, their paths in order; the folder is removed
-    when the block ends, however it ends."""
-    if not images:
-        yield []
-        return
-    folder = tempfile.mkdtemp(prefix="muse-acp-images-")
-    try:
-        os.chmod(folder, 0o700)
-        yield await anyio.to_thread.run_sync(_write_images, folder, list(images))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 class ExecTurn:
@@ -257,8 +226,14 @@ class ExecTurn:
 
     # -- running ----------------------------------------------------------------------------
 
-    async def run(self, text: str, images: Sequence[str]) -> acp.StopReason:
-        """Run the prompt ``text`` with the staged ``images`` until the process ended.
+    async def run(
+        self,
+        text: str,
+        images: Sequence[str],
+        started: Callable[[int], Awaitable[None]] | None = None,
+    ) -> acp.StopReason:
+        """Run the prompt ``text`` with the staged ``images`` until the process ended;
+        ``started`` is told the process id once it runs.
 
         Raises:
             RpcError: the turn failed (``data.failure`` says how), or ``HostUnavailable``.
@@ -275,6 +250,10 @@ class ExecTurn:
                 self._child = child
                 async with task_group() as tasks:
                     self._tasks = tasks
+                    if started is not None:
+                        # Before any output is relayed: a client that saw the run start knows
+                        # that a muse-acp killed from now on has it stopped at its next start.
+                        await started(child.pid)
                     tasks.start_soon(self._pump, child)
                     if self.cancel_requested:
                         self._stop()
@@ -380,7 +359,7 @@ async def run_exec_turn(
         environ=ctx.environ,
     )
     with work.running(turn):
-        async with staged_images(images) as paths:
+        async with exec_run(ctx.config.data_dir, images) as run:
             if work.cancel_requested:
                 return "cancelled"
-            return await turn.run(text, paths)
+            return await turn.run(text, run.images, run.record)

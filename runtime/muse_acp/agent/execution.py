@@ -37,7 +37,7 @@ from muse_acp.agent.approval_policy import apply_policy, set_back
 from muse_acp.agent.config_options import MODES, ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.hosts import Hosting, HostKeeper, Refusal, ask
 from muse_acp.agent.mcp_config import session_config
-from muse_acp.agent.mcp_overlay import overlay_root, settings_overlay
+from muse_acp.agent.mcp_overlay import overlay_root, read_user_settings, settings_overlay
 from muse_acp.agent.mcp_servers import McpServerSpec, delivery, startup_failure
 from muse_acp.agent.safety import check_runnable, refusal
 from muse_acp.host.bindings import error_kind
@@ -193,9 +193,10 @@ class ExecutionHost:
         if route == "native":
             keeper.requested = (SESSION_MCP,)
             return
+        user = await read_user_settings(hosting.environ)
         self._mcp_overlay = True
         keeper.environment = partial(
-            settings_overlay, overlay_root(hosting.config.data_dir), servers
+            settings_overlay, overlay_root(hosting.config.data_dir), servers, user
         )
 
     async def _attach(self, host: MspHost) -> str | None:

@@ -2,17 +2,21 @@
 session (``mcp_servers.delivery`` says which host gets them this way).
 
 Contract: Muse reads its settings, ``mcpServers`` among them, from
-``$XDG_CONFIG_HOME/muse/settings.json``. ``settings_overlay`` makes, for one host process, a
-private config home under muse-acp's runtime directory (``overlay_root``: ``<data dir>/run/
-settings-overlays``): a directory only the user can open (0700) whose ``muse/settings.json``
-only the user can read (0600) holds the user's own Muse settings with the editor's servers added
-to ``mcpServers`` (each ``required``, in the shape of MSP's per-session config; an editor server
-replaces a user server of the same name). Everything else of the user's config home, Muse's
-other files (credentials) included, is reached through symlinks, so the host sees the user's
-setup; the user's own files are only read, never written. The block gets the host's environment
-(``XDG_CONFIG_HOME`` pointing at the overlay), and the overlay is removed when the block ends,
-which the caller makes the moment its host was reaped. A user settings file that is not a JSON
-object, or an overlay that cannot be written, is a ``SetupFailure`` saying what to fix.
+``$XDG_CONFIG_HOME/muse/settings.json``. ``read_user_settings`` reads the user's own file off
+the event loop, within ``SETTINGS_TIMEOUT`` seconds, opened non-blocking and only if it is a
+regular file (``private_files.read_regular``): a FIFO, a device or a file system that does not
+answer is a ``SetupFailure`` instead of a stalled agent. ``settings_overlay`` then makes, for
+one host process, a private config home under muse-acp's runtime directory (``overlay_root``:
+``<data dir>/run/settings-overlays``, both folders owner-only (0700) whatever the umask): a
+directory only the user can open (0700) whose ``muse/settings.json`` only the user can read
+(0600) holds the user's settings with the editor's servers added to ``mcpServers`` (each
+``required``, in the shape of MSP's per-session config; an editor server replaces a user server
+of the same name). Everything else of the user's config home, Muse's other files (credentials)
+included, is reached through symlinks, so the host sees the user's setup; the user's own files
+are only read, never written. The block gets the host's environment (``XDG_CONFIG_HOME``
+pointing at the overlay), and the overlay is removed when the block ends, which the caller
+makes the moment its host was reaped. A user settings file that is not a JSON object, or an
+overlay that cannot be written, is a ``SetupFailure`` saying what to fix.
 
 Overlays are named after the process that made them; ``sweep`` removes the ones whose process
 no longer runs (a muse-acp that crashed) and is run when the agent starts. Secret values (env,
@@ -28,6 +32,8 @@ import secrets
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,8 +41,25 @@ from muse_acp.agent import failures
 from muse_acp.agent.hosts import SetupFailure
 from muse_acp.agent.mcp_config import session_config
 from muse_acp.agent.mcp_servers import McpServerSpec
+from muse_acp.agent.private_files import (
+    RUN_DIR,
+    NotRegularFile,
+    off_loop,
+    process_running,
+    read_regular,
+    run_dir,
+)
 
-__all__ = ["CONFIG_HOME_ENV", "overlay_root", "settings_overlay", "sweep", "user_config_home"]
+__all__ = [
+    "CONFIG_HOME_ENV",
+    "SETTINGS_TIMEOUT",
+    "UserSettings",
+    "overlay_root",
+    "read_user_settings",
+    "settings_overlay",
+    "sweep",
+    "user_config_home",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -45,13 +68,26 @@ MUSE_DIR: Final = "muse"
 SETTINGS_FILE: Final = "settings.json"
 SETTINGS_LIMIT: Final = 1 << 20
 """Largest user settings file read (1 MiB); a bigger one is no settings file Muse wrote."""
+SETTINGS_TIMEOUT: Final = 10.0
+"""Seconds the user's settings file may take to be read."""
 _SERVER_KEYS: Final = ("mcp_servers", "mcpServers")
 """Where Muse's settings keep MCP servers, the older spelling first (the canonical one wins)."""
+_OVERLAYS: Final = "settings-overlays"
+
+
+@dataclass(frozen=True, slots=True)
+class UserSettings:
+    """The user's own Muse settings, as read for an overlay."""
+
+    home: Path
+    """The config home Muse would read without an overlay."""
+    path: Path
+    document: Mapping[str, Any]
 
 
 def overlay_root(data_dir: Path) -> Path:
     """Where this user's muse-acp processes keep their overlays."""
-    return data_dir / "run" / "settings-overlays"
+    return data_dir / RUN_DIR / _OVERLAYS
 
 
 def user_config_home(environ: Mapping[str, str]) -> Path:
@@ -73,16 +109,20 @@ def _private_dir(path: Path) -> None:
     os.chmod(path, 0o700)  # mkdir's mode is cut by the umask; this one must be exact
 
 
-def _user_settings(path: Path) -> dict[str, Any]:
+def _read_settings(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(SETTINGS_LIMIT + 1)
-    except FileNotFoundError:
-        return {"schema_version": 1}
+        raw = read_regular(path, SETTINGS_LIMIT)
+    except NotRegularFile:
+        raise _refused(
+            f"your Muse settings file {path} is not a regular file (a FIFO, a device or a "
+            "folder); put Muse's own settings file there, or remove it."
+        ) from None
     except OSError as error:
         raise _refused(
             f"your Muse settings file {path} could not be read ({error.strerror or error})."
         ) from None
+    if raw is None:
+        return {"schema_version": 1}
     try:
         settings = json.loads(raw) if len(raw) <= SETTINGS_LIMIT else None
     except ValueError:
@@ -90,6 +130,24 @@ def _user_settings(path: Path) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise _refused(f"your Muse settings file {path} is not a JSON object Muse could read.")
     return settings
+
+
+async def read_user_settings(environ: Mapping[str, str]) -> UserSettings:
+    """The user's own settings (see the module contract), read off the event loop.
+
+    Raises:
+        SetupFailure: the file is not a regular file, cannot be read in time, or is no object.
+    """
+    home = user_config_home(environ)
+    path = home / MUSE_DIR / SETTINGS_FILE
+    try:
+        document = await off_loop(partial(_read_settings, path), SETTINGS_TIMEOUT)
+    except TimeoutError:
+        raise _refused(
+            f"your Muse settings file {path} could not be read within {SETTINGS_TIMEOUT:g}s "
+            "(its file system does not answer)."
+        ) from None
+    return UserSettings(home, path, document)
 
 
 def _settings(user: dict[str, Any], servers: Sequence[McpServerSpec], path: Path) -> bytes:
@@ -124,19 +182,22 @@ def _link_the_rest(source: Path, target: Path, skip: str) -> None:
 
 @contextmanager
 def settings_overlay(
-    root: Path, servers: Sequence[McpServerSpec], environ: Mapping[str, str]
+    root: Path,
+    servers: Sequence[McpServerSpec],
+    user: UserSettings,
+    environ: Mapping[str, str],
 ) -> Iterator[Mapping[str, str]]:
-    """A private config home carrying ``servers`` for one host (see the module contract).
+    """A private config home carrying ``servers`` for one host, from the ``user``'s settings
+    (see the module contract).
 
     Raises:
         SetupFailure: the overlay could not be made; nothing of it is left behind.
     """
-    user_home = user_config_home(environ)
-    user_settings = user_home / MUSE_DIR / SETTINGS_FILE
-    content = _settings(_user_settings(user_settings), servers, user_settings)
+    user_home = user.home
+    content = _settings(dict(user.document), servers, user.path)
     overlay = root / f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        run_dir(root.parent.parent, root.name)
         _private_dir(overlay)
         _link_the_rest(user_home, overlay, MUSE_DIR)
         _private_dir(overlay / MUSE_DIR)
@@ -162,16 +223,6 @@ def settings_overlay(
         shutil.rmtree(overlay, ignore_errors=True)
 
 
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # it exists, as another user's: not ours to judge
-    return True
-
-
 def sweep(root: Path) -> int:
     """Remove the overlays of muse-acp processes that no longer run; return how many."""
     try:
@@ -181,7 +232,7 @@ def sweep(root: Path) -> int:
     removed = 0
     for entry in entries:
         owner, _, _ = entry.name.partition("-")
-        if not owner.isdigit() or int(owner) == os.getpid() or _running(int(owner)):
+        if not owner.isdigit() or int(owner) == os.getpid() or process_running(int(owner)):
             continue
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)

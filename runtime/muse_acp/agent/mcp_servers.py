@@ -10,10 +10,12 @@ what to fix. ``delivery`` says how the servers reach the installed Muse: ``nativ
 ``mcpOverlay``); otherwise it refuses them (-32602) naming the Muse version needed
 (``check_host``). ``transports`` is what works either way, for ``mcpCapabilities``
 (``initialize`` asks it, so this module stays clear of the MSP models; ``mcp_config`` turns
-the servers into Muse's session config). Secrets stay out of sight: env values
-and header values are never put in a message, a ``repr`` or a log line, and nothing here is
-persisted (a session keeps its servers in memory only). ``startup_failure`` recognises a host's
-"Required MCP server ... failed" refusal and words it for the user.
+the servers into Muse's session config). Secrets stay out of sight: env values and header
+values are never put in a message, a ``repr`` or a log line, and nothing here is persisted (a
+session keeps its servers in memory only); what a host or a server quotes of them is redacted,
+as ``check_servers`` gives them to the redactor (``secrets_of`` says what counts).
+``startup_failure`` recognises a host's "Required MCP server ... failed" refusal and words it
+for the user.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from muse_acp.config import ENV_TRUST_NEWER
 from muse_acp.host.bindings import parse_version
 from muse_acp.host.session_mcp import session_mcp_transports
 from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified, supports
-from muse_acp.redact import redact
+from muse_acp.redact import SESSION_SECRETS, redact, secret_arguments, url_secrets
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
 from muse_acp_wire import acp_handshake as acp
@@ -43,6 +45,7 @@ __all__ = [
     "check_host",
     "check_servers",
     "delivery",
+    "secrets_of",
     "startup_failure",
     "transports",
 ]
@@ -134,8 +137,18 @@ def _http(index: int, server: acp.McpServerHttp) -> McpServerSpec:
     return McpServerSpec(server.name, "http", url=server.url, headers=headers)
 
 
+def secrets_of(server: McpServerSpec) -> list[str]:
+    """What of ``server`` is secret: env and header values (a header's last word too: the
+    token of ``Bearer <token>``), secret-looking arguments and the URL's credentials."""
+    found = [value for _, value in server.env]
+    for _, value in server.headers:
+        found += [value, *value.split()[-1:]]
+    return found + secret_arguments(server.args) + url_secrets(server.url)
+
+
 def check_servers(servers: Sequence[acp.McpServer] | None) -> tuple[McpServerSpec, ...]:
-    """The client's servers, checked (see the module contract).
+    """The client's servers, checked (see the module contract); the secrets of those accepted
+    are given to the redactor (``redact.SESSION_SECRETS``) before anything can quote them.
 
     Raises:
         RpcError: INVALID_PARAMS naming the first entry that cannot be used.
@@ -160,6 +173,8 @@ def check_servers(servers: Sequence[acp.McpServer] | None) -> tuple[McpServerSpe
         checked.append(
             _http(index, server) if isinstance(server, acp.McpServerHttp) else _stdio(index, server)
         )
+    for spec in checked:
+        SESSION_SECRETS.remember(secrets_of(spec))
     return tuple(checked)
 
 

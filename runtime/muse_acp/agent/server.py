@@ -17,13 +17,17 @@ served in the order they came.
 The agent stops in order however it is asked to (stdin reaching its end, SIGTERM, SIGHUP or SIGINT):
 the connection stops reading, every session is closed (its turn cancelled, its hosts asked to
 stop), and the agent's task group, which runs every host, is cancelled: each host's process
-group is terminated, then killed, and reaped before ``serve`` returns.
+group is terminated, then killed, and reaped before ``serve`` returns. Those signals are caught
+until then: one more while stopping does not cut the stop short (it is bounded by the hosts'
+exit and terminate graces), since dying there would leave what the stop removes (settings
+overlays with MCP secrets, staged images) on disk until the next start.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -121,12 +125,16 @@ class AgentHandler:
         await self._loaded().handle_notification(method, params)
 
 
-async def _stop_on_signal(connection: Connection) -> None:
-    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-        async for signum in signals:
-            logger.info("received %s; stopping", signal.Signals(signum).name)
-            await connection.aclose()
-            return
+async def _stop_on_signal(connection: Connection, signals: AsyncIterator[int]) -> None:
+    stopping = False
+    async for signum in signals:
+        name = signal.Signals(signum).name
+        if stopping:
+            logger.warning("received %s while stopping; finishing the stop first", name)
+            continue
+        logger.info("received %s; stopping", name)
+        stopping = True
+        await connection.aclose()
 
 
 async def _probe_early(startup: Startup) -> None:
@@ -141,6 +149,13 @@ async def _probe_early(startup: Startup) -> None:
 async def serve(config: AdapterConfig) -> None:
     """Serve ACP on stdin/stdout until the client closes stdin or the agent is signalled."""
     startup = Startup(config)
+    # Caught until every host was reaped, not only until the first one comes (see the module
+    # contract): leaving this block gives the signals their default action back.
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        await _serve(startup, signals)
+
+
+async def _serve(startup: Startup, signals: AsyncIterator[int]) -> None:
     async with (
         open_stdio() as (receive, send),
         coalescing(send) as output,
@@ -149,7 +164,7 @@ async def serve(config: AdapterConfig) -> None:
         handler = AgentHandler(startup, output, tasks)
         connection = Connection(FrameReader(receive), FrameWriter(output), handler, name="acp")
         handler.attach(connection)
-        tasks.start_soon(_stop_on_signal, connection)
+        tasks.start_soon(_stop_on_signal, connection, signals)
         tasks.start_soon(_probe_early, startup)
         await connection.serve()
         ctx = handler.context

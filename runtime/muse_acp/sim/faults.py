@@ -27,6 +27,10 @@ The faults:
     exit when ``turn/steer`` (or ``item/readOutput``) arrives, before answering it.
 ``exit:stream``
     exit right after a turn's first agent-message text delta has been written, mid-stream.
+``exit:mcp``
+    exit when a session's MCP servers start (``session/start``, ``session/resume``), writing
+    each server's settings (command, arguments, env, url, headers) to stderr, a line each after
+    the usual one, as a host that dies dumping its configuration.
 ``refuse:<command>``
     answer that command with ``commandRejected`` (reason ``unsupported_route``) instead of doing
     it, as a host refuses a model it lists but cannot route for this account.
@@ -52,7 +56,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, NoReturn
@@ -75,7 +79,7 @@ MAX_SLOW_MS: Final = 60_000
 MAX_OVERSIZED_BYTES: Final = 64 << 20
 
 EXIT_POINTS: Final = frozenset(
-    {"startup", "handshake", "approval", "userInput", "steer", "readOutput", "stream"}
+    {"startup", "handshake", "approval", "userInput", "steer", "readOutput", "stream", "mcp"}
 )
 HANG_POINTS: Final = frozenset({"handshake"})
 
@@ -220,10 +224,12 @@ def parse_faults(text: str) -> Faults:
     return replace(faults, names=tuple(names))
 
 
-def exit_now(reason: str) -> NoReturn:
-    """End the process at once, as a crashing host would (no cleanup, no flushing of stdout)."""
+def exit_now(reason: str, last_words: Sequence[str] = ()) -> NoReturn:
+    """End the process at once, as a crashing host would (no cleanup, no flushing of stdout);
+    ``last_words`` are written to stderr after the fault's own line."""
     try:
         sys.stderr.write(f"muse-sim: injected fault {reason}: exiting\n")
+        sys.stderr.writelines(f"muse-sim: {line}\n" for line in last_words)
         sys.stderr.flush()
     finally:
         os._exit(FAULT_EXIT_CODE)

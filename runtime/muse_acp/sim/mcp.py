@@ -15,6 +15,7 @@ default mode) that cannot start (a stdio command that is not found, or any serve
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from muse_acp.host.session_mcp import SESSION_MCP, session_mcp_transports
 from muse_acp.rpc import RpcError
 from muse_acp.sim import errors
 from muse_acp.sim.context import HostContext
+from muse_acp.sim.faults import exit_now
 from muse_acp_wire.msp import (
     ErrorData,
     SessionConfig,
@@ -63,6 +65,10 @@ def _from_settings(ctx: HostContext) -> dict[str, SessionMcpServerConfig]:
     return dict(parsed or {})
 
 
+def _dump(server: SessionMcpServerConfig) -> str:
+    return json.dumps(server.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
 def check_session_mcp(ctx: HostContext, method: str, config: SessionConfig | None) -> None:
     """Refuse ``config.mcpServers`` this version or connection cannot take, and fail when a
     required server (the session's or the settings file's) cannot start (see the module
@@ -74,6 +80,8 @@ def check_session_mcp(ctx: HostContext, method: str, config: SessionConfig | Non
     else:
         _check_session_servers(ctx, method, servers, taken)
     started = {**_from_settings(ctx), **(servers or {})}
+    if ctx.options.faults.exits_at("mcp"):
+        exit_now("exit:mcp", [f"MCP server {name!r}: {_dump(e)}" for name, e in started.items()])
     for name, server in started.items():
         if server.mode != "optional" and not _starts(name, server):
             raise RpcError(

@@ -1,0 +1,107 @@
+"""Files the adapter reads or keeps for itself, handled so they never stall or expose it.
+
+Contract:
+
+* ``read_regular(path, limit)`` returns at most ``limit + 1`` bytes of the file at ``path``
+  (one more than the caller takes, so it can tell a file that is too big), or None when there
+  is none. The file is opened non-blocking, so a FIFO or a device planted at the path is never
+  waited on, and anything but a regular file is refused (``NotRegularFile``, an ``OSError``).
+* ``off_loop(work, budget)`` runs ``work`` in a worker thread and gives up on it after
+  ``budget`` seconds (``TimeoutError``): the thread of a file system that never answers is
+  left behind, never waited for, so the event loop goes on serving.
+* ``run_dir(data_dir, name)`` makes ``<data dir>/run/<name>``, where a muse-acp process keeps
+  what lives only as long as it does (settings overlays, exec runs): ``run`` and ``name`` are
+  owner-only (0700) whatever the umask, and a data directory made on the way is too.
+* ``process_running(pid)`` says whether a process of that id exists (another user's counts),
+  for sweeping what a process that ended left under ``run``.
+
+The functions do blocking file work: call them off the event loop (``off_loop``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TypeVar
+
+import anyio
+
+__all__ = [
+    "RUN_DIR",
+    "NotRegularFile",
+    "off_loop",
+    "process_running",
+    "read_regular",
+    "run_dir",
+]
+
+RUN_DIR: Final = "run"
+
+_T = TypeVar("_T")
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device, a directory or a socket: nothing to read settings from."""
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """At most ``limit + 1`` bytes of the regular file at ``path``; None when there is none.
+
+    Raises:
+        NotRegularFile: the path is not a regular file.
+        OSError: the file could not be read.
+    """
+    try:
+        # Non-blocking, so a FIFO planted at the path is refused instead of waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit + 1)
+    finally:
+        os.close(fd)
+
+
+async def off_loop(work: Callable[[], _T], budget: float) -> _T:
+    """``work()`` run in a worker thread, given up after ``budget`` seconds (``TimeoutError``)."""
+    with anyio.fail_after(budget):
+        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+
+
+def _private(path: Path, *, always: bool) -> None:
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        if not always:
+            return
+    os.chmod(path, 0o700)  # mkdir's mode is cut by the umask; this one must be exact
+
+
+def run_dir(data_dir: Path, name: str) -> Path:
+    """``<data dir>/run/<name>``, made owner-only (see the module contract).
+
+    Raises:
+        OSError: a directory could not be made or restricted.
+    """
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    _private(data_dir, always=False)  # the user's own choice of mode for an existing one stays
+    folder = data_dir / RUN_DIR / name
+    _private(folder.parent, always=True)
+    _private(folder, always=True)
+    return folder
+
+
+def process_running(pid: int) -> bool:
+    """True when a process ``pid`` exists (one of another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, as another user's: not ours to judge
+    return True

@@ -1,0 +1,90 @@
+"""What a muse-acp that ended left of its exec runs is swept at the next start: the run's process
+group is stopped only while its leader is still the recorded process, and the folder goes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from muse_acp.agent.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
+from muse_acp.rpc import INTERNAL_ERROR, RpcError
+
+
+def _ended_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A process leading its own group, as a ``muse exec`` run does; always reaped."""
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _run_folder(data_dir: Path, owner: int, record: Mapping[str, object] | None) -> Path:
+    folder = runs_root(data_dir) / f"{owner}-0123abcd"
+    folder.mkdir(parents=True)
+    (folder / "image-01.png").write_bytes(b"image")
+    if record is not None:
+        (folder / RECORD_FILE).write_text(json.dumps(record))
+    return folder
+
+
+def test_a_run_still_going_for_an_ended_agent_is_stopped_and_removed(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    record = {"pid": sleeper.pid, "startTime": start_time(sleeper.pid)}
+    assert record["startTime"] is not None
+    folder = _run_folder(tmp_path, _ended_pid(), record)
+    assert sweep(tmp_path) == 1
+    assert not folder.exists()
+    assert sleeper.wait(timeout=30) == -9
+
+
+def test_a_process_that_took_the_runs_id_is_left_alone(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    started = start_time(sleeper.pid)
+    assert started is not None
+    folder = _run_folder(tmp_path, _ended_pid(), {"pid": sleeper.pid, "startTime": started - 1})
+    assert sweep(tmp_path) == 1
+    assert not folder.exists()
+    assert sleeper.poll() is None, "another process's group was signalled"
+
+
+def test_runs_of_live_agents_and_other_entries_are_kept(tmp_path: Path) -> None:
+    mine = _run_folder(tmp_path, os.getpid(), None)
+    unrecorded = _run_folder(tmp_path, _ended_pid(), None)
+    other = runs_root(tmp_path) / "notes"
+    other.mkdir()
+    assert sweep(tmp_path) == 1
+    assert sorted(p.name for p in runs_root(tmp_path).iterdir()) == sorted([mine.name, "notes"])
+    assert not unrecorded.exists()
+    assert sweep(tmp_path / "missing") == 0
+
+
+@pytest.mark.anyio
+async def test_a_folder_that_cannot_be_made_fails_before_anything_runs(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.write_text("a file where the data directory should be")
+    with pytest.raises(RpcError) as failed:
+        async with exec_run(data_dir, []):
+            raise AssertionError("the run must not start")
+    assert failed.value.code == INTERNAL_ERROR
+    assert "could not prepare the private folder of this exec run" in failed.value.message
+    assert isinstance(failed.value.data, dict)
+    failure = failed.value.data["failure"]
+    assert isinstance(failure, dict)
+    assert (failure["kind"], failure["source"]) == ("execRunUnprepared", "adapter")
