@@ -124,7 +124,7 @@ class ActiveTurn:
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail)
         self._silence = SilenceWatch(
-            options.deadlines.silence, self._interactions.waiting_on_client
+            options.deadlines.silence, self._interactions.waiting_on_client, session.session_id
         )
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
@@ -383,11 +383,11 @@ class ActiveTurn:
 
     async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away or the gate closed (see the module
-        contract)."""
+        contract); time it waits for the client is not the host's silence."""
         if self._client_gone or not self.relay.gate.open:
             return
         try:
-            await self._session.send_update(update)
+            await self._silence.client_write(self._session.send_update(update))
         except ConnectionClosed:
             self._client_gone = True
             if self.settled or self._tasks is None:
