@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 import pytest
 
@@ -54,3 +56,31 @@ async def test_an_event_starts_the_count_again() -> None:
             await watch.watch(lambda: fired_at.append(anyio.current_time()))
     # Silence is counted from the last event, not from the start of the watch.
     assert fired_at[0] - heard_at[0] >= BUDGET * 4
+
+
+async def test_a_write_waiting_on_the_client_is_not_silence_and_a_long_one_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watch = SilenceWatch(BUDGET, lambda: False, "s-1")
+    reads_again = anyio.Event()
+    read_at: list[float] = []
+    fired_at: list[float] = []
+
+    async def client_reads_later() -> None:
+        await anyio.sleep(BUDGET * 4)  # the client reads nothing for four budgets
+        read_at.append(anyio.current_time())
+        reads_again.set()
+
+    caplog.set_level(logging.WARNING, logger="muse_acp.agent")
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch.client_write, reads_again.wait())
+            tasks.start_soon(client_reads_later)
+            await watch.watch(lambda: fired_at.append(anyio.current_time()))
+    # Only once the write went out does the host's count start: a whole budget from then.
+    assert len(fired_at) == 1
+    assert fired_at[0] - read_at[0] >= BUDGET
+    stopped, resumed = (r.getMessage() for r in caplog.records)
+    assert "session s-1: the client has not read" in stopped
+    assert "stopped reading" in stopped
+    assert "session s-1: the client reads again" in resumed

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import acp
 import anyio
 import pytest
+
+from tests.robust.rawagent import RawAgent, id_key, raw_agent
 
 from .harness import WAIT, failure_of, make_world, running_agent
 from .test_host_versions import VERSIONS
@@ -60,3 +63,84 @@ async def test_the_next_prompt_after_an_unanswerable_request_runs_on_a_new_host(
             with pytest.raises(acp.RequestError) as again:
                 await agent.prompt(session, "second")
     assert failure_of(again.value)["kind"] == "hostRequestUnanswerable"
+
+
+SILENCE = 1.0
+"""The silence budget of the stalled-client tests: well under the time the client stalls."""
+STALL = 3 * SILENCE
+"""How long the client reads nothing: the stimulus itself, three silence budgets."""
+LONG_STREAM = "sim:stream 20000"
+"""Far more text than the pipe and the agent's writer hold, so the agent's writes must wait."""
+
+
+def _chunks(agent: RawAgent, session: str, after: str | None = None) -> list[str]:
+    """The text of each agent message chunk of ``session``, in order; with ``after``, only
+    those written after the answer filed under that key."""
+    messages = [json.loads(line) for line in agent.lines]
+    if after is not None:
+        answered = next(
+            index
+            for index, m in enumerate(messages)
+            if "method" not in m and id_key(m.get("id")) == after
+        )
+        messages = messages[answered + 1 :]
+    return [
+        m["params"]["update"]["content"]["text"]
+        for m in messages
+        if m.get("method") == "session/update"
+        and m["params"].get("sessionId") == session
+        and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+    ]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_client_that_stops_reading_is_not_muse_going_silent(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with raw_agent(world, {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}"}) as agent:
+        await agent.initialize()
+        session = await agent.new_session()
+        agent.stop_reading()
+        key = await agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": LONG_STREAM}]},
+        )
+        await anyio.sleep(STALL)
+        agent.read_again()
+        answer = await agent.response(key)
+        text = "".join(_chunks(agent, session))
+    assert answer.get("result") == {"stopReason": "end_turn"}, answer
+    assert text == "".join(f"t{index} " for index in range(20000))
+    log = world.stderr_text()
+    assert "seems to have stopped reading" in log
+    assert "the client reads again" in log
+    assert "went silent" not in log
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_cancel_while_the_client_stopped_reading_answers_cancelled(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": "1"}
+    async with raw_agent(world, budgets) as agent:
+        await agent.initialize()
+        session = await agent.new_session()
+        agent.stop_reading()
+        key = await agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": LONG_STREAM}]},
+        )
+        await anyio.sleep(STALL)
+        await agent.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
+        )
+        await anyio.sleep(STALL)  # the cancel budget runs out while the client still reads nothing
+        agent.read_again()
+        answer = await agent.response(key)
+        after = await agent.prompt_text(session, "after the stall")
+        later = "".join(_chunks(agent, session, after=key))
+    assert answer.get("result") == {"stopReason": "cancelled"}, answer
+    assert after.get("result") == {"stopReason": "end_turn"}, after
+    assert later == "after the stall", "nothing of the cancelled turn follows its answer"

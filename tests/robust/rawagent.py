@@ -7,6 +7,7 @@ sorted: responses by id (keyed by the id's JSON text, so ``1``, ``"1"`` and ``nu
 and notifications in arrival order. Requests the agent sends are answered at once: a permission
 request with its first allow option, anything else with METHOD_NOT_FOUND. Every wait is bounded
 by ``WAIT`` seconds. ``answers`` overrides how the requests of one method are answered.
+``stop_reading`` makes it stop reading stdout (as a client that froze) until ``read_again``.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ class RawAgent:
         """Per method: the reply members (``result`` or ``error``) for a request's params."""
         self._tasks = tasks
         self._changed = anyio.Event()
+        self._reading = anyio.Event()
+        self._reading.set()
         self._next_id = 0
         self._write_lock = anyio.Lock()
 
@@ -157,12 +160,25 @@ class RawAgent:
     def response_count(self) -> int:
         return sum(len(found) for found in self.responses.values())
 
+    def stop_reading(self) -> None:
+        """Read nothing more from the agent's stdout (at most the read under way) until
+        ``read_again``: its pipe fills, and then its writes wait."""
+        self._reading = anyio.Event()
+
+    def read_again(self) -> None:
+        self._reading.set()
+
     async def read_stdout(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
         partial = bytearray()
         try:
-            async for chunk in stdout:
+            while True:
+                await self._reading.wait()
+                try:
+                    chunk = await stdout.receive()
+                except anyio.EndOfStream:
+                    break
                 partial += chunk
                 *complete, rest = bytes(partial).split(b"\n")
                 partial = bytearray(rest)

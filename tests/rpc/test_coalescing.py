@@ -95,6 +95,26 @@ async def test_a_large_item_is_written_directly_after_everything_queued_before_i
     assert inner.writes == [b"a\n", large, b"b\n"]
 
 
+async def test_a_send_begun_behind_a_waiting_one_is_never_written_before_it() -> None:
+    # An answer sent after a turn's last update must follow it, even when the update had to
+    # wait (here: a large one, while the writer is busy) and the answer finds room at once.
+    inner = Recorder()
+    inner.gate = anyio.Event()
+    large = b"L" * MAX_QUEUED_BYTES
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream, anyio.create_task_group() as tasks:
+            await stream.send(b"first\n")
+            await anyio.wait_all_tasks_blocked()  # being written: the writer is busy
+            for sent in (large, b"update\n", large):
+                tasks.start_soon(stream.send, sent)
+                await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(stream.send, b"answer\n")
+            await anyio.wait_all_tasks_blocked()
+            assert not stream.send_nowait(b"later\n"), "nothing jumps the line"
+            inner.gate.set()
+    assert inner.writes == [b"first\n", large, b"update\n", large, b"answer\n"]
+
+
 async def test_senders_wait_while_the_queue_is_full_and_resume_once_it_is_written() -> None:
     inner = Recorder()
     inner.gate = anyio.Event()

@@ -13,7 +13,9 @@ session state and carries no item (``event_kinds``), so it is only translated, a
 go out through ``send_now`` for as long as that takes them, the rest through ``send``. It keeps
 no state of its own: the translator filters other turns' items and keeps the cards, so the relay
 of a turn that has ended can go on updating that turn's cards (background work, see
-``background``).
+``background``). Its ``gate`` says whether the turn's updates may still be queued for the
+client: once its turn closed it, the relay makes nothing of any event (the turn's ``send``
+checks the gate too, for the updates of an event relayed before it closed).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["EventRelay", "StateObserver"]
+__all__ = ["EventRelay", "StateObserver", "UpdateGate"]
 
 
 class StateObserver(Protocol):
@@ -36,6 +38,19 @@ class StateObserver(Protocol):
     async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
         """Take note of ``params``; the updates that report what changed, in order."""
         ...
+
+
+class UpdateGate:
+    """Whether one turn's updates may still be queued for the client: open from the start;
+    its turn closes it, for good, before its prompt is answered (see ``turn``)."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def close(self) -> None:
+        self.open = False
 
 
 class EventRelay:
@@ -52,8 +67,11 @@ class EventRelay:
         self._send = send
         self._state = state
         self._send_now = send_now
+        self.gate = UpdateGate()
 
     async def relay(self, method: str, params: WireModel) -> None:
+        if not self.gate.open:
+            return
         if self._state is not None:
             for update in await self._state.observe(method, params):
                 await self._send(update)
@@ -66,6 +84,8 @@ class EventRelay:
     def relay_now(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
         """``relay`` of a delta: None once every update it makes went out through
         ``send_now``, else the sending of the rest, in order (see the module contract)."""
+        if not self.gate.open:
+            return None
         updates = self.translator.updates(DELTA, params)
         send_now = self._send_now
         for index, update in enumerate(updates):

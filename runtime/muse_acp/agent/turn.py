@@ -1,30 +1,32 @@
 """One prompt turn on a Muse host, from ``turn/start`` until it settles.
 
 The host's events for the session arrive in order through ``on_event`` (inline in the host
-connection's read loop): each is translated into ACP updates and sent at once (``relay``, which also
-shows the session state the host reports), never accumulated. A text delta the host's lane takes
-(``host.delta_lane``) comes through ``take_delta`` instead, which does the same. Approvals and
-questions are handed to ``interactions``, which answers them in tasks of the turn; the translator's
-``TurnCards`` keep the cards both touch.
+connection's read loop): each is translated into ACP updates and sent at once (``relay``, which
+also shows the session state the host reports); a text delta the host's lane takes
+(``host.delta_lane``) comes through ``take_delta``, which does the same. Approvals and questions
+go to ``interactions``, answered in tasks of the turn; the translator's ``TurnCards`` keep the
+cards both touch.
 
-Events are filtered by the turn's own id from the first frame on: until the id is known (the
-host's ``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``),
-events are held back (at most ``MAX_HELD_EVENTS``), then handled in arrival order; from then on
-an event naming another turn (the late tail of a cancelled one) is dropped. So a
-``turn/completed`` that arrives right behind the acknowledgement, with no ``turn/started``
-before it, still settles the turn, and one prompt never receives another's output. A
-``view/gap`` (events the host recorded but never sent) is filled in a task of the turn by
-paging the missed range back, live events waiting behind it (``view_events.GapFiller``).
+Events are filtered by the turn's own id from the first frame on: until it is known (the host's
+``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``), events are
+held back (at most ``MAX_HELD_EVENTS``), then handled in arrival order; from then on an event
+naming another turn (the late tail of a cancelled one) is dropped. So a ``turn/completed`` right
+behind the acknowledgement still settles the turn, and one prompt never receives another's
+output. A ``view/gap`` is filled in a task of the turn by paging the missed range back, live
+events waiting behind it (``view_events.GapFiller``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
 the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
-approval that cannot be answered, a host request muse-acp cannot answer, an acknowledgement that
-does not come within the submit budget, in the phase it was awaited in; a host silent past its
-budget, see ``watchdog``), or a cancel. Cancellation always settles: ``turn/cancel`` is sent
-(once the host acknowledged the turn), and if the host does not complete the turn within the
-cancel budget, counted from the cancel, the prompt resolves ``cancelled`` anyway. A host that
-did not end the turn itself is in an unknown state (``host_unsettled``) and is not reused. A
-client that went away mid-stream stops the turn, noted once in the log.
+approval or a host request that cannot be answered, an acknowledgement not in the submit budget,
+in the phase it was awaited in; a host silent past its budget, see ``watchdog``), or a cancel.
+Cancellation always settles: ``turn/cancel`` is sent (once the host acknowledged the turn), and
+if the host does not complete the turn within the cancel budget, counted from the cancel, the
+prompt resolves ``cancelled`` anyway. A host that did not end the turn itself is in an unknown
+state (``host_unsettled``), is not reused, and nothing of the turn follows the answer: every
+update of the turn passes its relay's ``UpdateGate`` (``relay``, ``send_update``), closed before
+``run`` returns, and the client's writer queues frames in the order their sends began. (What a host
+sends after a turn it ended is work that outlives it, ``background``.) A client that went away
+mid-stream stops the turn, noted once in the log.
 """
 
 from __future__ import annotations
@@ -76,9 +78,7 @@ class TurnSession(Protocol):
     settings: SessionSettings
 
     async def send_update(self, update: Update) -> None: ...
-
     def send_update_nowait(self, update: Update) -> bool: ...
-
     async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
 
 
@@ -124,7 +124,7 @@ class ActiveTurn:
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail)
         self._silence = SilenceWatch(
-            options.deadlines.silence, self._interactions.waiting_on_client
+            options.deadlines.silence, self._interactions.waiting_on_client, session.session_id
         )
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
@@ -189,12 +189,9 @@ class ActiveTurn:
         self._explanation = self._explanation or error
 
     def fail(self, error: RpcError) -> None:
-        """Settle with ``error`` and ask the host to stop the turn (best effort).
-
-        The host did not end the turn itself, so its state is unknown (the turn may still run
-        or wait there) and it is not reused. A cancel asked for earlier wins over the error.
-        A host that went away is reported by the turn itself (with how it ended).
-        """
+        """Settle with ``error`` and ask the host to stop the turn (best effort); its state is
+        unknown now (the turn may still run or wait there). A cancel asked for earlier wins over
+        the error; a host that went away is reported by the turn itself (with how it ended)."""
         if self._settled.is_set():
             return
         self.host_unsettled = True
@@ -246,6 +243,9 @@ class ActiveTurn:
             if self.acknowledged.is_set():
                 with anyio.CancelScope(shield=True):
                     await self._publish_active_turn(None)
+            if self.host_unsettled or not self.settled:
+                # Whatever Muse still sends of a turn it did not end is not to follow the answer.
+                self.relay.gate.close()
         outcome = self._outcome
         assert outcome is not None
         if isinstance(outcome, RpcError):
@@ -272,8 +272,7 @@ class ActiveTurn:
         await self._host_gone()
 
     async def _host_gone(self) -> None:
-        """Settle a turn whose host went away: ``cancelled`` when a cancel was asked for, else
-        failed, in the phase the turn was in, quoting how the host ended."""
+        """Settle a turn whose host went away: ``cancelled`` if asked for, else how it ended."""
         if not self._settled.is_set() and not self.cancel_requested:
             # A host's output closes a moment before its exit status and last stderr lines
             # are in, and the error must carry both.
@@ -383,11 +382,12 @@ class ActiveTurn:
         await self.relay.relay(method, params)
 
     async def send_update(self, update: Update) -> None:
-        """Send ``update`` to the client, unless it went away (see the module contract)."""
-        if self._client_gone:
+        """Send ``update`` to the client, unless it went away or the gate closed (see the module
+        contract); time it waits for the client is not the host's silence."""
+        if self._client_gone or not self.relay.gate.open:
             return
         try:
-            await self._session.send_update(update)
+            await self._silence.client_write(self._session.send_update(update))
         except ConnectionClosed:
             self._client_gone = True
             if self.settled or self._tasks is None:

@@ -9,16 +9,27 @@ window in which the turn waits on the client starts the count again, and once th
 the host has a whole budget from the first look that finds it over (never less than a budget
 after the answer went back, however late in a window the client answered). Every event
 restarts the count, so a long turn that reports progress runs as long as it needs.
+
+The turn's own writes to the client go through ``client_write``. While one waits (a client that
+stops reading fills the pipe, and the turn, reading the host inline, stops reading the host's
+events too), the host's silence is not counted, just as while the client is asked something:
+the end of each write restarts the count. A write that has waited a whole budget or more is
+logged once as a client that stopped reading (and its end, when it comes); the turn goes on
+waiting for the client, never failed as Muse's silence.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 import anyio
 
 __all__ = ["SilenceWatch"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
 
 
 def _event_loop_clock() -> Callable[[], float]:
@@ -36,15 +47,57 @@ def _event_loop_clock() -> Callable[[], float]:
 class SilenceWatch:
     """Notices a host that went silent during a turn (see the module contract)."""
 
-    def __init__(self, budget: float, waiting_on_client: Callable[[], bool]) -> None:
+    def __init__(
+        self, budget: float, waiting_on_client: Callable[[], bool], session_id: str = ""
+    ) -> None:
         self.budget = budget
         self._waiting_on_client = waiting_on_client
+        self._session_id = session_id
         self._now = _event_loop_clock()
         self._last = self._now()
+        self._writes = 0
+        """The turn's writes to the client under way."""
+        self._writing_since = 0.0
+        """When the writes under way began (the first of an unbroken run of them)."""
+        self._stall_reported = False
 
     def heard(self) -> None:
         """The host sent something for this session (cheap: called for every event)."""
         self._last = self._now()
+
+    async def client_write(self, write: Awaitable[None]) -> None:
+        """Await ``write``, one of the turn's writes to the client (see the module contract)."""
+        if not self._writes:
+            self._writing_since = self._now()
+        self._writes += 1
+        try:
+            await write
+        finally:
+            self._writes -= 1
+            if not self._writes:
+                self._last = self._now()
+                if self._stall_reported:
+                    self._stall_reported = False
+                    waited = self._last - self._writing_since
+                    logger.warning(
+                        "session %s: the client reads again, after %.1f s", self._session_id, waited
+                    )
+
+    def _stalled(self, now: float) -> bool:
+        """Whether a write to the client is under way; one that has waited a budget or more
+        is reported once, as a client that stopped reading."""
+        if not self._writes:
+            return False
+        waited = now - self._writing_since
+        if waited >= self.budget and not self._stall_reported:
+            self._stall_reported = True
+            logger.warning(
+                "session %s: the client has not read muse-acp's output for %.1f s: it seems to "
+                "have stopped reading. The turn (and Muse's output) waits until it reads again.",
+                self._session_id,
+                waited,
+            )
+        return True
 
     async def watch(self, on_silence: Callable[[], None]) -> None:
         """Call ``on_silence`` after ``budget`` seconds without a word (see the contract)."""
@@ -57,7 +110,7 @@ class SilenceWatch:
             now = self._now()
             if now < self._last + self.budget:
                 continue  # heard from the host meanwhile
-            if self._waiting_on_client():
+            if self._stalled(now) or self._waiting_on_client():
                 self._last, waited = now, True
                 continue
             if waited:

@@ -8,7 +8,10 @@ one ``send`` as soon as the sender yields to the event loop, which it does itsel
 output relayed, a prompt streaming its updates) thus costs one write and one wake-up of the
 reader instead of one each, and a lone frame goes out on the next event-loop pass. Items of
 ``MAX_QUEUED_BYTES`` or more are written by their sender directly, after everything queued
-before them; a sender waits while ``MAX_QUEUED_BYTES`` are queued. Order is always kept.
+before them; a sender waits while ``MAX_QUEUED_BYTES`` are queued. Items go out in the order
+their ``send`` calls began: a sender that has to wait keeps its place in line, and every later
+one waits behind it, so a frame sent once another's send began (an answer after the updates
+that precede it) is never written before it.
 ``send_nowait`` queues an item only when ``send`` would do so without waiting or yielding, and
 says whether it did: a caller with a cheaper way for that case (no coroutine) takes it, and
 leaves every other case to ``send``.
@@ -20,7 +23,8 @@ what is queued, within the caller's deadline, then closes the inner stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Final
 
@@ -58,6 +62,8 @@ class CoalescingSendStream(ByteSendStream):
         self._queued_event = anyio.Event()
         self._written_event = anyio.Event()
         self._writing = anyio.Lock(fast_acquire=True)
+        self._line: deque[anyio.Event] = deque()
+        """Senders waiting for their turn, first in line first; only the first one is awake."""
         self._failure: BaseException | None = None
         self._closed = False
 
@@ -82,6 +88,7 @@ class CoalescingSendStream(ByteSendStream):
             self._failure is not None
             or self._closed
             or not item
+            or self._line
             or self._queued + len(item) > MAX_QUEUED_BYTES
             or self._unyielded + 1 >= ITEMS_PER_YIELD
         ):
@@ -98,13 +105,11 @@ class CoalescingSendStream(ByteSendStream):
         if not item:
             return
         if len(item) >= MAX_QUEUED_BYTES:
-            async with self._writing:
-                await self._write_queue()
-                await self._write(item)
+            await self._send_large(item)
             return
-        while self._queued >= MAX_QUEUED_BYTES:
-            await self._written()
-            self._check()
+        if self._line or self._queued >= MAX_QUEUED_BYTES:
+            await self._wait_in_line(self._room)
+        # Nothing waits between leaving the line and queueing: no later sender can go first.
         self._queue.append(item)
         self._queued += len(item)
         if len(self._queue) == 1:
@@ -138,6 +143,38 @@ class CoalescingSendStream(ByteSendStream):
             with suppress(anyio.BrokenResourceError):
                 await self.flush()
         await self._inner.aclose()
+
+    async def _send_large(self, item: bytes) -> None:
+        """Write ``item`` directly, after everything queued before it (see the contract)."""
+        await self._wait_in_line(self._writing.acquire)
+        try:
+            self._check_failure()
+            await self._write_queue()  # takes the queue before it waits: nothing joins it first
+            await self._write(item)
+        finally:
+            self._writing.release()
+
+    async def _room(self) -> None:
+        while self._queued >= MAX_QUEUED_BYTES:
+            await self._written()
+            self._check()
+
+    async def _wait_in_line(self, admitted: Callable[[], Awaitable[None]]) -> None:
+        """Wait until every sender ahead has gone, then for ``admitted``, keeping this sender's
+        place in line meanwhile (see the module contract)."""
+        turn = anyio.Event()
+        self._line.append(turn)
+        try:
+            if self._line[0] is not turn:
+                await turn.wait()
+            self._check()
+            await admitted()
+        finally:
+            first = self._line[0] is turn
+            self._line.remove(turn)
+            if first and self._line:
+                # The next sender wakes once this one has placed its item (no wait in between).
+                self._line[0].set()
 
     async def _written(self) -> None:
         await self._written_event.wait()

@@ -295,13 +295,10 @@ class FrameWriter:
     contention: a writer that yields while holding it (the coalescing stream yields every few
     items) makes every later writer wait for a hand-off, and each hand-off wakes the coalescing
     writer for a write of one frame, so many sessions streaming at once would cost a wake-up and
-    a write per frame. What the turn also gave, that writers kept waiting by a full queue go
-    first when room comes back, the coalescing stream gives nearly as well: they all resume
-    together once a write is done, in the order they began waiting, and a writer already running
-    can only queue what it sends before it next yields (at most ``ITEMS_PER_YIELD`` items).
-    Frames that must follow one another are queued one after the other (every update of a turn
-    is queued before the turn settles and its answer is sent), so their order never depends on
-    this.
+    a write per frame. What the turn also gave, that writers kept waiting go first when room
+    comes back, the coalescing stream gives itself: frames are queued in the order their sends
+    began, a waiting writer keeping its place. So a frame sent after another's send began (a
+    prompt's answer after the last update of its turn) never goes out before it.
     """
 
     def __init__(self, stream: ByteSendStream) -> None:
