@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from muse_acp import __version__
-from muse_acp.cli import TERMINAL_HINT
 from muse_acp.host.binary import HostUnavailable, installation_dirs, probe, resolve_binary
+from muse_acp.serving import TERMINAL_HINT
 
 WAIT = 60.0
 INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
