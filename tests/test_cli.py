@@ -15,8 +15,9 @@ import anyio
 import pytest
 
 from muse_acp import __version__
-from muse_acp.cli import TERMINAL_HINT
 from muse_acp.host.binary import HostUnavailable, installation_dirs, probe, resolve_binary
+from muse_acp.serving import TERMINAL_HINT
+from muse_acp.sim.launcher import write_launcher
 
 WAIT = 60.0
 INITIALIZE = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
@@ -52,13 +53,7 @@ def muse_acp(
 
 
 def sim_wrapper(directory: Path, version: str) -> Path:
-    wrapper = directory / f"muse-{version}"
-    wrapper.write_text(
-        f"#!/bin/sh\nMUSE_SIM_VERSION={version} "
-        f'exec {shlex.quote(sys.executable)} -m muse_acp.sim "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    return wrapper
+    return write_launcher(directory / f"muse-{version}", version=version)
 
 
 def test_version_names_the_adapter_and_the_muse_executable(tmp_path: Path) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
-import sys
 import tempfile
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 
 from muse_acp import __version__
 from muse_acp.demo import SIM_PROMPTS, run_demo
+from muse_acp.sim.launcher import write_launcher
 
 
 @pytest.fixture
@@ -64,12 +63,7 @@ def test_a_missing_muse_executable_fails_with_a_clear_reason(
 def test_the_demo_names_the_version_its_muse_host_reports(
     scratch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    older = tmp_path / "older-muse"
-    older.write_text(
-        f"#!/bin/sh\nMUSE_SIM_VERSION=1.1.1 exec {shlex.quote(sys.executable)} -m muse_acp.sim "
-        f'"$@"\n'
-    )
-    older.chmod(0o755)
+    older = write_launcher(tmp_path / "older-muse", version="1.1.1")
     status = run_demo(str(older))
     out = capsys.readouterr().out
     assert status == 0, out

@@ -15,16 +15,11 @@ from muse_acp.doctor import run_doctor
 from muse_acp.host.binary import SERVE_FLAGS
 from muse_acp.host.versions import VERIFIED_HOSTS
 from muse_acp.sim.accounts import login
+from muse_acp.sim.launcher import write_launcher
 
 
 def sim_wrapper(directory: Path, version: str) -> Path:
-    wrapper = directory / f"muse-{version}"
-    wrapper.write_text(
-        f"#!/bin/sh\nMUSE_SIM_VERSION={version} "
-        f'exec {shlex.quote(sys.executable)} -m muse_acp.sim "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    return wrapper
+    return write_launcher(directory / f"muse-{version}", version=version)
 
 
 @pytest.fixture(autouse=True)

@@ -12,78 +12,18 @@ status 2 and a message, as does an unusable ``MUSE_ACP_*`` variable for ``serve`
 with a terminal on stdin prints a one-line hint on stderr first: a person who typed the bare
 command learns what it is, and the protocol on stdout is untouched.
 
-The bare command and ``serve`` without options (what editors launch) are served without loading
-the command-line parser (``cli_commands``), which costs a noticeable part of a cold start.
+The bare command and ``serve`` without options (what editors launch) are served (``serving``)
+without loading the command-line parser (``cli_commands``), which costs a noticeable part of a
+cold start.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Final
 
-__all__ = ["TERMINAL_HINT", "CommonOptions", "main", "serve_with"]
+from muse_acp.serving import CommonOptions, serve_with
 
-TERMINAL_HINT: Final = (
-    "muse-acp: an ACP agent for Muse Code, now serving the protocol on stdin/stdout; editors "
-    "and ACP clients start it themselves. To see it at work, run `muse-acp demo` (Ctrl-D quits)."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class CommonOptions:
-    """The options given before the command."""
-
-    muse: str | None = None
-    log_level: str | None = None
-    data_dir: Path | None = None
-    backend: str | None = None
-
-
-def serve_with(options: CommonOptions) -> int:
-    """Serve ACP on stdio with ``options``; the exit status (2 for an unusable setting)."""
-    from muse_acp.loading import begin_loading
-
-    begin_loading()  # the agent resumes the collector once it is loaded
-    import anyio
-
-    from muse_acp.config import ConfigError, load_config
-    from muse_acp.heap import keep_large_buffers
-    from muse_acp.host.binary import (
-        HostUnavailable,
-        discard_early_probes,
-        resolve_binary,
-        start_probe,
-    )
-    from muse_acp.logs import configure_logging
-
-    if sys.stdin is not None and sys.stdin.isatty():
-        print(TERMINAL_HINT, file=sys.stderr, flush=True)
-    try:
-        configure_logging(options.log_level)
-        config = load_config(
-            os.environ, muse_bin=options.muse, data_dir=options.data_dir, backend=options.backend
-        )
-    except ConfigError as error:
-        print(f"muse-acp: {error}", file=sys.stderr)
-        return 2
-    # The probes run while the agent loads: initialize needs their answers. A missing
-    # executable is reported to the client by initialize and the first session instead.
-    with contextlib.suppress(HostUnavailable):
-        start_probe(resolve_binary(config.muse_bin))
-    if keep_large_buffers():
-        logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
-    try:
-        from muse_acp.agent.server import serve as serve_agent
-
-        anyio.run(serve_agent, config)
-    finally:
-        discard_early_probes()
-    return 0
+__all__ = ["main"]
 
 
 def main() -> None:

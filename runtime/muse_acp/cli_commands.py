@@ -14,7 +14,7 @@ from typing import Annotated, Final
 import typer
 
 from muse_acp import __version__
-from muse_acp.cli import CommonOptions, serve_with
+from muse_acp.serving import CommonOptions, serve_with
 
 __all__ = [
     "VERSION_TIMEOUT",

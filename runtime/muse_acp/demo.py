@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shlex
 import sys
 import tempfile
 import time
@@ -41,9 +40,10 @@ from muse_acp.client import (
 from muse_acp.host.binary import HostUnavailable, resolve_binary
 from muse_acp.host.client import open_host
 from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp.sim.launcher import SimWorld, sim_launcher
 from muse_acp_wire import acp
 
-__all__ = ["REAL_PROMPTS", "SIM_PROMPTS", "run_demo", "sim_executable"]
+__all__ = ["REAL_PROMPTS", "SIM_PROMPTS", "run_demo"]
 
 SIM_VERSION: Final = "1.2.1"
 SIM_TIMEOUT: Final = 60.0
@@ -120,28 +120,14 @@ class _Transcript:
         self.write(f"\n{self.style.bold(text)}\n")
 
 
-def sim_executable(directory: Path) -> str:
-    """The ``muse-sim`` console script of this installation, else a wrapper in ``directory``."""
-    script = Path(sys.executable).with_name("muse-sim")
-    if script.is_file() and os.access(script, os.X_OK):
-        return str(script)
-    wrapper = directory / "muse-sim"
-    python = shlex.quote(sys.executable)
-    wrapper.write_text(f'#!/bin/sh\nexec {python} -m muse_acp.sim "$@"\n', encoding="utf-8")
-    wrapper.chmod(0o755)
-    return str(wrapper)
-
-
-def _environment(home: Path, muse: str | None) -> dict[str, str]:
+def _environment(world: SimWorld, real: bool) -> dict[str, str]:
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
-    env = {
-        "MUSE_ACP_MUSE_BIN": resolve_binary(muse) if muse else sim_executable(home),
-        "MUSE_ACP_DATA_DIR": str(home / "acp-data"),
-        "MUSE_ACP_LOG": level if level in ("debug", "info", "warning", "error") else "error",
-        "MUSE_SIM_HOME": str(home / "sim-home"),
-    }
-    if muse is None:
-        env.update(MUSE_SIM_VERSION=SIM_VERSION, MUSE_SIM_FAULTS="", MUSE_SIM_CAPTURE="")
+    env = world.settings()
+    env["MUSE_ACP_LOG"] = level if level in ("debug", "info", "warning", "error") else "error"
+    if real:
+        del env["MUSE_SIM_VERSION"]  # a simulator given by path plays its own version
+    else:
+        env.update(MUSE_SIM_FAULTS="", MUSE_SIM_CAPTURE="")
     return env
 
 
@@ -342,13 +328,13 @@ def run_demo(muse: str | None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="muse-acp-demo-") as scratch:
             home = Path(scratch)
-            workspace = home / "workspace"
-            workspace.mkdir()
-            env = _environment(home, muse)
+            muse_bin = Path(resolve_binary(muse)) if muse else sim_launcher(home)
+            world = SimWorld.make(home, SIM_VERSION, muse_bin=muse_bin)
+            env = _environment(world, real)
 
             async def main() -> None:
                 with anyio.fail_after(REAL_TIMEOUT if real else SIM_TIMEOUT):
-                    await _converse(out, env, str(workspace), real)
+                    await _converse(out, env, str(world.workspace), real)
 
             anyio.run(main)
     except (RpcError, ConnectionClosed, OSError, TimeoutError) as error:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import stat
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from muse_acp.agent.hosts import HostKeeper
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.rpc import AUTH_REQUIRED, RpcError
 from muse_acp.sim.accounts import LOGIN_LABEL, login
+from muse_acp.sim.launcher import write_launcher
 from muse_acp_wire import acp, msp
 
 WAIT = 30.0
@@ -123,11 +122,7 @@ def test_host_text_is_redacted_and_bounded(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def _muse(tmp_path: Path, faults: str = "") -> Path:
-    script = tmp_path / "muse"
-    env = f"MUSE_SIM_HOME={tmp_path / 'home'} MUSE_SIM_FAULTS={faults} MUSE_SIM_VERSION=1.4.2 "
-    script.write_text(f'#!/bin/sh\n{env}exec "{sys.executable}" -m muse_acp.sim "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return script
+    return write_launcher(tmp_path / "muse", version="1.4.2", home=tmp_path / "home", faults=faults)
 
 
 async def _read(ctx: AgentContext) -> msp.AccountState | None:

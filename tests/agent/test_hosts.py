@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import stat
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +16,7 @@ from muse_acp.agent.output_reference import MAX_PROOFS, ProofCache
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.host.client import MspHost, open_host
 from muse_acp.rpc import RpcError
+from muse_acp.sim.launcher import write_launcher
 from muse_acp_wire import acp, msp
 
 pytestmark = pytest.mark.anyio
@@ -83,11 +82,7 @@ def test_proofs_are_bounded_and_the_least_recently_proved_goes_first() -> None:
 
 
 def _muse(tmp_path: Path, faults: str = "") -> Path:
-    script = tmp_path / "muse"
-    env = f"MUSE_SIM_HOME={tmp_path / 'home'} MUSE_SIM_FAULTS={faults} "
-    script.write_text(f'#!/bin/sh\n{env}exec "{sys.executable}" -m muse_acp.sim "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return script
+    return write_launcher(tmp_path / "muse", home=tmp_path / "home", faults=faults)
 
 
 @pytest.fixture

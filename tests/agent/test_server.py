@@ -20,6 +20,7 @@ from muse_acp.agent.capabilities import (
 )
 from muse_acp.agent.routes import NOTIFICATIONS, REQUESTS, RequestBinding
 from muse_acp.rpc import INVALID_PARAMS, RpcError
+from muse_acp.sim.launcher import write_launcher
 from muse_acp_wire import acp
 
 
@@ -155,9 +156,7 @@ def test_the_registry_convention_for_terminal_sign_in_gets_a_whole_login_command
     [terminal] = [m for m in response["authMethods"] if m.get("type") == "terminal"]
     launch = terminal["_meta"]["terminal-auth"]
     # The command signs in however the client launched the agent: run it against muse-sim.
-    muse = tmp_path / "muse"
-    muse.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m muse_acp.sim "$@"\n')
-    muse.chmod(0o755)
+    muse = write_launcher(tmp_path / "muse")
     home = tmp_path / "sim-home"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MUSE_")},

@@ -10,10 +10,8 @@ each frame validates with the SDK's own models.
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,8 @@ from acp.client.connection import ClientSideConnection
 from pydantic import TypeAdapter
 
 from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
+from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
+from muse_acp.sim.settings import CAPTURE_ENV
 
 WAIT = 30.0
 """Seconds any single wait in these tests may take before it counts as a hang."""
@@ -34,31 +34,23 @@ SHUTDOWN_WAIT = EXIT_GRACE + TERMINATE_GRACE + 5.0
 
 
 @dataclass
-class World:
-    root: Path
-    workspace: Path
-    sim_home: Path
-    data_dir: Path
-    capture: Path
-    stderr: Path
-    muse_bin: Path
-    version: str = "1.2.1"
+class World(SimWorld):
+    """The package's scratch world, with a capture of every MSP request that reached a host,
+    the agent's stderr in a file and debug logging."""
+
     extra_env: dict[str, str] = field(default_factory=dict)
 
-    def env(self) -> dict[str, str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("MUSE_", "META_API_KEY"))
-        }
-        env.update(
-            MUSE_ACP_MUSE_BIN=str(self.muse_bin),
-            MUSE_ACP_DATA_DIR=str(self.data_dir),
-            MUSE_SIM_HOME=str(self.sim_home),
-            MUSE_SIM_VERSION=self.version,
-            MUSE_SIM_CAPTURE=str(self.capture),
-            MUSE_ACP_LOG="debug",
-        )
+    @property
+    def capture(self) -> Path:
+        return self.root / "capture.jsonl"
+
+    @property
+    def stderr(self) -> Path:
+        return self.root / "agent-stderr.log"
+
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = super().env(base)
+        env.update({CAPTURE_ENV: str(self.capture), "MUSE_ACP_LOG": "debug"})
         env.update(self.extra_env)
         return env
 
@@ -74,22 +66,8 @@ class World:
         return self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
 
 
-def make_world(root: Path, version: str = "1.2.1") -> World:
-    workspace = root / "workspace"
-    workspace.mkdir()
-    muse_bin = root / "muse"
-    muse_bin.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m muse_acp.sim "$@"\n')
-    muse_bin.chmod(muse_bin.stat().st_mode | stat.S_IXUSR)
-    return World(
-        root=root,
-        workspace=workspace,
-        sim_home=root / "sim-home",
-        data_dir=root / "acp-data",
-        capture=root / "capture.jsonl",
-        stderr=root / "agent-stderr.log",
-        muse_bin=muse_bin,
-        version=version,
-    )
+def make_world(root: Path, version: str = DEFAULT_VERSION) -> World:
+    return World.make(root, version)
 
 
 _ELICITATION_RESPONSE: TypeAdapter[Any] = TypeAdapter(schema.CreateElicitationResponse)

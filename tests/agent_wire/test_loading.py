@@ -12,6 +12,7 @@ from typing import Final
 import anyio
 import pytest
 
+from muse_acp.sim.launcher import write_launcher
 from muse_acp_wire.msp_bundles import BUNDLES
 from tests.agent_wire.harness import WAIT, World, make_world, running_agent
 
@@ -49,10 +50,7 @@ def _world_with_a_plugin(root: Path, version: str) -> tuple[World, Path]:
     (dist_info / "entry_points.txt").write_text(ENTRY_POINTS, encoding="utf-8")
     (root / "world").mkdir()
     world = make_world(root / "world", version)
-    record = f'env > "{world.root}/host-env.$$"'
-    world.muse_bin.write_text(
-        f'#!/bin/sh\n{record}\nexec "{sys.executable}" -m muse_acp.sim "$@"\n'
-    )
+    write_launcher(world.muse_bin, prelude=f'env > "{world.root}/host-env.$$"')
     marker = root / "plugin-loaded"
     paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
     world.extra_env.update(PYTHONPATH=os.pathsep.join(paths), PLUGIN_MARKER=str(marker))

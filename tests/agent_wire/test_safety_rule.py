@@ -6,13 +6,14 @@ and a stored restriction the installed Muse cannot apply is kept and never silen
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import acp
 import anyio
 import pytest
+
+from muse_acp.sim.launcher import sim_command
 
 from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
 
@@ -132,7 +133,7 @@ async def test_a_stored_file_with_the_refused_combination_loads_safe_and_says_so
 def _muse_without(world: World, flag: str) -> Path:
     """A Muse whose ``serve --help`` does not list ``flag`` (as an older or trimmed build)."""
     path = world.root / "muse-without-flag"
-    sim = f'"{sys.executable}" -m muse_acp.sim'
+    sim = sim_command()
     path.write_text(
         "#!/bin/sh\n"
         f'if [ "$1" = serve ] && [ "$2" = --help ]; then {sim} "$@" | sed "s/{flag}//g"; '

@@ -2,18 +2,18 @@
 
 Each test gets its own scratch home: a ``muse-sim`` state directory, a muse-acp data
 directory and a workspace, all under pytest's ``tmp_path``. The agent finds ``muse-sim``
-through ``MUSE_ACP_MUSE_BIN``, pointing at a small wrapper script that runs this interpreter's
+through ``MUSE_ACP_MUSE_BIN``, pointing at the package's launcher that runs this interpreter's
 ``muse_acp.sim``, so the tests need no console script on PATH.
 """
 
 from __future__ import annotations
 
-import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from muse_acp.sim.launcher import SimWorld
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,30 +26,10 @@ class LiveSetup:
     """The Muse host version ``muse-sim`` impersonates."""
 
 
-def write_sim_wrapper(directory: Path, version: str) -> Path:
-    """An executable that runs ``muse-sim`` as host ``version``."""
-    wrapper = directory / "muse"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f"MUSE_SIM_VERSION={shlex.quote(version)} "
-        f'exec {shlex.quote(sys.executable)} -m muse_acp.sim "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    return wrapper
-
-
 def live_setup(tmp_path: Path, version: str) -> LiveSetup:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    env = {
-        "MUSE_ACP_MUSE_BIN": str(write_sim_wrapper(bin_dir, version)),
-        "MUSE_SIM_HOME": str(tmp_path / "sim-home"),
-        "MUSE_ACP_DATA_DIR": str(tmp_path / "acp-data"),
-        "MUSE_ACP_LOG": "warning",
-    }
-    return LiveSetup(str(workspace), env, version)
+    world = SimWorld.make(tmp_path, version)
+    env = {**world.settings(), "MUSE_ACP_LOG": "warning"}
+    return LiveSetup(str(world.workspace), env, version)
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import anyio
 import pytest
 from acp import schema
 
+from muse_acp.sim.launcher import write_launcher
 from tests.agent_wire.harness import WAIT, Agent, World, failure_of, make_world, running_agent
 
 __all__ = [
@@ -99,13 +99,11 @@ class Budgets:
 
 
 # ``mv`` is atomic: of hosts starting together, exactly one takes the armed faults.
-_WRAPPER: Final = """#!/bin/sh
-echo $$ >> {pids}
+_PRELUDE: Final = """echo $$ >> {pids}
 if [ "$1" = serve ] && mv {armed} {fired}.$$ 2>/dev/null; then
     MUSE_SIM_FAULTS=$(cat {fired}.$$)
     export MUSE_SIM_FAULTS
 fi
-exec {python} -m muse_acp.sim "$@"
 """
 _FIRED: Final = "fired-faults"
 
@@ -159,14 +157,12 @@ def fault_world(root: Path, budgets: Budgets | None = None, version: str = "1.2.
     world = make_world(root, version)
     pid_file = root / "sim-pids"
     armed = root / "armed-faults"
-    world.muse_bin.write_text(
-        _WRAPPER.format(
-            pids=shlex.quote(str(pid_file)),
-            armed=shlex.quote(str(armed)),
-            fired=shlex.quote(str(root / _FIRED)),
-            python=shlex.quote(sys.executable),
-        )
+    prelude = _PRELUDE.format(
+        pids=shlex.quote(str(pid_file)),
+        armed=shlex.quote(str(armed)),
+        fired=shlex.quote(str(root / _FIRED)),
     )
+    write_launcher(world.muse_bin, prelude=prelude)
     world.extra_env.update(budgets.env())
     # Logging every line of a megabyte stderr flood at debug level would dominate run times.
     world.extra_env["MUSE_ACP_LOG"] = "info"

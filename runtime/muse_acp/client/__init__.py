@@ -52,7 +52,13 @@ from muse_acp.client.policies import (
     reject_once,
 )
 from muse_acp.client.process import AgentProcess, StderrHandler, forward_to_stderr
-from muse_acp.client.session import Prompt, Session, UpdateHandler, content_blocks
+from muse_acp.client.session import (
+    Prompt,
+    Session,
+    SessionConnection,
+    UpdateHandler,
+    content_blocks,
+)
 from muse_acp.client.updates import message_text, parse_update
 
 __all__ = [
@@ -74,6 +80,7 @@ __all__ = [
     "PermissionKind",
     "Prompt",
     "Session",
+    "SessionConnection",
     "StderrHandler",
     "UpdateHandler",
     "allow_always",

@@ -23,23 +23,29 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
+from pydantic import BaseModel
 
+from muse_acp.client.errors import AgentExited
 from muse_acp.client.output import OutputRef, decode_page
 from muse_acp.client.policies import resolve
 from muse_acp.client.updates import message_text
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp
 
-if TYPE_CHECKING:
-    from muse_acp.client.connection import AgentConnection
-
-__all__ = ["REPLAY_LIMIT", "Prompt", "Session", "UpdateHandler", "content_blocks"]
+__all__ = [
+    "REPLAY_LIMIT",
+    "Prompt",
+    "Session",
+    "SessionConnection",
+    "UpdateHandler",
+    "content_blocks",
+]
 
 logger: Final = logging.getLogger("muse_acp.client")
 
@@ -53,6 +59,27 @@ REPLAY_LIMIT: Final = 100_000
 PREVIOUS_TURN_TIMEOUT: Final = 30.0
 """Seconds a new prompt waits for the cancelled previous turn of its session to end."""
 ACTIVE_TURN_KEY: Final = "muse/activeTurnId"
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+class SessionConnection(Protocol):
+    """What a ``Session`` needs of the connection it belongs to (an ``AgentConnection``)."""
+
+    @property
+    def max_buffered_updates(self) -> int: ...
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> bool: ...
+
+    def gone(self, context: str | None = None) -> AgentExited: ...
+
+    async def request(self, method: str, params: BaseModel | None, result_type: type[_R]) -> _R: ...
+
+    async def notify(self, method: str, params: BaseModel | None) -> None: ...
+
+    def read_output(
+        self, ref: OutputRef, *, page_bytes: int | None = None
+    ) -> AsyncGenerator[acp.MuseReadOutputResponse, None]: ...
 
 
 def content_blocks(prompt: Prompt) -> list[acp.ContentBlock]:
@@ -80,7 +107,7 @@ class Session:
 
     def __init__(
         self,
-        agent: AgentConnection,
+        agent: SessionConnection,
         session_id: str,
         cwd: str | None,
         *,

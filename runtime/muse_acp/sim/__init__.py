@@ -20,7 +20,9 @@ Modules, bottom up:
   ``questions``, ``notices`` (status, usage, names, view health, gaps), ``runner`` and
   ``recovery``;
 * method handlers: ``commands``, ``resume``, ``controls`` and ``reads``, served by ``host``;
-* ``replay``.
+* ``replay``;
+* ``launcher``: scripts and scratch worlds that stand ``muse-sim`` in for the Muse executable
+  (for the demo, the benchmarks and the tests).
 
 The package imports nothing at import time, so the command line starts fast.
 """
