@@ -67,7 +67,8 @@ from muse_acp.host.binary import (
 )
 from muse_acp.host.bindings import bindings_for
 from muse_acp.host.client import HostEnded, open_host
-from muse_acp.host.versions import VERIFIED_HOSTS, Feature, newer_than_verified, supports
+from muse_acp.host.features import features_of
+from muse_acp.host.versions import VERIFIED_HOSTS, Feature, newer_than_verified
 from muse_acp.logs import resolve_level
 from muse_acp.redact import redact
 from muse_acp.rpc import ConnectionClosed, RpcError
@@ -329,9 +330,10 @@ def _features(doctor: Doctor) -> Section:
         how = "its own" if bindings.exact else "the nearest older one"
         section.line("bindings", f"MSP {bindings.version} ({how}) for Muse {version}")
         section.facts.update(bundle=bindings.version, exact_bundle=bindings.exact)
+    features = features_of(version, trust_newer=trust_newer)
     width = max(map(len, VERIFIED_HOSTS)) + 2
     for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
-        enabled = supports(feature, version, trust_newer=trust_newer) and not on_exec
+        enabled = features.has(feature) and not on_exec
         versions = ", ".join(sorted(verified))
         description = FEATURE_DESCRIPTIONS.get(feature, feature)
         state = "on " if enabled else "off"

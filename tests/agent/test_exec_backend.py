@@ -24,6 +24,7 @@ from muse_acp.agent.exec_turn import (
 from muse_acp.config import ConfigError, check_backend, load_config
 from muse_acp.host.backends import decide
 from muse_acp.host.binary import EXEC_FLAGS, HostUnavailable, MuseBinary
+from muse_acp.host.features import features_of
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from muse_acp_wire import acp, msp
 
@@ -96,10 +97,14 @@ def request(meta: dict[str, Any]) -> acp.InitializeRequest:
 
 
 def test_exec_negotiates_no_extension_whatever_is_asked() -> None:
-    negotiated = negotiate(request(ALL_OPT_INS), "1.2.1", EXEC_REPORT)
+    negotiated = negotiate(
+        request(ALL_OPT_INS), features_of("1.2.1", trust_newer=False), EXEC_REPORT
+    )
     assert negotiated == Negotiated(exec_backend=True)
     on_msp = negotiate(
-        request(ALL_OPT_INS), "1.2.1", acp.MuseBackendReport(backend="msp", reason="x")
+        request(ALL_OPT_INS),
+        features_of("1.2.1", trust_newer=False),
+        acp.MuseBackendReport(backend="msp", reason="x"),
     )
     assert on_msp.output
     assert on_msp.steering

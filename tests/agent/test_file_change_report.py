@@ -11,6 +11,7 @@ from muse_acp.agent import file_change_report
 from muse_acp.agent.capabilities import Negotiated, initialize_response, negotiate
 from muse_acp.agent.card_states import TurnCards
 from muse_acp.agent.file_change_report import PATHS_LIMIT, UNCERTAINTY, report, requested
+from muse_acp.host.features import features_of
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp, msp
 
@@ -48,7 +49,7 @@ def _initialize(meta: Any) -> acp.InitializeRequest:
     ],
 )
 def test_the_report_is_negotiated_only_when_the_client_asks(meta: Any, asks: bool) -> None:
-    negotiated = negotiate(_initialize(meta), "1.2.1")
+    negotiated = negotiate(_initialize(meta), features_of("1.2.1", trust_newer=False))
     assert negotiated.file_change_report is asks
     advertised = initialize_response(negotiated).model_dump(
         mode="json", by_alias=True, exclude_unset=True
@@ -60,7 +61,9 @@ def test_the_report_is_negotiated_only_when_the_client_asks(meta: Any, asks: boo
 
 def test_the_exec_backend_negotiates_no_report() -> None:
     exec_backend = acp.MuseBackendReport(backend="exec", reason="configured")
-    assert not negotiate(_initialize(AIR_ASKS), "1.0.0", exec_backend).file_change_report
+    assert not negotiate(
+        _initialize(AIR_ASKS), features_of("1.0.0", trust_newer=False), exec_backend
+    ).file_change_report
     assert "_meta" not in initialize_response(Negotiated()).model_dump(exclude_unset=True)
 
 

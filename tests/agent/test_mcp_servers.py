@@ -15,6 +15,7 @@ from muse_acp.agent.mcp_servers import (
     startup_failure,
     transports,
 )
+from muse_acp.host.features import features_of
 from muse_acp.redact import REDACTED, redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
@@ -106,7 +107,7 @@ def test_host_refusal_names_the_version(
 ) -> None:
     servers = check_servers([_server(entry)])
     with pytest.raises(RpcError) as refused:
-        check_host(servers, version)
+        check_host(servers, features_of(version, trust_newer=False))
     assert refused.value.code == INVALID_PARAMS
     assert needed in refused.value.message
 
@@ -125,16 +126,16 @@ def test_host_refusal_names_the_version(
 )
 def test_host_takes(version: str, entries: list[dict[str, Any]], route: str) -> None:
     servers = check_servers([_server(entry) for entry in entries])
-    check_host(servers, version)
-    assert delivery(servers, version) == route
+    check_host(servers, features_of(version, trust_newer=False))
+    assert delivery(servers, features_of(version, trust_newer=False)) == route
 
 
 def test_http_on_1_3_0_needs_trust_in_newer_hosts() -> None:
     servers = check_servers([_server(_stdio()), _server(_http())])
     with pytest.raises(RpcError) as refused:
-        check_host(servers, "1.3.0")
+        check_host(servers, features_of("1.3.0", trust_newer=False))
     assert "MUSE_ACP_TRUST_NEWER_HOST=1" in refused.value.message
-    assert delivery(servers, "1.3.0", trust_newer=True) == "overlay"
+    assert delivery(servers, features_of("1.3.0", trust_newer=True)) == "overlay"
 
 
 @pytest.mark.parametrize(
@@ -151,7 +152,7 @@ def test_http_on_1_3_0_needs_trust_in_newer_hosts() -> None:
 def test_transports_that_reach_each_host(
     version: str | None, trust_newer: bool, expected: set[str]
 ) -> None:
-    assert transports(version, trust_newer=trust_newer) == expected
+    assert transports(features_of(version, trust_newer=trust_newer)) == expected
 
 
 def test_session_config_shape() -> None:

@@ -31,6 +31,7 @@ from muse_acp.agent.safety import (
     stored,
 )
 from muse_acp.host.client import MspHost
+from muse_acp.host.features import features_of
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
 
 
@@ -44,7 +45,7 @@ def failure_of(error: RpcError) -> object:
 ALL_FLAGS = frozenset(
     {"--disable-write", "--disable-shell", "--disable-sandbox", "--sandbox-network"}
 )
-EVERYTHING = offered_controls(ALL_FLAGS, "1.2.1")
+EVERYTHING = offered_controls(ALL_FLAGS, features_of("1.2.1", trust_newer=False))
 
 
 def _offered(**values: str) -> SafetyChoices:
@@ -56,15 +57,21 @@ def _offered(**values: str) -> SafetyChoices:
 
 @pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2"])
 def test_every_verified_version_offers_all_five_controls(version: str) -> None:
-    assert offered_controls(ALL_FLAGS, version) == frozenset(CONTROLS)
+    assert offered_controls(ALL_FLAGS, features_of(version, trust_newer=False)) == frozenset(
+        CONTROLS
+    )
 
 
 def test_a_control_is_offered_only_when_serve_help_lists_its_flag() -> None:
-    offer = offered_controls(frozenset({"--disable-shell"}), "1.2.1")
+    offer = offered_controls(
+        frozenset({"--disable-shell"}), features_of("1.2.1", trust_newer=False)
+    )
     assert offer == {"shell", "approvalPolicy"}
     # An unverified version gets no approval policy unless newer hosts are trusted.
-    assert "approvalPolicy" not in offered_controls(ALL_FLAGS, "1.9.0")
-    assert "approvalPolicy" in offered_controls(ALL_FLAGS, "1.9.0", trust_newer=True)
+    assert "approvalPolicy" not in offered_controls(
+        ALL_FLAGS, features_of("1.9.0", trust_newer=False)
+    )
+    assert "approvalPolicy" in offered_controls(ALL_FLAGS, features_of("1.9.0", trust_newer=True))
 
 
 def test_the_options_list_only_offered_controls_after_mode_model_and_effort() -> None:

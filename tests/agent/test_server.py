@@ -19,6 +19,7 @@ from muse_acp.agent.capabilities import (
     negotiate,
 )
 from muse_acp.agent.routes import NOTIFICATIONS, REQUESTS, RequestBinding
+from muse_acp.host.features import features_of
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.sim.launcher import write_launcher
 from muse_acp_wire import acp
@@ -89,7 +90,7 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
 def test_extensions_are_negotiated_only_when_asked_for_and_verified(
     meta: dict[str, Any] | None, host: str | None, expected: Negotiated
 ) -> None:
-    assert negotiate(_request(meta), host) == expected
+    assert negotiate(_request(meta), features_of(host, trust_newer=False)) == expected
 
 
 @pytest.mark.parametrize(
@@ -109,7 +110,7 @@ def test_extensions_are_negotiated_only_when_asked_for_and_verified(
 )
 def test_an_opt_in_the_extension_schema_refuses_is_refused(meta: dict[str, Any]) -> None:
     with pytest.raises(RpcError) as raised:
-        negotiate(_request(meta), "1.2.1")
+        negotiate(_request(meta), features_of("1.2.1", trust_newer=False))
     assert raised.value.code == INVALID_PARAMS
     assert raised.value.message.startswith("clientCapabilities._meta")
     assert "pydantic" not in raised.value.message
@@ -143,7 +144,10 @@ def test_the_response_advertises_exactly_what_was_negotiated() -> None:
 
 
 def test_form_elicitation_and_terminal_auth_are_read_from_client_capabilities() -> None:
-    negotiated = negotiate(_request(elicitation={"form": {}}, auth={"terminal": True}), "1.2.1")
+    negotiated = negotiate(
+        _request(elicitation={"form": {}}, auth={"terminal": True}),
+        features_of("1.2.1", trust_newer=False),
+    )
     assert negotiated.elicitation_form
     assert negotiated.terminal_auth
 
@@ -151,7 +155,9 @@ def test_form_elicitation_and_terminal_auth_are_read_from_client_capabilities() 
 def test_the_registry_convention_for_terminal_sign_in_gets_a_whole_login_command(
     tmp_path: Path,
 ) -> None:
-    negotiated = negotiate(_request(meta={"terminal-auth": True}), "1.2.1")
+    negotiated = negotiate(
+        _request(meta={"terminal-auth": True}), features_of("1.2.1", trust_newer=False)
+    )
     response = initialize_response(negotiated).model_dump(mode="json", by_alias=True)
     [terminal] = [m for m in response["authMethods"] if m.get("type") == "terminal"]
     launch = terminal["_meta"]["terminal-auth"]

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 from muse_acp import __version__
 from muse_acp.agent import file_change_report
 from muse_acp.agent.mcp_servers import transports as mcp_transports
-from muse_acp.host.versions import supports
+from muse_acp.host.features import HostFeatures
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
 from muse_acp_wire import acp_handshake as acp
 
@@ -124,13 +124,11 @@ def _client_meta(capabilities: acp.ClientCapabilities | None) -> acp.MuseClientC
 
 def negotiate(
     request: acp.InitializeRequest,
-    host_version: str | None,
+    features: HostFeatures,
     backend: acp.MuseBackendReport | None = None,
-    *,
-    trust_newer: bool = False,
 ) -> Negotiated:
-    """What the client asked for and the agent agrees to, on ``backend`` (MSP when unknown);
-    ``trust_newer`` is the user's ``MUSE_ACP_TRUST_NEWER_HOST`` (see ``host.versions``).
+    """What the client asked for and the agent agrees to, on ``backend`` (MSP when unknown),
+    with the installed Muse offering ``features`` (see ``host.features``).
 
     Raises:
         RpcError: INVALID_PARAMS for a Muse opt-in the extension schema refuses.
@@ -142,9 +140,7 @@ def negotiate(
     auth = capabilities.auth if capabilities else None
     on_msp = backend is None or backend.backend == "msp"
     return Negotiated(
-        output=on_msp
-        and meta.muse_output is not None
-        and supports("storedOutput", host_version, trust_newer=trust_newer),
+        output=on_msp and meta.muse_output is not None and features.has("storedOutput"),
         steering=on_msp and meta.muse_steering is not None,
         compatible_steering=on_msp
         and (
@@ -155,12 +151,9 @@ def negotiate(
         terminal_auth=bool(auth and auth.terminal) or bool(meta.terminal_auth),
         file_change_report=on_msp and file_change_report.client_asks(capabilities),
         tasks_asked=on_msp and meta.muse_async_tasks is not None,
-        tasks=on_msp
-        and meta.muse_async_tasks is not None
-        and supports("taskControl", host_version, trust_newer=trust_newer),
+        tasks=on_msp and meta.muse_async_tasks is not None and features.has("taskControl"),
         exec_backend=not on_msp,
-        mcp_http=on_msp
-        and "streamableHttp" in mcp_transports(host_version, trust_newer=trust_newer),
+        mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
     )
 
 

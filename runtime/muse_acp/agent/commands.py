@@ -61,7 +61,7 @@ from muse_acp.agent.usage import usage_lines
 from muse_acp.agent.work import SessionWork
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.bindings import bindings_for
-from muse_acp.host.versions import supports
+from muse_acp.host.features import NO_FEATURES, HostFeatures
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
@@ -186,30 +186,30 @@ async def _models(
     return "end_turn"
 
 
-async def _host_facts(ctx: AgentContext, session: AcpSession) -> HostFacts:
+async def _host_facts(ctx: AgentContext, session: AcpSession) -> tuple[HostFacts, HostFeatures]:
+    """The facts of the running host, else of the executable that would run, and its features."""
     host = session.execution.host
     if host is not None and not host.dead.is_set():
         bindings = host.bindings
-        return HostFacts(host.version, True, bindings.version, bindings.exact)
+        return HostFacts(host.version, True, bindings.version, bindings.exact), host.features
     try:
-        version = (await ctx.hosting.muse()).version
+        binary = await ctx.hosting.muse()
     except HostUnavailable as error:
-        return HostFacts(None, False, None, False, problem=error.message)
-    if version is None:
-        return HostFacts(None, False, None, False, problem="its --version names none")
-    bindings = bindings_for(version)
-    return HostFacts(version, False, bindings.version, bindings.exact)
+        return HostFacts(None, False, None, False, problem=error.message), NO_FEATURES
+    if binary.version is None:
+        return HostFacts(None, False, None, False, problem="its --version names none"), NO_FEATURES
+    bindings = bindings_for(binary.version)
+    facts = HostFacts(binary.version, False, bindings.version, bindings.exact)
+    return facts, ctx.startup.expected(binary)
 
 
 async def _status(
     ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
 ) -> acp.StopReason:
-    host = await _host_facts(ctx, session)
+    host, features = await _host_facts(ctx, session)
     await read_plan_usage(ctx, session)  # usage/changed may not have come: ask
     names = current_names(session.settings, ctx.catalog)
-    stored = ctx.negotiated.output and supports(
-        "storedOutput", host.version, trust_newer=ctx.config.trust_newer_host
-    )
+    stored = ctx.negotiated.output and features.has("storedOutput")
     facts = StatusFacts(
         adapter_version=__version__,
         host=host,

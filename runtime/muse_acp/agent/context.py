@@ -158,8 +158,7 @@ class AgentContext:
         # The exec backend runs no ``muse serve``, so the serve flags would never apply.
         on_exec = self.startup.chosen is not None and self.startup.chosen.exec
         if binary is not None and not on_exec:
-            trust = self.config.trust_newer_host
-            offer = offered_controls(binary.serve_flags, binary.version, trust_newer=trust)
+            offer = offered_controls(binary.serve_flags, self.startup.expected(binary))
         return replace(settings, safety=settings.safety.offered_to(offer))
 
     @asynccontextmanager

@@ -188,8 +188,7 @@ class ExecutionHost:
         keeper.requested, keeper.environment, self._mcp_overlay = (), None, False
         if not servers:
             return
-        version = (await hosting.muse()).version
-        route = delivery(servers, version, trust_newer=hosting.config.trust_newer_host)
+        route = delivery(servers, hosting.startup.expected(await hosting.muse()))
         if route == "native":
             keeper.requested = (SESSION_MCP,)
             return

@@ -6,7 +6,7 @@ Contract: ``run_goal`` answers with one agent message and never starts a turn it
   paused, resumed or cleared, a ``session/goalChanged`` during a turn, or the history replayed
   by a load), with its status and progress; or that none was announced. No host is involved.
 * ``/goal set TEXT``, ``/goal pause``, ``/goal resume``, ``/goal clear``: on a Muse verified for
-  goals (``versions.supports("goals")``, 1.3.0 and newer) the matching ``goal/*`` command goes
+  goals (its ``features`` have ``goals``: 1.3.0 and newer) the matching ``goal/*`` command goes
   to the session's host; the ``session/goalChanged`` that follows reaches the client as a
   ``session_info_update`` with ``_meta["muse/goal"]`` and the reply shows the new goal. A
   refusal Muse gives (no goal to pause, a goal that is not paused) is explained in the reply
@@ -30,8 +30,8 @@ from muse_acp.agent.goal_state import goal_text, goal_update
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.session_commands import send_command, session_host
 from muse_acp.agent.work import SessionWork
-from muse_acp.host.binary import HostUnavailable
-from muse_acp.host.versions import VERIFIED_HOSTS, supports
+from muse_acp.host.features import HostFeatures
+from muse_acp.host.versions import VERIFIED_HOSTS
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
@@ -75,9 +75,9 @@ async def run_goal(
     if verb not in ("set", "pause", "resume", "clear") or (verb == "set") != bool(objective):
         await session.say(_USAGE)
         return "end_turn"
-    version = await _version(ctx, session)
-    if not supports("goals", version, trust_newer=ctx.config.trust_newer_host):
-        await session.say(_too_old(version))
+    features = await _features(ctx, session)
+    if not features.has("goals"):
+        await session.say(_too_old(features.version))
         return "end_turn"
     if len(objective) > OBJECTIVE_LIMIT:
         await session.say(
@@ -131,15 +131,12 @@ def _shown(session: AcpSession) -> str:
     return goal_text(session.goal.goal)
 
 
-async def _version(ctx: AgentContext, session: AcpSession) -> str | None:
-    """The version of the running host, else of the executable that would run."""
+async def _features(ctx: AgentContext, session: AcpSession) -> HostFeatures:
+    """What the running host offers, else what the executable that would run would."""
     host = session.execution.host
     if host is not None and not host.dead.is_set():
-        return host.version
-    try:
-        return (await ctx.hosting.muse()).version
-    except HostUnavailable:
-        return None
+        return host.features
+    return await ctx.startup.installed()
 
 
 def _too_old(version: str | None) -> str:

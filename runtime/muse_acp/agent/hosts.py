@@ -143,7 +143,7 @@ class Hosting:
     ) -> None:
         self.config = config
         self.environ = environ
-        self._startup = startup or Startup(config, environ)
+        self.startup = startup or Startup(config, environ)
         self._tasks: TaskGroup | None = None
         self._starts = anyio.Semaphore(MAX_CONCURRENT_STARTS)
 
@@ -159,7 +159,7 @@ class Hosting:
     @property
     def probed(self) -> MuseBinary | None:
         """The configured Muse executable once probed (see ``Startup.probed``)."""
-        return self._startup.probed
+        return self.startup.probed
 
     async def muse(self) -> MuseBinary:
         """The configured Muse executable, probed once (see ``Startup.muse``).
@@ -167,7 +167,7 @@ class Hosting:
         Raises:
             HostUnavailable: it is missing or cannot be probed.
         """
-        return await self._startup.muse()
+        return await self.startup.muse()
 
     def opener(
         self,
@@ -217,6 +217,7 @@ class Hosting:
                         startup_timeout=startup,
                         experimental=experimental,
                         requested=requested,
+                        trust_newer=self.config.trust_newer_host,
                     )
                 )
             finally:

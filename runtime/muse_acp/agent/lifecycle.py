@@ -49,7 +49,7 @@ from muse_acp.agent.workspace import QUOTED_PATH_LIMIT, check_workspace, same_di
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
-from muse_acp.host.versions import supports
+from muse_acp.host.features import NO_FEATURES
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
 from muse_acp.rpc import (
@@ -86,8 +86,7 @@ async def _mcp_servers(
         choice = await ctx.backend()
     except HostUnavailable:
         return checked  # the first prompt reports what is wrong with Muse
-    version = None if choice.exec else choice.binary.version
-    check_host(checked, version, trust_newer=ctx.config.trust_newer_host)
+    check_host(checked, NO_FEATURES if choice.exec else ctx.startup.expected(choice.binary))
     return checked
 
 
@@ -220,8 +219,7 @@ async def handle_load(
         session.mcp_servers = servers
         if session.on_host:
             output = OutputPolicy(
-                references=ctx.negotiated.output
-                and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
+                references=ctx.negotiated.output and host.features.has("storedOutput")
             )
             await replay_history(session, host, output, ctx.config.deadlines.read)
     if session.title:

@@ -6,7 +6,7 @@ command an absolute path or a bare program name looked up on PATH) and http serv
 SSE servers and malformed entries with -32602 naming the entry (by index and name) and saying
 what to fix. ``delivery`` says how the servers reach the installed Muse: ``native`` when its
 ``config.mcpServers`` takes every one of them, else ``overlay`` (a private settings file, see
-``mcp_overlay``) on hosts verified to read servers from there (``host.versions``:
+``mcp_overlay``) on hosts verified to read servers from there (``host.features``:
 ``mcpOverlay``); otherwise it refuses them (-32602) naming the Muse version needed
 (``check_host``). ``transports`` is what works either way, for ``mcpCapabilities``
 (``initialize`` asks it, so this module stays clear of the MSP models; ``mcp_config`` turns
@@ -30,8 +30,9 @@ from urllib.parse import urlsplit
 
 from muse_acp.config import ENV_TRUST_NEWER
 from muse_acp.host.bindings import parse_version
+from muse_acp.host.features import HostFeatures
 from muse_acp.host.session_mcp import session_mcp_transports
-from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified, supports
+from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified
 from muse_acp.redact import SESSION_SECRETS, redact, secret_arguments, url_secrets
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
@@ -178,10 +179,10 @@ def check_servers(servers: Sequence[acp.McpServer] | None) -> tuple[McpServerSpe
     return tuple(checked)
 
 
-def transports(host_version: str | None, *, trust_newer: bool = False) -> frozenset[str]:
-    """The MSP transports that reach the Muse reporting ``host_version``, either way."""
-    native = session_mcp_transports(host_version)
-    if supports("mcpOverlay", host_version, trust_newer=trust_newer):
+def transports(features: HostFeatures) -> frozenset[str]:
+    """The MSP transports that reach the Muse offering ``features``, either way."""
+    native = session_mcp_transports(features.version)
+    if features.has("mcpOverlay"):
         return native | OVERLAY_TRANSPORTS
     return native
 
@@ -200,20 +201,19 @@ def _needed(transport: str, installed: str | None) -> str | None:
     return min(keyed)[1] if keyed else None
 
 
-def delivery(
-    servers: Sequence[McpServerSpec], host_version: str | None, *, trust_newer: bool = False
-) -> Delivery:
-    """How ``servers`` reach the Muse reporting ``host_version`` (see the module contract).
+def delivery(servers: Sequence[McpServerSpec], features: HostFeatures) -> Delivery:
+    """How ``servers`` reach the Muse offering ``features`` (see the module contract).
 
     Raises:
         RpcError: INVALID_PARAMS saying which Muse version is needed.
     """
+    host_version = features.version
     native = session_mcp_transports(host_version)
     # One way per session: a host that takes them all natively gets them so; else all go
     # through the overlay, so the host reports every server the same way.
     if all(_TRANSPORTS[server.kind] in native for server in servers):
         return "native"
-    overlay = transports(host_version, trust_newer=trust_newer)
+    overlay = transports(features)
     for index, server in enumerate(servers):
         transport = _TRANSPORTS[server.kind]
         if transport in overlay:
@@ -237,16 +237,14 @@ def delivery(
     return "overlay"
 
 
-def check_host(
-    servers: Sequence[McpServerSpec], host_version: str | None, *, trust_newer: bool = False
-) -> None:
-    """Refuse servers that cannot reach the Muse reporting ``host_version`` (``delivery``).
+def check_host(servers: Sequence[McpServerSpec], features: HostFeatures) -> None:
+    """Refuse servers that cannot reach the Muse offering ``features`` (``delivery``).
 
     Raises:
         RpcError: INVALID_PARAMS saying which Muse version is needed.
     """
     if servers:
-        delivery(servers, host_version, trust_newer=trust_newer)
+        delivery(servers, features)
 
 
 def startup_failure(error: RpcError, servers: Sequence[McpServerSpec]) -> RpcError | None:

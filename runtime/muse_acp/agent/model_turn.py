@@ -25,7 +25,6 @@ from muse_acp.agent.session_state import SessionState
 from muse_acp.agent.translate import TurnTranslator
 from muse_acp.agent.turn import ActiveTurn
 from muse_acp.agent.work import SessionWork
-from muse_acp.host.versions import supports
 from muse_acp_wire import acp, msp
 
 __all__ = ["run_turn"]
@@ -51,10 +50,7 @@ async def run_turn(
     if starting.cancelled_caught or work.cancel_requested:
         return "cancelled"
     read_soon(ctx, session)  # the model menu fills in while the turn runs
-    output = OutputPolicy(
-        references=ctx.negotiated.output
-        and supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host)
-    )
+    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
     translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     # Work that outlives the turn keeps updating its cards (``background``).

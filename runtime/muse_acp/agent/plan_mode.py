@@ -32,8 +32,6 @@ from muse_acp.agent.preferences import SettingsChange
 from muse_acp.agent.remembered import to_stored
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.work import SessionWork
-from muse_acp.host.binary import HostUnavailable
-from muse_acp.host.versions import supports
 from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
 
@@ -59,12 +57,10 @@ async def planning_input(
     preamble in plan mode, unchanged in any other mode."""
     if session.settings.mode_id != PLAN_MODE:
         return parts
-    try:
-        version = (await ctx.hosting.muse()).version
-    except HostUnavailable:
-        version = None  # starting the host reports the problem; the preamble works anywhere
+    # An executable that cannot be probed offers nothing: starting the host reports the
+    # problem, and the preamble works anywhere.
     lead: msp.TurnInputPart = msp.TextTurnInputPart(type="text", text=PLANNING_PREAMBLE)
-    if supports("planSkill", version, trust_newer=ctx.config.trust_newer_host):
+    if (await ctx.startup.installed()).has("planSkill"):
         lead = msp.SkillTurnInputPart(type="skill", selector=PLAN_SKILL)
     return [lead, *parts]
 

@@ -37,7 +37,7 @@ from typing import Final
 
 from muse_acp.agent.failures import Failure
 from muse_acp.agent.select_options import SelectValue, select_option
-from muse_acp.host.versions import supports
+from muse_acp.host.features import HostFeatures
 from muse_acp.rpc.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from muse_acp.text import quoted
 from muse_acp_wire import acp
@@ -158,12 +158,10 @@ CONTROLS: Final[Mapping[str, SafetyControl]] = MappingProxyType(
 )
 
 
-def offered_controls(
-    serve_flags: frozenset[str], version: str | None, *, trust_newer: bool = False
-) -> frozenset[str]:
+def offered_controls(serve_flags: frozenset[str], features: HostFeatures) -> frozenset[str]:
     """The controls an installed Muse can apply (see the module contract)."""
     offered = {c.id for c in CONTROLS.values() if c.flag is not None and c.flag in serve_flags}
-    if supports("nativeApprovalPolicy", version, trust_newer=trust_newer):
+    if features.has("nativeApprovalPolicy"):
         offered.add(APPROVAL_POLICY)
     return frozenset(offered)
 

@@ -48,7 +48,6 @@ from muse_acp.agent.safety import refusal
 from muse_acp.agent.session import AcpSession
 from muse_acp.agent.usage import PlanUse, TokenUse, usage_update
 from muse_acp.host.client import CLIENT_NAME
-from muse_acp.host.versions import supports
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
@@ -187,7 +186,7 @@ async def read_plan_usage(ctx: AgentContext, session: AcpSession) -> None:
     host = session.execution.host
     if host is None or host.dead.is_set():
         return
-    if not supports("planUsage", host.version, trust_newer=ctx.config.trust_newer_host):
+    if not host.features.has("planUsage"):
         return
     try:
         result = await ask(

@@ -4,6 +4,8 @@ Contract: there is one ``Startup`` per ACP connection, made before anything else
 configuration, the environment hosts inherit, the configured Muse executable (resolved and
 probed once: ``muse``), the backend chosen once for the connection (``backend``; a failure of
 the chosen backend never makes the other one run instead) and what ``initialize`` negotiated.
+Before any host runs, what a host of the executable would offer is ``expected`` of it (the
+one decision of ``host.features``, from its probed version).
 ``answer_initialize`` answers from it alone: the backend and Muse's version when the executable
 can be used, and otherwise a successful answer all the same (the problem is logged, and shown
 to the client at its first session) so that the client can still list its sessions.
@@ -31,6 +33,7 @@ from muse_acp.agent.capabilities import (
 from muse_acp.config import AdapterConfig
 from muse_acp.host.backends import BackendChoice, choose_backend
 from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, resolve_binary
+from muse_acp.host.features import NO_FEATURES, HostFeatures, features_of
 from muse_acp_wire import acp_handshake as acp
 
 __all__ = ["Startup", "answer_initialize"]
@@ -62,6 +65,19 @@ class Startup:
         """The backend once ``backend`` has chosen it (None before, or when it could not)."""
         return self._backend
 
+    def expected(self, binary: MuseBinary) -> HostFeatures:
+        """What a host of ``binary`` would offer, decided from its probed version with the
+        user's ``MUSE_ACP_TRUST_NEWER_HOST`` (see ``host.features``), before any host runs."""
+        return features_of(binary.version, trust_newer=self.config.trust_newer_host)
+
+    async def installed(self) -> HostFeatures:
+        """What a host of the configured executable would offer (``expected``), or
+        ``NO_FEATURES`` when it cannot be probed."""
+        try:
+            return self.expected(await self.muse())
+        except HostUnavailable:
+            return NO_FEATURES
+
     async def muse(self) -> MuseBinary:
         """The configured Muse executable, resolved and probed once (``serve`` is required
         only where a host is started: the exec backend runs Muse without it).
@@ -89,17 +105,16 @@ class Startup:
 
 async def answer_initialize(startup: Startup, params: InitializeParams) -> acp.InitializeResponse:
     """Negotiate with the client and answer ``initialize`` (see the module contract)."""
-    version: str | None = None
+    features = NO_FEATURES
     backend: acp.MuseBackendReport | None = None
     try:
         choice = await startup.backend()
-        version, backend = choice.binary.version, choice.report()
+        features, backend = startup.expected(choice.binary), choice.report()
     except HostUnavailable as error:
         logger.warning("%s", error.message)
         if startup.config.backend == "exec":
             backend = acp.MuseBackendReport(
                 backend="exec", reason="exec was chosen with --backend or MUSE_ACP_BACKEND"
             )
-    trust = startup.config.trust_newer_host
-    startup.negotiated = negotiate(params, version, backend, trust_newer=trust)
+    startup.negotiated = negotiate(params, features, backend)
     return initialize_response(startup.negotiated, backend)

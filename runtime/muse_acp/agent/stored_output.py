@@ -54,7 +54,6 @@ from muse_acp.agent.session import AcpSession
 from muse_acp.agent.workspace import same_directory
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
-from muse_acp.host.versions import supports
 from muse_acp.rpc import INVALID_REQUEST, RawJson, RequestContext, RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
@@ -130,7 +129,7 @@ async def handle_read_output(
     session = ctx.sessions.require(params.session_id)
     read = OutputRead.of(params)
     async with session.reading(ctx.config.deadlines.read) as host:
-        if not supports("storedOutput", host.version, trust_newer=ctx.config.trust_newer_host):
+        if not host.features.has("storedOutput"):
             raise unsupported_host()
         view_cursor = await _check_session(session, host)
         item = session.proofs.proven(host, read.item_id, view_cursor)

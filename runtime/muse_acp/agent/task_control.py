@@ -21,7 +21,6 @@ from typing import Final
 from muse_acp.agent import failures
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosts import ask
-from muse_acp.host.versions import supports
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RequestContext, RpcError
 from muse_acp.text import quoted
@@ -66,7 +65,7 @@ async def handle_task(
             f"no Muse host runs for session {session.session_id}, and background work ends "
             "with its host, so there is nothing to stop",
         )
-    if not supports("taskControl", host.version, trust_newer=ctx.config.trust_newer_host):
+    if not host.features.has("taskControl"):
         raise _unavailable(host.version)
     target = session.running.find(params.target)
     if target is None:

@@ -37,6 +37,7 @@ from muse_acp import __version__
 from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
 from muse_acp.host.delta_lane import DeltaLane, DeltaTaker
+from muse_acp.host.features import HostFeatures, features_of
 from muse_acp.host.process import HostProcess, spawn_host
 from muse_acp.host.unanswered import RefusingUnknown
 from muse_acp.rpc import (
@@ -123,15 +124,22 @@ def _payload(params: WireModel | None) -> RawJson | None:
 
 
 class MspHost:
-    """A connected, initialized Muse host."""
+    """A connected, initialized Muse host; what it offers is decided once, from the version its
+    handshake reported (``features``, see ``host.features``)."""
 
     def __init__(
-        self, process: HostProcess, info: msp.InitializeResult, lane: DeltaLane | None = None
+        self,
+        process: HostProcess,
+        info: msp.InitializeResult,
+        lane: DeltaLane | None = None,
+        *,
+        trust_newer: bool = False,
     ) -> None:
         self.process = process
         self.info = info
         self._lane = lane
         self.bindings: Bindings = bindings_for(info.server_info.version)
+        self.features: HostFeatures = features_of(info.server_info.version, trust_newer=trust_newer)
         self.connection: Connection | None = None
         self.dead = anyio.Event()
         self._listeners: dict[str, Listening] = {}
@@ -262,6 +270,7 @@ async def open_host(
     startup_timeout: float,
     experimental: bool = False,
     requested: Sequence[str] = (),
+    trust_newer: bool = False,
 ) -> AsyncIterator[MspHost]:
     """Start ``muse serve`` and yield it once the handshake is done; always reaps it.
 
@@ -269,6 +278,7 @@ async def open_host(
     ``session/delete``); only connections opened for those ask for it, so a session's own host
     behaves exactly as the stable protocol says. ``requested`` names capabilities to ask for
     (``requestedCapabilities``), e.g. ``sessionMcp`` for a session with its own MCP servers.
+    ``trust_newer`` is the user's ``MUSE_ACP_TRUST_NEWER_HOST`` (``MspHost.features``).
 
     Raises:
         TimeoutError: the host did not finish its handshake within ``startup_timeout``.
@@ -303,7 +313,7 @@ async def open_host(
                 with anyio.move_on_after(EXIT_STATUS_WAIT):
                     await process.exited.wait()
                 raise HostEnded(process.returncode, process.stderr_tail()) from None
-            host = MspHost(process, info, lane)
+            host = MspHost(process, info, lane, trust_newer=trust_newer)
             host.connection = connection
             host_ref.append(host)
 

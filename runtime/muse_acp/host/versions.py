@@ -4,7 +4,8 @@ A feature is offered only when the host's reported version is in its set. Versio
 compared exactly, so a host that is not verified gets the baseline behaviour rather than a
 guess, with one opening the user controls: with ``MUSE_ACP_TRUST_NEWER_HOST=1``
 (``trust_newer``), a host newer than every version verified for a feature gets it too. Older
-and in-between unverified hosts never do.
+and in-between unverified hosts never do. ``host.features`` alone asks ``supports``: everyone
+else reads the features it decided for a host.
 """
 
 from __future__ import annotations
