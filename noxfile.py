@@ -1,4 +1,7 @@
-"""Developer and CI tasks. A bare ``nox`` runs codegen_check, lint, typecheck, tests and dist."""
+"""Developer and CI tasks. A bare ``nox`` runs codegen_check, lint, typecheck, tests and dist.
+
+Others are run by name: codegen, coverage, bench and fuzz.
+"""
 
 from __future__ import annotations
 
@@ -63,6 +66,19 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
     args = session.posargs or ["-n", "4", "--dist", "worksteal"]
     session.run("pytest", *args, env=BYTECODE_ENV)
+
+
+@nox.session
+def coverage(session: nox.Session) -> None:
+    """Run the test suite under coverage and report what it left unrun (not in a bare ``nox``).
+
+    ``[tool.coverage.run]`` in pyproject.toml follows the muse-acp and muse-sim processes the
+    tests start, so their lines count too. ``nox -s coverage -- ARGS`` passes ARGS to pytest.
+    """
+    session.install("-e", ".[dev,codegen]", "pytest-cov>=7")
+    session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
+    args = session.posargs or ["-n", "4", "--dist", "worksteal"]
+    session.run("pytest", "--cov", "--cov-report=term", *args, env=BYTECODE_ENV)
 
 
 @nox.session

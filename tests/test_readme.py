@@ -1,21 +1,49 @@
-"""README as a newcomer uses it: the first two commands, and editor snippets that work as pasted."""
+"""README and the pages it links, as a reader uses them.
+
+README opens with the two commands for a fresh machine, stays short, and its editor snippets work
+as pasted. What moved out of it into docs/, CHANGELOG.md and CONTRIBUTING.md is still stated:
+every link resolves, and the facts below are checked against the code they describe.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
+import tomllib
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import pytest
 
+from muse_acp import __version__
+from muse_acp.agent.commands import BUILTINS
+from muse_acp.agent.routes import REQUESTS
 from muse_acp.client import connect
+from muse_acp.config import Deadlines
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 README: Final = (ROOT / "README.md").read_text(encoding="utf-8")
 BIN: Final = Path(sys.executable).parent
+MAX_README_LINES: Final = 250
+DOCS: Final = ROOT / "docs"
+PAGES: Final = (
+    "architecture",
+    "development",
+    "features",
+    "muse-extensions",
+    "muse-sim",
+    "performance",
+)
+"""The pages of docs/ that README's facts moved to, or that a contributor needs."""
+
+
+def page(relative: str) -> str:
+    return (ROOT / relative).read_text(encoding="utf-8")
+
 
 ZED_CUSTOM_MEMBERS: Final = {
     "type",
@@ -120,3 +148,161 @@ async def test_the_zed_snippet_starts_an_agent_that_offers_its_default_mode(
     assert entry["default_mode"] in offered
     mentioned = re.findall(r"`(\w+)`", README[README.index("`default_mode` picks") :][:300])
     assert set(offered) <= set(mentioned)
+
+
+def test_readme_is_short_and_its_first_code_is_the_two_commands() -> None:
+    assert len(README.splitlines()) <= MAX_README_LINES
+    first = min(blocks(r"\w*"))
+    assert first == blocks("sh")[0]
+    assert first[1].splitlines() == [
+        "python -m pip install . && python -m muse_acp demo",
+        "python -m pip install nox && nox",
+    ]
+
+
+LINK: Final = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    kept = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return kept.replace(" ", "-")
+
+
+def anchors(markdown: str) -> set[str]:
+    return {slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", markdown, re.M)}
+
+
+def local_links(relative: str) -> list[tuple[Path, str]]:
+    """Every link of a Markdown file that points into the repository, as (target, anchor)."""
+    found = []
+    for target in LINK.findall(page(relative)):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        found.append(((ROOT / relative).parent / path if path else ROOT / relative, anchor))
+    return found
+
+
+DOCUMENTS: Final = [
+    "README.md",
+    "CHANGELOG.md",
+    "CONTRIBUTING.md",
+    *(f"docs/{path.name}" for path in sorted(DOCS.glob("*.md"))),
+]
+
+
+def test_readme_links_the_docs_the_changelog_and_the_contributor_guide() -> None:
+    targets = {path.resolve() for path, _ in local_links("README.md")}
+    assert {DOCS, ROOT / "CHANGELOG.md", ROOT / "CONTRIBUTING.md"} <= targets
+    index = {path.resolve() for path, _ in local_links("docs/README.md")}
+    assert {DOCS / f"{name}.md" for name in PAGES} <= index
+
+
+@pytest.mark.parametrize("relative", DOCUMENTS)
+def test_every_link_of_the_documentation_resolves(relative: str) -> None:
+    for path, anchor in local_links(relative):
+        assert path.exists(), f"{relative} links {path.relative_to(ROOT)}, which does not exist"
+        if anchor:
+            assert anchor in anchors(path.read_text(encoding="utf-8")), (relative, anchor)
+
+
+def test_readme_documents_every_setting_with_its_default() -> None:
+    table = README[README.index("## Configuration") :]
+    table = table[: table.index("\n\n", table.index("| variable"))]
+    read = set(re.findall(r'"(MUSE_ACP_[A-Z_]+)"', _runtime_text("muse_acp")))
+    assert read
+    for variable in read:
+        assert f"| `{variable}` |" in table, variable
+    for deadline in fields(Deadlines):
+        variable = f"MUSE_ACP_{deadline.name.upper()}_TIMEOUT"
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{variable}` |"))
+        assert row.rstrip(" |").endswith(f"| {deadline.default:g}"), row
+
+
+def _runtime_text(package: str) -> str:
+    folder = ROOT / "runtime" / package.replace(".", "/")
+    return "\n".join(path.read_text(encoding="utf-8") for path in sorted(folder.rglob("*.py")))
+
+
+def test_the_simulator_page_documents_every_variable_it_reads() -> None:
+    text = page("docs/muse-sim.md")
+    read = set(re.findall(r'"(MUSE_SIM_[A-Z_]+)"', _runtime_text("muse_acp.sim")))
+    assert read
+    for variable in read:
+        assert f"`{variable}`" in text, variable
+
+
+def test_readme_and_features_name_every_local_command() -> None:
+    features = page("docs/features.md")
+    for name in BUILTINS:
+        assert f"`/{name}" in README, name
+        assert f"`/{name}" in features, name
+
+
+def test_the_extensions_page_names_every_extension_method() -> None:
+    text = page("docs/muse-extensions.md")
+    methods = [binding.method for binding in REQUESTS if binding.method.startswith("_")]
+    assert methods
+    for method in methods:
+        assert f"`{method}" in text, method
+
+
+def _nox_sessions() -> tuple[list[str], list[str]]:
+    """Every nox session, and the ones a bare ``nox`` runs, as noxfile.py declares them."""
+    tree = ast.parse(page("noxfile.py"))
+    sessions = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            ast.unparse(decorator).startswith("nox.session") for decorator in node.decorator_list
+        )
+    ]
+    default = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "nox.options.sessions"
+    )
+    return sessions, default
+
+
+def test_the_development_page_describes_every_nox_session_and_codegen_command() -> None:
+    text = page("docs/development.md")
+    sessions, default = _nox_sessions()
+    for name in sessions:
+        assert f"| `{name}` |" in text, name
+    bare = next(line for line in text.splitlines() if re.match(r"nox +#", line))
+    assert set(re.findall(r"\w+", bare.partition("#")[2])) & set(sessions) == set(default)
+    assert "coverage" not in default
+    commands = re.findall(r'add_parser\("(\w+)"', page("codegen/__main__.py"))
+    assert commands
+    for command in commands:
+        assert f"python -m codegen {command}" in text, command
+
+
+def test_the_changelog_opens_with_unreleased_then_the_current_version() -> None:
+    headings = re.findall(r"^## (.+)$", page("CHANGELOG.md"), re.M)
+    assert headings[:2] == ["Unreleased", __version__]
+
+
+def test_every_ruff_the_checks_run_is_the_pinned_one() -> None:
+    project = tomllib.loads(page("pyproject.toml"))
+    pins = {
+        requirement
+        for extra in project["project"]["optional-dependencies"].values()
+        for requirement in extra
+        if requirement.startswith("ruff")
+    }
+    assert len(pins) == 1
+    (pin,) = pins
+    assert f'"{pin}"' in page("noxfile.py")
+    hooks = page(".pre-commit-config.yaml")
+    assert hooks.count(f'["{pin}"]') == 2
+    assert "entry: python -m codegen check" in hooks
+
+
+def test_readme_gives_no_benchmark_figures() -> None:
+    for unit in ("µs", "MiB/s", "updates/s", "deltas/s"):
+        assert unit not in README, unit
+    assert "µs" in page("docs/performance.md")

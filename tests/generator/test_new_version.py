@@ -1,4 +1,4 @@
-"""A new Muse version needs exactly the steps README lists, and no edit anywhere else.
+"""A new Muse version needs exactly the steps docs/development.md lists, and no edit anywhere else.
 
 On a copy of the repository, the newest MSP bundle is copied under a version number no host
 has, locked and generated. Then, with no other edit: codegen made its module and lists it, the
@@ -48,7 +48,7 @@ def test_a_copied_bundle_is_picked_up_by_codegen_the_runtime_and_the_simulator(
 ) -> None:
     root = _copy_repo(tmp_path)
     shutil.copytree(SPEC_DIR / "msp" / VOCABULARY_VERSION, root / "spec" / "msp" / NEW)
-    # The README's steps: lock, generate (diff and nox are for the maintainer's eyes).
+    # The documented steps: lock, generate (diff and nox are for the maintainer's eyes).
     _run(root, "-m", "codegen", "lock")
     _run(root, "-m", "codegen", "generate")
     assert (root / "generated" / "muse_acp_wire" / "msp_9_9_9.py").is_file()
