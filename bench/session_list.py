@@ -34,10 +34,10 @@ from bench.report import Figure, Measurement, Ratio, ratios_of
 from bench.world import World, adapter_command
 from muse_acp.agent.listing import LIST_PAGE_SIZE
 from muse_acp.rpc import JsonObject
-from muse_acp.sim.commands import DEFAULT_MODE
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.reads import DEFAULT_MODEL
-from muse_acp.sim.store import SessionMeta, Store
+from muse_acp.sim.serve.commands import DEFAULT_MODE
+from muse_acp.sim.serve.reads import DEFAULT_MODEL
+from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.store import SessionMeta, Store
 
 __all__ = ["measure"]
 

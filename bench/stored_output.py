@@ -41,7 +41,7 @@ from bench.report import Figure, Measurement, Ratio, ratios_of
 from bench.world import World, adapter_command
 from muse_acp.client import connect, extensions
 from muse_acp.client.output import decode_page, output_ref
-from muse_acp.sim.outputs import TEXT_UNIT, pattern_chunks
+from muse_acp.sim.model.outputs import TEXT_UNIT, pattern_chunks
 
 __all__ = ["PIPE", "READ", "measure"]
 

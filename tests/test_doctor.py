@@ -14,8 +14,8 @@ from muse_acp import __version__
 from muse_acp.doctor import run_doctor
 from muse_acp.host.binary import SERVE_FLAGS
 from muse_acp.host.versions import VERIFIED_HOSTS
-from muse_acp.sim.accounts import login
 from muse_acp.sim.launcher import write_launcher
+from muse_acp.sim.options.accounts import login
 
 
 def sim_wrapper(directory: Path, version: str) -> Path:

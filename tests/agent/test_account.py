@@ -15,8 +15,8 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosts import HostKeeper
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.rpc import AUTH_REQUIRED, RpcError
-from muse_acp.sim.accounts import LOGIN_LABEL, login
 from muse_acp.sim.launcher import write_launcher
+from muse_acp.sim.options.accounts import LOGIN_LABEL, login
 from muse_acp_wire import acp, msp
 
 WAIT = 30.0

@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 
 from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
 from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
-from muse_acp.sim.settings import CAPTURE_ENV
+from muse_acp.sim.options.settings import CAPTURE_ENV
 
 WAIT = 30.0
 """Seconds any single wait in these tests may take before it counts as a hang."""

@@ -10,7 +10,7 @@ import acp
 import anyio
 import pytest
 
-from muse_acp.sim.accounts import LOGIN_LABEL
+from muse_acp.sim.options.accounts import LOGIN_LABEL
 
 from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
 

@@ -15,7 +15,7 @@ from acp import schema
 
 from muse_acp.host.client import open_host
 from muse_acp.ids import new_uuid7
-from muse_acp.sim.store import Store
+from muse_acp.sim.state.store import Store
 from muse_acp_wire import msp
 
 from .harness import WAIT, Agent, World, failure_of, make_world, running_agent

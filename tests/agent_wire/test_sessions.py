@@ -11,7 +11,7 @@ from acp import schema
 
 from muse_acp.host.client import open_host
 from muse_acp.ids import new_uuid7
-from muse_acp.sim.store import SessionMeta, Store
+from muse_acp.sim.state.store import SessionMeta, Store
 from muse_acp_wire import msp
 
 from .harness import WAIT, World, failure_of, running_agent

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from acp import schema
 
-from muse_acp.sim.outputs import BINARY_UNIT
+from muse_acp.sim.model.outputs import BINARY_UNIT
 
 from .harness import WAIT, Agent, World, ext_request, running_agent
 

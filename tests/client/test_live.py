@@ -23,8 +23,8 @@ from muse_acp.client import (
     reject_once,
 )
 from muse_acp.rpc import RESOURCE_NOT_FOUND
-from muse_acp.sim.outputs import BINARY_UNIT, TEXT_UNIT, pattern_chunks
-from muse_acp.sim.versions import RELEASE_BUILDS
+from muse_acp.sim.model.outputs import BINARY_UNIT, TEXT_UNIT, pattern_chunks
+from muse_acp.sim.options.versions import RELEASE_BUILDS
 from muse_acp_wire import acp
 
 from .conftest import LiveSetup, live_setup

@@ -177,8 +177,8 @@ def test_serving_an_older_host_creates_the_models_of_one_bundle_only() -> None:
         import sys
         from muse_acp.host.bindings import bindings_for
         from muse_acp.host.session_mcp import session_mcp_transports
-        from muse_acp.sim.profile import load_profile
-        from muse_acp.sim.versions import HOST_VERSIONS
+        from muse_acp.sim.state.profile import load_profile
+        from muse_acp.sim.options.versions import HOST_VERSIONS
         from muse_acp_wire import msp
         for version in ("1.1.1", "1.2.1", "1.3.0"):
             bindings_for(version).serves("turn/start")

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from acp import schema
 
-from muse_acp.sim.faults import Faults, FaultSyntaxError, parse_faults
+from muse_acp.sim.options.faults import Faults, FaultSyntaxError, parse_faults
 from tests.agent_wire.harness import WAIT, Agent, ext_request, running_agent
 from tests.robust.faults_harness import (
     FIRST,

@@ -25,12 +25,12 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from muse_acp.rpc import FrameReader, OversizedFrame, encode_message, memory_stream_pair
-from muse_acp.sim.faults import Faults
-from muse_acp.sim.host import serve_streams
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.quirks import NO_QUIRKS, Quirks
-from muse_acp.sim.settings import ServeOptions
-from muse_acp.sim.versions import HOST_VERSIONS
+from muse_acp.sim.options.faults import Faults
+from muse_acp.sim.options.quirks import NO_QUIRKS, Quirks
+from muse_acp.sim.options.settings import ServeOptions
+from muse_acp.sim.options.versions import HOST_VERSIONS
+from muse_acp.sim.serve.host import serve_streams
+from muse_acp.sim.state.ids import new_uuid7
 
 from .validation import check_frame
 

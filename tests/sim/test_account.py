@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.accounts import CREDENTIALS_FILE, LOGIN_LABEL, login, logout
+from muse_acp.sim.options.accounts import CREDENTIALS_FILE, LOGIN_LABEL, login, logout
 
 from .harness import sim_process, sim_served
 from .validation import VERSIONS

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.faults import FaultSyntaxError, parse_faults
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.options.faults import FaultSyntaxError, parse_faults
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import item_of, sim_process
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import SimProcess, agent_texts, item_of, labels, sim_process
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import labels, sim_served
 from .validation import VERSIONS, bundle

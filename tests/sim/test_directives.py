@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from muse_acp.sim.asks import split_stages
-from muse_acp.sim.directives import (
+from muse_acp.sim.model.asks import split_stages
+from muse_acp.sim.options.quirks import QUIRKS
+from muse_acp.sim.script.directives import (
     DIRECTIVE_NAMES,
     MAX_STREAM_DELTAS,
     Approve,
@@ -29,7 +30,6 @@ from muse_acp.sim.directives import (
     slug,
     split_text,
 )
-from muse_acp.sim.quirks import QUIRKS
 from muse_acp_wire.msp_bundles import BUNDLES
 
 from .captures import REPO_ROOT

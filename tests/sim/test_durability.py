@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import Frame, SimPeer, SimProcess, item_of, labels, sim_process, sim_served
 from .validation import VERSIONS

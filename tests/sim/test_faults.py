@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from muse_acp.sim.faults import Faults, FaultSyntaxError, parse_faults
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.options.faults import Faults, FaultSyntaxError, parse_faults
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import labels, sim_process
 

@@ -17,7 +17,7 @@ from typing import Final
 import anyio
 import pytest
 
-from muse_acp.sim.accounts import CREDENTIALS_FILE
+from muse_acp.sim.options.accounts import CREDENTIALS_FILE
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
 from .captures import (

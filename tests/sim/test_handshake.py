@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.profile import facts_for
+from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.profile import facts_for
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
 from .captures import REPO_ROOT

@@ -10,11 +10,11 @@ import anyio
 import pytest
 
 from muse_acp.rpc import FrameReader, encode_message, memory_stream_pair
-from muse_acp.sim.faults import Faults
-from muse_acp.sim.host import serve_streams
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.settings import ServeOptions
-from muse_acp.sim.versions import HOST_VERSIONS
+from muse_acp.sim.options.faults import Faults
+from muse_acp.sim.options.settings import ServeOptions
+from muse_acp.sim.options.versions import HOST_VERSIONS
+from muse_acp.sim.serve.host import serve_streams
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import WAIT, labels
 

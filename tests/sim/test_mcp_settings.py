@@ -11,7 +11,7 @@ import pytest
 
 from muse_acp.ids import new_uuid7
 from muse_acp.sim.cli import main
-from muse_acp.sim.mcp_settings import SettingsError, capture_settings, read_mcp_settings
+from muse_acp.sim.options.mcp_settings import SettingsError, capture_settings, read_mcp_settings
 
 from .harness import sim_served
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.state.ids import new_uuid7
 
 from .harness import Frame, SimPeer, labels, sim_served
 from .validation import VERSIONS, bundle

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from muse_acp.rpc import RpcError
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.outputs import (
+from muse_acp.sim.model.outputs import (
     BINARY_UNIT,
     TEXT_MEDIA_TYPE,
     TEXT_UNIT,
@@ -17,7 +16,8 @@ from muse_acp.sim.outputs import (
     pattern_chunks,
     read_range,
 )
-from muse_acp.sim.store import SessionMeta, Store
+from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.store import SessionMeta, Store
 
 
 def test_patterns_are_exactly_the_requested_size_in_bounded_chunks() -> None:

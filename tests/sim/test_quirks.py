@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.quirks import NO_QUIRKS, Quirks, QuirkSyntaxError, parse_quirks
+from muse_acp.sim.options.quirks import NO_QUIRKS, Quirks, QuirkSyntaxError, parse_quirks
 
 from .harness import WAIT, item_of, labels, sim_env, sim_served
 from .validation import VERSIONS

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_2_1
 
 from .harness import SimProcess, labels, sim_process

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.sim.fold import Fold
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.settings import resolve_home
-from muse_acp.sim.store import SessionMeta, Store
+from muse_acp.sim.options.settings import resolve_home
+from muse_acp.sim.state.fold import Fold
+from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.store import SessionMeta, Store
 
 
 def test_the_state_directory_follows_the_environment(tmp_path: Path) -> None:

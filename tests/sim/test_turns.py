@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
 from .harness import Frame, agent_texts, item_of, labels, sim_process

@@ -9,20 +9,18 @@ faults can be injected with ``MUSE_SIM_FAULTS`` (see ``faults``) and behaviours 
 real hosts played with ``MUSE_SIM_QUIRKS`` (see ``quirks``). It plays every version that has an
 MSP bundle, each as that version's bundle says (see ``profile``).
 
-Modules, bottom up:
+Sub-packages, bottom up (each imports only the ones above it in this list):
 
-* the command line, light enough for a client's probes: ``cli``, ``versions``, ``serve_args``,
-  ``exec_args`` and ``accounts`` (skills, login, logout);
-* configuration: ``settings``, ``faults`` and ``quirks``;
-* wire basics: ``profile`` (bindings per host version), ``ids``, ``errors``, ``wire``;
-* durable state: ``store``, ``fold``, ``session``, ``context``;
-* the fake model: ``directives``, ``turn``, ``outputs``, ``tools``, ``asks`` (approvals),
-  ``questions``, ``notices`` (status, usage, names, view health, gaps), ``runner`` and
-  ``recovery``;
-* method handlers: ``commands``, ``resume``, ``controls`` and ``reads``, served by ``host``;
-* ``replay``;
-* ``launcher``: scripts and scratch worlds that stand ``muse-sim`` in for the Muse executable
-  (for the demo, the benchmarks and the tests).
+* ``options``: the command line's parts and configuration (versions, flags, settings, faults,
+  quirks, accounts), light enough for a client's probes;
+* ``script``: the ``sim:`` directives of a prompt and the turn requests of a client;
+* ``state``: wire basics (profile, ids, errors, outbox), durable sessions and the host context;
+* ``model``: the fake model that plays turns (items, tools, approvals, questions, notices,
+  background work, recovery);
+* ``serve``: the MSP endpoint and its method handlers, ``--replay`` and ``exec``.
+
+At the top: ``cli`` (the command line) and ``launcher``, scripts and scratch worlds that stand
+``muse-sim`` in for the Muse executable (for the demo, the benchmarks and the tests).
 
 The package imports nothing at import time, so the command line starts fast.
 """

@@ -30,9 +30,9 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from muse_acp.sim.exec_args import add_exec_parser, legacy_version
-from muse_acp.sim.serve_args import add_serve_parser
-from muse_acp.sim.versions import UnsupportedVersion, resolve_version
+from muse_acp.sim.options.exec_args import add_exec_parser, legacy_version
+from muse_acp.sim.options.serve_args import add_serve_parser
+from muse_acp.sim.options.versions import UnsupportedVersion, resolve_version
 
 __all__ = ["build_parser", "main"]
 
@@ -83,11 +83,11 @@ def _flood_stderr(size: int) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from muse_acp.sim.accounts import API_KEY_ENV
-    from muse_acp.sim.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
-    from muse_acp.sim.mcp_settings import SettingsError, capture_settings, read_mcp_settings
-    from muse_acp.sim.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
-    from muse_acp.sim.settings import CAPTURE_ENV, ServeOptions, resolve_home
+    from muse_acp.sim.options.accounts import API_KEY_ENV
+    from muse_acp.sim.options.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
+    from muse_acp.sim.options.mcp_settings import SettingsError, capture_settings, read_mcp_settings
+    from muse_acp.sim.options.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
+    from muse_acp.sim.options.settings import CAPTURE_ENV, ServeOptions, resolve_home
 
     env = os.environ
     try:
@@ -123,12 +123,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     begin_loading()
     if options.replay is not None:
-        from muse_acp.sim.replay import run_replay
+        from muse_acp.sim.serve.replay import run_replay
 
         end_loading()
         return run_replay(options)
     from muse_acp.heap import keep_large_buffers
-    from muse_acp.sim.host import run_host
+    from muse_acp.sim.serve.host import run_host
 
     end_loading()
     keep_large_buffers()  # a stored-output page is answered from a MiB buffer or two, as serve's
@@ -139,7 +139,7 @@ def _skills(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.skills_command != "list":
         parser.print_usage(sys.stderr)
         return USAGE_ERROR
-    from muse_acp.sim.accounts import skills_document, skills_table
+    from muse_acp.sim.options.accounts import skills_document, skills_table
 
     workspace: str | None = args.workspace
     if workspace is not None and not os.path.isdir(workspace):
@@ -169,13 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "exec":
-        from muse_acp.sim.exec import run_exec
+        from muse_acp.sim.serve.exec import run_exec
 
         return run_exec(args)
     if args.command == "skills":
         return _skills(args, parser)
-    from muse_acp.sim.accounts import login, logout
-    from muse_acp.sim.settings import resolve_home
+    from muse_acp.sim.options.accounts import login, logout
+    from muse_acp.sim.options.settings import resolve_home
 
     home = resolve_home(os.environ)
     if args.command == "login":

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Self
 
-from muse_acp.sim.faults import FAULTS_ENV
-from muse_acp.sim.settings import HOME_ENV
-from muse_acp.sim.versions import VERSION_ENV
+from muse_acp.sim.options.faults import FAULTS_ENV
+from muse_acp.sim.options.settings import HOME_ENV
+from muse_acp.sim.options.versions import VERSION_ENV
 
 __all__ = ["DEFAULT_VERSION", "SimWorld", "sim_command", "sim_launcher", "write_launcher"]
 

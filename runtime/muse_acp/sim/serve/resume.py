@@ -23,14 +23,14 @@ from typing import Any
 import anyio
 
 from muse_acp.rpc import RequestContext, RequestRoute, encode_message
-from muse_acp.sim import errors
-from muse_acp.sim.context import ANSWER_WAIT, HostContext
-from muse_acp.sim.ids import new_uuid7, parse_cursor, rfc3339_now
-from muse_acp.sim.mcp import check_session_mcp
-from muse_acp.sim.reads import history, pending_requests
-from muse_acp.sim.recovery import reconcile
-from muse_acp.sim.session import LiveSession, Position
-from muse_acp.sim.store import SessionMeta
+from muse_acp.sim.model.recovery import reconcile
+from muse_acp.sim.serve.mcp import check_session_mcp
+from muse_acp.sim.serve.reads import history, pending_requests
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import ANSWER_WAIT, HostContext
+from muse_acp.sim.state.ids import new_uuid7, parse_cursor, rfc3339_now
+from muse_acp.sim.state.session import LiveSession, Position
+from muse_acp.sim.state.store import SessionMeta
 from muse_acp_wire.msp import (
     ErrorData,
     ItemEventParams,

@@ -32,14 +32,14 @@ from muse_acp.rpc import (
     RpcError,
     encode_value,
 )
-from muse_acp.sim import errors
-from muse_acp.sim.fold import Fold
-from muse_acp.sim.ids import now_ms
-from muse_acp.sim.profile import HostProfile
-from muse_acp.sim.session import LiveSession, session_model
-from muse_acp.sim.settings import ServeOptions
-from muse_acp.sim.store import SessionMeta, Store
-from muse_acp.sim.wire import Outbox, RequestLedger
+from muse_acp.sim.options.settings import ServeOptions
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.fold import Fold
+from muse_acp.sim.state.ids import now_ms
+from muse_acp.sim.state.profile import HostProfile
+from muse_acp.sim.state.session import LiveSession, session_model
+from muse_acp.sim.state.store import SessionMeta, Store
+from muse_acp.sim.state.wire import Outbox, RequestLedger
 from muse_acp_wire._base import WireModel
 from muse_acp_wire.msp import (
     Session,

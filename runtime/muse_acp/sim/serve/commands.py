@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from muse_acp.rpc import RequestContext, RequestRoute
-from muse_acp.sim import errors
-from muse_acp.sim.context import HostContext
-from muse_acp.sim.ids import is_uuid7, new_uuid7, rfc3339_now
-from muse_acp.sim.mcp import check_session_mcp
-from muse_acp.sim.reads import DEFAULT_MODEL, MODELS
-from muse_acp.sim.session import LiveSession
-from muse_acp.sim.store import SessionMeta
+from muse_acp.sim.serve.mcp import check_session_mcp
+from muse_acp.sim.serve.reads import DEFAULT_MODEL, MODELS
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import HostContext
+from muse_acp.sim.state.ids import is_uuid7, new_uuid7, rfc3339_now
+from muse_acp.sim.state.session import LiveSession
+from muse_acp.sim.state.store import SessionMeta
 from muse_acp_wire.msp import (
     ApprovalModeState,
     CommandAck,

@@ -41,12 +41,12 @@ from typing import Final
 import anyio
 
 from muse_acp.rpc import RawJson, RpcError, encode_message
-from muse_acp.sim import errors
-from muse_acp.sim.context import ANSWER_WAIT
-from muse_acp.sim.faults import exit_now
-from muse_acp.sim.ids import new_uuid7, rfc3339_now
-from muse_acp.sim.session import LiveSession, Position
-from muse_acp.sim.turn import Turn
+from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import ANSWER_WAIT
+from muse_acp.sim.state.ids import new_uuid7, rfc3339_now
+from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     ApprovalChange,
     ApprovalChoice,

@@ -24,9 +24,9 @@ from pydantic import ValidationError
 
 from muse_acp.host.session_mcp import SESSION_MCP, session_mcp_transports
 from muse_acp.rpc import RpcError
-from muse_acp.sim import errors
-from muse_acp.sim.context import HostContext
-from muse_acp.sim.faults import exit_now
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import HostContext
 from muse_acp_wire.msp import (
     ErrorData,
     SessionConfig,

@@ -30,8 +30,8 @@ from muse_acp.rpc import (
     encode_message,
     open_stdio,
 )
-from muse_acp.sim import errors
-from muse_acp.sim.settings import ServeOptions
+from muse_acp.sim.options.settings import ServeOptions
+from muse_acp.sim.state import errors
 
 __all__ = ["Recorded", "Transcript", "load_transcript", "run_replay"]
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from muse_acp.sim.faults import Faults
-from muse_acp.sim.quirks import NO_QUIRKS, Quirks
-from muse_acp.sim.versions import HostVersion
+from muse_acp.sim.options.faults import Faults
+from muse_acp.sim.options.quirks import NO_QUIRKS, Quirks
+from muse_acp.sim.options.versions import HostVersion
 
 __all__ = [
     "CAPTURE_ENV",

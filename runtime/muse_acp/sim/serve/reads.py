@@ -19,14 +19,14 @@ from __future__ import annotations
 from typing import Any, Final
 
 from muse_acp.rpc import RawJson, RequestContext, RequestRoute, encode_message
-from muse_acp.sim import errors
-from muse_acp.sim.accounts import API_KEY_ENV, stored_credential
-from muse_acp.sim.context import HostContext, SessionView
-from muse_acp.sim.faults import exit_now
-from muse_acp.sim.fold import Fold
-from muse_acp.sim.ids import durable_cursor, micros_of, parse_cursor
-from muse_acp.sim.outputs import MAX_READ_BYTES, read_range
-from muse_acp.sim.session import session_model
+from muse_acp.sim.model.outputs import MAX_READ_BYTES, read_range
+from muse_acp.sim.options.accounts import API_KEY_ENV, stored_credential
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import HostContext, SessionView
+from muse_acp.sim.state.fold import Fold
+from muse_acp.sim.state.ids import durable_cursor, micros_of, parse_cursor
+from muse_acp.sim.state.session import session_model
 from muse_acp_wire.msp import (
     AccountState,
     ApprovalListPendingParams,

@@ -17,11 +17,11 @@ from typing import Final
 
 import anyio
 
-from muse_acp.sim import errors
-from muse_acp.sim.faults import exit_now
-from muse_acp.sim.session import Position
-from muse_acp.sim.tools import ToolCall, compact_json
-from muse_acp.sim.turn import Turn
+from muse_acp.sim.model.tools import ToolCall, compact_json
+from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.session import Position
 from muse_acp_wire.msp import (
     ErrorData,
     UserInputAnswer,

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from muse_acp.sim.directives import Name
-from muse_acp.sim.ids import new_uuid7
+from muse_acp.sim.script.directives import Name
+from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire.msp import (
     SessionApprovalModeChangedParams,
     SessionModelChangedParams,
@@ -49,9 +49,9 @@ from muse_acp_wire.msp import (
 )
 
 if TYPE_CHECKING:
-    from muse_acp.sim.context import HostContext
-    from muse_acp.sim.session import LiveSession
-    from muse_acp.sim.turn import Turn
+    from muse_acp.sim.model.turn import Turn
+    from muse_acp.sim.state.context import HostContext
+    from muse_acp.sim.state.session import LiveSession
 
 __all__ = [
     "miss_events",

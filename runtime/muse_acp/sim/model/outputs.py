@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from muse_acp.sim import errors
-from muse_acp.sim.ids import new_uuid7
-from muse_acp.sim.store import OutputInfo, Store
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.store import OutputInfo, Store
 from muse_acp_wire.msp import ErrorData, ItemReadOutputResult, OutputRef
 
 __all__ = [

@@ -26,9 +26,7 @@ from typing import Final
 
 import anyio
 
-from muse_acp.sim.directives import Search, Shell, Spawn, WebSearch
-from muse_acp.sim.ids import new_call_id, new_uuid7, rfc3339_now
-from muse_acp.sim.outputs import (
+from muse_acp.sim.model.outputs import (
     BINARY_MEDIA_TYPE,
     BINARY_UNIT,
     TEXT_MEDIA_TYPE,
@@ -37,7 +35,9 @@ from muse_acp.sim.outputs import (
     OutputSink,
     pattern_chunks,
 )
-from muse_acp.sim.turn import Turn
+from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.script.directives import Search, Shell, Spawn, WebSearch
+from muse_acp.sim.state.ids import new_call_id, new_uuid7, rfc3339_now
 from muse_acp_wire.msp import OutputRef, ToolCallItem
 
 __all__ = ["ToolCall", "compact_json", "run_search", "run_shell", "run_spawn", "run_web"]

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from muse_acp.sim.ids import is_uuid
+from muse_acp.sim.state.ids import is_uuid
 
 __all__ = ["EventLog", "Lease", "OutputInfo", "SessionMeta", "Store"]
 

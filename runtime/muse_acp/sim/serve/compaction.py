@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from muse_acp.rpc import RequestContext, RequestRoute
-from muse_acp.sim.context import HostContext
-from muse_acp.sim.ids import new_uuid7, rfc3339_now
-from muse_acp.sim.session import LiveSession, Position
+from muse_acp.sim.state.context import HostContext
+from muse_acp.sim.state.ids import new_uuid7, rfc3339_now
+from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     CompactionItem,
     ItemEventParams,

@@ -3,10 +3,11 @@
 Contract: a ``Turn`` belongs to one ``LiveSession`` and emits, through it, the events of the
 turn's items: user messages, reasoning summaries, agent messages (a live-only start, live-only
 text deltas, then a durable completion), token and context usage and todo lists; tool calls are
-``muse_acp.sim.tools.ToolCall``. Items whose completion has not been emitted yet are registered
-in ``open_items`` with how to complete them ``cancelled``, so a stopped turn can close each one
-before it reports ``turn/completed``. Steering input arrives through ``steer`` and is consumed by
-the runner between steps. Token figures are a deterministic function of the text involved.
+``muse_acp.sim.model.tools.ToolCall``. Items whose completion has not been emitted yet are
+registered in ``open_items`` with how to complete them ``cancelled``, so a stopped turn can
+close each one before it reports ``turn/completed``. Steering input arrives through ``steer``
+and is consumed by the runner between steps. Token figures are a deterministic function of the
+text involved.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import anyio
 
-from muse_acp.sim.directives import Prompt, split_text
-from muse_acp.sim.faults import exit_now
-from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.script.directives import split_text
+from muse_acp.sim.script.turn_requests import Steer, TurnRequest
+from muse_acp.sim.state.ids import new_uuid7, now_ms, rfc3339_now
 from muse_acp_wire.msp import (
     AgentMessageItem,
     CumulativeTokenUsage,
@@ -39,10 +41,10 @@ from muse_acp_wire.msp import (
 )
 
 if TYPE_CHECKING:
-    from muse_acp.sim.context import HostContext
-    from muse_acp.sim.session import LiveSession, Position
+    from muse_acp.sim.state.context import HostContext
+    from muse_acp.sim.state.session import LiveSession, Position
 
-__all__ = ["CONTEXT_WINDOW", "Item", "Steer", "StopRequest", "Turn", "TurnRequest"]
+__all__ = ["CONTEXT_WINDOW", "Item", "Turn"]
 
 CONTEXT_WINDOW: Final = 1_000_000
 REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
@@ -51,37 +53,6 @@ REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
 """Reasoning tokens a model step reports per reasoning effort (``ultra`` counts as ``max``)."""
 
 Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | WorkflowItem
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRequest:
-    """A turn as ``turn/start`` asked for it."""
-
-    turn_id: str
-    command_id: str
-    text: str
-    """The user message: the input's text parts joined by newlines."""
-    prompt: Prompt
-    images: tuple[str, ...] = ()
-    """How each image part is echoed, e.g. ``[image image/png, 4 bytes]``."""
-    attachments: tuple[dict[str, object], ...] = ()
-    display_text: str | None = None
-    effort: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Steer:
-    text: str
-    command_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class StopRequest:
-    """How a client ended a turn early."""
-
-    interrupt: bool
-    retract: bool
-    command_id: str
 
 
 def estimate_tokens(text: str) -> int:

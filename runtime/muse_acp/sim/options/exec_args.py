@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from muse_acp.sim.versions import VERSION_ENV, HostVersion
+from muse_acp.sim.options.versions import VERSION_ENV, HostVersion
 
 __all__ = ["LEGACY_VERSIONS", "add_exec_parser", "legacy_version"]
 

@@ -39,7 +39,8 @@ from pathlib import Path
 from types import FrameType, MappingProxyType
 from typing import Final
 
-from muse_acp.sim.directives import (
+from muse_acp.sim.options.settings import CAPTURE_ENV
+from muse_acp.sim.script.directives import (
     Approve,
     AskUser,
     Crash,
@@ -54,8 +55,7 @@ from muse_acp.sim.directives import (
     parse_prompt,
     split_text,
 )
-from muse_acp.sim.ids import new_call_id, new_uuid7, rfc3339_now
-from muse_acp.sim.settings import CAPTURE_ENV
+from muse_acp.sim.state.ids import new_call_id, new_uuid7, rfc3339_now
 from muse_acp_wire import exec_jsonl
 
 __all__ = ["MAX_RESULT_BYTES", "run_exec"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Final
 
-from muse_acp.sim.session import LiveSession, Position
+from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     ApprovalResolvedParams,
     ItemEventParams,

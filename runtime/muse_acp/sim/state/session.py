@@ -7,22 +7,30 @@ ranging from the item's first record; then appends a durable event to the log an
 followed by sending it, or by ``emit``, which does both; so every event is logged before any
 client can see it. ``session_model`` builds the ``Session`` object of any
 session, loaded here or not, from its metadata and fold, in real hosts' member order.
+
+The turn side of a session (its running turn, its queue, its open asks and its background work)
+is kept here but played by ``muse_acp.sim.model``: the session knows it only through the small
+protocols below (``RunningTurn``, ``PendingAsk``, ``Background``), so state never imports the
+model that plays on it.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
+
+import anyio
 
 from muse_acp.rpc import encode_value
-from muse_acp.sim.fold import Fold
-from muse_acp.sim.ids import durable_cursor, fragment_cursor, record_id, rfc3339_now
-from muse_acp.sim.profile import HostProfile
-from muse_acp.sim.store import EventLog, Lease, SessionMeta, Store
-from muse_acp.sim.wire import Outbox, log_line
+from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
+from muse_acp.sim.state.fold import Fold
+from muse_acp.sim.state.ids import durable_cursor, fragment_cursor, record_id, rfc3339_now
+from muse_acp.sim.state.profile import HostProfile
+from muse_acp.sim.state.store import EventLog, Lease, SessionMeta, Store
+from muse_acp.sim.state.wire import Outbox, log_line
 from muse_acp_wire._base import WireModel
 from muse_acp_wire.msp import (
     ApprovalModeState,
@@ -34,14 +42,7 @@ from muse_acp_wire.msp import (
     StreamRef,
 )
 
-if TYPE_CHECKING:
-    from muse_acp.sim.asks import ApprovalAsk
-    from muse_acp.sim.questions import QuestionAsk
-    from muse_acp.sim.runner import TurnRunner
-    from muse_acp.sim.turn import TurnRequest
-    from muse_acp.sim.workflows import BackgroundWork
-
-__all__ = ["LiveSession", "Position", "session_model"]
+__all__ = ["Background", "LiveSession", "PendingAsk", "Position", "RunningTurn", "session_model"]
 
 _M = TypeVar("_M", bound=WireModel)
 
@@ -53,6 +54,61 @@ class Position:
     cursor: str
     source_range: SourceRange | None
     """None for live-only events, which have no durable record."""
+
+
+class RunningTurn(Protocol):
+    """The turn a session is playing, as the turn commands reach it (a ``TurnRunner``)."""
+
+    @property
+    def turn_id(self) -> str: ...
+
+    @property
+    def ending(self) -> bool:
+        """The turn has stopped playing and is reporting its end."""
+        ...
+
+    @property
+    def steering_backlog(self) -> int:
+        """Steering inputs received and not answered yet."""
+        ...
+
+    @property
+    def done(self) -> anyio.Event:
+        """Set once the turn has ended."""
+        ...
+
+    def steer(self, steer: Steer) -> None: ...
+
+    def stop(self, request: StopRequest) -> None: ...
+
+
+class PendingAsk(Protocol):
+    """An approval or a question put to the client (an ``ApprovalAsk`` or a ``QuestionAsk``),
+    whose handlers tell them apart by their class."""
+
+    @property
+    def wake(self) -> anyio.Event:
+        """Set when the client's answer arrives, to wake the turn that asked."""
+        ...
+
+
+class Background(Protocol):
+    """Work that outlives its turn (a ``BackgroundWork``)."""
+
+    ended: bool
+
+    @property
+    def turn(self) -> object:
+        """The turn that started it (compared by identity only)."""
+        ...
+
+    @property
+    def progress(self) -> Callable[[], Awaitable[None]]: ...
+
+    @property
+    def finish(self) -> Callable[[str], Awaitable[None]]:
+        """Complete it with the given terminal status."""
+        ...
 
 
 class LiveSession:
@@ -73,11 +129,11 @@ class LiveSession:
         self.lease = lease
         self.outbox = outbox
         self.store = store
-        self.runner: TurnRunner | None = None
+        self.runner: RunningTurn | None = None
         self.queue: deque[TurnRequest] = deque()
-        self.asks: dict[str, ApprovalAsk | QuestionAsk] = {}
+        self.asks: dict[str, PendingAsk] = {}
         """Approvals and questions put to the client by this process, pending or settled."""
-        self.background: dict[str, BackgroundWork] = {}
+        self.background: dict[str, Background] = {}
         """Workflows and background tasks that outlive their turn, by run or task id."""
         self._fragment = 0
 

@@ -7,7 +7,7 @@ connection's ``MessageHandler``; around the typed routes of ``commands``, ``resu
 simulated version's schema publishes; anything else is -32601 ``methodNotFound``) it applies, in
 order:
 
-1. injected faults bound to a method (see ``muse_acp.sim.faults``);
+1. injected faults bound to a method (see ``muse_acp.sim.options.faults``);
 2. the handshake: ``initialize`` once (-32600 ``alreadyInitialized`` after), then nothing but
    ``initialize`` until the ``initialized`` notification (-32600 ``notInitialized``; with the
    ``drop-initialized`` quirk the notification is ignored, so that never ends). ``initialize``
@@ -44,20 +44,20 @@ from muse_acp.rpc import (
     encode_value,
     open_stdio,
 )
-from muse_acp.sim import errors
-from muse_acp.sim.commands import SessionCommands
-from muse_acp.sim.compaction import Compaction
-from muse_acp.sim.context import ClientInfo, HostContext
-from muse_acp.sim.controls import TurnControls
-from muse_acp.sim.faults import exit_now
-from muse_acp.sim.goals import Goals
-from muse_acp.sim.ids import is_uuid7
-from muse_acp.sim.profile import load_profile
-from muse_acp.sim.reads import Reads
-from muse_acp.sim.resume import SessionContinuations
-from muse_acp.sim.settings import ServeOptions
-from muse_acp.sim.wire import HOST_FRAME_LIMIT, HostReader, HostWriter, Outbox
-from muse_acp.sim.workflows import BackgroundControls
+from muse_acp.sim.model.workflows import BackgroundControls
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.options.settings import ServeOptions
+from muse_acp.sim.serve.commands import SessionCommands
+from muse_acp.sim.serve.compaction import Compaction
+from muse_acp.sim.serve.controls import TurnControls
+from muse_acp.sim.serve.goals import Goals
+from muse_acp.sim.serve.reads import Reads
+from muse_acp.sim.serve.resume import SessionContinuations
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import ClientInfo, HostContext
+from muse_acp.sim.state.ids import is_uuid7
+from muse_acp.sim.state.profile import load_profile
+from muse_acp.sim.state.wire import HOST_FRAME_LIMIT, HostReader, HostWriter, Outbox
 from muse_acp_wire.msp import (
     EmptyResult,
     InitializeParams,

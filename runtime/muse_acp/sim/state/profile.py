@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Final
 
 from muse_acp.host.bindings import bindings_for, parse_version
-from muse_acp.sim.versions import HostVersion
+from muse_acp.sim.options.versions import HostVersion
 
 __all__ = ["VERSION_FACTS", "HostProfile", "VersionFacts", "facts_for", "load_profile"]
 

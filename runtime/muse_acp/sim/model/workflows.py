@@ -28,11 +28,12 @@ from typing import Any, Final, Literal
 import anyio
 
 from muse_acp.rpc import RequestContext, RequestRoute
-from muse_acp.sim import errors
-from muse_acp.sim.context import HostContext
-from muse_acp.sim.ids import new_uuid7, rfc3339_now
-from muse_acp.sim.tools import ToolCall, shell_args
-from muse_acp.sim.turn import Turn
+from muse_acp.sim.model.tools import ToolCall, shell_args
+from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import HostContext
+from muse_acp.sim.state.ids import new_uuid7, rfc3339_now
+from muse_acp.sim.state.session import Background
 from muse_acp_wire.msp import (
     CommandAck,
     TaskCommandResult,
@@ -130,7 +131,7 @@ async def after_turn(turn: Turn) -> None:
         turn.ctx.spawn(_progress, turn, works)
 
 
-async def _progress(turn: Turn, works: list[BackgroundWork]) -> None:
+async def _progress(turn: Turn, works: list[Background]) -> None:
     # Work that runs on reports a while after the turn, as a real workflow's children do.
     await anyio.sleep(PROGRESS_AFTER)
     stoppable = turn.ctx.profile.serves("workflow/cancel")

@@ -29,9 +29,40 @@ from typing import Final
 
 import anyio
 
-from muse_acp.sim.asks import CHOICES, ONCE_CHOICES, ApprovalAsk, request_approval, split_stages
-from muse_acp.sim.context import HostContext
-from muse_acp.sim.directives import (
+from muse_acp.sim.model.asks import (
+    CHOICES,
+    ONCE_CHOICES,
+    ApprovalAsk,
+    request_approval,
+    split_stages,
+)
+from muse_acp.sim.model.notices import (
+    miss_events,
+    name_session,
+    status_changed,
+    stray_request,
+    switch_approval,
+    switch_model,
+    usage_changed,
+    view_lost,
+)
+from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
+from muse_acp.sim.model.questions import ask_user
+from muse_acp.sim.model.tools import (
+    SHELL_DISABLED,
+    WRITE_DISABLED,
+    ToolCall,
+    compact_json,
+    run_search,
+    run_shell,
+    run_spawn,
+    run_web,
+    shell_args,
+)
+from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
+from muse_acp.sim.options.faults import FAULT_EXIT_CODE
+from muse_acp.sim.script.directives import (
     Approve,
     AskUser,
     Background,
@@ -55,34 +86,10 @@ from muse_acp.sim.directives import (
     WebSearch,
     Workflow,
 )
-from muse_acp.sim.faults import FAULT_EXIT_CODE
-from muse_acp.sim.ids import new_uuid7, now_ms, rfc3339_now
-from muse_acp.sim.notices import (
-    miss_events,
-    name_session,
-    status_changed,
-    stray_request,
-    switch_approval,
-    switch_model,
-    usage_changed,
-    view_lost,
-)
-from muse_acp.sim.outputs import TEXT_MEDIA_TYPE
-from muse_acp.sim.questions import ask_user
-from muse_acp.sim.session import LiveSession, Position
-from muse_acp.sim.tools import (
-    SHELL_DISABLED,
-    WRITE_DISABLED,
-    ToolCall,
-    compact_json,
-    run_search,
-    run_shell,
-    run_spawn,
-    run_web,
-    shell_args,
-)
-from muse_acp.sim.turn import Steer, StopRequest, Turn, TurnRequest
-from muse_acp.sim.workflows import after_turn, start_background, start_workflow
+from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
+from muse_acp.sim.state.context import HostContext
+from muse_acp.sim.state.ids import new_uuid7, now_ms, rfc3339_now
+from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     TurnCompletedParams,
     TurnError,

@@ -38,8 +38,8 @@ from muse_acp.rpc import (
     encode_error,
     encode_message,
 )
-from muse_acp.sim import errors
-from muse_acp.sim.ids import now_ms
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.ids import now_ms
 
 __all__ = [
     "HOST_FRAME_LIMIT",

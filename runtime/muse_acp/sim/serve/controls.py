@@ -30,15 +30,15 @@ from typing import Any, Final
 import anyio
 
 from muse_acp.rpc import RequestContext, RequestRoute
-from muse_acp.sim import errors
-from muse_acp.sim.asks import ApprovalAsk
-from muse_acp.sim.context import ANSWER_WAIT, HostContext
-from muse_acp.sim.directives import parse_prompt
-from muse_acp.sim.faults import exit_now
-from muse_acp.sim.questions import QuestionAsk
-from muse_acp.sim.runner import TurnRunner
-from muse_acp.sim.session import LiveSession
-from muse_acp.sim.turn import Steer, StopRequest, TurnRequest
+from muse_acp.sim.model.asks import ApprovalAsk
+from muse_acp.sim.model.questions import QuestionAsk
+from muse_acp.sim.model.runner import TurnRunner
+from muse_acp.sim.options.faults import exit_now
+from muse_acp.sim.script.directives import parse_prompt
+from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import ANSWER_WAIT, HostContext
+from muse_acp.sim.state.session import LiveSession, RunningTurn
 from muse_acp_wire.msp import (
     ApprovalDecideParams,
     ApprovalDecideResult,
@@ -232,7 +232,7 @@ class TurnControls:
         raise errors.command_rejected(method, command_id, "missing_run")
 
     @staticmethod
-    async def _stop_after(answered: anyio.Event, runner: TurnRunner, stop: StopRequest) -> None:
+    async def _stop_after(answered: anyio.Event, runner: RunningTurn, stop: StopRequest) -> None:
         with anyio.move_on_after(ANSWER_WAIT):
             await answered.wait()
         runner.stop(stop)

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from muse_acp.rpc import RequestContext, RequestRoute
-from muse_acp.sim import errors
-from muse_acp.sim.context import HostContext
-from muse_acp.sim.session import LiveSession, Position
+from muse_acp.sim.state import errors
+from muse_acp.sim.state.context import HostContext
+from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     Goal,
     GoalClearParams,
