@@ -7,13 +7,20 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import anyio
 import pytest
 
+from muse_acp.agent import exec_runs
 from muse_acp.agent.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
+from muse_acp.agent.private_files import run_dir
 from muse_acp.rpc import INTERNAL_ERROR, RpcError
+
+WAIT = 30.0
+"""Seconds any single wait of a test may take before it counts as a hang."""
 
 
 def _ended_pid() -> int:
@@ -84,6 +91,31 @@ async def test_a_folder_that_cannot_be_made_fails_before_anything_runs(tmp_path:
             raise AssertionError("the run must not start")
     assert failed.value.code == INTERNAL_ERROR
     assert "could not prepare the private folder of this exec run" in failed.value.message
+    assert isinstance(failed.value.data, dict)
+    failure = failed.value.data["failure"]
+    assert isinstance(failure, dict)
+    assert (failure["kind"], failure["source"]) == ("execRunUnprepared", "adapter")
+
+
+@pytest.mark.anyio
+async def test_a_folder_whose_file_system_does_not_answer_fails_in_time_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def hung_run_dir(data_dir: Path, name: str) -> Path:
+        release.wait(WAIT)  # a hung mount; bounded, so nothing hangs for good
+        return run_dir(data_dir, name)
+
+    monkeypatch.setattr(exec_runs, "run_dir", hung_run_dir)
+    monkeypatch.setattr(exec_runs, "IO_BUDGET", 0.5)
+    try:
+        with anyio.fail_after(WAIT), pytest.raises(RpcError) as failed:
+            async with exec_run(tmp_path / "data", []):
+                raise AssertionError("the run must not start")
+    finally:
+        release.set()
+    assert "its file system did not answer within 0.5s" in failed.value.message
     assert isinstance(failed.value.data, dict)
     failure = failed.value.data["failure"]
     assert isinstance(failure, dict)

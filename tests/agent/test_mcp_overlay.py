@@ -8,14 +8,17 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from muse_acp.agent.hosts import SetupFailure
+from muse_acp.agent import mcp_overlay
+from muse_acp.agent.hosts import Hosting, HostKeeper, SetupFailure
 from muse_acp.agent.mcp_overlay import (
     UserSettings,
     overlay_root,
@@ -24,7 +27,10 @@ from muse_acp.agent.mcp_overlay import (
     sweep,
 )
 from muse_acp.agent.mcp_servers import McpServerSpec, check_servers
+from muse_acp.agent.private_files import run_dir
+from muse_acp.config import AdapterConfig
 from muse_acp.rpc import INTERNAL_ERROR
+from muse_acp.sim.launcher import write_launcher
 from muse_acp_wire import acp
 
 SECRET = "overlay-secret-51c2"
@@ -64,19 +70,20 @@ def _user_home(tmp_path: Path, settings: Any) -> Path:
     return home
 
 
-def _overlay(
-    root: Path, environ: dict[str, str]
-) -> contextlib.AbstractContextManager[Mapping[str, str]]:
+@contextlib.asynccontextmanager
+async def _overlay(root: Path, environ: dict[str, str]) -> AsyncIterator[Mapping[str, str]]:
     """The overlay for ``_servers()`` from the settings the environment's user has."""
-    user: UserSettings = anyio.run(read_user_settings, environ)
-    return settings_overlay(root, _servers(), user, environ)
+    user: UserSettings = await read_user_settings(environ)
+    async with settings_overlay(root, _servers(), user, environ) as env:
+        yield env
 
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_the_overlay_is_private_merged_and_removed(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_the_overlay_is_private_merged_and_removed(tmp_path: Path) -> None:
     user = {
         "schema_version": 1,
         "model": "mine",
@@ -86,7 +93,7 @@ def test_the_overlay_is_private_merged_and_removed(tmp_path: Path) -> None:
     home = _user_home(tmp_path, user)
     before = (home / "muse" / "settings.json").read_bytes()
     root = overlay_root(tmp_path / "data")
-    with _overlay(root, {"XDG_CONFIG_HOME": str(home), "X": "1"}) as env:
+    async with _overlay(root, {"XDG_CONFIG_HOME": str(home), "X": "1"}) as env:
         overlay = Path(env["XDG_CONFIG_HOME"])
         assert env["X"] == "1"
         assert overlay.parent == root
@@ -111,34 +118,34 @@ def test_the_overlay_is_private_merged_and_removed(tmp_path: Path) -> None:
         # The user's other files show through, read-only links to the originals.
         assert (overlay / "muse" / "auth.json").read_text() == '{"token": "kept"}'
         assert (overlay / "git").is_symlink()
-    assert not overlay.exists()
+    assert not await anyio.Path(overlay).exists()
     assert (home / "muse" / "settings.json").read_bytes() == before
     assert (home / "muse" / "auth.json").exists()
 
 
-def test_no_user_settings_makes_a_fresh_file(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_no_user_settings_makes_a_fresh_file(tmp_path: Path) -> None:
     home = _user_home(tmp_path, None)
     root = overlay_root(tmp_path / "data")
-    with _overlay(root, {"XDG_CONFIG_HOME": str(home)}) as env:
+    async with _overlay(root, {"XDG_CONFIG_HOME": str(home)}) as env:
         written = json.loads((Path(env["XDG_CONFIG_HOME"]) / "muse" / "settings.json").read_text())
     assert written["schema_version"] == 1
     assert set(written["mcpServers"]) == {"files", "web"}
     assert not (home / "muse" / "settings.json").exists()
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     "settings", ["{not json", "[1]", {"mcpServers": [1]}, {"mcp_servers": "x"}]
 )
-def test_unusable_user_settings_fail_clearly_and_leave_nothing(
+async def test_unusable_user_settings_fail_clearly_and_leave_nothing(
     tmp_path: Path, settings: Any
 ) -> None:
     home = _user_home(tmp_path, settings)
     root = overlay_root(tmp_path / "data")
-    with (
-        pytest.raises(SetupFailure) as failed,
-        _overlay(root, {"XDG_CONFIG_HOME": str(home)}),
-    ):
-        pass
+    with pytest.raises(SetupFailure) as failed:
+        async with _overlay(root, {"XDG_CONFIG_HOME": str(home)}):
+            pass
     assert failed.value.code == INTERNAL_ERROR
     assert "settings.json" in failed.value.message
     assert "remove the MCP servers from the session" in failed.value.message
@@ -204,10 +211,11 @@ from muse_acp.agent.mcp_overlay import overlay_root, read_user_settings, setting
 from tests.agent.test_mcp_overlay import _servers
 os.umask(0)
 data, env = Path(sys.argv[1]), {"XDG_CONFIG_HOME": sys.argv[2]}
-user = anyio.run(read_user_settings, env)
-with settings_overlay(overlay_root(data), _servers(), user, env) as overlay:
-    modes = [Path(p).stat().st_mode & 0o777 for p in (data, data / "run", overlay_root(data))]
-print(json.dumps(modes))
+async def main() -> list[int]:
+    user = await read_user_settings(env)
+    async with settings_overlay(overlay_root(data), _servers(), user, env):
+        return [Path(p).stat().st_mode & 0o777 for p in (data, data / "run", overlay_root(data))]
+print(json.dumps(anyio.run(main)))
 """
 
 
@@ -224,3 +232,73 @@ def test_the_runtime_folders_are_owner_only_whatever_the_umask(tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == [0o700, 0o700, 0o700]
+
+
+OVERLAY_VERSIONS = ("1.1.1", "1.2.1")
+"""The Muse versions that get MCP servers through a settings overlay."""
+WAIT = 30.0
+"""Seconds any single wait of a test may take before it counts as a hang."""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", OVERLAY_VERSIONS)
+async def test_a_data_dir_that_does_not_answer_fails_the_start_clearly_and_stalls_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    home = _user_home(tmp_path, None)
+    environ = {"PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(home)}
+    muse = write_launcher(tmp_path / "muse", version=version, home=tmp_path / "sim")
+    data = tmp_path / "data"
+    hosting = Hosting(AdapterConfig(muse_bin=str(muse), data_dir=data), environ)
+    # The run folder's file system stops answering (a hung network mount) until released;
+    # bounded, so nothing hangs for good on the code before the fix either.
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+    real_make = mcp_overlay._make
+
+    def hung_run_dir(data_dir: Path, name: str) -> Path:
+        entered.set()
+        release.wait(WAIT)
+        return run_dir(data_dir, name)
+
+    def make(*args: Any) -> None:
+        try:
+            real_make(*args)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(mcp_overlay, "run_dir", hung_run_dir)
+    monkeypatch.setattr(mcp_overlay, "_make", make)
+    monkeypatch.setattr(mcp_overlay, "SETTINGS_TIMEOUT", 1.0)
+    user = await read_user_settings(environ)
+    with_servers = HostKeeper("with servers", hosting, idle=60)
+    with_servers.environment = partial(settings_overlay, overlay_root(data), _servers(), user)
+    other = HostKeeper("other", hosting, idle=60)
+    try:
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tasks:
+                hosting.attach(tasks)
+                with pytest.raises(SetupFailure) as failed:
+                    await with_servers.start(str(tmp_path))
+                # Served while the overlay's file work still hangs: the loop never waited on it.
+                host = await other.start(str(tmp_path))
+                assert host.process.returncode is None
+                assert entered.is_set()
+                assert not finished.is_set(), "the file system answered too early"
+                other.close()
+                await other.wait_gone()
+                tasks.cancel_scope.cancel()
+    finally:
+        release.set()
+    assert failed.value.code == INTERNAL_ERROR
+    assert "could not be written under" in failed.value.message
+    assert "within 1s (its file system does not answer" in failed.value.message
+    assert str(overlay_root(data)) in failed.value.message
+    assert SECRET not in failed.value.message
+    assert isinstance(failed.value.data, dict)
+    failure = failed.value.data["failure"]
+    assert isinstance(failure, dict)
+    assert (failure["kind"], failure["source"]) == ("mcpOverlayFailed", "adapter")
+    # The file system answers at last: the worker finishes the overlay nobody waits for any
+    # more, and removes it (its secrets) itself.
+    assert await anyio.to_thread.run_sync(finished.wait, WAIT)
+    assert list(overlay_root(data).iterdir()) == []

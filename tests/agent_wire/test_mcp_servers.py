@@ -14,7 +14,9 @@ import pytest
 from acp import schema
 from pydantic import TypeAdapter
 
-from .harness import World, make_world, running_agent
+from tests.robust.faults_harness import wait_until
+
+from .harness import WAIT, World, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -237,6 +239,12 @@ async def test_a_server_that_fails_to_start_fails_the_prompt(tmp_path: Path, ver
     _assert_no_secret_left(world)
 
 
+async def _removed(path: Path) -> None:
+    """Wait (bounded) until the agent removed ``path``: it sweeps in the background, with
+    nothing on the wire to say when it is done."""
+    await wait_until(lambda: not path.exists(), WAIT, lambda: f"{path} is still there")
+
+
 def _ended_pid() -> int:
     """The id of a process that has ended (as a crashed muse-acp has)."""
     ended = subprocess.run(
@@ -258,4 +266,4 @@ async def test_overlays_a_crashed_agent_left_are_removed_at_start(
     (stale / "muse" / "settings.json").write_text(json.dumps({"secret": SECRET}))
     async with running_agent(world) as agent:
         await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-        assert not stale.exists()
+        await _removed(stale)

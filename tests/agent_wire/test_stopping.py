@@ -1,6 +1,7 @@
 """A muse-acp stopped by signals leaves nothing of its sessions on disk: a second signal while
 it stops still lets the stop remove the settings overlays (MCP secrets), and after a SIGKILL
-mid exec run the next start stops that run's process group and removes its staged images."""
+mid exec run the next start stops that run's process group and removes its staged images,
+without a request waiting on that sweep."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.robust.rawagent import WAIT, raw_agent
 
 from .harness import make_world
 from .test_exec_backend import PNG, exec_runs
-from .test_mcp_servers import SECRET, _world
+from .test_mcp_servers import SECRET, _ended_pid, _removed, _world
 
 pytestmark = pytest.mark.anyio
 
@@ -118,9 +119,32 @@ async def test_after_a_sigkill_mid_exec_run_the_next_start_stops_it_and_removes_
         os.kill(run["pid"], 0)  # the run goes on without its agent
         async with raw_agent(world) as agent:
             await agent.initialize()
-            await agent.new_session()  # served once the agent is loaded, its sweep done
-            assert not folder.exists()
+            await agent.new_session()  # loads the agent, which sweeps in the background
+            await _removed(folder)
             assert await anyio.to_thread.run_sync(_wait_ended, run["pid"]), "the run goes on"
     finally:
         with suppress(ProcessLookupError):
             os.killpg(run["pid"], signal.SIGKILL)  # never leave the run behind, pass or fail
+
+
+@pytest.mark.parametrize("version", ["0.2.1", "1.1.1", "1.2.1", "1.3.0", "1.4.2"])
+async def test_what_an_ended_agent_left_is_swept_without_stalling_the_next_start(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    ended = _ended_pid()
+    run = world.data_dir / "run" / "exec-runs" / f"{ended}-0123abcd"
+    run.mkdir(parents=True)
+    # A record no muse-acp wrote: a blocking read of it would wait for a writer forever.
+    os.mkfifo(run / "process.json")
+    overlay = world.data_dir / "run" / "settings-overlays" / f"{ended}-4567cdef" / "muse"
+    overlay.mkdir(parents=True)
+    (overlay / "settings.json").write_text(json.dumps({"secret": SECRET}))
+    async with raw_agent(world) as agent:
+        await agent.initialize()
+        with anyio.fail_after(WAIT):
+            session = await agent.new_session()
+            answer = await agent.prompt_text(session, "hello")
+        assert answer.get("result") == {"stopReason": "end_turn"}, answer
+        await _removed(run)
+        await _removed(overlay.parent)

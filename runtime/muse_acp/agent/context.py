@@ -14,9 +14,11 @@ connection (``backend``). Per-session state lives in each ``AcpSession``, never 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Final
 
 from anyio.abc import TaskGroup
@@ -27,6 +29,7 @@ from muse_acp.agent.exec_runs import sweep as sweep_exec_runs
 from muse_acp.agent.hosts import Hosting, HostKeeper
 from muse_acp.agent.mcp_overlay import overlay_root, sweep
 from muse_acp.agent.preferences import PreferenceStore
+from muse_acp.agent.private_files import off_loop
 from muse_acp.agent.safety import offered_controls
 from muse_acp.agent.session import AcpSession, SessionRegistry
 from muse_acp.agent.skills import SkillsCatalog
@@ -39,11 +42,34 @@ from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.client import MspHost
 from muse_acp.rpc import Connection
 
-__all__ = ["CATALOG_HOST_IDLE", "AgentContext"]
+__all__ = ["CATALOG_HOST_IDLE", "SWEEP_BUDGET", "AgentContext"]
 
 CATALOG_HOST_IDLE: Final = 30.0
 """Seconds the catalog host stays up after its last use (less when the configured idle
 period is shorter)."""
+SWEEP_BUDGET: Final = 30.0
+"""Seconds the start-up sweep of what ended muse-acp processes left may take."""
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+
+async def _sweep_left_behind(data_dir: Path) -> None:
+    """Remove what muse-acp processes that ended left under ``data_dir`` (``mcp_overlay.sweep``,
+    ``exec_runs.sweep``) in a worker thread, given up after ``SWEEP_BUDGET`` seconds."""
+
+    def both() -> None:
+        sweep(overlay_root(data_dir))
+        sweep_exec_runs(data_dir)
+
+    try:
+        await off_loop(both, SWEEP_BUDGET)
+    except TimeoutError:
+        logger.warning(
+            "could not sweep what ended muse-acp processes left under %s within %gs "
+            "(its file system does not answer)",
+            data_dir,
+            SWEEP_BUDGET,
+        )
 
 
 class AgentContext:
@@ -75,9 +101,9 @@ class AgentContext:
         self._acp = connection
         self.hosting.attach(tasks)
         # A muse-acp that crashed left its hosts' settings overlays (MCP secrets) behind, and
-        # maybe exec runs still going, with their staged images.
-        sweep(overlay_root(self.config.data_dir))
-        sweep_exec_runs(self.config.data_dir)
+        # maybe exec runs still going, with their staged images. Swept in the background, off
+        # the event loop: a data directory that does not answer must stall no request.
+        tasks.start_soon(_sweep_left_behind, self.config.data_dir)
 
     @property
     def acp(self) -> Connection:

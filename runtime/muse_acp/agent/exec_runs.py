@@ -9,12 +9,13 @@ ends. Its file work runs in a worker thread within ``IO_BUDGET`` seconds; a fold
 be made is an ``RpcError`` (-32603, ``data.failure`` ``execRunUnprepared`` from the adapter)
 before anything runs, and a record that cannot be written is logged, the run going on.
 
-``sweep(data_dir)``, run when the agent starts, takes the folders of muse-acp processes that no
-longer run (killed with SIGKILL, crashed): the process group of a recorded run is killed if its
-leader is still that process (same start time) or gone (a group outliving its leader keeps the
-id from being reused), and the folder, images included, is removed. Where start times cannot
-be read (no ``/proc``), no group is signalled: a run cannot be told from a process that took
-its id.
+``sweep(data_dir)``, run in a worker thread when the agent starts, takes the folders of
+muse-acp processes that no longer run (killed with SIGKILL, crashed): the process group of a
+recorded run is killed if its leader is still that process (same start time) or gone (a group
+outliving its leader keeps the id from being reused), and the folder, images included, is
+removed. Where start times cannot be read (no ``/proc``), no group is signalled: a run cannot be
+told from a process that took its id. A record that is not a regular file (a FIFO) is never
+read, so never waited on.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Final
 import anyio
 
 from muse_acp.agent.failures import Failure
-from muse_acp.agent.private_files import off_loop, process_running, run_dir
+from muse_acp.agent.private_files import off_loop, read_regular, run_dir, sweep_ended
 from muse_acp.rpc import RpcError
 from muse_acp_wire import msp
 
@@ -56,6 +57,8 @@ logger: Final = logging.getLogger("muse_acp.agent")
 IO_BUDGET: Final = 10.0
 """Seconds the folder's file work (making, writing, removing) may take."""
 RECORD_FILE: Final = "process.json"
+_RECORD_LIMIT: Final = 4096
+"""Largest run record read; ours are a few dozen bytes."""
 _RUNS: Final = "exec-runs"
 _SUFFIXES: Final = MappingProxyType(
     {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
@@ -143,11 +146,11 @@ async def exec_run(
     try:
         try:
             await off_loop(partial(_prepare, data_dir, images, made), IO_BUDGET)
-        except OSError as error:
-            raise _unprepared(root, error.strerror or str(error)) from None
-        except TimeoutError:
+        except TimeoutError:  # an OSError too: caught first
             reason = f"its file system did not answer within {IO_BUDGET:g}s"
             raise _unprepared(root, reason) from None
+        except OSError as error:
+            raise _unprepared(root, error.strerror or str(error)) from None
         yield made[0]
     finally:
         with anyio.CancelScope(shield=True), suppress(TimeoutError):
@@ -159,9 +162,10 @@ def _remove(made: list[ExecRun]) -> None:
         shutil.rmtree(run.folder, ignore_errors=True)
 
 
-def _stop_group(record: Path) -> None:
+def _stop_group(folder: Path) -> None:
     try:
-        saved = json.loads(record.read_bytes())
+        # Opened non-blocking and only if regular, so a FIFO planted there is never waited on.
+        saved = json.loads(read_regular(folder / RECORD_FILE, _RECORD_LIMIT) or b"")
         pid, started = int(saved["pid"]), saved["startTime"]
     except (OSError, ValueError, KeyError, TypeError):
         return  # no record (the process had not started) or not one of ours
@@ -176,21 +180,9 @@ def _stop_group(record: Path) -> None:
 
 
 def sweep(data_dir: Path) -> int:
-    """Stop and remove the runs of muse-acp processes that no longer run; return how many."""
-    root = runs_root(data_dir)
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return 0
-    removed = 0
-    for entry in entries:
-        owner, _, _ = entry.name.partition("-")
-        if not owner.isdigit() or int(owner) == os.getpid() or process_running(int(owner)):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            _stop_group(Path(entry.path) / RECORD_FILE)
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed += 1
+    """Stop and remove the runs of muse-acp processes that no longer run; return how many.
+    Blocking file work: run it off the event loop."""
+    removed = sweep_ended(runs_root(data_dir), _stop_group)
     if removed:
         logger.info("removed %d exec runs left by muse-acp processes that ended", removed)
     return removed

@@ -34,7 +34,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
-    AbstractContextManager,
     AsyncExitStack,
     asynccontextmanager,
 )
@@ -77,7 +76,7 @@ HostOpener = Callable[[], AbstractAsyncContextManager[MspHost]]
 Refusal = Callable[[RpcError], "RpcError | None"]
 """Maps a host's error to the caller's own error, or None for the generic refusal."""
 
-EnvironmentScope = Callable[[Mapping[str, str]], AbstractContextManager[Mapping[str, str]]]
+EnvironmentScope = Callable[[Mapping[str, str]], AbstractAsyncContextManager[Mapping[str, str]]]
 """Makes one host process's environment from the agent's, for as long as the process runs."""
 
 
@@ -201,7 +200,7 @@ class Hosting:
             env = (
                 self.environ
                 if environment is None
-                else stack.enter_context(environment(self.environ))
+                else await stack.enter_async_context(environment(self.environ))
             )
             # Starting a host is CPU-bound; a few at a time keeps the first ones fast and every
             # one within the startup budget when many sessions open together.

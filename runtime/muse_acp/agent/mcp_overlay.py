@@ -15,12 +15,15 @@ of the same name). Everything else of the user's config home, Muse's other files
 included, is reached through symlinks, so the host sees the user's setup; the user's own files
 are only read, never written. The block gets the host's environment (``XDG_CONFIG_HOME``
 pointing at the overlay), and the overlay is removed when the block ends, which the caller
-makes the moment its host was reaped. A user settings file that is not a JSON object, or an
-overlay that cannot be written, is a ``SetupFailure`` saying what to fix.
+makes the moment its host was reaped. Making and removing it are file work in a worker thread,
+each within ``SETTINGS_TIMEOUT`` seconds. A user settings file that is not a JSON object, or an
+overlay that cannot be written (in time), is a ``SetupFailure`` saying what to fix; an overlay
+that cannot be removed in time is left to the next start's sweep.
 
 Overlays are named after the process that made them; ``sweep`` removes the ones whose process
-no longer runs (a muse-acp that crashed) and is run when the agent starts. Secret values (env,
-headers) go into the overlay's settings file only: never into a log line or a message.
+no longer runs (a muse-acp that crashed) and is run, in a worker thread, when the agent starts.
+Secret values (env, headers) go into the overlay's settings file only: never into a log line or
+a message.
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ import logging
 import os
 import secrets
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+import threading
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
+
+import anyio
 
 from muse_acp.agent import failures
 from muse_acp.agent.hosts import SetupFailure
@@ -45,9 +51,9 @@ from muse_acp.agent.private_files import (
     RUN_DIR,
     NotRegularFile,
     off_loop,
-    process_running,
     read_regular,
     run_dir,
+    sweep_ended,
 )
 
 __all__ = [
@@ -69,7 +75,7 @@ SETTINGS_FILE: Final = "settings.json"
 SETTINGS_LIMIT: Final = 1 << 20
 """Largest user settings file read (1 MiB); a bigger one is no settings file Muse wrote."""
 SETTINGS_TIMEOUT: Final = 10.0
-"""Seconds the user's settings file may take to be read."""
+"""Seconds the user's settings file may take to be read, and an overlay to be made or removed."""
 _SERVER_KEYS: Final = ("mcp_servers", "mcpServers")
 """Where Muse's settings keep MCP servers, the older spelling first (the canonical one wins)."""
 _OVERLAYS: Final = "settings-overlays"
@@ -180,22 +186,20 @@ def _link_the_rest(source: Path, target: Path, skip: str) -> None:
             (target / name).symlink_to(source / name)
 
 
-@contextmanager
-def settings_overlay(
-    root: Path,
-    servers: Sequence[McpServerSpec],
-    user: UserSettings,
-    environ: Mapping[str, str],
-) -> Iterator[Mapping[str, str]]:
-    """A private config home carrying ``servers`` for one host, from the ``user``'s settings
-    (see the module contract).
+@dataclass(slots=True)
+class _Making:
+    """What the caller of an overlay's making and its worker thread agree on (``lock``-held)."""
 
-    Raises:
-        SetupFailure: the overlay could not be made; nothing of it is left behind.
-    """
-    user_home = user.home
-    content = _settings(dict(user.document), servers, user.path)
-    overlay = root / f"{os.getpid()}-{secrets.token_hex(8)}"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    gave_up: bool = False
+    """The caller stopped waiting: the worker removes what it made."""
+    made: bool = False
+    """The worker finished the overlay before its caller gave up."""
+
+
+def _make(overlay: Path, user_home: Path, content: bytes, making: _Making) -> None:
+    """Make ``overlay`` (see the module contract); blocking file work, run in a worker thread."""
+    root = overlay.parent
     try:
         run_dir(root.parent.parent, root.name)
         _private_dir(overlay)
@@ -208,35 +212,84 @@ def settings_overlay(
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), 0o600)
             handle.write(content)
-    except OSError as error:
+    except OSError:
         shutil.rmtree(overlay, ignore_errors=True)
-        raise _refused(
-            f"its private settings file could not be written under {root} "
-            f"({error.strerror or error})."
-        ) from None
+        raise
+    with making.lock:
+        making.made = not making.gave_up
+    if not making.made:
+        shutil.rmtree(overlay, ignore_errors=True)  # nobody else will: its caller is gone
+
+
+@asynccontextmanager
+async def settings_overlay(
+    root: Path,
+    servers: Sequence[McpServerSpec],
+    user: UserSettings,
+    environ: Mapping[str, str],
+) -> AsyncIterator[Mapping[str, str]]:
+    """A private config home carrying ``servers`` for one host, from the ``user``'s settings
+    (see the module contract). Its file work runs in a worker thread, within
+    ``SETTINGS_TIMEOUT`` seconds to make it and as much to remove it.
+
+    Raises:
+        SetupFailure: the overlay could not be made in time; nothing of it is left behind.
+    """
+    content = _settings(dict(user.document), servers, user.path)
+    overlay = root / f"{os.getpid()}-{secrets.token_hex(8)}"
+    making = _Making()
+    try:
+        await off_loop(partial(_make, overlay, user.home, content, making), SETTINGS_TIMEOUT)
+    except BaseException as error:
+        with making.lock:  # held by the worker only to read this flag: never for long
+            making.gave_up = True  # from here on the worker removes whatever it makes
+        if making.made and isinstance(error, TimeoutError):
+            pass  # the worker finished as time ran out: the overlay is there
+        elif making.made:
+            await _remove(overlay)  # made just as the caller was cancelled
+            raise
+        elif isinstance(error, TimeoutError):  # an OSError too: looked at first
+            raise _refused(
+                f"its private settings file could not be written under {root} within "
+                f"{SETTINGS_TIMEOUT:g}s (its file system does not answer; check muse-acp's "
+                "data directory)."
+            ) from None
+        elif isinstance(error, OSError):
+            raise _refused(
+                f"its private settings file could not be written under {root} "
+                f"({error.strerror or error})."
+            ) from None
+        else:
+            raise
     logger.debug(
         "settings overlay %s carries MCP servers %s", overlay.name, [s.name for s in servers]
     )
     try:
         yield {**environ, CONFIG_HOME_ENV: str(overlay)}
     finally:
-        shutil.rmtree(overlay, ignore_errors=True)
+        await _remove(overlay)
+
+
+async def _remove(overlay: Path) -> None:
+    """Remove ``overlay`` off the event loop. Shielded: its host is gone, and its secrets must go
+    even when the agent is stopping; bounded, so a file system that stopped answering never
+    holds the stop up."""
+    with anyio.CancelScope(shield=True):
+        try:
+            await off_loop(partial(shutil.rmtree, overlay, ignore_errors=True), SETTINGS_TIMEOUT)
+        except TimeoutError:
+            logger.warning(
+                "the settings overlay %s could not be removed within %gs; "
+                "the next start of muse-acp removes it",
+                overlay,
+                SETTINGS_TIMEOUT,
+            )
 
 
 def sweep(root: Path) -> int:
-    """Remove the overlays of muse-acp processes that no longer run; return how many."""
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return 0
-    removed = 0
-    for entry in entries:
-        owner, _, _ = entry.name.partition("-")
-        if not owner.isdigit() or int(owner) == os.getpid() or process_running(int(owner)):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed += 1
+    """Remove the overlays of muse-acp processes that no longer run; return how many.
+    Blocking file work: run it off the event loop."""
+    removed = sweep_ended(root)
     if removed:
         logger.info("removed %d settings overlays left by muse-acp processes that ended", removed)
     return removed

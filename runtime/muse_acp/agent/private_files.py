@@ -12,8 +12,10 @@ Contract:
 * ``run_dir(data_dir, name)`` makes ``<data dir>/run/<name>``, where a muse-acp process keeps
   what lives only as long as it does (settings overlays, exec runs): ``run`` and ``name`` are
   owner-only (0700) whatever the umask, and a data directory made on the way is too.
-* ``process_running(pid)`` says whether a process of that id exists (another user's counts),
-  for sweeping what a process that ended left under ``run``.
+* ``process_running(pid)`` says whether a process of that id exists (another user's counts).
+* ``sweep_ended(root, step)`` removes what muse-acp processes that ended left in ``root``: the
+  folders named ``<pid>-<anything>`` whose process no longer runs (never this process's own),
+  calling ``step`` on each folder first when one is given; other entries are left alone.
 
 The functions do blocking file work: call them off the event loop (``off_loop``).
 """
@@ -21,6 +23,7 @@ The functions do blocking file work: call them off the event loop (``off_loop``)
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +38,7 @@ __all__ = [
     "process_running",
     "read_regular",
     "run_dir",
+    "sweep_ended",
 ]
 
 RUN_DIR: Final = "run"
@@ -105,3 +109,23 @@ def process_running(pid: int) -> bool:
     except OSError:
         return True  # it exists, as another user's: not ours to judge
     return True
+
+
+def sweep_ended(root: Path, step: Callable[[Path], None] | None = None) -> int:
+    """Remove the folders of ended muse-acp processes under ``root`` (see the module contract),
+    ``step`` run on each before it goes; return how many were removed."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0  # no such folder (nothing was ever left there) or none readable
+    removed = 0
+    for entry in entries:
+        owner, _, _ = entry.name.partition("-")
+        if not owner.isdigit() or int(owner) == os.getpid() or process_running(int(owner)):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if step is not None:
+                step(Path(entry.path))
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
