@@ -248,3 +248,12 @@ async def ext_request(agent: Agent, method: str, params: dict[str, Any]) -> dict
         raise ValueError(f"extension methods start with '_', got {method!r}")
     with anyio.fail_after(WAIT):
         return await agent.conn.ext_method(method[1:], params)
+
+
+async def host_flags(agent: Agent, session: str) -> str:
+    """The session's host flags and approval mode, as the simulated model reports them."""
+    before = len(agent.client.text(session))
+    await agent.prompt(session, "sim:flags")
+    reply = agent.client.text(session)[before:]
+    start = reply.index("[host flags:")
+    return reply[start : reply.index("]", start) + 1]

@@ -12,7 +12,7 @@ import acp
 import anyio
 import pytest
 
-from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
+from .harness import WAIT, Agent, World, failure_of, host_flags, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -34,15 +34,6 @@ def _statuses(agent: Agent, session: str) -> list[str]:
     ]
 
 
-async def _flags(agent: Agent, session: str) -> str:
-    """The host's flags and approval mode as the simulated model reports them."""
-    before = len(agent.client.text(session))
-    await agent.prompt(session, "sim:flags")
-    reply = agent.client.text(session)[before:]
-    start = reply.index("[host flags:")
-    return reply[start : reply.index("]", start) + 1]
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_each_safety_option_changes_the_host_flags(tmp_path: Path, version: str) -> None:
     world = make_world(tmp_path, version=version)
@@ -50,7 +41,7 @@ async def test_each_safety_option_changes_the_host_flags(tmp_path: Path, version
         with anyio.fail_after(WAIT):
             created = await agent.conn.new_session(cwd=str(world.workspace), mcp_servers=[])
             session = created.session_id
-            before = await _flags(agent, session)
+            before = await host_flags(agent, session)
             chosen = {
                 "sandbox": "disabled",
                 "sandboxNetwork": "restricted",
@@ -62,7 +53,7 @@ async def test_each_safety_option_changes_the_host_flags(tmp_path: Path, version
                 answer = await agent.conn.set_config_option(
                     session_id=session, config_id=config_id, value=value
                 )
-            after = await _flags(agent, session)
+            after = await host_flags(agent, session)
     offered = list(_options(created.config_options or []))
     assert offered == ["mode", "model", "reasoningEffort", *SAFETY_IDS]
     current = {k: str(o.current_value) for k, o in _options(answer.config_options).items()}
@@ -90,7 +81,7 @@ async def test_plan_mode_refuses_writes_and_shell_and_leads_with_the_plan(
             response = await agent.prompt(
                 session, "plan the cache\nsim:bash 10\nsim:edit app.py old new"
             )
-            flags = await _flags(agent, session)
+            flags = await host_flags(agent, session)
     assert response.stop_reason == "end_turn"
     assert _statuses(agent, session)[-2:] == ["failed", "failed"]
     assert flags.startswith("[host flags: --disable-write --disable-shell ")
@@ -156,7 +147,7 @@ async def test_no_sandbox_with_auto_approve_is_refused_saying_why(
             )
             with pytest.raises(acp.RequestError) as back:
                 await agent.conn.set_session_mode(session_id=session, mode_id="autoApprove")
-            flags = await _flags(agent, session)
+            flags = await host_flags(agent, session)
     assert raised.value.code == -32602
     assert failure_of(raised.value)["kind"] == "unsafeSafetyCombination"
     assert "sandbox disabled and Auto-approve mode" in str(raised.value)
@@ -197,7 +188,7 @@ async def test_safety_choices_survive_a_restart(tmp_path: Path, version: str) ->
             loaded = await agent.conn.load_session(
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
-            flags = await _flags(agent, session)
+            flags = await host_flags(agent, session)
     options = _options(loaded.config_options or [])
     assert str(options["shell"].current_value) == "disabled"
     assert str(options["approvalPolicy"].current_value) == "onRequest"

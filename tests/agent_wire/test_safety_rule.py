@@ -15,7 +15,7 @@ import pytest
 
 from muse_acp.sim.launcher import sim_command
 
-from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
+from .harness import WAIT, Agent, World, failure_of, host_flags, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -33,15 +33,6 @@ def _modes(agent: Agent, session: str) -> list[str]:
         for s, u in agent.client.updates
         if s == session and u.session_update == "current_mode_update"
     ]
-
-
-async def _flags(agent: Agent, session: str) -> str:
-    """The host's flags and approval mode as the simulated model reports them."""
-    before = len(agent.client.text(session))
-    await agent.prompt(session, "sim:flags")
-    reply = agent.client.text(session)[before:]
-    start = reply.index("[host flags:")
-    return reply[start : reply.index("]", start) + 1]
 
 
 async def _asked_before_acting(agent: Agent, session: str) -> bool:
@@ -67,7 +58,7 @@ async def test_another_clients_allow_all_is_set_back_while_the_sandbox_is_off(
             await agent.prompt(session, "sim:switch-approval allowAll")
             await agent.client.wait_until(lambda: SET_BACK in agent.client.text(session))
             asked = await _asked_before_acting(agent, session)
-            flags = await _flags(agent, session)
+            flags = await host_flags(agent, session)
     assert _modes(agent, session) == [], "the session stays in Ask mode"
     assert asked, "Muse asks before acting"
     assert flags.startswith("[host flags: --disable-sandbox")
@@ -93,7 +84,7 @@ async def test_a_host_restart_that_finds_allow_all_with_the_sandbox_off_sets_it_
             await agent.conn.set_session_mode(session_id=session, mode_id="default")
             await _set(agent, session, "sandbox", "disabled")  # the next host starts anew
             asked = await _asked_before_acting(agent, session)
-            flags = await _flags(agent, session)
+            flags = await host_flags(agent, session)
     assert _modes(agent, session) == ["autoApprove", "default"]
     assert asked, "Muse asks before acting"
     assert flags.startswith("[host flags: --disable-sandbox")
