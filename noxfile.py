@@ -60,11 +60,12 @@ def tests(session: nox.Session) -> None:
     Four workers on a two-core machine, because many tests spend most of their time waiting for
     a deadline to pass (a host that hangs must be given up on); two more workers fill that time.
     Work stealing lets an idle worker take tests queued for a busy one, so the run does not end
-    with one worker finishing a long queue alone.
+    with one worker finishing a long queue alone. The twenty slowest tests are listed at the end,
+    so a test that grows slow shows in CI's log before it nears its timeout.
     """
     session.install("-e", ".[dev,codegen]")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
-    args = session.posargs or ["-n", "4", "--dist", "worksteal"]
+    args = session.posargs or ["-n", "4", "--dist", "worksteal", "--durations=20"]
     session.run("pytest", *args, env=BYTECODE_ENV)
 
 
@@ -93,10 +94,14 @@ def fuzz(session: nox.Session) -> None:
     """Fuzz the agent's wire for long: $MUSE_ACP_FUZZ_EXAMPLES examples per test (default 3000)."""
     session.install("-e", ".[dev]")
     examples = os.environ.get("MUSE_ACP_FUZZ_EXAMPLES", "3000")
+    # An example takes a tenth of a second on a loaded machine: the usual per-test timeout
+    # would cut a long run short, so each test gets a second per example on top of it.
+    extra = int(examples) if examples.strip().isdigit() else 0
     session.run(
         "pytest",
         "tests/robust/test_fuzz_frames.py",
         "tests/robust/test_fuzz_prompts.py",
+        f"--timeout={120 + extra}",
         *session.posargs,
         env={"MUSE_ACP_FUZZ_EXAMPLES": examples},
     )
