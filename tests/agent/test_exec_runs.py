@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.agent.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
+from muse_acp.agent.hosting.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
 from muse_acp.rpc import INTERNAL_ERROR, RpcError
 
 

@@ -15,15 +15,15 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent.hosts import SetupFailure
-from muse_acp.agent.mcp_overlay import (
+from muse_acp.agent.hosting.hosts import SetupFailure
+from muse_acp.agent.hosting.mcp_overlay import (
     UserSettings,
     overlay_root,
     read_user_settings,
     settings_overlay,
     sweep,
 )
-from muse_acp.agent.mcp_servers import McpServerSpec, check_servers
+from muse_acp.agent.mcp.mcp_servers import McpServerSpec, check_servers
 from muse_acp.rpc import INTERNAL_ERROR
 from muse_acp_wire import acp
 
@@ -200,7 +200,7 @@ _UMASK_RUN = """
 import json, os, sys
 from pathlib import Path
 import anyio
-from muse_acp.agent.mcp_overlay import overlay_root, read_user_settings, settings_overlay
+from muse_acp.agent.hosting.mcp_overlay import overlay_root, read_user_settings, settings_overlay
 from tests.agent.test_mcp_overlay import _servers
 os.umask(0)
 data, env = Path(sys.argv[1]), {"XDG_CONFIG_HOME": sys.argv[2]}
