@@ -12,7 +12,7 @@ from __future__ import annotations
 import anyio
 
 from bench.workload import SESSION_ID, chunk_text, requested_updates
-from muse_acp.agent.chunk_frames import encoded_chunk, encoded_session_id
+from muse_acp.agent.translation.chunk_frames import encoded_chunk, encoded_session_id
 from muse_acp.rpc import (
     Connection,
     FrameReader,

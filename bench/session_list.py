@@ -32,7 +32,7 @@ import anyio
 from bench.peer import Peer, cpu_seconds, peak_rss_mib, spawn_peer
 from bench.report import Figure, Measurement, Ratio, ratios_of
 from bench.world import World, adapter_command
-from muse_acp.agent.listing import LIST_PAGE_SIZE
+from muse_acp.agent.methods.listing import LIST_PAGE_SIZE
 from muse_acp.rpc import JsonObject
 from muse_acp.sim.serve.commands import DEFAULT_MODE
 from muse_acp.sim.serve.reads import DEFAULT_MODEL

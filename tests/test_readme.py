@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from muse_acp import __version__
-from muse_acp.agent.commands import BUILTINS
+from muse_acp.agent.commands.commands import BUILTINS
 from muse_acp.agent.routes import REQUESTS
 from muse_acp.client import connect
 from muse_acp.config import Deadlines

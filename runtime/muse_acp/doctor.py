@@ -48,7 +48,7 @@ from typing import Any, Final, TextIO, TypeAlias
 import anyio
 
 from muse_acp import __version__
-from muse_acp.agent.account import describe_credential
+from muse_acp.agent.commands.account import describe_credential
 from muse_acp.config import (
     ENV_MUSE_BIN,
     ENV_TRUST_NEWER,

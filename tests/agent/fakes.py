@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.session import AcpSession
+from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.rpc import Payload, RawJson, encode_message
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp_wire import acp

@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent import account
-from muse_acp.agent.account import account_meta, describe_credential, read_account
+from muse_acp.agent.commands import account
+from muse_acp.agent.commands.account import account_meta, describe_credential, read_account
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.hosts import HostKeeper
+from muse_acp.agent.hosting.hosts import HostKeeper
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.rpc import AUTH_REQUIRED, RpcError
 from muse_acp.sim.launcher import write_launcher

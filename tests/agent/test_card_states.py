@@ -7,11 +7,11 @@ from typing import Any, Final
 
 import pytest
 
-from muse_acp.agent.card_states import TURN_FILE_TEXT_LIMIT_BYTES, TurnCards
-from muse_acp.agent.file_changes import FileBefore
-from muse_acp.agent.permissions import PermissionCard
-from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES
-from muse_acp.agent.tool_cards import CardItem
+from muse_acp.agent.asks.permissions import PermissionCard
+from muse_acp.agent.cards.card_states import TURN_FILE_TEXT_LIMIT_BYTES, TurnCards
+from muse_acp.agent.cards.file_changes import FileBefore
+from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES
+from muse_acp.agent.cards.tool_cards import CardItem
 from muse_acp_wire import acp, msp
 
 SESSION: Final = "sess-1"

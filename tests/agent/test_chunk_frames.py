@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import Field
 
-from muse_acp.agent.chunk_frames import (
+from muse_acp.agent.translation.chunk_frames import (
     UPDATE,
     _template,
     encoded_chunk,
@@ -16,7 +16,7 @@ from muse_acp.agent.chunk_frames import (
     encoded_plain_notification,
     encoded_session_id,
 )
-from muse_acp.agent.translate import PlainChunk
+from muse_acp.agent.translation.translate import PlainChunk
 from muse_acp.rpc import encode_notification, encode_value
 from muse_acp_wire import acp
 

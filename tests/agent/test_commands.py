@@ -13,19 +13,18 @@ from typing import Any, TypeVar, cast
 import anyio
 import pytest
 
-from muse_acp.agent import commands, skills
-from muse_acp.agent.commands import (
+from muse_acp.agent.commands import commands
+from muse_acp.agent.commands.commands import (
     BUILTINS,
     CommandInvocation,
     available_commands,
     recognise,
     refusal,
 )
-from muse_acp.agent.config_options import ModelCatalog, ModelChoice, SessionSettings
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.hosts import Hosting
-from muse_acp.agent.session import AcpSession
-from muse_acp.agent.skills import (
+from muse_acp.agent.hosting import skills
+from muse_acp.agent.hosting.hosts import Hosting
+from muse_acp.agent.hosting.skills import (
     MAX_SKILLS_SHOWN,
     Skill,
     SkillsCatalog,
@@ -34,7 +33,9 @@ from muse_acp.agent.skills import (
     parse_skills,
     skills_reply,
 )
-from muse_acp.agent.work import SessionWork
+from muse_acp.agent.options.config_options import ModelCatalog, ModelChoice, SessionSettings
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.turns.work import SessionWork
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.host.binary import HostUnavailable, MuseBinary
 from muse_acp.host.client import MspHost

@@ -9,7 +9,7 @@ from typing import Any
 import acp.schema as sdk
 import pytest
 
-from muse_acp.agent.config_options import (
+from muse_acp.agent.options.config_options import (
     EFFORTS,
     MODES,
     ModelCatalog,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.delegated_titles import delegated_title
+from muse_acp.agent.cards.delegated_titles import delegated_title
 from muse_acp_wire import msp
 
 BASE: dict[str, Any] = {"itemId": "i-1", "turnId": "t-1", "revision": 1, "status": "inProgress"}

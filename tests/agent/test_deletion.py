@@ -11,8 +11,8 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from muse_acp.agent.deletion import delete_natively, outcome_failure
-from muse_acp.agent.failures import deadline_exceeded, host_exited, host_rejected
+from muse_acp.agent.errors.failures import deadline_exceeded, host_exited, host_rejected
+from muse_acp.agent.methods.deletion import delete_natively, outcome_failure
 from muse_acp.host.client import EventListener, MspHost
 from muse_acp.rpc import RpcError
 from muse_acp_wire import msp

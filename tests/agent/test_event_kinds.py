@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent import interactions, session_state, turn
-from muse_acp.agent.event_kinds import (
+from muse_acp.agent.announcements import session_state
+from muse_acp.agent.translation.event_kinds import (
     ASKS,
     ITEM_EVENTS,
     MAX_KINDS,
@@ -20,6 +20,7 @@ from muse_acp.agent.event_kinds import (
     TURN_LIFECYCLE,
     EventKinds,
 )
+from muse_acp.agent.turns import interactions, turn
 from muse_acp_wire import msp
 
 

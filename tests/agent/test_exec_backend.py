@@ -11,10 +11,15 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent.capabilities import Negotiated, initialize_response, negotiate, not_on_exec
-from muse_acp.agent.config_options import ModelChoice, SessionSettings
-from muse_acp.agent.exec_runs import exec_run
-from muse_acp.agent.exec_turn import (
+from muse_acp.agent.handshake.capabilities import (
+    Negotiated,
+    initialize_response,
+    negotiate,
+    not_on_exec,
+)
+from muse_acp.agent.hosting.exec_runs import exec_run
+from muse_acp.agent.options.config_options import ModelChoice, SessionSettings
+from muse_acp.agent.prompts.exec_turn import (
     MAX_LINE_BYTES,
     MAX_PROMPT_BYTES,
     ExecTurn,

@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from muse_acp.agent import exec_runs
-from muse_acp.agent.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
-from muse_acp.agent.private_files import run_dir
+from muse_acp.agent.hosting import exec_runs
+from muse_acp.agent.hosting.exec_runs import RECORD_FILE, exec_run, runs_root, start_time, sweep
+from muse_acp.agent.hosting.private_files import run_dir
 from muse_acp.rpc import INTERNAL_ERROR, RpcError
 
 WAIT = 30.0

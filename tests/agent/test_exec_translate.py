@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.exec_translate import (
+from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES
+from muse_acp.agent.translation.exec_translate import (
     ExecFormatError,
     ExecTranslator,
     approval_unroutable,
     exec_outcome,
     protocol_error,
 )
-from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES
 from muse_acp.rpc import AUTH_REQUIRED, INTERNAL_ERROR, RpcError
 
 

@@ -6,12 +6,12 @@ from typing import Any, get_args
 
 import pytest
 
-from muse_acp.agent.ask_failures import (
+from muse_acp.agent.asks.ask_failures import (
     automatic_unavailable,
     client_answer_failed,
     user_input_unsupported,
 )
-from muse_acp.agent.failures import (
+from muse_acp.agent.errors.failures import (
     Failure,
     Phase,
     deadline_exceeded,

@@ -7,10 +7,10 @@ from typing import Any, Final
 
 import pytest
 
-from muse_acp.agent import file_change_report
-from muse_acp.agent.capabilities import Negotiated, initialize_response, negotiate
-from muse_acp.agent.card_states import TurnCards
-from muse_acp.agent.file_change_report import PATHS_LIMIT, UNCERTAINTY, report, requested
+from muse_acp.agent.cards.card_states import TurnCards
+from muse_acp.agent.handshake import file_change_report
+from muse_acp.agent.handshake.capabilities import Negotiated, initialize_response, negotiate
+from muse_acp.agent.handshake.file_change_report import PATHS_LIMIT, UNCERTAINTY, report, requested
 from muse_acp.host.features import features_of
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp, msp

@@ -10,8 +10,8 @@ from typing import Final
 import anyio
 import pytest
 
-from muse_acp.agent import file_changes
-from muse_acp.agent.file_changes import (
+from muse_acp.agent.cards import file_changes
+from muse_acp.agent.cards.file_changes import (
     FILE_TEXT_LIMIT_BYTES,
     FileBefore,
     absolute_path,

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from muse_acp.agent import git_snapshot
-from muse_acp.agent.git_snapshot import SNAPSHOT_LIMIT, ReviewTarget, snapshot
+from muse_acp.agent.commands import git_snapshot
+from muse_acp.agent.commands.git_snapshot import SNAPSHOT_LIMIT, ReviewTarget, snapshot
 from muse_acp.rpc import RpcError
 
 from .git_traps import make_traps

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from muse_acp.agent.goal_state import announced_goal, goal_text, goal_update
-from muse_acp.agent.mcp_listing import mcp_text
-from muse_acp.agent.mcp_servers import McpServerSpec
-from muse_acp.agent.translate import TurnTranslator
+from muse_acp.agent.commands.mcp_listing import mcp_text
+from muse_acp.agent.mcp.mcp_servers import McpServerSpec
+from muse_acp.agent.translation.goal_state import announced_goal, goal_text, goal_update
+from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp_wire import acp, msp
 
 ENVELOPE = {"sessionId": "host-sess", "viewCursor": "v:host-sess:4"}

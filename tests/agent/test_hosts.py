@@ -10,9 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent import failures, hosts
-from muse_acp.agent.hosts import MAX_CONCURRENT_STARTS, Hosting, HostKeeper, ask
-from muse_acp.agent.output_reference import MAX_PROOFS, ProofCache
+from muse_acp.agent.cards.output_reference import MAX_PROOFS, ProofCache
+from muse_acp.agent.errors import failures
+from muse_acp.agent.hosting import hosts
+from muse_acp.agent.hosting.hosts import MAX_CONCURRENT_STARTS, Hosting, HostKeeper, ask
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.host.client import MspHost, open_host
 from muse_acp.rpc import RpcError

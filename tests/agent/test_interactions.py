@@ -13,9 +13,9 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from muse_acp.agent import failures
-from muse_acp.agent.card_states import TurnCards
-from muse_acp.agent.interactions import Interactions
+from muse_acp.agent.cards.card_states import TurnCards
+from muse_acp.agent.errors import failures
+from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.rpc import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp_wire import acp, msp

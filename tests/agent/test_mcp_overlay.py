@@ -17,17 +17,17 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent import mcp_overlay
-from muse_acp.agent.hosts import Hosting, HostKeeper, SetupFailure
-from muse_acp.agent.mcp_overlay import (
+from muse_acp.agent.hosting import mcp_overlay
+from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, SetupFailure
+from muse_acp.agent.hosting.mcp_overlay import (
     UserSettings,
     overlay_root,
     read_user_settings,
     settings_overlay,
     sweep,
 )
-from muse_acp.agent.mcp_servers import McpServerSpec, check_servers
-from muse_acp.agent.private_files import run_dir
+from muse_acp.agent.hosting.private_files import run_dir
+from muse_acp.agent.mcp.mcp_servers import McpServerSpec, check_servers
 from muse_acp.config import AdapterConfig
 from muse_acp.rpc import INTERNAL_ERROR
 from muse_acp.sim.launcher import write_launcher
@@ -207,7 +207,7 @@ _UMASK_RUN = """
 import json, os, sys
 from pathlib import Path
 import anyio
-from muse_acp.agent.mcp_overlay import overlay_root, read_user_settings, settings_overlay
+from muse_acp.agent.hosting.mcp_overlay import overlay_root, read_user_settings, settings_overlay
 from tests.agent.test_mcp_overlay import _servers
 os.umask(0)
 data, env = Path(sys.argv[1]), {"XDG_CONFIG_HOME": sys.argv[2]}

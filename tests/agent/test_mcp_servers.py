@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.mcp_config import session_config
-from muse_acp.agent.mcp_servers import (
+from muse_acp.agent.mcp.mcp_config import session_config
+from muse_acp.agent.mcp.mcp_servers import (
     check_host,
     check_servers,
     delivery,

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import acp.schema as sdk
 import pytest
 
-from muse_acp.agent.permissions import (
+from muse_acp.agent.asks.permissions import (
     TITLE_LIMIT,
     ApprovalView,
     PermissionCard,

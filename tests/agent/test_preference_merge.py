@@ -15,17 +15,17 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from muse_acp.agent import preference_files
-from muse_acp.agent.config_options import ModelChoice, SessionSettings
-from muse_acp.agent.preferences import (
+from muse_acp.agent.options import preference_files
+from muse_acp.agent.options.config_options import ModelChoice, SessionSettings
+from muse_acp.agent.options.preferences import (
     IO_TIMEOUT,
     PreferenceStore,
     SettingsChange,
     StoredSettings,
 )
-from muse_acp.agent.remembered import stored_elsewhere, to_stored
-from muse_acp.agent.safety import SafetyChoices
-from muse_acp.agent.tombstones import Tombstones
+from muse_acp.agent.options.remembered import stored_elsewhere, to_stored
+from muse_acp.agent.options.safety import SafetyChoices
+from muse_acp.agent.sessions.tombstones import Tombstones
 from muse_acp.rpc.errors import INTERNAL_ERROR, RpcError
 
 SESSION: Final = "0190b5c2-7a1e-7c3d-9f00-123456789abc"
@@ -117,7 +117,7 @@ def test_a_write_waits_for_another_process_s_rewrite_and_keeps_it(
         waiting.set()  # the writer found the lock held and waits for it
         real_sleep(seconds)
 
-    monkeypatch.setattr("muse_acp.agent.preference_files.time.sleep", noticed)
+    monkeypatch.setattr("muse_acp.agent.options.preference_files.time.sleep", noticed)
     change = SettingsChange.between(DEFAULTS, replace(DEFAULTS, mode_id="plan"))
     results: list[Any] = []
     lock = os.open(store.directory / f"{SESSION}.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -287,8 +287,8 @@ def test_a_write_that_waited_through_a_deletion_excludes_later_writers(
             os.close(probe)
         real_write(path, document)
 
-    monkeypatch.setattr("muse_acp.agent.preference_files.time.sleep", noticed)
-    monkeypatch.setattr("muse_acp.agent.preferences.write_document", probing)
+    monkeypatch.setattr("muse_acp.agent.options.preference_files.time.sleep", noticed)
+    monkeypatch.setattr("muse_acp.agent.options.preferences.write_document", probing)
     change = SettingsChange.between(DEFAULTS, replace(DEFAULTS, mode_id="plan"))
     deleting = os.open(lock_path, os.O_RDWR)
     try:

@@ -13,8 +13,8 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from muse_acp.agent import preferences
-from muse_acp.agent.preferences import (
+from muse_acp.agent.options import preferences
+from muse_acp.agent.options.preferences import (
     MAX_FILE_BYTES,
     SCHEMA_VERSION,
     PreferenceStore,

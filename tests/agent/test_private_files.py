@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from muse_acp.agent.private_files import sweep_ended
+from muse_acp.agent.hosting.private_files import sweep_ended
 
 
 def _ended_pid() -> int:

@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import pytest
 
-from muse_acp.agent.progress import (
+from muse_acp.agent.cards.progress import (
     CARD_TEXT_LIMIT_BYTES,
     PLAN_ENTRY_LIMIT,
     PLAN_TEXT_LIMIT_BYTES,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 from pydantic import BaseModel
 
-from muse_acp.agent.prompt_content import (
+from muse_acp.agent.translation.prompt_content import (
     BINARY_MIME_TYPES,
     IMAGE_MIME_TYPES,
     MAX_EMBEDDED_BYTES,

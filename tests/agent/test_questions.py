@@ -8,7 +8,7 @@ from typing import Any
 import acp.schema as sdk
 import pytest
 
-from muse_acp.agent.questions import (
+from muse_acp.agent.asks.questions import (
     FREE_TEXT_LIMIT,
     answers_from_response,
     elicitation_request,

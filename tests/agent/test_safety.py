@@ -9,16 +9,16 @@ from typing import cast
 
 import pytest
 
-from muse_acp.agent.approval_policy import set_back
-from muse_acp.agent.config_options import (
+from muse_acp.agent.hosting.approval_policy import set_back
+from muse_acp.agent.options.config_options import (
     SessionSettings,
     apply_config_option,
     config_options as options_of,
     host_flags,
 )
-from muse_acp.agent.preferences import PreferenceStore, SettingsChange, StoredSettings
-from muse_acp.agent.remembered import restored, to_stored
-from muse_acp.agent.safety import (
+from muse_acp.agent.options.preferences import PreferenceStore, SettingsChange, StoredSettings
+from muse_acp.agent.options.remembered import restored, to_stored
+from muse_acp.agent.options.safety import (
     CONTROLS,
     SafetyChoices,
     apply_safety,

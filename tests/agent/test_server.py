@@ -12,7 +12,7 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from muse_acp.agent.capabilities import (
+from muse_acp.agent.handshake.capabilities import (
     InitializeParams,
     Negotiated,
     initialize_response,
@@ -188,7 +188,7 @@ def test_answering_initialize_loads_neither_the_sessions_machinery_nor_most_mode
     probe = (
         "import sys, muse_acp.agent.server; "
         "print(sorted(m for m in sys.modules if m.startswith(('muse_acp_wire.msp_1', "
-        "'muse_acp.agent.context', 'muse_acp.agent.routes', 'muse_acp.agent.session')) "
+        "'muse_acp.agent.context', 'muse_acp.agent.routes', 'muse_acp.agent.sessions.session')) "
         "or m == 'muse_acp_wire.acp'))"
     )
     done = subprocess.run(

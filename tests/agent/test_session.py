@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.session import MAX_CLOSED_KEPT
+from muse_acp.agent.sessions.session import MAX_CLOSED_KEPT
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.rpc import INVALID_REQUEST, RESOURCE_NOT_FOUND, RpcError
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.status import ContextUse, HostFacts, StatusFacts, status_text
+from muse_acp.agent.translation.status import ContextUse, HostFacts, StatusFacts, status_text
 
 RUNNING = HostFacts("1.4.2", True, "1.4.2", True)
 

@@ -9,11 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent.capabilities import Negotiated
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.session import AcpSession
-from muse_acp.agent.steering import handle_compatible_steering, handle_muse_steer
-from muse_acp.agent.steering_queue import MAX_WAITING, SteeringQueue, SteerTarget
+from muse_acp.agent.handshake.capabilities import Negotiated
+from muse_acp.agent.methods.steering import handle_compatible_steering, handle_muse_steer
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.turns.steering_queue import MAX_WAITING, SteeringQueue, SteerTarget
 from muse_acp.config import AdapterConfig
 from muse_acp.rpc import RequestContext, RpcError
 from muse_acp_wire import acp, msp

@@ -9,9 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.agent.capabilities import Negotiated
-from muse_acp.agent.context import AgentContext
-from muse_acp.agent.output_reference import (
+from muse_acp.agent.cards.output_reference import (
     HISTORY_PAGE_SIZE,
     MAX_HISTORY_PAGES,
     OutputRead,
@@ -23,7 +21,9 @@ from muse_acp.agent.output_reference import (
     page_response,
     stored_reference,
 )
-from muse_acp.agent.stored_output import handle_read_output
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.handshake.capabilities import Negotiated
+from muse_acp.agent.methods.stored_output import handle_read_output
 from muse_acp.config import AdapterConfig
 from muse_acp.rpc import RawJson, RequestContext, RpcError, encode_value
 from muse_acp.rpc.decoding import decode_frame

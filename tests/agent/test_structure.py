@@ -1,7 +1,10 @@
-"""The agent core's shape: imports flow one way, modules stay small, state lives in sessions.
+"""The agent core's shape: packages in one order, imports flowing down it, modules small, state
+in sessions.
 
-Checked statically (every import statement, ``TYPE_CHECKING`` blocks and function bodies
-included) and by importing each module alone in a fresh interpreter.
+The agent's packages (and the three modules on its top level) are stacked in ``ORDER``, written
+once here and once in docs/architecture.md: each imports only those below it. Checked
+statically (every import statement, ``TYPE_CHECKING`` blocks and function bodies included) and
+by importing each module alone in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -9,18 +12,45 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
 import pytest
 
-RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
-PACKAGES = ("muse_acp.agent", "muse_acp.host")
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = ROOT / "runtime"
+AGENT = "muse_acp.agent"
+AGENT_FOLDER = RUNTIME / AGENT.replace(".", "/")
+PACKAGES = (AGENT, "muse_acp.host")
 MAX_LINES = 400
+MAX_MODULES = 25
+"""Modules in one folder of the agent (its top level included)."""
+
+ORDER = (
+    "errors",
+    "asks",
+    "mcp",
+    "handshake",
+    "options",
+    "hosting",
+    "cards",
+    "translation",
+    "turns",
+    "sessions",
+    "context",
+    "announcements",
+    "prompts",
+    "commands",
+    "methods",
+    "routes",
+    "server",
+)
+"""The agent's packages and top-level modules, lowest first."""
 
 # Module-level mutable values that are not per-session state, and why.
 ALLOWED_MODULE_STATE = {
@@ -31,15 +61,42 @@ ALLOWED_MODULE_STATE = {
 }
 
 
+def _files(root: Path, package: str) -> dict[str, Path]:
+    """Every module of ``package`` under ``root`` by dotted name, packages as their
+    ``__init__``."""
+    found = {}
+    for path in sorted((root / package.replace(".", "/")).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
 def _modules() -> list[str]:
     names = []
     for package in PACKAGES:
-        folder = RUNTIME / package.replace(".", "/")
-        names += sorted(f"{package}.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__")
+        names += [
+            name for name, path in _files(RUNTIME, package).items() if path.stem != "__init__"
+        ]
     return names
 
 
 MODULES = _modules()
+
+
+def _mentioned(name: str, path: Path) -> Iterator[str]:
+    """The dotted names the import statements of module ``name`` mention, anywhere in it
+    (relative imports resolved)."""
+    here = name if path.stem == "__init__" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
 def _path(module: str) -> Path:
@@ -48,16 +105,7 @@ def _path(module: str) -> Path:
 
 def _imports(module: str) -> Iterator[str]:
     """Every module of the agent core or host package that ``module`` imports, anywhere."""
-    tree = ast.parse(_path(module).read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            base = node.module
-            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        yield from (target for target in targets if target in MODULES)
+    yield from (target for target in _mentioned(module, _path(module)) if target in MODULES)
 
 
 GRAPH = {module: set(_imports(module)) for module in MODULES}
@@ -101,11 +149,11 @@ def test_the_import_graph_has_no_cycles() -> None:
 
 def test_a_cycle_would_be_found() -> None:
     # The check itself must be able to fail.
-    GRAPH["muse_acp.agent.failures"].add("muse_acp.agent.server")
+    GRAPH["muse_acp.agent.errors.failures"].add("muse_acp.agent.server")
     try:
         assert _cycles()
     finally:
-        GRAPH["muse_acp.agent.failures"].discard("muse_acp.agent.server")
+        GRAPH["muse_acp.agent.errors.failures"].discard("muse_acp.agent.server")
 
 
 def _handler_modules() -> set[str]:
@@ -122,7 +170,8 @@ def _handler_modules() -> set[str]:
 
 def test_no_handler_module_imports_another() -> None:
     handlers = _handler_modules()
-    assert "muse_acp.agent.prompting" in handlers
+    methods = {module for module in MODULES if module.startswith(f"{AGENT}.methods.")}
+    assert handlers - {f"{AGENT}.routes"} == methods
     crossing = {
         (module, target)
         for module in handlers
@@ -234,8 +283,106 @@ def test_the_import_check_reports_a_module_that_fails_alone() -> None:
 
 
 def test_the_check_sees_every_module() -> None:
-    assert "muse_acp.agent.session" in MODULES
+    assert "muse_acp.agent.sessions.session" in MODULES
+    assert "muse_acp.agent.server" in MODULES
     assert "muse_acp.host.client" in MODULES
     assert not subprocess.run(
         [sys.executable, "-c", "import muse_acp.agent"], check=False
     ).returncode
+
+
+def order_breaches(root: Path, package: str, order: Sequence[str]) -> list[str]:
+    """Each import in ``package`` (under ``root``) of a part of it (a subpackage or top-level
+    module) that is not below the importer's own part in ``order``, and each part ``order``
+    does not name."""
+    files = _files(root, package)
+    depth = len(package.split("."))
+    breaches = []
+    for name, path in files.items():
+        part = name.split(".")[depth] if name != package else None
+        if part is not None and part not in order:
+            breaches.append(f"{name} is in {part}, which the order does not name")
+            continue
+        for target in _mentioned(name, path):
+            if part is None or not target.startswith(f"{package}."):
+                continue
+            other = target.split(".")[depth]
+            if other != part and other in order and order.index(other) > order.index(part):
+                breaches.append(f"{name} imports {target}, which is above it")
+    return sorted(set(breaches))
+
+
+def test_each_package_imports_only_packages_below_it() -> None:
+    assert order_breaches(RUNTIME, AGENT, ORDER) == []
+
+
+def _fake_agent(root: Path, high_import: str) -> None:
+    for folder, text in {
+        "fake/__init__.py": "",
+        "fake/low/__init__.py": '"""Low."""\n',
+        "fake/low/base.py": high_import,
+        "fake/high/__init__.py": '"""High."""\n',
+        "fake/high/top.py": "from fake.low.base import x\n",
+    }.items():
+        (root / folder).parent.mkdir(parents=True, exist_ok=True)
+        (root / folder).write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "high_import",
+    [
+        "from fake.high.top import y\n",
+        "from fake.high import top\n",
+        "import fake.high.top\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from fake.high.top import y\n",
+        "def later() -> None:\n    from ..high import top\n",
+    ],
+    ids=["from-module", "from-package", "import", "type-only", "deferred-relative"],
+)
+def test_the_order_check_fails_when_a_lower_package_imports_a_higher_one(
+    tmp_path: Path, high_import: str
+) -> None:
+    _fake_agent(tmp_path, "x = 1\n")
+    assert order_breaches(tmp_path, "fake", ("low", "high")) == []
+    _fake_agent(tmp_path, high_import)
+    assert order_breaches(tmp_path, "fake", ("low", "high")) != []
+
+
+def test_the_order_check_fails_on_a_package_the_order_does_not_name(tmp_path: Path) -> None:
+    _fake_agent(tmp_path, "x = 1\n")
+    assert order_breaches(tmp_path, "fake", ("low",)) != []
+
+
+def _parts() -> set[str]:
+    """The agent's subpackages and top-level modules, as they are on disk."""
+    found = {path.stem for path in AGENT_FOLDER.glob("*.py")}
+    found |= {path.name for path in AGENT_FOLDER.glob("*/__init__.py") for path in [path.parent]}
+    return found - {"__init__"}
+
+
+def test_the_order_names_each_part_of_the_agent_once() -> None:
+    assert len(set(ORDER)) == len(ORDER)
+    assert set(ORDER) == _parts()
+
+
+def test_no_folder_of_the_agent_holds_too_many_modules() -> None:
+    folders = [AGENT_FOLDER, *(path.parent for path in AGENT_FOLDER.glob("*/__init__.py"))]
+    counts = {
+        folder.name: len([path for path in folder.glob("*.py") if path.stem != "__init__"])
+        for folder in folders
+    }
+    assert {name: count for name, count in counts.items() if count > MAX_MODULES} == {}
+
+
+@pytest.mark.parametrize("part", [part for part in ORDER if (AGENT_FOLDER / part).is_dir()])
+def test_each_package_states_its_contract_and_runs_no_code(part: str) -> None:
+    tree = ast.parse((AGENT_FOLDER / part / "__init__.py").read_text(encoding="utf-8"))
+    assert ast.get_docstring(tree)
+    assert not [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
+def test_the_architecture_page_gives_the_same_order() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    paragraph = page[page.index("- **`muse_acp.agent`**") :].split("\n- ")[0]
+    named = [name for name in re.findall(r"`([a-z_]+)`", paragraph) if name in ORDER]
+    assert named == list(ORDER)

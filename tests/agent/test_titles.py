@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.titles import (
+from muse_acp.agent.options.titles import (
     MAX_TITLE_LENGTH,
     PROMPT_TITLE_LENGTH,
     check_user_title,

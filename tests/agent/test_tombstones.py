@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from muse_acp.agent.preferences import PreferenceStore
-from muse_acp.agent.tombstones import Tombstones
+from muse_acp.agent.options.preferences import PreferenceStore
+from muse_acp.agent.sessions.tombstones import Tombstones
 from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 
 pytestmark = pytest.mark.anyio

@@ -8,10 +8,10 @@ from typing import Any, Final
 
 import pytest
 
-from muse_acp.agent.file_changes import NOT_READ_NOTE, FileBefore
-from muse_acp.agent.output_cards import BASELINE_OUTPUT, OUTPUT_META_KEY, OutputPolicy
-from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES, OutputBuffer
-from muse_acp.agent.tool_cards import (
+from muse_acp.agent.cards.file_changes import NOT_READ_NOTE, FileBefore
+from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OUTPUT_META_KEY, OutputPolicy
+from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES, OutputBuffer
+from muse_acp.agent.cards.tool_cards import (
     ARGS_LIMIT_BYTES,
     CardFacts,
     CardItem,

@@ -11,10 +11,10 @@ from typing import Any, Final
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from muse_acp.agent.file_changes import FileBefore
-from muse_acp.agent.output_cards import OutputPolicy
-from muse_acp.agent.progress import CARD_TEXT_LIMIT_BYTES
-from muse_acp.agent.translate import PlainChunk, TurnTranslator
+from muse_acp.agent.cards.file_changes import FileBefore
+from muse_acp.agent.cards.output_cards import OutputPolicy
+from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES
+from muse_acp.agent.translation.translate import PlainChunk, TurnTranslator
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 

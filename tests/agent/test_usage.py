@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from muse_acp.agent.status import ContextUse
-from muse_acp.agent.usage import PlanUse, TokenUse, usage_lines, usage_update, with_usage
+from muse_acp.agent.translation.status import ContextUse
+from muse_acp.agent.translation.usage import (
+    PlanUse,
+    TokenUse,
+    usage_lines,
+    usage_update,
+    with_usage,
+)
 from muse_acp_wire import acp, msp
 
 

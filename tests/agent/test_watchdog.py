@@ -7,7 +7,7 @@ import logging
 import anyio
 import pytest
 
-from muse_acp.agent.watchdog import SilenceWatch
+from muse_acp.agent.turns.watchdog import SilenceWatch
 
 pytestmark = pytest.mark.anyio
 

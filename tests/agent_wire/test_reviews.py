@@ -13,7 +13,7 @@ import acp
 import anyio
 import pytest
 
-from muse_acp.agent.git_snapshot import SNAPSHOT_LIMIT
+from muse_acp.agent.commands.git_snapshot import SNAPSHOT_LIMIT
 from tests.agent.git_traps import make_traps
 
 from .harness import WAIT, Agent, World, failure_of, make_world, running_agent

@@ -18,7 +18,7 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from muse_acp.agent.preferences import SESSIONS_DIRECTORY
+from muse_acp.agent.options.preferences import SESSIONS_DIRECTORY
 from muse_acp.agent.routes import REQUESTS
 from tests.robust.rawagent import EXTENSIONS, RawAgent, id_key, raw_agent
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from muse_acp.agent.failures import stop_reason
-from muse_acp.agent.prompt_params import PROMPT_PARAMS
-from muse_acp.agent.session import SessionRegistry, check_session_id
-from muse_acp.agent.workspace import check_workspace
+from muse_acp.agent.errors.failures import stop_reason
+from muse_acp.agent.errors.workspace import check_workspace
+from muse_acp.agent.sessions.session import SessionRegistry, check_session_id
+from muse_acp.agent.translation.prompt_params import PROMPT_PARAMS
 from muse_acp.rpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,

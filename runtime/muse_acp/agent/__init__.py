@@ -1,14 +1,12 @@
 """The ACP agent side of muse-acp: how a Muse host's sessions and turns appear to an ACP client.
 
-Modules import downward only (see ``tests/agent/test_structure.py``): pure protocol modules
-(``failures``, ``config_options``, ``permissions``, ``questions``, ``prompt_content``,
-``progress``, ``output_cards``, ``file_changes`` (which also reads the files that tools are
-about to change), ``tool_cards``, ``card_states``, ``translate``, ``capabilities``, ``titles``,
-``preferences``), then what ``initialize`` needs (``startup``), then host keeping (``hosts``),
-then a session's parts (``execution``,
-``steering_queue``, ``work``, ``interactions``, ``turn``), then ``session`` and ``context``,
-then the features and handlers, their tables (``routes``), and ``server`` on top, which
-imports ``routes`` only once ``initialize`` is answered.
+Sub-packages by protocol concept, each stating its contract in its ``__init__``, stacked so that
+each imports only those below it (see ``tests/agent/test_structure.py``): ``errors``, ``asks``,
+``mcp``, ``handshake``, ``options``, ``hosting``, ``cards``, ``translation``, ``turns``,
+``sessions``, then the module ``context`` (what one connection's handlers share), then
+``announcements``, ``prompts``, ``commands``, ``methods`` (one module per ACP method family),
+their tables (the module ``routes``), and ``server`` on top, which imports ``routes`` only once
+``initialize`` is answered.
 """
 
 __all__: list[str] = []

@@ -23,19 +23,19 @@ from typing import Final
 
 from anyio.abc import TaskGroup
 
-from muse_acp.agent.capabilities import Negotiated
-from muse_acp.agent.config_options import ModelCatalog, SessionSettings
-from muse_acp.agent.exec_runs import sweep as sweep_exec_runs
-from muse_acp.agent.hosts import Hosting, HostKeeper
-from muse_acp.agent.mcp_overlay import overlay_root, sweep
-from muse_acp.agent.preferences import PreferenceStore
-from muse_acp.agent.private_files import off_loop
-from muse_acp.agent.safety import offered_controls
-from muse_acp.agent.session import AcpSession, SessionRegistry
-from muse_acp.agent.skills import SkillsCatalog
-from muse_acp.agent.startup import Startup
-from muse_acp.agent.tombstones import Tombstones
-from muse_acp.agent.turn import TurnOptions
+from muse_acp.agent.handshake.capabilities import Negotiated
+from muse_acp.agent.handshake.startup import Startup
+from muse_acp.agent.hosting.exec_runs import sweep as sweep_exec_runs
+from muse_acp.agent.hosting.hosts import Hosting, HostKeeper
+from muse_acp.agent.hosting.mcp_overlay import overlay_root, sweep
+from muse_acp.agent.hosting.private_files import off_loop
+from muse_acp.agent.hosting.skills import SkillsCatalog
+from muse_acp.agent.options.config_options import ModelCatalog, SessionSettings
+from muse_acp.agent.options.preferences import PreferenceStore
+from muse_acp.agent.options.safety import offered_controls
+from muse_acp.agent.sessions.session import AcpSession, SessionRegistry
+from muse_acp.agent.sessions.tombstones import Tombstones
+from muse_acp.agent.turns.turn import TurnOptions
 from muse_acp.config import AdapterConfig
 from muse_acp.host.backends import BackendChoice
 from muse_acp.host.binary import HostUnavailable

@@ -20,21 +20,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Generic, TypeVar
 
-from muse_acp.agent import (
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.handshake.capabilities import InitializeParams
+from muse_acp.agent.handshake.startup import answer_initialize
+from muse_acp.agent.methods import (
     auth,
     deletion,
     lifecycle,
     listing,
-    prompt_params,
     prompting,
     settings,
     steering,
     stored_output,
     task_control,
 )
-from muse_acp.agent.capabilities import InitializeParams
-from muse_acp.agent.context import AgentContext
-from muse_acp.agent.startup import answer_initialize
+from muse_acp.agent.translation import prompt_params
 from muse_acp.rpc import NotificationRoute, RawJson, RequestContext, RequestRoute, Router
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel

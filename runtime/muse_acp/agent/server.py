@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Final
 import anyio
 from anyio.abc import TaskGroup
 
-from muse_acp.agent.capabilities import InitializeParams
-from muse_acp.agent.startup import Startup, answer_initialize
+from muse_acp.agent.handshake.capabilities import InitializeParams
+from muse_acp.agent.handshake.startup import Startup, answer_initialize
 from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.loading import end_loading

@@ -1,0 +1,116 @@
+"""Muse's model catalog: read without being asked, and announced to every open session.
+
+Contract:
+
+* ``read_catalog`` asks a host for ``model/list`` within the read budget: the session's running
+  execution host when there is one (held for the read, so its idle timer never closes it under
+  the request), else the agent's lease-free catalog host; it raises the mapped host failure.
+* ``adopt_catalog`` makes a list the agent's catalog and sends ``config_option_update`` to every
+  open session whose options it changed, so each editor's model menu fills in on its own.
+* ``refresh_menu`` reads and adopts the catalog when none is known yet and no read is under
+  way; failures are logged, never shown: the menu simply keeps the current model until a later
+  read (or ``/models``) succeeds. It follows the answer to a load or resume (whose catalog host
+  is up anyway); ``read_soon`` runs it in the agent's task group once a session's execution host
+  is ready for its first turn. So the catalog never costs a process of its own.
+* ``fall_back_model`` puts a session back on the model Muse last accepted for it, after Muse
+  refused the chosen one as a turn started: stored, and shown in the menu.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Final
+
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.hosting.hosts import ask
+from muse_acp.agent.options.config_options import ModelCatalog, config_options
+from muse_acp.agent.options.preferences import SettingsChange
+from muse_acp.agent.options.remembered import to_stored
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.host.client import MspHost
+from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp_wire import acp, msp
+
+__all__ = ["adopt_catalog", "fall_back_model", "read_catalog", "read_soon", "refresh_menu"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+
+async def read_catalog(ctx: AgentContext, session: AcpSession) -> msp.ModelListResult:
+    """The host's model list (see the module contract).
+
+    Raises:
+        RpcError: the mapped failure of the host that was asked.
+    """
+    budget = ctx.config.deadlines.read
+    host = session.execution.host
+    if host is not None and not host.dead.is_set():
+        async with session.execution.holding(host):
+            return await _list(host, session.session_id, budget)
+    async with ctx.catalog_host(session.cwd) as reader:
+        return await _list(reader, None, budget)
+
+
+async def _list(host: MspHost, session_id: str | None, budget: float) -> msp.ModelListResult:
+    params = msp.ModelListParams(session_id=session_id)
+    return await ask(
+        host, "model/list", params, msp.ModelListResult, phase="reading", budget=budget
+    )
+
+
+async def adopt_catalog(ctx: AgentContext, result: msp.ModelListResult) -> None:
+    """Make ``result`` the agent's catalog and announce the menus it changed."""
+    sessions = ctx.sessions.open_sessions()
+    before = [config_options(session.settings, ctx.catalog) for session in sessions]
+    ctx.catalog = ModelCatalog.from_result(result)
+    for session, options in zip(sessions, before, strict=True):
+        after = config_options(session.settings, ctx.catalog)
+        if after != options and not session.closed:
+            await session.send_update(
+                acp.ConfigOptionUpdateSessionUpdate(
+                    session_update="config_option_update", config_options=after
+                ),
+            )
+
+
+async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
+    """Read the catalog and announce it, unless it is known or being read already; a failure is
+    logged and the menu keeps the current model (see the module contract)."""
+    if ctx.catalog is not None or ctx.catalog_reading:
+        return
+    ctx.catalog_reading = True
+    try:
+        outcome = await read_catalog(ctx, session)
+        if ctx.catalog is None:  # a /models that finished first has the newer list
+            await adopt_catalog(ctx, outcome)
+    except RpcError as error:
+        logger.info("the model menu keeps the current model for now: %s", error.message)
+    except ConnectionClosed:
+        logger.debug("the client left before the model menu could be announced")
+    finally:
+        ctx.catalog_reading = False
+
+
+def read_soon(ctx: AgentContext, session: AcpSession) -> None:
+    """``refresh_menu`` in the agent's task group, when there is anything to read."""
+    if ctx.catalog is None and not ctx.catalog_reading:
+        ctx.hosting.tasks.start_soon(refresh_menu, ctx, session)
+
+
+async def fall_back_model(ctx: AgentContext, session: AcpSession) -> None:
+    """After Muse refused the session's model at the start of a turn: go back to the model it
+    last accepted, store that, and show it in the menu."""
+    before = to_stored(session.settings)
+    session.settings = replace(session.settings, model=session.execution.confirmed_model)
+    try:
+        change = SettingsChange.between(before, to_stored(session.settings))
+        await ctx.preferences.write_settings(session.session_id, change)
+    except RpcError as error:
+        logger.warning("%s", error.message)
+    await session.send_update(
+        acp.ConfigOptionUpdateSessionUpdate(
+            session_update="config_option_update",
+            config_options=config_options(session.settings, ctx.catalog),
+        ),
+    )

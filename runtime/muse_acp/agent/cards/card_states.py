@@ -1,0 +1,221 @@
+"""The tool cards of one turn: what each card showed the client, so that it only moves forward.
+
+Contract: a ``TurnCards`` keeps the state of every tool card of one turn (or of one replayed
+history), by ACP ``toolCallId``: the output streamed into it (an ``OutputBuffer``), the
+highest status the client was shown, its title, the text an editing tool's file held before
+the tool ran, and who declined its approval. It is pure and synchronous; the caller reads the
+files (``file_changes.read_before``) and sends the updates.
+
+* A card's status only moves forward: ``pending``, ``in_progress``, then ``completed`` or
+  ``failed``. Every update built here carries at least the status the client was already shown;
+  a permission request carries ``pending`` only for a card the client was not shown yet, and no
+  status at all otherwise (so a running card is never sent back to pending by its approval).
+* ``wants_before`` names the file to read for an editing tool's card, once per card and only
+  before the tool runs: when its item is first seen in progress or its approval is asked,
+  whichever comes first, never in replay. ``keep_before`` records what was read. At most
+  ``TURN_FILE_TEXT_LIMIT_BYTES`` of file text are kept per turn; later cards note it instead.
+* ``refused`` records that muse-acp denied a tool call's approval (the user chose a reject
+  option, the client cancelled the permission request, or the session's mode rejects every
+  approval). A card that then fails says so, titled as rejected; one that already failed is
+  sent again once with that. ACP has no rejected status, so the status is ``failed``.
+* ``edited_paths`` are the absolute paths (against ``cwd``) of the editing tools' files whose
+  cards reached ``completed``: the tools that ran. Rejected, failed and cancelled calls, and
+  paths that cannot be made absolute, are left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias
+
+from muse_acp.agent.asks.permissions import PermissionCard
+from muse_acp.agent.cards.file_changes import FileBefore, absolute_path, change_content, edit_path
+from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
+from muse_acp.agent.cards.progress import OutputBuffer, output_progress_update, text_content
+from muse_acp.agent.cards.tool_cards import (
+    CardFacts,
+    CardItem,
+    refused_title,
+    tool_arguments,
+    tool_call,
+    tool_call_update,
+    tool_locations,
+)
+from muse_acp.text import utf8_size
+from muse_acp_wire import acp, msp
+
+__all__ = ["TURN_FILE_TEXT_LIMIT_BYTES", "Refusal", "TurnCards"]
+
+Refusal: TypeAlias = Literal["user", "client", "mode"]
+"""Who declined a tool call's approval: the user, the client (it cancelled the permission
+request), or the session's mode (Auto-reject)."""
+
+TURN_FILE_TEXT_LIMIT_BYTES: Final = 8 * 1024 * 1024
+"""Most UTF-8 bytes of file text kept for the diffs of one turn."""
+
+_RANKS: Final[Mapping[acp.ToolCallStatus, int]] = MappingProxyType(
+    {"pending": 0, "in_progress": 1, "completed": 2, "failed": 2}
+)
+_REFUSALS: Final[Mapping[Refusal, str]] = MappingProxyType(
+    {
+        "user": "[Rejected: the user did not allow this tool call.]",
+        "client": (
+            "[Rejected: the client cancelled the permission request, so muse-acp declined this "
+            "tool call.]"
+        ),
+        "mode": "[Rejected: the session's Auto-reject mode declined this tool call.]",
+    }
+)
+_BUDGET_NOTE: Final = (
+    f"[muse-acp already keeps {TURN_FILE_TEXT_LIMIT_BYTES // (1024 * 1024)} MiB of file text "
+    "for this turn's diffs, so it did not read this file and no diff is shown.]"
+)
+
+
+@dataclass(slots=True)
+class _Card:
+    """One tool card of the turn."""
+
+    output: OutputBuffer = field(default_factory=OutputBuffer)
+    announced: bool = False
+    """Its ``tool_call`` was sent."""
+    shown: acp.ToolCallStatus | None = None
+    """The highest status the client was shown."""
+    title: str = ""
+    before: FileBefore | None = None
+    asked_before: bool = False
+    """Its file was (or is being) read, or will never be."""
+    refusal: Refusal | None = None
+
+    def advance(self, status: acp.ToolCallStatus) -> acp.ToolCallStatus:
+        """``status``, or the one already shown when ``status`` would go back."""
+        if self.shown is not None and _RANKS[status] < _RANKS[self.shown]:
+            return self.shown
+        self.shown = status
+        return status
+
+
+class TurnCards:
+    """The tool cards of one turn (see the module contract)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        cwd: str | None = None,
+        output: OutputPolicy = BASELINE_OUTPUT,
+        replay: bool = False,
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.output = output
+        self.replay = replay
+        self._cards: dict[str, _Card] = {}
+        self._kept_bytes = 0
+        self._edited: set[str] = set()
+
+    @property
+    def edited_paths(self) -> frozenset[str]:
+        """The files of the editing tools that completed (see the module contract)."""
+        return frozenset(self._edited)
+
+    def output_of(self, call_id: str) -> OutputBuffer | None:
+        card = self._cards.get(call_id)
+        return None if card is None else card.output
+
+    def sighting(self, call_id: str, item: CardItem) -> acp.SessionUpdate:
+        """The whole card for ``item``'s latest revision: ``tool_call`` the first time."""
+        card = self._cards.setdefault(call_id, _Card())
+        card.output.mark_shown()
+        card.asked_before = True  # the tool may run from now on: a later read is not "before"
+        refusal = None if card.refusal is None else _REFUSALS[card.refusal]
+        facts = CardFacts(cwd=self.cwd, before=card.before, refusal=refusal)
+        build = tool_call_update if card.announced else tool_call
+        update = build(
+            self.session_id, item, card.output, self.output, call_id=call_id, facts=facts
+        )
+        card.announced = True
+        update.status = card.advance(update.status or "pending")
+        card.title = update.title or card.title
+        if (
+            update.status == "completed"
+            and card.refusal is None
+            and isinstance(item, msp.ToolCallItem)
+        ):
+            self._note_edit(item.tool, item.args)
+        return update
+
+    def _note_edit(self, tool: str, args: str) -> None:
+        path = edit_path(tool, tool_arguments(args))
+        if path is not None and os.path.isabs(target := absolute_path(self.cwd, path)):
+            self._edited.add(target)
+
+    def streamed(self, call_id: str, delta: str) -> list[acp.SessionUpdate]:
+        """Output for a running card: an update when the kept text is worth showing again."""
+        card = self._cards.get(call_id)
+        if (
+            card is None
+            or not card.output.append(delta)
+            or (card.shown or "") in ("completed", "failed")
+        ):
+            return []
+        card.advance("in_progress")
+        return [output_progress_update(call_id, card.output)]
+
+    def wants_before(self, call_id: str, tool: str, args: str) -> str | None:
+        """The path to read for this card's diff now, or None (see the module contract)."""
+        card = self._cards.get(call_id)
+        if self.replay or self.cwd is None or (card is not None and card.asked_before):
+            return None
+        path = edit_path(tool, tool_arguments(args))
+        if path is None:
+            return None
+        card = self._cards.setdefault(call_id, _Card())
+        card.asked_before = True
+        if self._kept_bytes >= TURN_FILE_TEXT_LIMIT_BYTES:
+            card.before = FileBefore(absolute_path(self.cwd, path), note=_BUDGET_NOTE)
+            return None
+        return path
+
+    def keep_before(self, call_id: str, before: FileBefore) -> None:
+        """Record what the card's file held before the tool ran (the first read wins)."""
+        card = self._cards.setdefault(call_id, _Card())
+        if card.before is None:
+            card.before = before
+            self._kept_bytes += utf8_size(before.text) if before.text is not None else 0
+
+    def permission(self, call_id: str, tool: str, args: str) -> PermissionCard:
+        """What the permission request for this card shows of it."""
+        card = self._cards.setdefault(call_id, _Card())
+        status: acp.ToolCallStatus | None = None
+        if card.shown is None:
+            status = card.advance("pending")
+        fields = tool_arguments(args)
+        diff, note = change_content(tool, fields, card.before)
+        content: list[acp.ToolCallContent] = [] if diff is None else [diff]
+        if note is not None:
+            content.append(text_content(note))
+        return PermissionCard(status, tuple(content), tuple(tool_locations(fields, self.cwd)))
+
+    def refused(self, call_id: str, refusal: Refusal) -> list[acp.SessionUpdate]:
+        """Record that muse-acp denied the card's approval; the update for a card that already
+        failed (the host may finish the tool before it answers the decision)."""
+        card = self._cards.setdefault(call_id, _Card())
+        if card.refusal is not None:
+            return []
+        card.refusal = refusal
+        if not card.announced or card.shown != "failed":
+            return []
+        card.title = refused_title(card.title)
+        return [
+            acp.ToolCallUpdateSessionUpdate(
+                session_update="tool_call_update",
+                tool_call_id=call_id,
+                title=card.title,
+                status="failed",
+                content=[text_content(_REFUSALS[refusal])],
+            )
+        ]

@@ -1,0 +1,8 @@
+"""Local slash commands: what ``/status``, ``/review``, ``/goal`` and the rest do.
+
+``commands`` parses and dispatches them; each command's logic is a module of its own
+(``review`` over ``git_snapshot``, ``goal``, ``compaction``, ``plan_mode``, ``mcp_listing``,
+``account``), and ``session_commands`` sends the MSP commands they need outside any turn.
+"""
+
+__all__: list[str] = []

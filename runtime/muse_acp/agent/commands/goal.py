@@ -1,0 +1,169 @@
+"""``/goal``: the session goal, shown on every Muse and controlled where Muse has ``goal/*``.
+
+Contract: ``run_goal`` answers with one agent message and never starts a turn itself.
+
+* ``/goal`` (or ``/goal show``): the goal Muse last announced for the session (``/goal`` set,
+  paused, resumed or cleared, a ``session/goalChanged`` during a turn, or the history replayed
+  by a load), with its status and progress; or that none was announced. No host is involved.
+* ``/goal set TEXT``, ``/goal pause``, ``/goal resume``, ``/goal clear``: on a Muse verified for
+  goals (its ``features`` have ``goals``: 1.3.0 and newer) the matching ``goal/*`` command goes
+  to the session's host; the ``session/goalChanged`` that follows reaches the client as a
+  ``session_info_update`` with ``_meta["muse/goal"]`` and the reply shows the new goal. A
+  refusal Muse gives (no goal to pause, a goal that is not paused) is explained in the reply
+  and changes nothing. On an older Muse nothing is sent and the reply names the version needed.
+* Anything else after ``/goal`` changes nothing; the reply lists the forms above.
+
+Failures to start or reach the host are errors of the prompt (as for a turn); a host that
+refuses or fails the command itself is told in the reply.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from types import MappingProxyType
+from typing import Final
+
+import anyio
+
+from muse_acp.agent.commands.session_commands import send_command, session_host
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.goal_state import goal_text, goal_update
+from muse_acp.agent.turns.work import SessionWork
+from muse_acp.host.features import HostFeatures
+from muse_acp.host.versions import VERIFIED_HOSTS
+from muse_acp.ids import new_uuid7
+from muse_acp.redact import redact
+from muse_acp.rpc import RpcError
+from muse_acp.text import clip
+from muse_acp_wire import acp, msp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["GOAL_HINT", "OBJECTIVE_LIMIT", "run_goal"]
+
+GOAL_HINT: Final = "set TEXT | pause | resume | clear (nothing: show the goal)"
+OBJECTIVE_LIMIT: Final = 4000
+"""Longest goal text sent to Muse, in characters."""
+_USAGE: Final = (
+    "Use /goal to show the session goal, /goal set TEXT to give Muse a goal, or /goal pause, "
+    "/goal resume or /goal clear. Nothing was changed."
+)
+_REFUSALS: Final = MappingProxyType(
+    {
+        "missing_goal": "This session has no goal, so there was nothing to {verb}. Set one with "
+        "/goal set TEXT.",
+        "invalid_goal_state": "The goal is not {state}, so there was nothing to {verb}. Send /goal "
+        "to see it.",
+    }
+)
+
+
+class _Refused(RpcError):
+    """Muse refused the goal command; the message says why, in the user's terms."""
+
+
+async def run_goal(
+    ctx: AgentContext, session: AcpSession, work: SessionWork, argument: str | None
+) -> acp.StopReason:
+    """Run ``/goal`` with its ``argument`` (see the module contract)."""
+    verb, _, rest = (argument or "").strip().partition(" ")
+    verb = verb.lower()
+    objective = rest.strip()
+    if verb in ("", "show", "status") and not objective:
+        await session.say(_shown(session))
+        return "end_turn"
+    if verb not in ("set", "pause", "resume", "clear") or (verb == "set") != bool(objective):
+        await session.say(_USAGE)
+        return "end_turn"
+    features = await _features(ctx, session)
+    if not features.has("goals"):
+        await session.say(_too_old(features.version))
+        return "end_turn"
+    if len(objective) > OBJECTIVE_LIMIT:
+        await session.say(
+            f"The goal is {len(objective):,} characters long; Muse takes at most "
+            f"{OBJECTIVE_LIMIT:,}. Shorten it and send /goal set again. Nothing was changed."
+        )
+        return "end_turn"
+    host = await session_host(ctx, session, work)
+    if host is None:
+        return "cancelled"
+    announced = anyio.Event()
+
+    async def on_event(method: str, params: WireModel) -> None:
+        if isinstance(params, msp.SessionGoalChangedParams):
+            await session.send_update(goal_update(params.goal))
+            announced.set()
+
+    method, params = _command(verb, session.session_id, objective)
+    async with work.commit():  # Muse changes the goal once asked
+        try:
+            await send_command(
+                session,
+                host,
+                method,
+                params,
+                msp.GoalCommandResult,
+                on_event=on_event,
+                until=announced,
+                wait=ctx.config.deadlines.submit,
+                awaits=lambda ack: ack.status == "accepted",
+                refusal=partial(_refusal, verb),
+            )
+        except _Refused as refused:
+            await session.say(refused.message)
+            return "end_turn"
+        except RpcError as error:
+            detail = redact(" ".join(error.message.split()), environ=ctx.environ, limit=500)
+            await session.say(f"/goal {verb} failed and the goal may be unchanged: {detail}")
+            return "end_turn"
+    done = {"set": "Goal set.", "pause": "Goal paused.", "resume": "Goal resumed."}
+    lead = done.get(verb, "Goal cleared.")
+    if not announced.is_set():
+        lead += " Muse accepted it but has not announced the new goal yet."
+    await session.say(f"{lead}\n{_shown(session)}")
+    return "end_turn"
+
+
+def _shown(session: AcpSession) -> str:
+    if session.goal is None:
+        return "Muse has not announced a goal for this session since muse-acp opened it."
+    return goal_text(session.goal.goal)
+
+
+async def _features(ctx: AgentContext, session: AcpSession) -> HostFeatures:
+    """What the running host offers, else what the executable that would run would."""
+    host = session.execution.host
+    if host is not None and not host.dead.is_set():
+        return host.features
+    return await ctx.startup.installed()
+
+
+def _too_old(version: str | None) -> str:
+    oldest = min(VERIFIED_HOSTS["goals"], key=lambda v: tuple(int(p) for p in v.split(".")))
+    found = f"this Muse is {clip(version, 40)}" if version else "this Muse's version is not known"
+    return (
+        f"Goal controls need Muse {oldest} or newer, and {found}, so nothing was changed. "
+        "Send /goal to see the goal Muse last announced, or update Muse to set one."
+    )
+
+
+def _command(verb: str, session_id: str, objective: str) -> tuple[str, WireModel]:
+    command_id = new_uuid7()
+    if verb == "set":
+        return "goal/set", msp.GoalSetParams(
+            command_id=command_id, session_id=session_id, objective=objective
+        )
+    models: dict[str, type[msp.GoalPauseParams | msp.GoalResumeParams | msp.GoalClearParams]]
+    models = {"pause": msp.GoalPauseParams, "resume": msp.GoalResumeParams}
+    model = models.get(verb, msp.GoalClearParams)
+    return f"goal/{verb}", model(command_id=command_id, session_id=session_id)
+
+
+def _refusal(verb: str, error: RpcError) -> RpcError | None:
+    data = error.data if isinstance(error.data, dict) else {}
+    template = _REFUSALS.get(str(data.get("reason")))
+    if template is None:
+        return None
+    state = "active" if verb == "pause" else "paused"
+    return _Refused(error.code, template.format(verb=verb, state=state))

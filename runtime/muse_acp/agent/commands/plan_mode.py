@@ -1,0 +1,107 @@
+"""Plan mode and ``/plan``: Muse works out a plan without carrying any of it out.
+
+Contract: in the ``plan`` mode (``config_options.MODES``) the session's host runs with
+``--disable-write --disable-shell``, so Muse can read and search but cannot change a file or run
+a command, whatever the model attempts (such a tool call fails, and its card says so). Each
+prompt's turn is led by Muse's ``bundled:plan`` skill on hosts verified to plan that way
+(``planSkill``), and by ``PLANNING_PREAMBLE`` on the others (``planning_input``). The mode is
+left only by an explicit mode change (``session/set_mode`` or the ``mode`` option): nothing
+here ever switches it back.
+
+The plan is shown as Muse writes it: an agent message, streamed, because Muse's plans are prose
+(real hosts send a plan as an ordinary agent message) and cutting prose into ACP plan entries
+would invent structure Muse did not give; a todo list Muse publishes still arrives as an ACP
+``plan`` update, as in every mode.
+
+``/plan TEXT`` is an explicit mode change followed by a turn by design: the session enters plan
+mode (stored, and announced with ``current_mode_update`` and ``config_option_update`` before the
+turn) and ``TEXT`` is planned. The session stays in plan mode afterwards, so follow-up prompts
+refine the same plan; choose another mode to carry it out. ``/plan`` alone only enters the mode.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Final
+
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.options.config_options import config_options
+from muse_acp.agent.options.preferences import SettingsChange
+from muse_acp.agent.options.remembered import to_stored
+from muse_acp.agent.prompts.model_turn import run_turn
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.turns.work import SessionWork
+from muse_acp.rpc import RpcError
+from muse_acp_wire import acp, msp
+
+__all__ = ["PLANNING_PREAMBLE", "PLAN_MODE", "PLAN_SKILL", "planning_input", "run_plan"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+PLAN_MODE: Final = "plan"
+PLAN_SKILL: Final = "bundled:plan"
+PLANNING_PREAMBLE: Final = (
+    "[Plan mode] Work out a plan for the request below and stop there. Read and search the "
+    "workspace as much as you need, but change nothing: writing files and running commands "
+    "are switched off for this session. Answer with the plan as numbered steps, each naming "
+    "the files it touches, then the risks and open questions."
+)
+"""Leads each turn in plan mode on a host without Muse's plan skill."""
+
+
+async def planning_input(
+    ctx: AgentContext, session: AcpSession, parts: list[msp.TurnInputPart]
+) -> list[msp.TurnInputPart]:
+    """``parts`` as the turn input of ``session``: led by the plan skill or the planning
+    preamble in plan mode, unchanged in any other mode."""
+    if session.settings.mode_id != PLAN_MODE:
+        return parts
+    # An executable that cannot be probed offers nothing: starting the host reports the
+    # problem, and the preamble works anywhere.
+    lead: msp.TurnInputPart = msp.TextTurnInputPart(type="text", text=PLANNING_PREAMBLE)
+    if (await ctx.startup.installed()).has("planSkill"):
+        lead = msp.SkillTurnInputPart(type="skill", selector=PLAN_SKILL)
+    return [lead, *parts]
+
+
+async def _enter(ctx: AgentContext, session: AcpSession) -> None:
+    """Switch the session to plan mode as ``session/set_mode`` would (the prompt that asked
+    occupies the session, so this is between turns by construction)."""
+    if session.settings.mode_id == PLAN_MODE:
+        return
+    # The host restarts with the read-only flags at the next turn (ExecutionHost.ready).
+    before = to_stored(session.settings)
+    session.settings = replace(session.settings, mode_id=PLAN_MODE)
+    try:
+        change = SettingsChange.between(before, to_stored(session.settings))
+        await ctx.preferences.write_settings(session.session_id, change)
+    except RpcError as error:
+        logger.warning("%s", error.message)
+        await session.say(f"Plan mode applies now but will not survive a restart: {error.message}")
+    await session.send_update(
+        acp.CurrentModeUpdateSessionUpdate(
+            session_update="current_mode_update", current_mode_id=PLAN_MODE
+        )
+    )
+    await session.send_update(
+        acp.ConfigOptionUpdateSessionUpdate(
+            session_update="config_option_update",
+            config_options=config_options(session.settings, ctx.catalog),
+        )
+    )
+
+
+async def run_plan(
+    ctx: AgentContext, session: AcpSession, work: SessionWork, argument: str | None
+) -> acp.StopReason:
+    """``/plan [TEXT]`` (see the module contract)."""
+    await _enter(ctx, session)
+    if argument is None or not argument.strip():
+        await session.say(
+            "Plan mode is on: Muse can read the workspace but not write files or run commands. "
+            "Describe what to plan, or send /plan followed by it. Choose another mode to leave."
+        )
+        return "end_turn"
+    text = msp.TextTurnInputPart(type="text", text=argument.strip())
+    return await run_turn(ctx, session, work, await planning_input(ctx, session, [text]))

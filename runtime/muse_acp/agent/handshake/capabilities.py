@@ -1,0 +1,250 @@
+"""The ``initialize`` exchange: what the client negotiated and what the agent advertises.
+
+Capabilities are advertised honestly: images and embedded context but not audio, HTTP MCP
+servers only when they reach the installed Muse, per session or through a settings overlay
+(never SSE), sessions that can be loaded, listed, resumed, closed, forked and deleted, and
+logout. Delete is advertised on every
+MSP host: where Muse cannot delete a session, muse-acp still takes it out of its list and
+records for good, which is what ACP's ``session/delete`` promises (see ``deletion``).
+
+Muse extensions appear in the response ``_meta`` only when the client asked for them in
+``clientCapabilities._meta`` (JetBrains AIR's file-change report under ``_meta.jetbrains``, see
+``file_change_report``), and stored output and task control (``_muse/task``) only when the
+configured Muse host is a version verified to serve them. Both ``_meta`` blocks are read and
+written through their generated models (``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so
+an opt-in the extension schema refuses is refused here too (-32602), and every limit advertised
+is the schema's own.
+``_meta["muse/backend"]`` says which backend serves the connection and why, whenever it is
+known. On the legacy exec backend (``muse exec --json`` per turn) sessions can only be created
+and closed: no load, list, resume, fork or delete, and no extension (stored output, steering) is
+negotiated, whatever the client asks for.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Final
+
+from annotated_types import Le
+from pydantic import BaseModel, ValidationError, field_validator
+
+from muse_acp import __version__
+from muse_acp.agent.handshake import file_change_report
+from muse_acp.agent.mcp.mcp_servers import transports as mcp_transports
+from muse_acp.host.features import HostFeatures
+from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
+from muse_acp_wire import acp_handshake as acp
+
+__all__ = [
+    "MAX_OUTPUT_READ",
+    "PROTOCOL_VERSION",
+    "InitializeParams",
+    "Negotiated",
+    "initialize_response",
+    "negotiate",
+    "not_on_exec",
+    "schema_maximum",
+]
+
+PROTOCOL_VERSION: Final = 1
+
+
+def schema_maximum(model: type[BaseModel], member: str) -> int:
+    """The inclusive upper bound the extension schema sets on ``model.member``."""
+    bounds = [m.le for m in model.model_fields[member].metadata if isinstance(m, Le)]
+    if len(bounds) != 1 or not isinstance(bounds[0], int):
+        raise TypeError(f"{model.__name__}.{member} has no single integer maximum")
+    return bounds[0]
+
+
+MAX_OUTPUT_READ: Final = schema_maximum(acp.MuseOutputAdvertisement, "max_length_bytes")
+"""The largest stored-output read, as the extension schema bounds it."""
+
+
+class InitializeParams(acp.InitializeRequest):
+    """``initialize`` params as clients really send them.
+
+    Some early clients send a date string as ``protocolVersion``; it is read as version 1
+    (the only version this agent speaks, and the one it answers with) instead of failing.
+    """
+
+    @field_validator("protocol_version", mode="before")
+    @classmethod
+    def _legacy_version(cls, value: object) -> object:
+        return 1 if isinstance(value, str) else value
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """What this connection's client asked for and the agent agreed to."""
+
+    output: bool = False
+    """Stored-output references and reads (client opted in and the host is verified)."""
+    steering: bool = False
+    """The original ``_muse/steer`` extension."""
+    mcp_http: bool = False
+    """HTTP MCP servers reach Muse: the installed host takes them per session, or reads them
+    from a settings overlay (see ``mcp_servers.transports``)."""
+    compatible_steering: bool = False
+    """The compatible ``_session/steering`` extension."""
+    elicitation_form: bool = False
+    """The client can answer form elicitations (Muse questions)."""
+    terminal_auth: bool = False
+    file_change_report: bool = False
+    tasks: bool = False
+    """``_muse/task`` (the client opted in and the installed Muse can stop background work)."""
+    tasks_asked: bool = False
+    """The client opted in to ``_muse/task``, whether or not the installed Muse can do it."""
+    """JetBrains AIR ``agentFileChangeReport`` (see ``file_change_report``)."""
+    exec_backend: bool = False
+    """The legacy exec backend serves the connection: no MSP feature is offered."""
+
+    @property
+    def any_steering(self) -> bool:
+        return self.steering or self.compatible_steering
+
+
+def _client_meta(capabilities: acp.ClientCapabilities | None) -> acp.MuseClientCapabilitiesMeta:
+    meta: dict[str, Any] = (capabilities.field_meta if capabilities else None) or {}
+    try:
+        # Strict: JSON types as the schema states them, so "1" or true is no version number.
+        return acp.MuseClientCapabilitiesMeta.model_validate(
+            meta, strict=True, by_alias=True, by_name=False
+        )
+    except ValidationError as error:
+        detail = describe_validation_error(error, meta)
+        raise RpcError(
+            INVALID_PARAMS,
+            f"clientCapabilities._meta: {detail}; a Muse extension opt-in is the highest "
+            "extension version the client understands, an integer from 1 to 1024 (steering: "
+            'true or {"supported": true})',
+        ) from None
+
+
+def negotiate(
+    request: acp.InitializeRequest,
+    features: HostFeatures,
+    backend: acp.MuseBackendReport | None = None,
+) -> Negotiated:
+    """What the client asked for and the agent agrees to, on ``backend`` (MSP when unknown),
+    with the installed Muse offering ``features`` (see ``host.features``).
+
+    Raises:
+        RpcError: INVALID_PARAMS for a Muse opt-in the extension schema refuses.
+    """
+    capabilities = request.client_capabilities
+    meta = _client_meta(capabilities)
+    compatible = meta.steering
+    elicitation = capabilities.elicitation if capabilities else None
+    auth = capabilities.auth if capabilities else None
+    on_msp = backend is None or backend.backend == "msp"
+    return Negotiated(
+        output=on_msp and meta.muse_output is not None and features.has("storedOutput"),
+        steering=on_msp and meta.muse_steering is not None,
+        compatible_steering=on_msp
+        and (
+            compatible is True
+            or (isinstance(compatible, acp.SteeringSupport) and compatible.supported)
+        ),
+        elicitation_form=elicitation is not None and elicitation.form is not None,
+        terminal_auth=bool(auth and auth.terminal) or bool(meta.terminal_auth),
+        file_change_report=on_msp and file_change_report.client_asks(capabilities),
+        tasks_asked=on_msp and meta.muse_async_tasks is not None,
+        tasks=on_msp and meta.muse_async_tasks is not None and features.has("taskControl"),
+        exec_backend=not on_msp,
+        mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
+    )
+
+
+def not_on_exec(method: str) -> RpcError:
+    """The answer to a session method the exec backend does not advertise."""
+    return RpcError(
+        METHOD_NOT_FOUND,
+        f"{method} is not available on the legacy exec backend: `muse exec` keeps no session "
+        "muse-acp can read back, so only new sessions work; use the MSP backend (Muse Code "
+        "1.1.1 or newer) to list, load, resume, fork or delete sessions",
+    )
+
+
+def _auth_methods(negotiated: Negotiated) -> list[Any]:
+    methods: list[Any] = []
+    if negotiated.terminal_auth:
+        methods.append(
+            acp.AuthMethodTerminal(
+                type="terminal",
+                id="muse-login",
+                name="Muse account",
+                description="Sign in to Muse in a terminal (runs `muse login`).",
+                args=["login"],
+                # The whole command, for clients that launched the agent through a wrapper
+                # (uvx, pipx): the agent's own arguments with "login" would not sign in.
+                field_meta=acp.MuseTerminalAuthMeta(
+                    terminal_auth=acp.MuseTerminalLaunch(
+                        command=sys.executable,
+                        args=["-m", "muse_acp", "login"],
+                        label="Muse login",
+                    )
+                ).model_dump(mode="json", by_alias=True),
+            )
+        )
+    methods.append(
+        acp.AuthMethodEnvVar(
+            type="env_var",
+            id="meta-api-key",
+            name="META_API_KEY",
+            description="Use an API key exported as META_API_KEY in the agent's environment.",
+            vars=[acp.AuthEnvVar(name="META_API_KEY", label="API key", secret=True)],
+        )
+    )
+    return methods
+
+
+def initialize_response(
+    negotiated: Negotiated, backend: acp.MuseBackendReport | None = None
+) -> acp.InitializeResponse:
+    """The ``initialize`` result for ``negotiated``; ``backend`` is reported when known."""
+    meta = acp.MuseAgentMeta()
+    if negotiated.output:
+        meta.muse_output = acp.MuseOutputAdvertisement(
+            version=1, method="_muse/readOutput", max_length_bytes=MAX_OUTPUT_READ
+        )
+    if negotiated.steering:
+        meta.muse_steering = acp.MuseSteeringAdvertisement(version=1, method="_muse/steer")
+    if negotiated.compatible_steering:
+        meta.steering = acp.SteeringSupport(supported=True)
+    if negotiated.tasks:
+        meta.muse_async_tasks = acp.MuseTaskAdvertisement(
+            version=1, method="_muse/task", actions=["cancel"]
+        )
+    if negotiated.file_change_report:
+        meta.jetbrains = file_change_report.advertisement()
+    if backend is not None:
+        meta.muse_backend = backend
+    sessions = acp.SessionCapabilities(close=acp.SessionCloseCapabilities())
+    if not negotiated.exec_backend:
+        sessions = acp.SessionCapabilities(
+            list=acp.SessionListCapabilities(),
+            resume=acp.SessionResumeCapabilities(),
+            close=acp.SessionCloseCapabilities(),
+            fork=acp.SessionForkCapabilities(),
+            delete=acp.SessionDeleteCapabilities(),
+        )
+    response = acp.InitializeResponse(
+        protocol_version=PROTOCOL_VERSION,
+        agent_capabilities=acp.AgentCapabilities(
+            load_session=not negotiated.exec_backend,
+            prompt_capabilities=acp.PromptCapabilities(
+                image=True, audio=False, embedded_context=True
+            ),
+            mcp_capabilities=acp.McpCapabilities(http=negotiated.mcp_http, sse=False),
+            session_capabilities=sessions,
+            auth=acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities()),
+        ),
+        auth_methods=_auth_methods(negotiated),
+        agent_info=acp.Implementation(name="muse-acp", title="Muse Code", version=__version__),
+    )
+    advertised = meta.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if advertised:
+        response.field_meta = advertised
+    return response

@@ -1,0 +1,295 @@
+"""The execution host of one ACP session: the ``muse serve`` process that runs its turns.
+
+Contract: ``ready()`` returns a host serving the session with the flags of its current mode and
+with its chosen model applied, starting one when there is none (or the flags changed) and
+reusing it otherwise. Starting attaches the session: ``session/resume`` when Muse already has
+it, ``session/start`` (under the id the adapter minted, which becomes Muse's own) otherwise.
+The session's MCP servers go in the ``config`` of that request, or, for a Muse that does not
+take them so, in a settings overlay that lives exactly as long as the host (``mcp_overlay``).
+The session's chosen Muse approval policy is set right after it is attached (``approval_policy``).
+Muse's own approval mode for the session (``reported_mode``, from the attach result and the
+host's reports) is held to the one safety rule (``safety.refusal``): before every turn, a Muse
+left in ``allowAll`` by another client while the sandbox is disabled is set back to the
+session's policy (or Muse's default) and the user is told; a Muse that cannot be set back, or
+settings the rule refuses, or a restriction the installed Muse cannot apply, refuse the turn
+(``safety.check_runnable``) before anything is submitted.
+The host is kept by a ``HostKeeper``: it closes after the configured idle period, when the
+session closes, when a mode change needs other flags, or when a turn leaves it in an unknown
+state (``close``); a successor never starts before its predecessor was reaped, so the two never
+race for Muse's session lease. Every failure is an ACP failure of the ``starting`` (process,
+handshake, attach) or ``preparing`` (model) phase, nothing having been submitted; a model Muse
+refuses is a ``ModelRefusal`` naming the model that stays (``confirmed_model``, the last one
+Muse accepted for the session). ``confirm_model`` asks a running host for a new model at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Final, Protocol
+
+import anyio
+
+from muse_acp.agent.errors import failures
+from muse_acp.agent.hosting.approval_policy import apply_policy, set_back
+from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, Refusal, ask
+from muse_acp.agent.hosting.mcp_overlay import overlay_root, read_user_settings, settings_overlay
+from muse_acp.agent.mcp.mcp_config import session_config
+from muse_acp.agent.mcp.mcp_servers import McpServerSpec, delivery, startup_failure
+from muse_acp.agent.options.config_options import MODES, ModelChoice, SessionSettings, host_flags
+from muse_acp.agent.options.safety import check_runnable, refusal
+from muse_acp.host.bindings import error_kind
+from muse_acp.host.client import MspHost
+from muse_acp.host.session_mcp import SESSION_MCP
+from muse_acp.ids import new_uuid7
+from muse_acp.rpc import RpcError
+from muse_acp_wire import msp
+
+__all__ = ["ExecutionHost", "HostedSession"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+
+class HostedSession(Protocol):
+    """What the execution host needs of its session (``session.AcpSession`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def settings(self) -> SessionSettings: ...
+
+    on_host: bool
+    """Muse already has the session (resume it) rather than not yet (start it)."""
+    mcp_servers: tuple[McpServerSpec, ...]
+    """The editor's MCP servers, passed in ``config`` whenever the session is attached."""
+
+    async def say(self, text: str) -> None:
+        """Show ``text`` in the session's chat."""
+        ...
+
+
+class _NotOnHost(RpcError):
+    """``session/resume`` found no such session: it must be started instead."""
+
+
+class ExecutionHost:
+    """The host process serving one session's turns (see the module contract)."""
+
+    def __init__(
+        self, session: HostedSession, hosting: Hosting, after: HostKeeper | None = None
+    ) -> None:
+        self._session = session
+        self._hosting = hosting
+        self.keeper: HostKeeper = HostKeeper(
+            f"execution host of {session.session_id}",
+            hosting,
+            idle=hosting.config.deadlines.idle,
+            after=after,
+        )
+        self._flags: tuple[str, ...] = ()
+        self._mcp_attached: tuple[McpServerSpec, ...] = ()
+        self._mcp_overlay = False
+        """The attached servers reach the host in a settings overlay, not in ``config``."""
+        self._model_applied: ModelChoice | None = None
+        self.confirmed_model: ModelChoice | None = None
+        """The model Muse last accepted for the session (None: its default), on any host."""
+        self.reported_mode: str | None = None
+        """Muse's approval mode for the session as it last reported it (None: not known)."""
+        self._securing = anyio.Lock()  # a report's set-back and the next turn's, one at a time
+
+    @property
+    def host(self) -> MspHost | None:
+        """The running host, if there is one."""
+        return self.keeper.host
+
+    async def ready(self, extra_flags: tuple[str, ...] = ()) -> MspHost:
+        """A host for the session's next turn (see the module contract); ``extra_flags`` are
+        added to the mode's for a turn that must be more restricted (a review is read-only).
+
+        Raises:
+            RpcError: an ACP failure of the ``starting`` or ``preparing`` phase.
+        """
+        settings = self._session.settings
+        check_runnable(settings.safety, _auto(settings), None)
+        mode_flags = host_flags(settings)
+        flags = mode_flags + tuple(f for f in extra_flags if f not in mode_flags)
+        host = self.keeper.host
+        if host is None or flags != self._flags or self._session.mcp_servers != self._mcp_attached:
+            host = await self._start(flags)
+        await self.secure(host)
+        await self._apply_model(host)
+        return host
+
+    async def secure(self, host: MspHost) -> bool:
+        """Set Muse back when its reported approval mode breaks the safety rule; True when it
+        had to (and the user was told). A turn's host that cannot be set back is closed.
+
+        Raises:
+            RpcError: the turn must not run (see ``safety.check_runnable``).
+        """
+        async with self._securing:
+            settings = self._session.settings
+            if refusal(settings.safety, _auto(settings), self.reported_mode) is None:
+                return False
+            budget = self._hosting.config.deadlines.submit
+            try:
+                self.reported_mode = await set_back(
+                    host, self._session.session_id, settings.safety, budget
+                )
+            except RpcError:
+                self.keeper.close()
+                raise
+        await self._session.say(
+            "Another Muse client set Muse to allow every action unasked while this session's "
+            "sandbox is disabled; muse-acp set Muse's approval policy back to "
+            f"{self.reported_mode!r}, so you are asked before Muse acts. Enable the sandbox "
+            "first if you want to grant everything unasked."
+        )
+        return True
+
+    @asynccontextmanager
+    async def holding(self, host: MspHost) -> AsyncIterator[MspHost]:
+        """Keep ``host`` from idling out while the block uses it."""
+        async with self.keeper.holding(host):
+            yield host
+
+    def close(self) -> None:
+        """Stop the host (if any); it is reaped in the background."""
+        self.keeper.close()
+
+    async def wait_gone(self) -> None:
+        await self.keeper.wait_gone()
+
+    async def _start(self, flags: tuple[str, ...]) -> MspHost:
+        self._flags, self._model_applied = flags, None
+        self._mcp_attached = servers = self._session.mcp_servers
+        await self._route_servers(servers)
+        host = await self.keeper.start(self._session.cwd, flags)
+        try:
+            self.reported_mode = await self._attach(host)
+            session, budget = self._session, self._hosting.config.deadlines.submit
+            applied = await apply_policy(host, session.session_id, session.settings.safety, budget)
+            self.reported_mode = applied or self.reported_mode
+        except BaseException:
+            self.keeper.close()
+            raise
+        return host
+
+    async def _route_servers(self, servers: tuple[McpServerSpec, ...]) -> None:
+        """Set up the next host to get ``servers`` the way its Muse takes them
+        (``mcp_servers.delivery``): per session, or in a settings overlay made for it."""
+        keeper, hosting = self.keeper, self._hosting
+        keeper.requested, keeper.environment, self._mcp_overlay = (), None, False
+        if not servers:
+            return
+        route = delivery(servers, hosting.startup.expected(await hosting.muse()))
+        if route == "native":
+            keeper.requested = (SESSION_MCP,)
+            return
+        user = await read_user_settings(hosting.environ)
+        self._mcp_overlay = True
+        keeper.environment = partial(
+            settings_overlay, overlay_root(hosting.config.data_dir), servers, user
+        )
+
+    async def _attach(self, host: MspHost) -> str | None:
+        """Attach the session; Muse's approval mode for it, when the result reports one."""
+        session = self._session
+        budget = self._hosting.config.deadlines.startup
+        config = None if self._mcp_overlay else session_config(self._mcp_attached)
+        extra = {} if config is None else {"config": config}  # absent, never null, without
+        if session.on_host:
+            params = msp.SessionResumeParams(
+                command_id=new_uuid7(), session_id=session.session_id, exclude_items=True, **extra
+            )
+            try:
+                resumed = await ask(
+                    host,
+                    "session/resume",
+                    params,
+                    msp.SessionHistoryResult,
+                    phase="starting",
+                    budget=budget,
+                    refusal=lambda error: self._refusal("session/resume", error, host),
+                )
+                return _mode_of(resumed.session)
+            except _NotOnHost:
+                logger.info("Muse has no session %s yet; starting it", session.session_id)
+        started = await ask(
+            host,
+            "session/start",
+            msp.SessionStartParams(
+                command_id=new_uuid7(),
+                session_id=session.session_id,
+                workspace_root=session.cwd,
+                **extra,
+            ),
+            msp.SessionStartResult,
+            phase="starting",
+            budget=budget,
+            refusal=lambda error: self._refusal("session/start", error, host),
+        )
+        session.on_host = True
+        return _mode_of(started.session)
+
+    def _refusal(self, method: str, error: RpcError, host: MspHost) -> RpcError | None:
+        kind = error_kind(error, host.bindings)
+        if kind == "sessionNotFound" and method == "session/resume":
+            return _NotOnHost(error.code, error.message, error.data)
+        if kind == "sessionInUse":
+            return failures.session_in_use(method, self._session.session_id)
+        return startup_failure(error, self._mcp_attached)
+
+    async def confirm_model(self, choice: ModelChoice, shown: str, kept: str) -> None:
+        """Have a running host switch the session to ``choice`` now, so the change is confirmed
+        (or refused) before it is answered; with no host running it is applied, and answered
+        for, when the next turn starts.
+
+        Raises:
+            RpcError: the host refused the model (the user's ``shown`` choice; ``kept`` names the
+                model that stays), or could not be asked.
+        """
+        host = self.keeper.host
+        if host is None or host.dead.is_set():
+            return
+        async with self.keeper.holding(host):
+            await self._set_model(host, choice, partial(failures.model_refused, shown, kept))
+
+    async def _apply_model(self, host: MspHost) -> None:
+        """Ask Muse for the session's chosen model when it changed since the last turn."""
+        choice = self._session.settings.model
+        if choice is None or choice == self._model_applied:
+            return
+        confirmed = self.confirmed_model
+        kept = "Muse's default model" if confirmed is None else repr(confirmed.model_id)
+        await self._set_model(host, choice, partial(failures.model_refused, choice.model_id, kept))
+
+    async def _set_model(self, host: MspHost, choice: ModelChoice, refusal: Refusal | None) -> None:
+        await ask(
+            host,
+            "session/setModel",
+            msp.SessionSetModelParams(
+                command_id=new_uuid7(),
+                session_id=self._session.session_id,
+                model=msp.ModelSelection(model_id=choice.model_id, provider_id=choice.provider_id),
+            ),
+            msp.CommandAck,
+            phase="preparing",
+            budget=self._hosting.config.deadlines.submit,
+            refusal=refusal,
+        )
+        self._model_applied = self.confirmed_model = choice
+
+
+def _auto(settings: SessionSettings) -> bool:
+    return MODES[settings.mode_id].automatic == "approve"
+
+
+def _mode_of(session: msp.Session) -> str | None:
+    return None if session.approval_mode is None else session.approval_mode.mode

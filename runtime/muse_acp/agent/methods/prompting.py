@@ -1,0 +1,96 @@
+"""``session/prompt`` and ``session/cancel``: where a user's prompt becomes a Muse turn.
+
+A prompt is checked in this order, and nothing reaches Muse until every check passed: the
+session must be open (-32002) and idle (-32600; a prompt that arrives while the previous one is
+being cancelled first waits for it, within the cancel budget), and its content acceptable
+(-32602, see ``prompt_content``). A local command (``commands``) then runs without any model
+turn; anything else gets the session's execution host ready and runs a turn until it settles
+(see ``turn``). On the legacy exec backend there are no local commands: every prompt is one
+``muse exec --json`` run (see ``exec_turn``).
+
+Cancellation is ordered by arrival, not by task scheduling: ``session/cancel`` stops the work
+running on the session and any prompt that arrived before it but has not begun (a prompt and its
+cancel in one read). ``$/cancel_request`` for a prompt cancels its work the same way, and the
+prompt answers REQUEST_CANCELLED once the turn settled, so the next prompt works at once; a local
+command that changes something (``/rename``) does it inside the request's commit, after which
+that cancel is ignored and the command answers as usual.
+
+A prompt that asks for a JetBrains AIR file-change report (``file_change_report``) has that
+request checked first (-32602), and once admitted gets its one report after the turn settled and
+before it is answered, whether with a result or an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from muse_acp.agent.commands import commands
+from muse_acp.agent.commands.plan_mode import planning_input
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.handshake import file_change_report
+from muse_acp.agent.prompts.exec_turn import run_exec_turn
+from muse_acp.agent.prompts.model_turn import run_turn
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.prompt_content import convert_prompt
+from muse_acp.rpc import RequestContext, RpcError
+from muse_acp_wire import acp
+
+__all__ = ["handle_cancel", "handle_prompt", "run_turn"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+
+async def handle_prompt(
+    ctx: AgentContext, params: acp.PromptRequest, rctx: RequestContext
+) -> acp.PromptResponse:
+    report_id = file_change_report.requested(ctx.negotiated.file_change_report, params.field_meta)
+    session = ctx.sessions.require(params.session_id)
+    work = await session.admit_prompt(rctx.arrival)
+    work.commit = rctx.commit  # a local command's change, made whole or not at all
+    edited: set[str] = set()
+    withdrawn = False
+
+    def withdraw() -> None:
+        nonlocal withdrawn
+        withdrawn = True
+        work.cancel()
+
+    rctx.on_cancel(withdraw)
+    try:
+        parts = convert_prompt(params.prompt)
+        command = commands.recognise(params.prompt)
+        if await ctx.on_exec():  # the legacy exec backend: a run per prompt, no local commands
+            stop = await run_exec_turn(ctx, session, work, parts)
+        elif command is not None:
+            stop = await commands.run(ctx, session, work, command)
+        else:
+            parts = await planning_input(ctx, session, parts)  # plan mode leads with its plan
+            stop = await run_turn(ctx, session, work, parts, edited)
+    except Exception:
+        await _report(session, report_id, edited, cancelled=withdrawn or work.cancel_requested)
+        raise
+    else:
+        cancelled = withdrawn or work.cancel_requested or stop == "cancelled"
+        await _report(session, report_id, edited, cancelled=cancelled)
+    finally:
+        session.end(work)
+    if withdrawn:
+        raise RpcError.request_cancelled()
+    return acp.PromptResponse(stop_reason=stop)
+
+
+async def _report(
+    session: AcpSession, report_id: str | None, edited: set[str], *, cancelled: bool
+) -> None:
+    """Send the file-change report a prompt asked for (``report_id``), if it asked."""
+    if report_id is not None:
+        await session.send_update(file_change_report.report(report_id, edited, cancelled=cancelled))
+
+
+async def handle_cancel(ctx: AgentContext, params: acp.CancelNotification) -> None:
+    session = ctx.sessions.get(params.session_id)
+    if session is None or session.closed:
+        logger.debug("session/cancel for a session that is not open")
+        return
+    session.cancel(ctx.acp.arrivals)

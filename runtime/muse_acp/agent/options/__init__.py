@@ -1,0 +1,10 @@
+"""A session's configuration: its settings, how the client sees and changes them, and how
+they are kept.
+
+``config_options`` (modes and config options), ``safety`` and ``select_options`` (the safety
+menus and how a ``select`` option is built), ``titles`` (the title a user chooses), and the
+adapter's own preference store (``preferences``, ``preference_files``, ``remembered``). Never
+starts a host.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,68 @@
+"""One model turn for work that occupies a session: a prompt, or a command that is a turn by
+design (``/review``).
+
+Contract: ``run_turn`` gets the session's execution host ready (a cancel while it starts
+resolves ``cancelled``; a model Muse refuses puts the session back on the model it last
+accepted, then fails), then runs one ``ActiveTurn`` until it settles and returns its stop
+reason. ``extra_flags`` restrict that one turn's host further than the session's mode does
+(a review runs with writes and shell disabled); the host is restarted whenever its flags change,
+so the restriction never outlives the turn. A host the turn left in an unknown state is closed;
+on a kept one the session's events go on being relayed after the turn (``background``), and
+the state Muse reports is observed throughout (``session_state``).
+It lives apart from ``prompting`` so command handlers can run a turn without importing a
+handler module.
+"""
+
+from __future__ import annotations
+
+from muse_acp.agent.announcements.catalog import fall_back_model, read_soon
+from muse_acp.agent.announcements.session_state import SessionState
+from muse_acp.agent.cards.output_cards import OutputPolicy
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors import failures
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.translate import TurnTranslator
+from muse_acp.agent.turns.background import keep_relaying
+from muse_acp.agent.turns.turn import ActiveTurn
+from muse_acp.agent.turns.work import SessionWork
+from muse_acp_wire import acp, msp
+
+__all__ = ["run_turn"]
+
+
+async def run_turn(
+    ctx: AgentContext,
+    session: AcpSession,
+    work: SessionWork,
+    parts: list[msp.TurnInputPart],
+    edited: set[str] | None = None,
+    *,
+    extra_flags: tuple[str, ...] = (),
+) -> acp.StopReason:
+    """Run one model turn for ``work``, which must occupy ``session``; the files its editing
+    tools changed are added to ``edited`` (see ``card_states.TurnCards.edited_paths``)."""
+    with work.interruptibly() as starting:
+        try:
+            host = await session.execution.ready(extra_flags)
+        except failures.ModelRefusal:
+            await fall_back_model(ctx, session)
+            raise
+    if starting.cancelled_caught or work.cancel_requested:
+        return "cancelled"
+    read_soon(ctx, session)  # the model menu fills in while the turn runs
+    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
+    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+    turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
+    # Work that outlives the turn keeps updating its cards (``background``).
+    keep_relaying(host, session.session_id, turn.relay)
+    async with session.execution.holding(host):
+        session.turn = turn
+        try:
+            with work.running(turn):
+                return await turn.run(parts)
+        finally:
+            session.turn = None
+            if edited is not None:
+                edited.update(translator.cards.edited_paths)
+            if turn.host_unsettled or host.dead.is_set():
+                session.execution.close()

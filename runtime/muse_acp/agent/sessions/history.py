@@ -1,0 +1,121 @@
+"""Reading a session back from Muse: its row, and its durable view for ``session/load``.
+
+``read_row`` asks a (lease-free) host for the session's row with ``session/read`` without its
+items, within the read budget; ``refusal`` maps the host's errors as ``hosts.ask`` describes.
+
+History is paged forward from the first event with ``view/page`` and translated with the same
+translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
+completed messages, thoughts and tool cards in full (paths absolute against the session's
+``cwd``; no file is read, so editing tools show no diff), plans as ``plan``. Pages are
+translated and sent one at a time, so memory stays bounded by a page however long the session
+is; the number of pages read is bounded too, and hitting that bound is logged rather than
+silently ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final, Protocol
+
+from muse_acp.agent.cards.output_cards import OutputPolicy
+from muse_acp.agent.cards.tool_cards import output_reference_update
+from muse_acp.agent.hosting.hosts import Refusal, ask
+from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.translation.view_events import read_event
+from muse_acp.host.client import MspHost
+from muse_acp_wire import msp
+
+__all__ = [
+    "MAX_PAGES",
+    "MAX_REANNOUNCED",
+    "PAGE_SIZE",
+    "ReplayTarget",
+    "read_row",
+    "replay_history",
+]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+PAGE_SIZE: Final = 1000
+MAX_PAGES: Final = 500
+"""At most 500,000 durable events are replayed; longer histories are cut and logged."""
+MAX_REANNOUNCED: Final = 256
+"""Stored-output references re-announced after a replay (the latest items win)."""
+
+
+class ReplayTarget(Protocol):
+    """Where history goes (``session.AcpSession`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    async def send_update(self, update: Update) -> None: ...
+
+
+async def read_row(host: MspHost, session_id: str, budget: float, refusal: Refusal) -> msp.Session:
+    """The session's row (see the module contract).
+
+    Raises:
+        RpcError: the mapped host failure, or what ``refusal`` made of the host's error.
+    """
+    result = await ask(
+        host,
+        "session/read",
+        msp.SessionReadParams(session_id=session_id, exclude_items=True),
+        msp.SessionHistoryResult,
+        phase="reading",
+        budget=budget,
+        refusal=refusal,
+    )
+    return result.session
+
+
+async def replay_history(
+    session: ReplayTarget, host: MspHost, output: OutputPolicy, budget: float
+) -> None:
+    """Send the session's history to the client as ``session/update`` notifications; each page
+    is read within ``budget`` seconds (``reading`` phase failures)."""
+    translator = TurnTranslator(
+        session_id=session.session_id, replay=True, output=output, cwd=session.cwd
+    )
+    latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await ask(
+            host,
+            "view/page",
+            msp.ViewPageParams(
+                session_id=session.session_id, limit=PAGE_SIZE, cursor=cursor, direction="forward"
+            ),
+            msp.ViewPageResult,
+            phase="reading",
+            budget=budget,
+        )
+        for event in page.events:
+            params = read_event(event)
+            if params is None:
+                continue
+            item = params.item if isinstance(params, msp.ItemEventParams) else None
+            if isinstance(item, msp.ToolCallItem | msp.UserShellItem) and item.output_ref:
+                # Re-inserting moves the item to the end, so the dict keeps the latest ones.
+                latest_outputs.pop(item.item_id, None)
+                latest_outputs[item.item_id] = item
+                while len(latest_outputs) > MAX_REANNOUNCED:
+                    latest_outputs.pop(next(iter(latest_outputs)))
+            for update in translator.updates(event.method, params):
+                await session.send_update(update)
+        if page.next_cursor is None or page.next_cursor == cursor:
+            break
+        cursor = page.next_cursor
+    else:
+        logger.warning(
+            "history of %s exceeds %d pages; replay was cut", session.session_id, MAX_PAGES
+        )
+    if output.references:
+        for item in latest_outputs.values():
+            reference = output_reference_update(session.session_id, item, output)
+            if reference is not None:
+                await session.send_update(reference)

@@ -1,0 +1,62 @@
+"""Workflows and background tasks Muse runs for a session, found by the card that shows them.
+
+Contract: a ``RunningWork`` is told of every item event relayed for its session (``note``) and
+keeps, by the card's ``toolCallId``, the workflows (their ``workflowRunId``) and background tool
+tasks (the item's ``itemId``, which ``task/stop`` names) still in progress; an item that ended,
+or a tool call that is not in the background, is dropped. ``find`` answers which one a card
+shows, for ``_muse/task``. It is bounded (``MAX_RUNNING``, the oldest forgotten first) and
+keeps nothing once the work ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from muse_acp.agent.cards.tool_cards import tool_call_id
+from muse_acp_wire import msp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["MAX_RUNNING", "RunningWork", "WorkTarget"]
+
+MAX_RUNNING: Final = 256
+"""Running workflows and tasks remembered per session."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkTarget:
+    """What a card shows: a workflow (by run id) or a background task (by item id)."""
+
+    kind: Literal["workflow", "task"]
+    host_id: str
+
+
+class RunningWork:
+    """The session's running workflows and background tasks (see the module contract)."""
+
+    def __init__(self) -> None:
+        self._by_card: dict[str, WorkTarget] = {}
+
+    def note(self, params: WireModel) -> None:
+        item = params.item if isinstance(params, msp.ItemEventParams) else None
+        if isinstance(item, msp.WorkflowItem):
+            target = WorkTarget("workflow", item.workflow_run_id)
+        elif isinstance(item, msp.ToolCallItem) and item.background:
+            target = WorkTarget("task", item.item_id)
+        elif isinstance(item, msp.ToolCallItem):
+            self._by_card.pop(tool_call_id(item), None)  # back in the foreground, or never left
+            return
+        else:
+            return
+        card = tool_call_id(item)
+        if item.status != "inProgress":
+            self._by_card.pop(card, None)
+            return
+        self._by_card.pop(card, None)
+        self._by_card[card] = target
+        while len(self._by_card) > MAX_RUNNING:
+            del self._by_card[next(iter(self._by_card))]
+
+    def find(self, card: str) -> WorkTarget | None:
+        """The running workflow or background task ``card`` shows, if any."""
+        return self._by_card.get(card)

@@ -1,0 +1,349 @@
+"""ACP sessions as the agent holds them: each owns its work, its hosts and its queues.
+
+Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host (the
+``muse serve`` that runs its turns), its read host (lease-free, for stored-output reads when
+no execution host runs) with the item revisions proved on either, its steering queue, and the
+one ``SessionWork`` that occupies it (a prompt, a local command, a settings change that talks to
+Muse). Nothing about a session lives anywhere else.
+
+* ``begin`` claims the session for new work or refuses (-32600, saying what occupies it);
+  ``admit_prompt`` does the same for a prompt, but first waits, within the cancel budget, for
+  work that is already being cancelled to finish ("stop, and do this instead").
+* ``cancel(arrival)`` stops whatever runs now, and any work that arrived on the connection
+  before ``arrival`` but has not begun yet (a prompt pipelined with its cancel in one read).
+* ``reading(budget)`` lends a host to a read: the running execution host when there is one
+  (held, so it does not idle out under the read; a read that runs out of time leaves it
+  running, since a turn may be using it), else the read host, started when needed and closed
+  when a read on it runs out of time. Either way the read takes no lease and sends no turn,
+  and the block has ``budget`` seconds.
+* ``close()`` also fails the waiting corrections and closes both hosts; the session stays in
+  the registry as closed, so later requests get a clear "closed, load it again" error.
+* Updates for the client go through ``send_update``, where the user's own title wins over any
+  title Muse reports, the context window's use is noted for ``/status`` and the goal Muse
+  announced for ``/goal``; plain text chunks are encoded by ``chunk_frames``.
+
+A session is created by ``session/new`` (no host is involved until its first prompt), or brought
+back by ``session/load``, ``session/resume`` or ``session/fork``; its execution host starts only
+once the host it must follow (``after``: an earlier session's of the same id, or the one a fork
+ran on) is gone, so the two never race for Muse's session lease.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+import anyio
+
+from muse_acp.agent.cards.output_reference import ProofCache
+from muse_acp.agent.errors import failures
+from muse_acp.agent.hosting.execution import ExecutionHost
+from muse_acp.agent.hosting.hosts import Hosting, HostKeeper
+from muse_acp.agent.mcp.mcp_servers import McpServerSpec
+from muse_acp.agent.options.config_options import SessionSettings
+from muse_acp.agent.sessions.host_work import RunningWork
+from muse_acp.agent.translation.chunk_frames import (
+    encoded_chunk,
+    encoded_plain,
+    encoded_plain_notification,
+    encoded_session_id,
+)
+from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
+from muse_acp.agent.translation.status import ContextUse
+from muse_acp.agent.translation.translate import PlainChunk, Update
+from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
+from muse_acp.agent.turns.steering_queue import SteeringQueue, SteerTarget
+from muse_acp.agent.turns.work import CancellableTurn, SessionWork
+from muse_acp.host.client import MspHost
+from muse_acp.redact import redact
+from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, Payload, RpcError
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.text import clip
+from muse_acp_wire import acp
+
+__all__ = [
+    "MAX_CLOSED_KEPT",
+    "READ_HOST_IDLE",
+    "AcpSession",
+    "ClientLink",
+    "RunningTurn",
+    "SessionRegistry",
+    "check_session_id",
+    "shown_id",
+]
+
+READ_HOST_IDLE: Final = 10.0
+"""Seconds a read host stays up after its last read (less when the configured idle period is
+shorter); a client paging an output reads far more often, and a forgotten one costs an idle
+process for no longer than this."""
+
+MAX_CLOSED_KEPT: Final = 256
+"""Closed sessions remembered as closed; older ones are forgotten (memory stays bounded)."""
+
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+_ID_SHOWN: Final = 100
+
+
+def shown_id(session_id: str) -> str:
+    """A client-supplied session id as an error may quote it: redacted and bounded."""
+    return redact(clip(session_id, _ID_SHOWN))
+
+
+def check_session_id(session_id: str) -> str:
+    """Refuse ids that could not have come from Muse (they also name files on disk)."""
+    # fullmatch: with match and "$", an id ending in a line break would pass.
+    if not _SESSION_ID.fullmatch(session_id):
+        raise RpcError(
+            INVALID_PARAMS,
+            "sessionId must be 1 to 128 letters, digits, '-' or '_' starting with a letter or "
+            "digit; use an id returned by session/new or session/list",
+        )
+    return session_id
+
+
+class ClientLink(Protocol):
+    """The ACP connection as a session uses it (``rpc.Connection`` is one)."""
+
+    async def notify(self, method: str, params: Payload = None) -> None: ...
+
+    def send_notification_nowait(self, frame: bytes) -> bool: ...
+
+    async def request(self, method: str, params: Payload = None) -> JsonValue: ...
+
+
+class RunningTurn(SteerTarget, CancellableTurn, Protocol):
+    """A running turn as its session sees it: steerable and cancellable."""
+
+
+@dataclass(eq=False)
+class AcpSession:
+    """One ACP session and what runs on its behalf (see the module contract)."""
+
+    session_id: str
+    cwd: str
+    client: ClientLink
+    hosting: Hosting
+    settings: SessionSettings = field(default_factory=SessionSettings)
+    on_host: bool = False
+    """Muse already has this session (resume it), rather than a new one (start it)."""
+    host_title: str | None = None
+    """The title Muse reports (its title, name or first prompt)."""
+    user_title: str | None = None
+    """The title the user set with /rename, kept by the adapter; it wins over Muse's."""
+    mcp_servers: tuple[McpServerSpec, ...] = ()
+    """The editor's MCP servers for this session, passed to Muse when its host attaches it;
+    held in memory only (they may carry secrets), never written to the preference store."""
+    after: HostKeeper | None = None
+    """A keeper whose host must be gone before this session's execution host starts (the
+    host of an earlier session of the same id, or the one a fork ran on)."""
+    context: ContextUse | None = None
+    """The context window's use as Muse last reported it (shown by ``/status``)."""
+    tokens: TokenUse | None = None
+    """The session's token totals as Muse last reported them (``session_state``)."""
+    plan_usage: PlanUse | None = None
+    """The account's subscription usage as Muse last reported it (Muse 1.3.0 and newer)."""
+    goal: GoalSeen | None = None
+    """The goal Muse last announced for the session (shown by ``/goal``); None: none seen."""
+    closed: bool = False
+    work: SessionWork | None = None
+    turn: RunningTurn | None = None
+    """The turn the current work runs, while it runs."""
+    cancelled_through: int = 0
+    """The arrival position of the latest ``session/cancel``: earlier work is cancelled."""
+    execution: ExecutionHost = field(init=False)
+    reader: HostKeeper = field(init=False)
+    proofs: ProofCache = field(init=False, default_factory=ProofCache)
+    running: RunningWork = field(init=False, default_factory=RunningWork)
+    """Workflows and background tasks Muse runs for the session, by card (``_muse/task``)."""
+    steering: SteeringQueue = field(init=False)
+    _encoded_id: bytes = field(init=False, repr=False)
+    """The session id as ``chunk_frames`` writes it, encoded once."""
+
+    def __post_init__(self) -> None:
+        self._encoded_id = encoded_session_id(self.session_id)
+        self.execution = ExecutionHost(self, self.hosting, after=self.after)
+        idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
+        self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)
+        self.steering = SteeringQueue(self._steer_target, self.hosting.config.deadlines.submit)
+        self.after = None  # handed to the execution host above
+
+    @property
+    def title(self) -> str | None:
+        return self.user_title or self.host_title
+
+    @property
+    def busy(self) -> str | None:
+        """What occupies the session ("a prompt", ...), or None when it is idle."""
+        return None if self.work is None else self.work.activity
+
+    def _steer_target(self) -> SteerTarget | None:
+        return None if self.closed else self.turn
+
+    # -- work -----------------------------------------------------------------------------
+
+    def begin(self, activity: str, arrival: int = 0) -> SessionWork:
+        """Claim the session for ``activity``, or refuse when other work occupies it.
+
+        Raises:
+            RpcError: INVALID_REQUEST, saying what occupies the session and how to stop it.
+        """
+        current = self.work
+        if current is not None:
+            state = "being cancelled" if current.cancel_requested else "running"
+            raise RpcError(
+                INVALID_REQUEST,
+                f"session {self.session_id} is busy with {current.activity}; wait for it to "
+                "finish or cancel it with session/cancel",
+                {"busy": current.activity, "state": state},
+            )
+        work = SessionWork(activity, arrival)
+        if 0 < arrival < self.cancelled_through:
+            work.cancel()  # a cancel that arrived after this request already stopped it
+        self.work = work
+        return work
+
+    async def admit_prompt(self, arrival: int) -> SessionWork:
+        """``begin`` a prompt, first waiting (at most the cancel budget) for cancelled work."""
+        current = self.work
+        if current is not None and current.cancel_requested:
+            with anyio.move_on_after(self.hosting.config.deadlines.cancel):
+                await current.finished.wait()
+        return self.begin("a prompt", arrival)
+
+    def end(self, work: SessionWork) -> None:
+        """Release the session from ``work`` (which is then finished)."""
+        work.finish()
+        if self.work is work:
+            self.work = None
+
+    def cancel(self, arrival: int = 0) -> None:
+        """Stop whatever runs, and work that arrived before ``arrival`` but has not begun."""
+        self.cancelled_through = max(self.cancelled_through, arrival)
+        if self.work is not None:
+            self.work.cancel()
+
+    @asynccontextmanager
+    async def reading(self, budget: float) -> AsyncIterator[MspHost]:
+        """A host for a read, with ``budget`` seconds for the block (see the module contract).
+
+        Raises:
+            RpcError: an ACP failure of the read host's ``starting`` phase, or
+                ``deadlineExceeded`` of the ``reading`` phase, or what the block raised.
+        """
+        host = self.execution.host
+        if host is None or host.dead.is_set():
+            async with self.reader.reading(self.cwd, budget) as reader:
+                yield reader
+            return
+        # Paging through an output right after the turn that wrote it is the usual read: the
+        # execution host is up then, and a second process would only add its start to the read.
+        async with self.execution.holding(host):
+            try:
+                with anyio.fail_after(budget):
+                    yield host
+            except TimeoutError:
+                raise failures.deadline_exceeded("reading", budget) from None
+
+    def close(self) -> None:
+        """Close the session: stop its work, fail its waiting corrections, stop its hosts."""
+        self.closed = True
+        self.cancel()
+        self.steering.close()
+        self.execution.close()
+        self.reader.close()
+
+    # -- the client -------------------------------------------------------------------------
+
+    def send_update_nowait(self, update: Update) -> bool:
+        """``send_update`` of a plain text chunk, if the client's writer takes it at once
+        (``Connection.send_notification_nowait``); False, with nothing sent, for anything else."""
+        if isinstance(update, PlainChunk):
+            frame = encoded_plain_notification(self._encoded_id, update)
+            if frame is not None:
+                return self.client.send_notification_nowait(frame)
+        return False
+
+    async def send_update(self, update: Update) -> None:
+        """Send one ``session/update``; the user's own title replaces any other title, and a
+        title Muse gives the session becomes its host title."""
+        if isinstance(update, PlainChunk):  # nearly every update of a streaming turn
+            plain = encoded_plain(self._encoded_id, update)
+            if plain is not None:
+                await self.client.notify("session/update", plain)
+                return
+            update = update.model()
+        if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
+            update.model_fields_set
+        ):
+            if self.user_title is None:
+                self.host_title = update.title
+            elif update.title != self.user_title:
+                update = update.model_copy(update={"title": self.user_title})
+        elif isinstance(update, acp.UsageUpdateSessionUpdate):
+            self.context = ContextUse(update.used, update.size)
+            update = with_usage(update, self.tokens, self.plan_usage)  # the latest figures too
+        seen = announced_goal(update)
+        if seen is not None:
+            self.goal = seen
+        params = encoded_chunk(self._encoded_id, update)  # the common case, encoded cheaper
+        await self.client.notify(
+            "session/update",
+            params or acp.SessionNotification(session_id=self.session_id, update=update),
+        )
+
+    async def say(self, text: str) -> None:
+        """Show ``text`` in the session's chat as a message of the agent."""
+        await self.send_update(
+            acp.AgentMessageChunkSessionUpdate(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=text),
+            )
+        )
+
+    async def ask_client(self, method: str, params: Payload) -> JsonValue:
+        return await self.client.request(method, params)
+
+
+class SessionRegistry:
+    """Every open session of this agent, and the ``MAX_CLOSED_KEPT`` most recently added closed
+    ones (so a request for one of those hears that it was closed, and how to get it back)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, AcpSession] = {}
+
+    def add(self, session: AcpSession) -> AcpSession:
+        self._sessions.pop(session.session_id, None)
+        self._sessions[session.session_id] = session
+        closed = [s.session_id for s in self._sessions.values() if s.closed]
+        for session_id in closed[: max(0, len(closed) - MAX_CLOSED_KEPT)]:
+            del self._sessions[session_id]
+        return session
+
+    def get(self, session_id: str) -> AcpSession | None:
+        return self._sessions.get(session_id)
+
+    def open_sessions(self) -> list[AcpSession]:
+        return [s for s in self._sessions.values() if not s.closed]
+
+    def require(self, session_id: str) -> AcpSession:
+        """Return the open session, or raise -32602 for an id of the wrong shape and -32002
+        (saying how to get it back) for one that is not open."""
+        session = self._sessions.get(check_session_id(session_id))
+        if session is None:
+            raise RpcError(
+                RESOURCE_NOT_FOUND,
+                f"session {shown_id(session_id)} is not open in this agent; load it with "
+                "session/load or session/resume, or start a new session",
+                {"sessionId": shown_id(session_id)},
+            )
+        if session.closed:
+            raise RpcError(
+                RESOURCE_NOT_FOUND,
+                f"session {shown_id(session_id)} was closed; load it again with session/load "
+                "or session/resume, or start a new session",
+                {"sessionId": shown_id(session_id), "closed": True},
+            )
+        return session

@@ -1,0 +1,377 @@
+"""Translation of one turn's MSP notifications into ACP ``session/update`` payloads.
+
+Contract: a ``TurnTranslator`` is fed every MSP notification of one turn, in order, through
+``on_notification`` and returns the ACP updates to send for it, in order. It is pure and
+synchronous (no I/O, no waiting) and keeps only bounded state per item. The same class replays
+history for ``session/load`` when built with ``replay=True``. ``updates`` is the same with each
+text chunk left a ``PlainChunk`` (its kind, message id and text, which ``model()`` turns into the
+chunk model): a streamed turn is nearly all text chunks, and ``chunk_frames`` encodes one of those
+without building two models per delta, so the relay and history replay feed on ``updates``.
+
+* Filtering (live mode only): once ``turn_id`` is known, items that name another turn are
+  ignored, and so are deltas for items not accepted in this turn; late events of a cancelled
+  turn therefore never reach the next prompt. Items with no turn (user shell commands) pass.
+  In replay mode nothing is filtered.
+* Folding: an item event replaces the item only when its ``revision`` is higher than the last
+  one accepted; deltas never change the revision, and an item may complete without having
+  started. Deltas for an item that has ended, or that was never accepted, are ignored (in
+  both modes: a delta does not say what kind of item it extends).
+* Text is sent once: an ``agentMessage`` delta becomes an ``agent_message_chunk`` carrying that
+  delta alone, and a snapshot (``item/updated``/``item/completed``) sends only the part of its
+  text not sent yet. If a snapshot no longer starts with what was sent, nothing more is sent
+  for that text. Reasoning summary parts (``summary.N``, N below 500) go the same way as
+  ``agent_thought_chunk``s, a blank line opening each part after the first one sent.
+  ``messageId`` is the item id.
+* User messages are the client's own prompt and are sent only in replay mode, as
+  ``user_message_chunk`` (``displayText`` when present; retracted messages are left out).
+* ``compaction`` items show nothing. Items that do work become tool cards (see
+  ``muse_acp.agent.cards.tool_cards``), kept in ``cards`` (a ``card_states.TurnCards``, which also
+  serves the turn's approvals): ``tool_call`` at the first sighting, ``tool_call_update`` with
+  the whole card at every later one, the status never going back. Output deltas go into the
+  card's bounded ``OutputBuffer`` and are sent as in-progress updates of the kept text only
+  when the buffer says the growth is worth it (see ``muse_acp.agent.cards.progress``), so the bytes
+  sent per card stay proportional to the cap rather than to the output. The completion always
+  sends the whole card once more. ``unseen_tool`` names a tool call before its first sighting,
+  so the caller can read its file for a true diff first (``file_changes.capture_before``);
+  paths on cards are absolute against ``cwd``.
+* ``session/todoListChanged`` becomes a ``plan`` and ``session/contextUsage`` a
+  ``usage_update`` (see ``muse_acp.agent.cards.progress``); ``session/goalChanged`` a
+  ``session_info_update`` with ``_meta["muse/goal"]`` (``goal_state``). Every other method
+  returns nothing: turn lifecycle, approvals and questions belong to the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final, Literal, NamedTuple, TypeAlias
+
+from muse_acp.agent.cards.card_states import TurnCards
+from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
+from muse_acp.agent.cards.progress import OutputBuffer, plan_update, usage_update
+from muse_acp.agent.cards.tool_cards import CardItem, tool_call_id
+from muse_acp.agent.options.titles import named_title
+from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
+from muse_acp.agent.translation.goal_state import goal_update
+from muse_acp_wire import acp, msp
+from muse_acp_wire._base import WireModel
+
+__all__ = [
+    "REASONING_PART_LIMIT",
+    "PlainChunk",
+    "TextChunk",
+    "TextFamily",
+    "TurnTranslator",
+    "Update",
+    "utc_now",
+]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+REASONING_PART_LIMIT: Final = 500
+"""Reasoning summary parts from this index on are ignored."""
+
+_ITEM_EVENTS: Final = frozenset({"item/started", "item/updated", "item/completed"})
+_SUMMARY_FIELD: Final = "summary."
+_PART_SEPARATOR: Final = "\n\n"
+
+_Family: TypeAlias = Literal["agent", "reasoning", "user", "card", "silent"]
+TextChunk: TypeAlias = (
+    acp.UserMessageChunkSessionUpdate
+    | acp.AgentMessageChunkSessionUpdate
+    | acp.AgentThoughtChunkSessionUpdate
+)
+"""The updates that carry message text: a user message, agent message or thought chunk."""
+TextFamily: TypeAlias = Literal["agent", "reasoning", "user"]
+"""Whose text a chunk carries: the agent's message, its reasoning, or the user's prompt."""
+
+
+class PlainChunk(NamedTuple):
+    """A text chunk as the translator finds it, before it is built as a ``TextChunk`` model."""
+
+    family: TextFamily
+    """``user`` (a ``user_message_chunk``), ``reasoning`` (``agent_thought_chunk``) or ``agent``
+    (``agent_message_chunk``)."""
+    message_id: str
+    text: str
+
+    def model(self) -> TextChunk:
+        """The chunk as the update model ``on_notification`` gives."""
+        return _chunk(self.family, self.message_id, self.text)
+
+
+Update: TypeAlias = acp.SessionUpdate | PlainChunk
+"""What ``updates`` gives: an update model, or a text chunk not built yet."""
+
+
+def _digest() -> hashlib.blake2b:
+    return hashlib.blake2b(digest_size=16)
+
+
+_UNHASHED_CHARS: Final = 4096
+"""Text sent but not yet hashed, at most (plus one piece): hashing per delta costs more than the
+rest of keeping count, and the hash of the pieces joined is the hash of the pieces in turn."""
+
+
+@dataclass(slots=True)
+class _TextStream:
+    """What was sent of one text: its length and a digest, so state stays small however long
+    the text grows; a snapshot is checked by hashing its prefix of the same length."""
+
+    chars: int = 0
+    digest: hashlib.blake2b = field(default_factory=_digest)
+    diverged: bool = False
+    unhashed: list[str] = field(default_factory=list)
+    """The latest pieces, not yet in ``digest`` (fewer than ``_UNHASHED_CHARS`` characters)."""
+    unhashed_chars: int = 0
+
+    def add(self, text: str) -> None:
+        self.chars += len(text)
+        self.unhashed.append(text)
+        self.unhashed_chars += len(text)
+        if self.unhashed_chars >= _UNHASHED_CHARS:
+            self._hash_pieces()
+
+    def _hash_pieces(self) -> None:
+        if self.unhashed:
+            joined = "".join(self.unhashed)
+            self.digest.update(joined.encode("utf-8", errors="surrogatepass"))
+            self.unhashed.clear()
+            self.unhashed_chars = 0
+
+    def suffix(self, text: str) -> str | None:
+        """The part of ``text`` not sent yet, or None when ``text`` does not extend it."""
+        if self.diverged:
+            return None
+        self._hash_pieces()
+        if self.chars:
+            prefix = text[: self.chars].encode("utf-8", errors="surrogatepass")
+            if len(text) < self.chars or (
+                hashlib.blake2b(prefix, digest_size=16).digest() != self.digest.digest()
+            ):
+                self.diverged = True
+                return None
+        return text[self.chars :]
+
+
+@dataclass(slots=True)
+class _Tracked:
+    """The folded state of one item."""
+
+    family: _Family
+    revision: int = 0
+    ended: bool = False
+    any_text_sent: bool = False
+    streams: dict[int, _TextStream] = field(default_factory=dict)
+    call_id: str | None = None
+    """The ``toolCallId`` of the item's card, once announced."""
+
+    def stream(self, part: int) -> _TextStream:
+        stream = self.streams.get(part)
+        if stream is None:  # not ``setdefault``: that would make a stream (and a hash) every call
+            stream = self.streams[part] = _TextStream()
+        return stream
+
+
+class TurnTranslator:
+    """Turns the MSP notifications of one turn (or of a replayed history) into ACP updates.
+
+    ``turn_id`` may be set at any time: the caller sets it as soon as ``turn/started`` or the
+    ``turn/start`` ack reveals the turn, and filtering applies from then on.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        turn_id: str | None = None,
+        replay: bool = False,
+        output: OutputPolicy = BASELINE_OUTPUT,
+        cwd: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.replay = replay
+        self.output = output
+        self.cards = TurnCards(session_id, cwd=cwd, output=output, replay=replay)
+        """The state of this turn's tool cards (shared with its approvals)."""
+        self._items: dict[str, _Tracked] = {}
+
+    def on_notification(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
+        """The updates for one notification; ``params`` is already parsed with the model that
+        ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
+        return [
+            update.model() if isinstance(update, PlainChunk) else update
+            for update in self.updates(method, params)
+        ]
+
+    def updates(self, method: str, params: WireModel) -> list[Update]:
+        """``on_notification``, with text chunks left plain (see the module contract)."""
+        if method in _ITEM_EVENTS and isinstance(params, msp.ItemEventParams):
+            return self._on_item(params.item)
+        if method == "item/delta" and isinstance(params, msp.ItemDeltaParams):
+            return self._on_delta(params)
+        if method == "session/todoListChanged" and isinstance(
+            params, msp.SessionTodoListChangedParams
+        ):
+            return [plan_update(params.items)]
+        if method == "session/nameChanged" and isinstance(params, msp.SessionNameChangedParams):
+            title = named_title(params.name)
+            if title is None:
+                return []
+            return [
+                acp.SessionInfoUpdateSessionUpdate(
+                    session_update="session_info_update", title=title, updated_at=utc_now()
+                )
+            ]
+        if method == "session/goalChanged" and isinstance(params, msp.SessionGoalChangedParams):
+            return [goal_update(params.goal)]
+        if method == "session/contextUsage" and isinstance(params, msp.SessionContextUsageParams):
+            usage = usage_update(params)
+            return [] if usage is None else [usage]
+        return []
+
+    def card_output(self, item_id: str) -> OutputBuffer | None:
+        """The bounded output kept for a tool card of this turn, for read-only inspection."""
+        tracked = self._items.get(item_id)
+        call_id = None if tracked is None else tracked.call_id
+        return None if call_id is None else self.cards.output_of(call_id)
+
+    def unseen_tool(self, params: WireModel) -> tuple[str, str, str] | None:
+        """The card id, tool name and arguments of a tool call of this turn seen for the first
+        time, in progress: its tool has not run, so its file may be read for
+        ``cards.keep_before`` (see ``file_changes.capture_before``)."""
+        if not ITEM_EVENTS.holds(params):  # asked of every event: a delta, nearly always
+            return None
+        assert isinstance(params, msp.ItemEventParams)
+        item = params.item
+        if (
+            not isinstance(item, msp.ToolCallItem)
+            or item.status != "inProgress"
+            or item.item_id in self._items
+            or self._other_turn(item.turn_id)
+        ):
+            return None
+        return tool_call_id(item), item.tool, item.args
+
+    def _on_item(self, item: msp.Item) -> list[Update]:
+        if self._other_turn(item.turn_id):
+            return []
+        tracked = self._items.get(item.item_id)
+        if tracked is None:
+            tracked = self._items[item.item_id] = _Tracked(family=_family(item))
+        elif item.revision <= tracked.revision:
+            return []
+        tracked.revision = item.revision
+        tracked.ended = item.status != "inProgress"
+        if isinstance(item, msp.AgentMessageItem):
+            return self._snapshot_part(tracked, item.item_id, 0, item.text, "agent")
+        if isinstance(item, msp.ReasoningItem):
+            updates: list[Update] = []
+            for part, text in enumerate(item.summary[:REASONING_PART_LIMIT]):
+                updates += self._snapshot_part(tracked, item.item_id, part, text, "reasoning")
+            return updates
+        if isinstance(item, msp.UserMessageItem):
+            if not self.replay or item.retracted:
+                return []
+            text = item.display_text or item.text
+            return self._snapshot_part(tracked, item.item_id, 0, text, "user")
+        if isinstance(item, msp.CompactionItem):
+            return []
+        return [self._card_sighting(tracked, item)]
+
+    def _other_turn(self, turn_id: str | None) -> bool:
+        if self.replay or self.turn_id is None or turn_id is None:
+            return False
+        return turn_id != self.turn_id
+
+    def _on_delta(self, params: msp.ItemDeltaParams) -> list[Update]:
+        tracked = self._items.get(params.item_id)
+        if tracked is None or tracked.ended or not params.delta:
+            return []
+        if tracked.family == "agent" and params.field == "text":
+            return self._send_part(tracked, params.item_id, 0, params.delta, "agent")
+        if tracked.family == "reasoning":
+            part = _summary_part(params.field)
+            if part is None:
+                return []
+            return self._send_part(tracked, params.item_id, part, params.delta, "reasoning")
+        if tracked.family == "card" and tracked.call_id is not None and params.field == "output":
+            return [*self.cards.streamed(tracked.call_id, params.delta)]
+        return []
+
+    def _snapshot_part(
+        self, tracked: _Tracked, item_id: str, part: int, text: str, family: TextFamily
+    ) -> list[Update]:
+        stream = tracked.stream(part)
+        was_diverged = stream.diverged
+        suffix = stream.suffix(text)
+        if suffix is None:
+            if not was_diverged:
+                logger.debug(
+                    "text of item %s part %d diverged; sending no more of it", item_id, part
+                )
+            return []
+        return self._send_part(tracked, item_id, part, suffix, family)
+
+    def _send_part(
+        self, tracked: _Tracked, item_id: str, part: int, text: str, family: TextFamily
+    ) -> list[Update]:
+        stream = tracked.stream(part)
+        if not text or stream.diverged:
+            return []
+        shown = text
+        if family == "reasoning" and stream.chars == 0 and tracked.any_text_sent:
+            shown = _PART_SEPARATOR + text
+        stream.add(text)
+        tracked.any_text_sent = True
+        return [PlainChunk(family, item_id, shown)]
+
+    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> acp.SessionUpdate:
+        if tracked.call_id is None:
+            tracked.call_id = tool_call_id(item)
+        return self.cards.sighting(tracked.call_id, item)
+
+
+def _family(item: msp.Item) -> _Family:
+    if isinstance(item, msp.AgentMessageItem):
+        return "agent"
+    if isinstance(item, msp.ReasoningItem):
+        return "reasoning"
+    if isinstance(item, msp.UserMessageItem):
+        return "user"
+    if isinstance(item, msp.CompactionItem):
+        return "silent"
+    return "card"
+
+
+def _summary_part(field_name: str) -> int | None:
+    if not field_name.startswith(_SUMMARY_FIELD):
+        return None
+    digits = field_name[len(_SUMMARY_FIELD) :]
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 3:
+        return None
+    part = int(digits)
+    return part if part < REASONING_PART_LIMIT else None
+
+
+def _chunk(family: TextFamily, item_id: str, text: str) -> TextChunk:
+    content = acp.TextContentBlock(type="text", text=text)
+    if family == "user":
+        return acp.UserMessageChunkSessionUpdate(
+            session_update="user_message_chunk", content=content, message_id=item_id
+        )
+    if family == "reasoning":
+        return acp.AgentThoughtChunkSessionUpdate(
+            session_update="agent_thought_chunk", content=content, message_id=item_id
+        )
+    return acp.AgentMessageChunkSessionUpdate(
+        session_update="agent_message_chunk", content=content, message_id=item_id
+    )
+
+
+def utc_now() -> str:
+    """Now, as the RFC 3339 UTC time ACP's ``updatedAt`` carries."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,98 @@
+"""Relaying a session's host events to the client, during a turn and after it.
+
+Contract: an ``EventRelay`` is given, in arrival order, the host events of one session that are
+not a turn's lifecycle (the running turn keeps ``turn/started``, ``turn/completed``,
+``view/gap`` and its approvals and questions to itself). For each it first lets the session's
+``StateObserver`` take note (the model, the approval mode and the usage the host reports, see
+``session_state``) and sends the updates that report what changed, then reads an editing tool's
+file before its card is first shown (for a true diff, ``file_changes.capture_before``), then
+sends every ACP update the turn's translator makes of it, in order, through ``send`` (text chunks
+as ``translate.PlainChunk``s, which the session encodes without building them). ``relay_now``
+does the same for a delta without a coroutine unless something has to wait: a delta reports no
+session state and carries no item (``event_kinds``), so it is only translated, and its updates
+go out through ``send_now`` for as long as that takes them, the rest through ``send``. It keeps
+no state of its own: the translator filters other turns' items and keeps the cards, so the relay
+of a turn that has ended can go on updating that turn's cards (background work, see
+``background``). Its ``gate`` says whether the turn's updates may still be queued for the
+client: once its turn closed it, the relay makes nothing of any event (the turn's ``send``
+checks the gate too, for the updates of an event relayed before it closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from muse_acp.agent.cards.file_changes import capture_before
+from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.host.delta_lane import METHOD as DELTA
+from muse_acp_wire import acp, msp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["EventRelay", "StateObserver", "UpdateGate"]
+
+
+class StateObserver(Protocol):
+    """Takes note of the session state a host event reports (``session_state.SessionState``)."""
+
+    async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
+        """Take note of ``params``; the updates that report what changed, in order."""
+        ...
+
+
+class UpdateGate:
+    """Whether one turn's updates may still be queued for the client: open from the start;
+    its turn closes it, for good, before its prompt is answered (see ``turn``)."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def close(self) -> None:
+        self.open = False
+
+
+class EventRelay:
+    """Sends the ACP updates for one session's host events (see the module contract)."""
+
+    def __init__(
+        self,
+        translator: TurnTranslator,
+        send: Callable[[Update], Awaitable[None]],
+        send_now: Callable[[Update], bool],
+        state: StateObserver | None = None,
+    ) -> None:
+        self.translator = translator
+        self._send = send
+        self._state = state
+        self._send_now = send_now
+        self.gate = UpdateGate()
+
+    async def relay(self, method: str, params: WireModel) -> None:
+        if not self.gate.open:
+            return
+        if self._state is not None:
+            for update in await self._state.observe(method, params):
+                await self._send(update)
+        unseen = self.translator.unseen_tool(params)
+        if unseen is not None:  # an editing tool's file is read before its card is first shown
+            await capture_before(self.translator.cards, *unseen)
+        for translated in self.translator.updates(method, params):
+            await self._send(translated)
+
+    def relay_now(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
+        """``relay`` of a delta: None once every update it makes went out through
+        ``send_now``, else the sending of the rest, in order (see the module contract)."""
+        if not self.gate.open:
+            return None
+        updates = self.translator.updates(DELTA, params)
+        send_now = self._send_now
+        for index, update in enumerate(updates):
+            if not send_now(update):
+                return self._send_each(updates[index:])
+        return None
+
+    async def _send_each(self, updates: Sequence[Update]) -> None:
+        for update in updates:
+            await self._send(update)

@@ -1,0 +1,400 @@
+"""One prompt turn on a Muse host, from ``turn/start`` until it settles.
+
+The host's events for the session arrive in order through ``on_event`` (inline in the host
+connection's read loop): each is translated into ACP updates and sent at once (``relay``, which also
+shows the session state the host reports); a text delta the host's lane takes (``host.delta_lane``)
+comes through ``take_delta``, which does the same. Approvals and questions go to ``interactions``,
+answered in tasks of the turn; the translator's ``TurnCards`` keep the cards both touch.
+
+Events are filtered by the turn's own id from the first frame on: until it is known (the host's
+``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``), events are
+held back (at most ``MAX_HELD_EVENTS``), then handled in arrival order; from then on an event
+naming another turn (the late tail of a cancelled one) is dropped. So a ``turn/completed`` right
+behind the acknowledgement still settles the turn, and one prompt never receives another's
+output. A ``view/gap`` is filled in a task of the turn by paging the missed range back, live
+events waiting behind it (``view_events.GapFiller``).
+
+A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
+the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
+approval or a host request that cannot be answered, an acknowledgement not in the submit budget,
+in the phase it was awaited in; a host silent past its budget, see ``watchdog``), or a cancel.
+Cancellation always settles: ``turn/cancel`` is sent (once the host acknowledged the turn), and
+if the host does not complete the turn within the cancel budget, counted from the cancel, the
+prompt resolves ``cancelled`` anyway. A host that did not end the turn itself is in an unknown
+state (``host_unsettled``), is not reused, and nothing of the turn follows the answer: every
+update of the turn passes its relay's ``UpdateGate`` (``relay``, ``send_update``), closed before
+``run`` returns, and the client's writer queues frames in the order their sends began. (What a host
+sends after a turn it ended is work that outlives it, ``background``.) A client that went away
+mid-stream stops the turn, noted once in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final, Literal, Protocol, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup
+
+from muse_acp.agent.cards.progress import active_turn_update
+from muse_acp.agent.errors import failures
+from muse_acp.agent.hosting import hosts
+from muse_acp.agent.options.config_options import MODES, SessionSettings, turn_effort
+from muse_acp.agent.translation import event_kinds, view_events
+from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.turns.corrections import send_correction
+from muse_acp.agent.turns.interactions import Interactions
+from muse_acp.agent.turns.relay import EventRelay, StateObserver
+from muse_acp.agent.turns.watchdog import SilenceWatch
+from muse_acp.config import Deadlines
+from muse_acp.host.client import MspHost
+from muse_acp.host.delta_lane import METHOD as DELTA
+from muse_acp.host.unanswered import UnansweredRequest
+from muse_acp.ids import new_uuid7
+from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.tasks import task_group
+from muse_acp_wire import acp, msp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["MAX_HELD_EVENTS", "ActiveTurn", "TurnOptions", "TurnSession"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+R = TypeVar("R", bound=WireModel)
+
+MAX_HELD_EVENTS: Final = 4096
+"""Events held back until the turn's id is known; a host that sends more fails the turn."""
+
+
+class TurnSession(Protocol):
+    """What a turn needs of its session (``session.AcpSession`` is one)."""
+
+    session_id: str
+    settings: SessionSettings
+
+    async def send_update(self, update: Update) -> None: ...
+    def send_update_nowait(self, update: Update) -> bool: ...
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOptions:
+    """What the connection negotiated that a turn needs, and its budgets."""
+
+    deadlines: Deadlines
+    forms: bool = False
+    """The client can answer form elicitations (Muse's questions)."""
+    announce_active_turn: bool = False
+    """Steering was negotiated: announce the running turn's id in ``session_info_update``."""
+
+
+class ActiveTurn:
+    """The running turn of one session (see the module contract)."""
+
+    def __init__(
+        self,
+        session: TurnSession,
+        host: MspHost,
+        translator: TurnTranslator,
+        options: TurnOptions,
+        state: StateObserver | None = None,
+    ) -> None:
+        self._session = session
+        self._host = host
+        self.relay = EventRelay(translator, self.send_update, session.send_update_nowait, state)
+        self._options = options
+        self.command_id = new_uuid7()
+        self.turn_id: str | None = None
+        self.cancel_requested = False
+        self.host_unsettled = False
+        """The host never confirmed the turn's end; its state is unknown."""
+        self._settled = anyio.Event()
+        self._outcome: acp.StopReason | RpcError | None = None
+        self._explanation: RpcError | None = None
+        self._tasks: TaskGroup | None = None
+        self._held: deque[tuple[str, WireModel]] | None = deque()
+        self._client_gone = False
+        self.acknowledged = anyio.Event()
+        self._interactions = Interactions(self, translator.cards)
+        pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
+        self._gaps = view_events.GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail)
+        self._silence = SilenceWatch(
+            options.deadlines.silence, self._interactions.waiting_on_client, session.session_id
+        )
+
+    # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._session.session_id
+
+    @property
+    def settled(self) -> bool:
+        return self._settled.is_set()
+
+    @property
+    def accepting(self) -> bool:
+        return self._tasks is not None and not self.settled and not self.cancel_requested
+
+    @property
+    def automatic(self) -> Literal["approve", "reject"] | None:
+        return MODES[self._session.settings.mode_id].automatic
+
+    @property
+    def forms(self) -> bool:
+        return self._options.forms
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        if self._tasks is not None:
+            self._tasks.start_soon(work)
+
+    async def ask_client(self, method: str, params: WireModel) -> JsonValue:
+        return await self._session.ask_client(method, params)
+
+    async def ask_host(
+        self, method: str, params: WireModel, result_type: type[R], phase: failures.Phase
+    ) -> R:
+        """``hosts.ask`` with the submit budget; a host that went away under the call is
+        reported by the turn itself (in the phase the turn was in), never by the call."""
+        budget = self._options.deadlines.submit
+        try:
+            return await hosts.ask(
+                self._host, method, params, result_type, phase=phase, budget=budget
+            )
+        except RpcError:
+            if self._host.dead.is_set():
+                await self._host_gone()
+            raise
+
+    # -- settling -------------------------------------------------------------------------
+
+    def settle(self, outcome: acp.StopReason | RpcError) -> None:
+        """Record the first outcome; a cancel turns any later success into ``cancelled``."""
+        if self._settled.is_set():
+            return
+        if self.cancel_requested and not isinstance(outcome, RpcError):
+            outcome = "cancelled"
+        self._outcome = outcome
+        self._settled.set()
+        self._interactions.withdraw_all()
+
+    def explain_failure(self, error: RpcError) -> None:
+        """Report ``error`` (something the client caused, such as a question it could not
+        answer) if the host goes on to end the turn failed; the first explanation is kept."""
+        self._explanation = self._explanation or error
+
+    def fail(self, error: RpcError) -> None:
+        """Settle with ``error`` and ask the host to stop the turn (best effort); its state is
+        unknown now (the turn may still run or wait there). A cancel asked for earlier wins over
+        the error; a host that went away is reported by the turn itself (with how it ended)."""
+        if self._settled.is_set():
+            return
+        self.host_unsettled = True
+        self.settle("cancelled" if self.cancel_requested else error)
+        if self.turn_id is not None:
+            self.spawn(self._send_cancel)
+
+    # -- running ------------------------------------------------------------------------
+
+    async def run(self, parts: list[msp.TurnInputPart]) -> acp.StopReason:
+        """Submit the turn and wait until it settles.
+
+        Raises:
+            RpcError: the turn failed (``data.failure`` says how and in which phase).
+        """
+        listening = self._host.listen(self.session_id, self.on_event, self.take_delta)
+        try:
+            async with task_group() as tasks:
+                self._tasks = tasks
+                tasks.start_soon(self._watch_host)
+                if self.cancel_requested:
+                    tasks.start_soon(self._cancel_flow)
+                params = msp.TurnStartParams(
+                    command_id=self.command_id, session_id=self.session_id, input=parts
+                )
+                effort = turn_effort(self._session.settings)
+                if effort is not None:
+                    # Only an explicit choice is sent; the host's default needs no member.
+                    params.reasoning_effort = effort
+                try:
+                    ack = await self.ask_host(
+                        "turn/start", params, msp.TurnStartResult, "submitting"
+                    )
+                except failures.HostRefusal as refused:
+                    self.settle(refused)  # the host refused the turn: nothing runs there
+                except RpcError as failure:
+                    self.fail(failure)
+                else:
+                    self.acknowledged.set()
+                    silent = failures.host_silent(self._silence.budget)
+                    tasks.start_soon(self._silence.watch, partial(self.fail, silent))
+                    await self._adopt(ack.turn_id)
+                    await self._publish_active_turn(self.turn_id)
+                await self._settled.wait()
+                tasks.cancel_scope.cancel()
+        finally:
+            self._tasks = None
+            listening.close()
+            if self.acknowledged.is_set():
+                with anyio.CancelScope(shield=True):
+                    await self._publish_active_turn(None)
+            if self.host_unsettled or not self.settled:
+                # Whatever Muse still sends of a turn it did not end is not to follow the answer.
+                self.relay.gate.close()
+        outcome = self._outcome
+        assert outcome is not None
+        if isinstance(outcome, RpcError):
+            raise outcome
+        return outcome
+
+    async def _adopt(self, turn_id: str) -> None:
+        """Take ``turn_id`` as this turn's, then handle the events held back until now."""
+        if self.turn_id is not None:
+            return
+        self.turn_id = turn_id
+        self.relay.translator.turn_id = turn_id
+        held = self._held
+        # Events arriving while the held ones are handled join the end of the line, so
+        # arrival order holds; the line is gone only once it is empty.
+        while held:
+            method, params = held.popleft()
+            if not self._gaps.hold(method, params):
+                await self._handle(method, params)
+        self._held = None
+
+    async def _watch_host(self) -> None:
+        await self._host.dead.wait()
+        await self._host_gone()
+
+    async def _host_gone(self) -> None:
+        """Settle a turn whose host went away: ``cancelled`` if asked for, else how it ended."""
+        if not self._settled.is_set() and not self.cancel_requested:
+            # A host's output closes a moment before its exit status and last stderr lines
+            # are in, and the error must carry both.
+            await self._host.process.settle()
+        if self._settled.is_set():
+            return
+        self.host_unsettled = True
+        if self.cancel_requested:
+            self.settle("cancelled")
+            return
+        phase: failures.Phase = "running" if self.acknowledged.is_set() else "submitting"
+        code, stderr_tail = self._host.exit_summary()
+        self.settle(failures.host_exited(phase, code, stderr_tail))
+
+    # -- steering -----------------------------------------------------------------------
+
+    @property
+    def steerable(self) -> bool:
+        """True between the host's acknowledgement and the turn settling, unless cancelled."""
+        return self.acknowledged.is_set() and self.accepting
+
+    async def steer(self, parts: list[msp.TurnInputPart]) -> str:
+        """Send one correction to this turn (see ``corrections.send_correction``)."""
+        return await send_correction(self, parts)
+
+    async def _publish_active_turn(self, turn_id: str | None) -> None:
+        if self._options.announce_active_turn:
+            await self.send_update(active_turn_update(turn_id))
+
+    # -- cancelling ---------------------------------------------------------------------
+
+    def request_cancel(self) -> None:
+        """Start cancelling (idempotent); returns at once, the turn settles soon after."""
+        if self.cancel_requested or self._settled.is_set():
+            return
+        self.cancel_requested = True
+        self._interactions.withdraw_all()
+        self.spawn(self._cancel_flow)
+
+    async def _cancel_flow(self) -> None:
+        # One budget from the cancel on, whatever the host leaves unanswered: the turn/start
+        # acknowledgement (the turn id ``turn/cancel`` needs), turn/cancel, or turn/completed.
+        with anyio.move_on_after(self._options.deadlines.cancel):
+            await self.acknowledged.wait()
+            await self._send_cancel()
+            await self._settled.wait()
+        if not self._settled.is_set():
+            logger.warning("host did not settle cancelled turn %s in time", self.turn_id)
+            self.host_unsettled = True
+            self.settle("cancelled")
+
+    async def _send_cancel(self) -> None:
+        if self.turn_id is None or self._host.dead.is_set():
+            return
+        params = msp.TurnCancelParams(
+            command_id=new_uuid7(), session_id=self.session_id, turn_id=self.turn_id
+        )
+        try:
+            await self.ask_host("turn/cancel", params, msp.TurnCommandResult, "cancelling")
+        except RpcError as error:
+            logger.warning("turn/cancel for %s was not accepted: %s", self.turn_id, error.message)
+            self.host_unsettled = True
+
+    # -- host events --------------------------------------------------------------------
+
+    async def on_event(self, method: str, params: WireModel) -> None:
+        self._silence.heard()
+        if (
+            self.turn_id is None
+            and isinstance(params, msp.TurnStartedParams)
+            and params.command_id == self.command_id
+        ):
+            await self._adopt(params.turn_id)
+            return
+        held = self._held
+        if held is not None:
+            if len(held) >= MAX_HELD_EVENTS:
+                self.fail(failures.too_many_early_events(MAX_HELD_EVENTS, method))
+                return
+            held.append((method, params))
+        elif not self._gaps.hold(method, params):
+            await self._handle(method, params)
+
+    def take_delta(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
+        """``on_event`` for a delta the lane took: at once, unless it must wait (then the rest)."""
+        if self._held is not None or self._gaps.holding:
+            return self.on_event(DELTA, params)
+        self._silence.heard()
+        return self.relay.relay_now(params)
+
+    async def _handle(self, method: str, params: WireModel) -> None:
+        if not event_kinds.TURN_LIFECYCLE.holds(params):  # nearly every event: items, deltas
+            self._interactions.on_event(params)
+        elif isinstance(params, msp.TurnCompletedParams):
+            if params.turn_id == self.turn_id:
+                outcome = failures.stop_reason(params)
+                failed = isinstance(outcome, RpcError)
+                self.settle(self._explanation if failed and self._explanation else outcome)
+            return
+        elif isinstance(params, msp.ViewGapParams):
+            self._gaps.open()
+            self.spawn(partial(self._gaps.fill, params))
+            return
+        elif isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
+            self.fail(failures.host_request_unanswerable(params.method))
+            return
+        await self.relay.relay(method, params)
+
+    async def send_update(self, update: Update) -> None:
+        """Send ``update`` to the client, unless it went away or the gate closed (see the module
+        contract); time it waits for the client is not the host's silence."""
+        if self._client_gone or not self.relay.gate.open:
+            return
+        try:
+            await self._silence.client_write(self._session.send_update(update))
+        except ConnectionClosed:
+            self._client_gone = True
+            if self.settled or self._tasks is None:
+                return  # the turn has ended (or the agent is stopping): nothing to stop
+            logger.warning(
+                "the client went away while turn %s of session %s was streaming; stopping it",
+                self.turn_id,
+                self.session_id,
+            )
+            self.request_cancel()
