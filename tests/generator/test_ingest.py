@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+import codegen.__main__ as codegen_main
+import codegen.generate
 from codegen.__main__ import main
 from codegen.ingest import IngestError, ingest
 from codegen.lock import read_lock, verify_lock, write_lock
@@ -338,3 +340,24 @@ def test_relocking_keeps_the_ingested_release_facts(tmp_path: Path) -> None:
     assert write_lock(spec, spec / "lock.json") == ["acp/acp.schema.json"]
     entry = read_lock(spec / "lock.json")[f"msp/{VERSION}/official.surface.json"]
     assert (entry["hostVersion"], entry["fingerprint"]) == (VERSION, FINGERPRINT)
+
+
+def test_check_fails_on_a_drifting_ingested_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = tmp_path / "spec"
+    ingest(VERSION, _wheel(tmp_path), spec)
+    bundle = _bundle(spec)
+    bundle["$defs"]["TurnStartResult"]["properties"]["meta"] = {
+        "anyOf": [{"type": "object"}, {"type": "null"}]
+    }
+    (spec / "msp" / VERSION / "msp.schema.json").write_text(json.dumps(bundle), encoding="utf-8")
+    # generated/ is current here; only the drift of the bundle in `spec` is under test.
+    monkeypatch.setattr(codegen_main, "SPEC_DIR", spec)
+    monkeypatch.setattr(codegen.generate, "check", lambda: "")
+    assert main(["check"]) == 1
+    captured = capsys.readouterr()
+    assert "types.TurnStartResult.members.meta.nullable: official false, bundle true" in (
+        captured.out
+    )
+    assert "x-msp-deviations" in captured.err
