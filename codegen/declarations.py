@@ -21,6 +21,8 @@ from typing import Any, Final
 
 STABLE_MEMBER: Final = "muse_code_msp/__init__.py"
 """The wheel member holding the stable surface."""
+EXPERIMENTAL_MEMBER: Final = "muse_code_msp/experimental/__init__.py"
+"""The wheel member holding the stable and experimental surfaces together."""
 
 _FINGERPRINT: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
 _PRIMITIVES: Final[dict[str, dict[str, Any]]] = {
@@ -96,13 +98,56 @@ def _literal(node: ast.expr, where: str) -> Any:
         raise DeclarationsError(f"{where} is not a literal value") from exc
 
 
+@dataclass(frozen=True, slots=True)
+class _TypedDict:
+    """A TypedDict as declared: class syntax, or the call syntax the module uses for members
+    whose names are Python keywords (``TypedDict("X", {"from": "T"}, total=False)``)."""
+
+    bases: tuple[str, ...]
+    total: bool
+    members: tuple[tuple[str, ast.expr], ...]
+
+
+def _total(keywords: list[ast.keyword]) -> bool:
+    return not any(
+        k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False
+        for k in keywords
+    )
+
+
+def _from_class(node: ast.ClassDef) -> _TypedDict:
+    bases = tuple(base.id for base in node.bases if isinstance(base, ast.Name))
+    members = tuple(
+        (statement.target.id, statement.annotation)
+        for statement in node.body
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+    )
+    return _TypedDict(bases, _total(node.keywords), members)
+
+
+def _from_call(node: ast.expr) -> _TypedDict | None:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    if node.func.id != "TypedDict" or len(node.args) != 2:
+        return None
+    fields = node.args[1]
+    if not isinstance(fields, ast.Dict):
+        return None
+    members = tuple(
+        (key.value, value)
+        for key, value in zip(fields.keys, fields.values, strict=True)
+        if isinstance(key, ast.Constant) and isinstance(key.value, str)
+    )
+    return _TypedDict(("TypedDict",), _total(node.keywords), members)
+
+
 class _Reader:
     """One pass over the module body; ``schema_of`` turns an annotation into JSON Schema."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.constants: dict[str, Any] = {}
-        self.classes: dict[str, ast.ClassDef] = {}
+        self.classes: dict[str, _TypedDict] = {}
         self.assigns: dict[str, ast.expr] = {}
         for node in tree.body:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -111,9 +156,13 @@ class _Reader:
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    self.assigns[target.id] = node.value
+                    declared = _from_call(node.value)
+                    if declared is not None:
+                        self.classes[target.id] = declared
+                    else:
+                        self.assigns[target.id] = node.value
             elif isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
+                self.classes[node.name] = _from_class(node)
 
     def schema_of(self, node: ast.expr, where: str) -> dict[str, Any]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -148,35 +197,29 @@ class _Reader:
 
     def members_of(self, name: str) -> dict[str, Member]:
         """Members of class ``name`` and its ``_XBase`` parents, in declaration order."""
-        node = self.classes[name]
-        total = not any(
-            k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False
-            for k in node.keywords
-        )
+        declared = self.classes[name]
         members: dict[str, Member] = {}
-        for base in node.bases:
-            if isinstance(base, ast.Name) and base.id in self.classes:
-                members.update(self.members_of(base.id))
-        for statement in node.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-                member = statement.target.id
-                schema = self.schema_of(statement.annotation, f"{name}.{member}")
-                arms = schema.get("anyOf", [])
-                nullable = {"type": "null"} in arms
-                if nullable:
-                    rest = [arm for arm in arms if arm != {"type": "null"}]
-                    schema = rest[0] if len(rest) == 1 else {"anyOf": rest}
-                members[member] = Member(schema, total, nullable)
+        for base in declared.bases:
+            if base in self.classes:
+                members.update(self.members_of(base))
+        for member, annotation in declared.members:
+            schema = self.schema_of(annotation, f"{name}.{member}")
+            arms = schema.get("anyOf", [])
+            nullable = {"type": "null"} in arms
+            if nullable:
+                rest = [arm for arm in arms if arm != {"type": "null"}]
+                schema = rest[0] if len(rest) == 1 else {"anyOf": rest}
+            members[member] = Member(schema, declared.total, nullable)
         return members
 
 
 def _bases(reader: _Reader) -> set[str]:
     """Classes that only carry another class's required members (``_XBase``)."""
     return {
-        base.id
-        for node in reader.classes.values()
-        for base in node.bases
-        if isinstance(base, ast.Name) and base.id in reader.classes
+        base
+        for declared in reader.classes.values()
+        for base in declared.bases
+        if base in reader.classes
     }
 
 
@@ -262,3 +305,15 @@ def _check_references(found: Declarations, origin: str) -> None:
 def read_declarations(wheel: Path) -> Declarations:
     """The stable surface of ``wheel`` (its ``muse_code_msp/__init__.py``)."""
     return parse_declarations(module_source(wheel), f"{wheel.name}:{STABLE_MEMBER}")
+
+
+def read_experimental(wheel: Path) -> Declarations | None:
+    """The stable-plus-experimental surface of ``wheel``, or None when it ships none."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            if EXPERIMENTAL_MEMBER not in archive.namelist():
+                return None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DeclarationsError(f"{wheel.name} cannot be read as a wheel: {exc}") from exc
+    source = module_source(wheel, EXPERIMENTAL_MEMBER)
+    return parse_declarations(source, f"{wheel.name}:{EXPERIMENTAL_MEMBER}")

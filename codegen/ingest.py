@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from codegen.config import SPEC_DIR
-from codegen.declarations import Declarations, DeclarationsError, read_declarations
+from codegen.declarations import (
+    Declarations,
+    DeclarationsError,
+    read_declarations,
+    read_experimental,
+)
 from codegen.lock import read_lock, record_files
 from codegen.prepass import SCHEMA_DIALECT
 from codegen.surface import DEVIATIONS_KEY, SURFACE_FILE
@@ -266,12 +271,14 @@ def ingest(
         raise IngestError(f"{wheel.name} is not a {PACKAGE} {version} wheel (by its file name)")
     try:
         found = read_declarations(wheel)
+        experimental = read_experimental(wheel)
     except DeclarationsError as exc:
         raise IngestError(str(exc)) from exc
-    if found.host_version != version:
-        raise IngestError(
-            f"{wheel.name} declares REQUIRED_HOST_VERSION {found.host_version}, not {version}"
-        )
+    for surface in (found, experimental):
+        if surface is not None and surface.host_version != version:
+            raise IngestError(
+                f"{wheel.name} declares REQUIRED_HOST_VERSION {surface.host_version}, not {version}"
+            )
     target = spec_dir / "msp" / version
     lock_file = spec_dir / "lock.json"
     locked = read_lock(lock_file).get(f"msp/{version}/msp.schema.json", {})
@@ -305,6 +312,10 @@ def ingest(
         "declarations (facts only; descriptions written for muse-acp)."
     )
     facts = {"hostVersion": version, "fingerprint": found.fingerprint, "wheelSha256": wheel_sha256}
+    if experimental is not None:
+        # The bundle is the stable surface; the experimental fingerprint is what a host reports
+        # to a client that opts in, so it is kept to recognise that host too.
+        facts["experimentalFingerprint"] = experimental.fingerprint
     record_files(
         spec_dir, lock_file, [p for p in written if p.suffix == ".json"], provenance, facts
     )
