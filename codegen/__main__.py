@@ -1,4 +1,4 @@
-"""Command line of the generator: ``python -m codegen generate|check|diff|lock``."""
+"""Command line of the generator: ``python -m codegen generate|check|diff|lock|ingest``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 from codegen import generate as build
-from codegen.config import REPO_ROOT
+from codegen.config import REPO_ROOT, SPEC_DIR
+from codegen.ingest import IngestError, default_cache_dir, fetch_wheel, ingest
 from codegen.lock import LockMismatchError, write_lock
 from codegen.prepass import SchemaError
 from codegen.protocol_diff import diff_bundles
+from codegen.surface import drift_report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     diff = commands.add_parser("diff", help="print the protocol changes between two MSP bundles")
     diff.add_argument("old", type=Path, help="spec/msp/<old version> (folder or msp.schema.json)")
     diff.add_argument("new", type=Path, help="spec/msp/<new version> (folder or msp.schema.json)")
+    take = commands.add_parser(
+        "ingest", help="build spec/msp/<version>/ from the release's official declarations wheel"
+    )
+    take.add_argument("version", help="Muse host version, e.g. 1.4.4")
+    take.add_argument("--wheel", type=Path, help="the muse-code-msp wheel (else fetched with pip)")
+    take.add_argument("--fingerprint", help="refuse unless the wheel declares this fingerprint")
+    take.add_argument("--spec-dir", type=Path, default=SPEC_DIR, help="spec folder to write into")
+    take.add_argument("--cache-dir", type=Path, default=None, help="where fetched wheels are kept")
+    take.add_argument("--replace", action="store_true", help="overwrite a hand-written bundle")
     args = parser.parse_args(argv)
     try:
         if args.command == "generate":
@@ -31,6 +42,15 @@ def main(argv: list[str] | None = None) -> int:
             print("generated/ is current" if not written else f"{len(written)} file(s) updated")
         elif args.command == "check":
             stale = build.check()
+            drifted = drift_report(SPEC_DIR)
+            if drifted:
+                sys.stdout.write(drifted)
+                print(
+                    "an ingested bundle differs from its release; fix it or declare the "
+                    "deviation in its x-msp-deviations",
+                    file=sys.stderr,
+                )
+                return 1
             if stale:
                 sys.stdout.write(stale)
                 print("generated/ is stale; run `nox -s codegen`", file=sys.stderr)
@@ -39,9 +59,19 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "lock":
             changed = write_lock()
             print("\n".join(f"locked spec/{name}" for name in changed) or "lock unchanged")
+        elif args.command == "ingest":
+            wheel = args.wheel or fetch_wheel(args.version, args.cache_dir or default_cache_dir())
+            written = ingest(
+                args.version,
+                wheel,
+                args.spec_dir,
+                fingerprint=args.fingerprint,
+                replace=args.replace,
+            )
+            print("\n".join(f"wrote {path}" for path in written))
         else:
             sys.stdout.write(diff_bundles(args.old, args.new))
-    except (LockMismatchError, SchemaError) as exc:
+    except (LockMismatchError, SchemaError, IngestError) as exc:
         print(f"codegen: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -112,6 +112,7 @@ def write_lock(spec_dir: Path = SPEC_DIR, lock_file: Path = LOCK_FILE) -> list[s
         paths[relative] = path
         previous = old.get(relative, {})
         files[relative] = {
+            **previous,
             "sha256": sha256_of(path),
             "provenance": previous.get("provenance") or _default_provenance(relative),
         }
@@ -135,6 +136,34 @@ def write_lock(spec_dir: Path = SPEC_DIR, lock_file: Path = LOCK_FILE) -> list[s
     document = {"lockVersion": LOCK_VERSION, "files": files}
     lock_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return changed
+
+
+def record_files(
+    spec_dir: Path, lock_file: Path, paths: list[Path], provenance: str, facts: dict[str, str]
+) -> None:
+    """Lock ``paths`` (files under ``spec_dir``) with ``provenance`` and extra ``facts`` (such as
+    an ingested release's fingerprint), leaving every other entry as it was.
+
+    Raises:
+        LockMismatchError: one of ``paths`` cannot be locked (see ``unusable``); the lock is
+            unchanged.
+    """
+    problems = [
+        f"spec/{_relative(path, spec_dir)} {problem}"
+        for path in paths
+        if (problem := unusable(path)) is not None
+    ]
+    if problems:
+        raise LockMismatchError("refusing to lock:\n  " + "\n  ".join(problems))
+    files = read_lock(lock_file)
+    for path in paths:
+        files[_relative(path, spec_dir)] = {
+            "sha256": sha256_of(path),
+            "provenance": provenance,
+            **facts,
+        }
+    document = {"lockVersion": LOCK_VERSION, "files": dict(sorted(files.items()))}
+    lock_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 def verify_lock(spec_dir: Path = SPEC_DIR, lock_file: Path = LOCK_FILE) -> None:

@@ -25,7 +25,7 @@ JsonObject = dict[str, Any]
 
 SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 _BUNDLE_ONLY_KEYS: Final = frozenset(
-    {"methods", "notifications", "errors", "capabilities", "reserved"}
+    {"methods", "notifications", "errors", "capabilities", "reserved", "x-msp-deviations"}
 )
 
 
