@@ -1,20 +1,8 @@
 """Adapter settings: where the Muse executable and the adapter's data live, and every deadline.
 
-Settings come from command-line options first, then ``MUSE_ACP_*`` environment variables, then
-defaults. A malformed value is reported when the adapter starts, not when it is first used.
-
-| variable | meaning | default |
-| --- | --- | --- |
-| ``MUSE_ACP_MUSE_BIN`` | the Muse executable | ``muse`` on PATH |
-| ``MUSE_ACP_BACKEND`` | ``msp``, ``exec`` (legacy ``muse exec --json``) or ``auto`` | ``auto`` |
-| ``MUSE_ACP_TRUST_NEWER_HOST`` | ``1``: gated features for a Muse newer than all verified | ``0`` |
-| ``MUSE_ACP_DATA_DIR`` | titles; MCP overlays (``run/``) | ``$XDG_DATA_HOME/muse-acp`` |
-| ``MUSE_ACP_STARTUP_TIMEOUT`` | seconds for a host to start and finish its handshake | 120 |
-| ``MUSE_ACP_SUBMIT_TIMEOUT`` | seconds for Muse to acknowledge a command | 30 |
-| ``MUSE_ACP_CANCEL_TIMEOUT`` | seconds a cancelled turn may take to settle | 5 |
-| ``MUSE_ACP_READ_TIMEOUT`` | seconds for one stored-output or history read | 20 |
-| ``MUSE_ACP_IDLE_TIMEOUT`` | seconds an idle execution host is kept | 60 |
-| ``MUSE_ACP_SILENCE_TIMEOUT`` | seconds a running turn may go without a word from Muse | 600 |
+Contract: settings come from command-line options first, then ``MUSE_ACP_*`` environment
+variables, then defaults; README.md's configuration table lists the variables. A malformed value
+is reported when the adapter starts, not when it is first used.
 """
 
 from __future__ import annotations

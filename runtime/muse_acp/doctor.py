@@ -1,34 +1,13 @@
 """``muse-acp doctor``: what muse-acp is, which Muse executable it would use, and whether it works.
 
-Contract: ``run_doctor`` runs its checks in order and prints their findings to stdout, one
-section per check, then a one-line verdict; it returns 0 when the adapter can serve ACP with the
-Muse executable, or 1 with what to install or set when it cannot. The checks:
-
-* **muse-acp**: the adapter's version, the Python running it, its data folder, its log level and
-  whether every ``MUSE_ACP_*`` setting is usable (an unusable one ends the checks: ``serve``
-  refuses it too);
-* **Muse executable**: which executable would be used and why (``--muse``,
-  ``MUSE_ACP_MUSE_BIN`` or PATH), what its ``--version`` printed and the version read from it,
-  whether it supports ``serve`` and which safety flags ``serve --help`` lists;
-* **backend**: which backend muse-acp would use (``msp`` or the legacy ``exec``) and why
-  (``muse_acp.host.backends``), and for exec the ``exec --help`` flags it may pass; an executable
-  that cannot run the backend asked for (or any backend) ends the checks;
-* **MSP handshake** (MSP backend only): ``<muse> serve`` is started in a scratch folder and sent
-  MSP ``initialize``; the executable is usable only if it answers with a result within
-  ``HANDSHAKE_TIMEOUT`` seconds (or the configured startup deadline, if shorter). The process is
-  always reaped. The version the host reports there is the one features are judged by;
-* **features**: which MSP bindings that version is read with (its own bundle or the nearest
-  older one), which version-gated features are on for it
-  (``muse_acp.host.versions.VERIFIED_HOSTS``) and, for a host newer than every verified one,
-  how to turn them on (``MUSE_ACP_TRUST_NEWER_HOST=1``); the exec backend has none of them;
-* **sign-in** (MSP backend only): the credential Muse reports through ``account/read`` (asked
-  on the handshake's own connection, opted in to experimental methods). No credential while
-  Muse needs one is a blocking problem, with how to sign in; a host that cannot say is noted.
-
-A check that finds a blocking problem ends the run there. With ``as_json`` the same findings
-are printed as one JSON document instead: ``{"muse_acp": {...}, "sections": [{"name", "title",
-"ok", "findings": [{"label", "text"}], "facts": {...}}], "ready", "verdict"}``. More checks
-are added by appending to ``CHECKS``.
+Contract: ``run_doctor`` runs the ``CHECKS`` in order (muse-acp's own settings, the Muse
+executable, the backend, the MSP handshake, the features of the host's version, sign-in) and
+prints their findings to stdout, one section per check, then a one-line verdict; with
+``as_json`` the same findings are one JSON document. A check that finds a blocking problem ends
+the run there. It returns 0 when the adapter can serve ACP with that executable, else 1 with
+what to install or set. The handshake's ``muse serve`` runs in a scratch folder within
+``HANDSHAKE_TIMEOUT`` seconds and is always reaped. More checks are added by appending to
+``CHECKS``.
 """
 
 from __future__ import annotations

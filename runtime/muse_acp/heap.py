@@ -2,20 +2,11 @@
 
 Contract: ``keep_large_buffers()`` is called once by ``muse-acp serve`` and by ``muse-sim
 serve``, never by a library (a program that imports the client library or the simulator keeps
-its own allocator settings). Where the C allocator is glibc's malloc, it sets two of its
-parameters with ``mallopt``: allocations under ``MMAP_THRESHOLD`` bytes come from the heap
-instead of a mapping of their own, and up to ``TRIM_THRESHOLD`` bytes free at the top of the
-heap stay with the process instead of going back to the kernel at once. Anywhere else it does
-nothing. It returns whether both were set.
-
-Why: a stored-output page is a frame of about 1 MiB, and the adapter holds it in a handful of
-buffers of about that size (the frame read from Muse, its decoded text, the answer written to
-the client; the simulator's file read, text and encoded answer). With glibc's defaults the
-buffers one page frees are returned to the kernel and the next page's are mapped again, and
-each 4 KiB of a new mapping costs a page fault when it is first touched: about a quarter of
-the adapter's CPU per page. What it costs: after a burst of large frames the process keeps up
-to ``TRIM_THRESHOLD`` more memory resident, to be reused. Python's small objects (pymalloc's
-arenas) are not affected either way.
+its own allocator settings). Where the C allocator is glibc's malloc, it sets with ``mallopt``
+that allocations under ``MMAP_THRESHOLD`` bytes come from the heap and that up to
+``TRIM_THRESHOLD`` free bytes stay with the process; anywhere else it does nothing. It returns
+whether both were set. The cost is up to ``TRIM_THRESHOLD`` more resident memory after a burst
+of large frames; docs/performance.md says what it saves.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """How muse-acp's long-running executables load their runtime: quickly.
 
-Contract:
-
-* ``begin_loading()`` is called by ``muse-acp serve`` and ``muse-sim serve`` before they
-  import their runtime. It pauses the cyclic garbage collector, which would otherwise rescan
-  the tens of thousands of objects that creating the wire models leaves behind, many times
-  over, while finding nothing to free. And it tells pydantic that no pydantic plugins are
-  installed, so that the first model built does not read the entry points of every
-  distribution in the environment (a tenth of a second in a full virtual environment, paid at
-  every start of the agent and of every host). muse-acp's models are not meant to be
-  instrumented by third-party plugins. The switch is made inside the process only: the
-  environment that Muse hosts, and the MCP servers they start, inherit is not touched.
-* ``end_loading()`` is called once the runtime is imported. Everything loaded so far lives as
-  long as the process, so it is moved out of the collector's sight (``gc.freeze``), and the
-  collector resumes. Calling it without ``begin_loading``, or twice, is harmless.
-
-Libraries never call these: a program that imports the client library or the simulator keeps
-its own collector settings and pydantic plugins.
+Contract: ``begin_loading()`` is called by ``muse-acp serve`` and ``muse-sim serve`` before they
+import their runtime: it pauses the cyclic garbage collector and tells pydantic, inside this
+process only, that no plugins are installed (muse-acp's models are not meant to be instrumented).
+``end_loading()`` is called once the runtime is imported: what was loaded lives as long as the
+process, so it is frozen out of the collector's sight and the collector resumes; calling it
+without ``begin_loading``, or twice, is harmless. Libraries never call these, so a program that
+imports the client library or the simulator keeps its own settings. docs/performance.md says why.
 """
 
 from __future__ import annotations

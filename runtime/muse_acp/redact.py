@@ -1,23 +1,14 @@
 """Removing secrets from text before it leaves the adapter, and bounding its length.
 
-Contract: ``redact(text)`` returns ``text`` with every secret form below replaced by
-``[redacted]`` and the result cut to at most ``limit`` characters (a cut ends with the
-``muse_acp.text`` ellipsis). Secret forms:
-
-* the value of any environment variable whose name ends in ``KEY``, ``TOKEN``, ``SECRET``,
-  ``PASSWORD``, ``CREDENTIAL`` or ``CREDENTIALS`` (any case; ``META_API_KEY`` included), when
-  the value has at least six characters (shorter values would match ordinary words);
-* every value the process was given as a secret (``SESSION_SECRETS``: the editor's MCP server
-  settings, see ``secret_arguments`` and ``url_secrets``), at least six characters long too;
-* an HTTP ``Bearer`` token;
-* the userinfo of a URL (``https://user:pass@host`` becomes ``https://[redacted]@host``);
-* the values of the query parameters ``api_key``, ``key``, ``token`` and ``access_token``.
-
-Ordinary text passes through unchanged, and redacting twice gives the same result as once.
-``RedactingFilter`` applies the same rules to log records, so the stderr log never carries what
-the wire may not. ``SecretRegistry`` keeps at most ``MAX_REMEMBERED`` values, the oldest given
-up first; it is safe to use from worker threads. This module does no I/O; it only reads the
-process environment when no ``environ`` is given.
+Contract: ``redact(text)`` returns ``text`` with every secret replaced by ``[redacted]`` and cut
+to at most ``limit`` characters. Secrets are: values of environment variables named like keys,
+tokens, secrets, passwords or credentials, and values given as secrets (``SESSION_SECRETS``:
+the editor's MCP settings), both when at least six characters long; HTTP ``Bearer`` tokens; a
+URL's userinfo; and the values of the ``api_key``, ``key``, ``token`` and ``access_token`` query
+parameters. Ordinary text passes unchanged, and redacting twice equals redacting once.
+``RedactingFilter`` applies the same rules to log records. ``SecretRegistry`` keeps at most
+``MAX_REMEMBERED`` values, oldest given up first, and is thread-safe. No I/O; the environment is
+read only when no ``environ`` is given.
 """
 
 from __future__ import annotations

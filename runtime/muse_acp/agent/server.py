@@ -1,26 +1,13 @@
 """The ACP agent on stdio: where every client frame enters and is routed.
 
-Frames enter through the JSON-RPC runtime (``muse_acp.rpc``) on this process's stdin; stdout
-carries protocol frames and nothing else (logs go to stderr), written through ``coalescing`` so
-that a burst of updates relayed from one read of host output costs the client one read. Every
-request and notification is served by the routes of ``routes`` (its typed handler tables),
-bound to the connection's ``AgentContext``.
-
-An editor starts the agent when its user opens the agent panel and waits for the answer to
-``initialize``, so that answer comes first: until it is out, the agent holds only what
-answering needs (``startup``; the Muse probes already run), and it loads the rest (``routes``:
-every handler, the sessions' machinery, the MSP models) right after writing it. A frame that
-arrives earlier (a client pipelining ``session/new`` behind ``initialize``, or one that never
-sends ``initialize``) loads it at once, before that frame is handled, so frames are still
-served in the order they came.
-
-The agent stops in order however it is asked to (stdin reaching its end, SIGTERM, SIGHUP or SIGINT):
-the connection stops reading, every session is closed (its turn cancelled, its hosts asked to
-stop), and the agent's task group, which runs every host, is cancelled: each host's process
-group is terminated, then killed, and reaped before ``serve`` returns. Those signals are caught
-until then: one more while stopping does not cut the stop short (it is bounded by the hosts'
-exit and terminate graces), since dying there would leave what the stop removes (settings
-overlays with MCP secrets, staged images) on disk until the next start.
+Contract: frames enter through the JSON-RPC runtime (``muse_acp.rpc``) on stdin; stdout carries
+protocol frames and nothing else, written through ``coalescing``. Every request and notification
+is served by the handler tables of ``routes``, bound to the connection's ``AgentContext``. The
+answer to ``initialize`` comes first: the rest (``routes``) loads right after it, or at once when
+another frame arrives earlier, so frames are still served in arrival order. The agent stops in
+order on end of input, SIGTERM, SIGHUP or SIGINT: sessions close, every host's process group is
+terminated and reaped before ``serve`` returns, and further signals do not cut that short (it
+would leave settings overlays and staged images on disk).
 """
 
 from __future__ import annotations

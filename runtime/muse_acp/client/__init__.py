@@ -1,20 +1,13 @@
 """A typed, async client library for ACP agents such as ``muse-acp serve``.
 
 Scripts open a connection with ``connect`` (a child process, by default this installation's
-``muse-acp serve``) or ``connect_streams`` (streams they own), then work with typed sessions::
-
-    async with connect(env={"MUSE_ACP_MUSE_BIN": muse}, on_permission=allow_once) as agent:
-        session = await agent.new_session(workspace)
-        async for update in session.prompt("Summarise the README"):
-            ...
-        print(session.stop_reason)
-
-Everything sent and received is a generated ACP model (``muse_acp_wire.acp``); updates are the
-``SessionUpdate`` union of ``muse_acp.acp_types``. Agent errors are raised as ``AgentError``
-(a ``muse_acp.rpc.RpcError``) and a vanished agent as ``AgentExited`` (a
-``muse_acp.rpc.ConnectionClosed``), both with the agent's last stderr lines. The Muse
-extensions are opted into with ``extensions()`` and used through ``Session.read_output``,
-``Session.save_output``, ``Session.steer`` and ``Session.compatible_steer``.
+``muse-acp serve``) or ``connect_streams`` (streams they own), then work with typed sessions
+(``AgentConnection.new_session``, ``Session.prompt``). Everything sent and received is a
+generated ACP model (``muse_acp_wire.acp``). Agent errors are raised as ``AgentError`` (an
+``RpcError``) and a vanished agent as ``AgentExited`` (a ``ConnectionClosed``), both with the
+agent's last stderr lines. The Muse extensions are opted into with ``extensions()`` and used
+through ``Session.read_output``, ``Session.save_output``, ``Session.steer`` and
+``Session.compatible_steer``.
 """
 
 from muse_acp.client.capabilities import client_capabilities, extensions, with_elicitation

@@ -1,21 +1,15 @@
 """Stored tool output (the Muse ``muse/output`` extension): references, pages and bytes.
 
-Contract: an ``OutputRef`` names one stored output: the session, the Muse item and the output
-id, plus its total size when the tool card announced it. ``OutputRef.of`` accepts what callers
-hold: an ``OutputRef``, the ``_meta["muse/output"]`` object of a tool card, or the card itself.
-``read_pages`` reads an output from offset 0 in pages of at most ``page_bytes`` (1 MiB, or less
-when the agent advertised a lower maximum), advancing by each page's actual ``byteLen`` until a
-page says ``eof``. While pages come back full, it keeps the next page's request in flight while
-a page travels: sent at the offset the page reaches when full, before the end the reference
-announced, and withdrawn when the page turns out shorter or the last, or when the caller stops
-reading. So the agent and its host work on the next page while the caller takes this one, and
-never more than two requests are outstanding. After a short page (text whose pages end early at
-a character boundary) the next is asked for once that page is in, as the guess would be wrong. A
-page that starts elsewhere than asked, whose content is not ``byteLen`` bytes, that makes no
-progress without ``eof``, or that runs past the announced size is refused with an
+Contract: an ``OutputRef`` names one stored output (session, item, output id, and its size when
+the card announced it); ``OutputRef.of`` accepts a reference, a card's ``_meta["muse/output"]``
+or the card. ``read_pages`` reads an output from offset 0 in pages of at most ``page_bytes``
+(or the agent's advertised maximum), advancing by each page's ``byteLen`` until ``eof``, with at
+most one more request in flight while a page travels (withdrawn when the guess is wrong).
+``decode_page`` turns a page back into bytes and checks their count against ``byteLen``.
+
+Errors: a page that starts elsewhere than asked, whose content is not ``byteLen`` bytes, that
+makes no progress without ``eof`` or runs past the announced size is refused with an
 INTERNAL_ERROR, so a confused agent can neither corrupt the bytes nor keep a reader looping.
-``decode_page`` turns a page back into bytes (utf8 text re-encoded, base64 decoded) and checks
-their count against ``byteLen``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """One ACP session as a script sees it: prompts as typed update streams, and its settings.
 
-Contract: a ``Session`` is created by the ``AgentConnection`` (new, load, resume, fork) and
-keeps what the agent said about it current: modes, config options, available commands, title
-and the running Muse turn id, from responses and from every update it receives.
-
-``prompt`` sends ``session/prompt`` and yields the session's updates, in order, until the
-response arrives; every update the agent sent before its response is yielded before the
-iteration ends, and ``stop_reason`` is set then. A failed prompt raises the agent's error from
-the iterator. Updates pass through a bounded buffer: when the consumer is slow, reading from the
-agent pauses until it catches up (nothing is dropped), so do not wait on another request of the
-same connection from inside the loop while many updates may be pending. One turn runs at a
-time: leaving the loop early sends ``session/cancel`` and drops the rest of that turn's updates,
-and a new prompt cancels a turn that is still running, waits for it to end, then starts (an
-iterator still reading the old turn stops receiving its updates and ends with its outcome).
-
-Updates that arrive outside a prompt go to ``on_update`` when it is set. During ``load``, the
-replayed history goes to ``on_update``, or is collected into ``replayed`` (at most
-``REPLAY_LIMIT`` updates) when there is no callback.
+Contract: a ``Session`` is created by the ``AgentConnection`` (new, load, resume, fork) and keeps
+what the agent said about it current (modes, config options, commands, title, running turn).
+``prompt`` yields the session's updates in order until the response, then sets
+``stop_reason``; a failed prompt raises the agent's error from the iterator. Updates pass a
+bounded buffer: a slow consumer pauses reading from the agent, nothing is dropped, so do not
+wait on another request of the same connection inside the loop. One turn runs at a time: leaving
+the loop early sends ``session/cancel``, and a new prompt cancels a running one first. Updates
+outside a prompt go to ``on_update``; a load's replay goes there or into ``replayed`` (at most
+``REPLAY_LIMIT``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Finding the Muse executable and probing what it can do.
 
-The executable comes from ``--muse PATH``, else ``MUSE_ACP_MUSE_BIN``, else ``muse`` on PATH.
-A bare name (``muse``, ``muse-sim``) not found on PATH is also looked for beside the running
-interpreter and in this installation's scripts folder, so the commands installed together with
-muse-acp are found under pipx, uvx or an absolute-path launch whose PATH lacks that folder.
-Each binary is probed once (``--version`` and ``serve --help``, side by side) and the result
-cached by path, size and modification time, so replacing the binary is noticed without
-restarting the adapter.
-``exec --help`` (the legacy backend, see ``backends``) is probed only when asked for, and then
-cached with the rest. A missing or unusable binary is reported with what to do about it.
-
-``start_probe(path)`` starts the two probes ahead of time, before the agent has finished loading
-(an editor waits for ``initialize``, which needs their answers): the next ``probe(path)``
-collects those processes instead of starting its own. ``discard_early_probes`` kills and reaps
-any that were never collected.
+Contract: the executable comes from ``--muse PATH``, else ``MUSE_ACP_MUSE_BIN``, else ``muse``
+on PATH; a bare name not on PATH is also looked for beside the interpreter and in this
+installation's scripts folder (``installation_dirs``). ``probe`` runs ``--version`` and ``serve
+--help`` once per binary, cached by path, size and modification time (``exec --help`` only when
+asked). ``start_probe`` starts the probes before the agent has loaded, for ``probe`` to collect;
+``discard_early_probes`` reaps the uncollected. A missing or unusable binary is a
+``HostUnavailable`` saying what to do about it.
 """
 
 from __future__ import annotations

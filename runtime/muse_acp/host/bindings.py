@@ -1,19 +1,12 @@
 """The MSP bindings a Muse host is read with, chosen by the version it reports.
 
-Contract: ``muse_acp_wire.msp`` is the vocabulary every part of muse-acp (the simulator
-included) builds and reads MSP frames with: the models and tables of the newest bundle. A host's
-own bundle, ``bindings_for(version)``, says what that host serves and publishes: its requests
-and notifications, its error registry, its schema fingerprint and the models it declares. The
-bundle is the host's own version when one exists; otherwise the nearest older one (a newer patch
-or minor than any bundle is read as the newest bundle before it, whose protocol it extends), and
-the oldest bundle for a host older than all of them. Bindings are read from the generated
-``msp_outlines.OUTLINES``, which creates no models: a bundle's module is imported only when its
-own models are asked for (``models()``), so a process talking to an older host pays for one set
-of models, the vocabulary's. A bundle added to ``spec/msp/`` reaches the runtime with no edit
-here.
-
-``error_kind`` reads the kind of a host's error from its ``data`` through the generated
-``ErrorData`` model, falling back to the registry row of its code.
+Contract: ``muse_acp_wire.msp`` is the vocabulary every part of muse-acp builds and reads MSP
+frames with (the newest bundle's models). ``bindings_for(version)`` gives a host's own bundle
+(its requests, notifications, error registry, fingerprint and models): the host's version,
+else the nearest older bundle, else the oldest. Bindings are read from the generated outlines,
+so a bundle's models are imported only when asked for (``models()``), and a bundle added to
+``spec/msp/`` needs no edit here. ``error_kind`` reads the kind of a host's error from its
+``data``, falling back to the registry row of its code.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """An MSP client connection to one ``muse serve`` process (``open_host``).
 
-``open_host`` spawns the process, connects the JSON-RPC runtime to its pipes, performs the
-``initialize``/``initialized`` handshake within the startup budget and yields an ``MspHost``. Host
-events (MSP notifications) are parsed with the vocabulary models (see ``bindings``) and handed, in
-arrival order, to the listener registered for their ``sessionId``; events for sessions nobody
-listens to are dropped. A follower (``follow``) takes a session's events while no listener does
-(between its turns). ``listen`` returns a ``Listening`` handle, and only that handle removes its own
-registration, so a finished listener can never stay behind or take a newer one's place. A listener
-may come with a taker of the session's deltas (the running turn's ``take_delta``), to which the
-connection's ``delta_lane`` hands nearly every ``item/delta``. ``usage/changed``, which names no
-session, is handed to every listener. The host's server requests (``approval/request``,
-``userInput/request``) are answered with an empty receipt at once and delivered to the listener like
-their notification twins, so a listener sees a request however the host chose to send it. Approvals
-and questions are read leniently (``asks``): one that cannot be answered reaches the listener as an
-``UnreadableAsk``, never silence; any other server request is refused and reported to its session as
-an ``UnansweredRequest`` (``unanswered``).
+Contract: ``open_host`` spawns the process, performs the ``initialize``/``initialized`` handshake
+within the startup budget and yields an ``MspHost``. Host events are parsed (``bindings``) and
+handed in arrival order to the listener registered for their ``sessionId`` (``listen``, whose
+``Listening`` handle alone removes it), else to a ``follow``-er, else dropped; ``usage/changed``
+goes to every listener, and the ``delta_lane`` hands deltas to a listener's taker. Approval and
+question requests get an empty receipt at once and reach the listener like their notification
+twins (``asks``; an unreadable one as ``UnreadableAsk``); any other server request is refused and
+reported as an ``UnansweredRequest``. Listeners run inline in the read loop, so they must not
+wait on a later frame of the same host.
 
-Listeners run inline in the connection's read loop: they must not wait on anything that needs
-a later frame from the same host (spawn a task for that), only on writes to the ACP client.
-Failures surface as they happen: ``TimeoutError`` when a budget runs out, ``ConnectionClosed``
-when the host goes away, and ``RpcError`` carrying the host's own error (with ``data.kind``).
+Errors: ``TimeoutError`` when a budget runs out, ``ConnectionClosed`` when the host goes away,
+``RpcError`` carrying the host's own error.
 """
 
 from __future__ import annotations

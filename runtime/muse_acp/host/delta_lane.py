@@ -1,20 +1,13 @@
 """The short way of a streamed delta, from a host's output to the turn it belongs to.
 
-Contract: a ``DeltaLane`` is the ``rpc.FrameLane`` of one host connection. Nearly every frame a
-streaming turn receives is an ``item/delta``; the lane hands such a frame's params to the
-``DeltaTaker`` registered for its session (the running turn, see ``client.MspHost.listen``),
-without the ordinary way's dispatch, routing and layers of coroutines. It reads a frame with the
-ordinary way's own steps, so what a frame does never depends on the way it took: the value
-``rpc.decode_plainly`` gives it (what ``decode_frame`` gives a small, plain frame; any other is
-declined), the checks ``Connection`` makes of a notification (an object with ``jsonrpc`` "2.0",
-no ``id``), and the router's validation of its params (``rpc.validate_params``, with the model
-the host client routes ``item/delta`` with). Whatever it declines (returns False) the connection
-decodes and routes as usual: a frame not written as hosts write an ``item/delta`` (its
-``jsonrpc`` and ``method`` members first, with no space), one that does not read or validate,
-and one whose session has no taker.
-
-A taker returns None once the delta is handled, or, when its handling has to wait (the writer
-to the client is full), what is left of it, which the connection awaits before it reads on.
+Contract: a ``DeltaLane`` is the ``rpc.FrameLane`` of one host connection: it hands an
+``item/delta`` frame's params to the ``DeltaTaker`` registered for its session (the running
+turn, see ``client.MspHost.listen``) without the ordinary dispatch. It reads a frame with the
+ordinary way's own steps (``rpc.decode_plainly``, the notification checks,
+``rpc.validate_params``), so what a frame does never depends on the way it took. Whatever it
+declines (returns False: not written as hosts write a delta, not readable or valid, or no
+taker) the connection handles as usual. A taker returns None once the delta is handled, or what
+is left of it when it must wait, which the connection awaits before it reads on.
 """
 
 from __future__ import annotations

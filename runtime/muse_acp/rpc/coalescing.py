@@ -1,24 +1,16 @@
 """A send stream that writes many small frames as one, without holding any of them back.
 
 Contract: a ``CoalescingSendStream`` wraps another byte send stream and needs its ``run`` task
-going (``async with coalescing(inner) as stream`` starts it in a task group of its own). ``send``
-queues small items and returns at once; ``run`` writes whatever is queued to the inner stream in
-one ``send`` as soon as the sender yields to the event loop, which it does itself after
-``ITEMS_PER_YIELD`` items in a row. A burst of notifications produced in one go (a chunk of host
-output relayed, a prompt streaming its updates) thus costs one write and one wake-up of the
-reader instead of one each, and a lone frame goes out on the next event-loop pass. Items of
-``MAX_QUEUED_BYTES`` or more are written by their sender directly, after everything queued
-before them; a sender waits while ``MAX_QUEUED_BYTES`` are queued. Items go out in the order
-their ``send`` calls began: a sender that has to wait keeps its place in line, and every later
-one waits behind it, so a frame sent once another's send began (an answer after the updates
-that precede it) is never written before it.
-``send_nowait`` queues an item only when ``send`` would do so without waiting or yielding, and
-says whether it did: a caller with a cheaper way for that case (no coroutine) takes it, and
-leaves every other case to ``send``.
+going (``coalescing(inner)`` starts it). ``send`` queues small items and returns; ``run`` writes
+whatever is queued in one inner ``send`` as soon as the sender yields to the event loop (which
+``send`` does itself after ``ITEMS_PER_YIELD`` items in a row), so a lone frame goes out on the
+next pass. Items of ``MAX_QUEUED_BYTES`` or more are written by their sender directly, and a
+sender waits while that much is queued. Items go out in the order their ``send`` calls began.
+``send_nowait`` queues only when ``send`` would not wait, and says whether it did.
 
-Items are written whole or not at all: a failed inner write makes every later ``send`` raise
-``anyio.BrokenResourceError`` (what was queued is lost with the stream), and ``aclose`` writes
-what is queued, within the caller's deadline, then closes the inner stream.
+Errors: items are written whole or not at all; after a failed inner write every ``send`` raises
+``anyio.BrokenResourceError``. ``aclose`` writes what is queued, within the caller's deadline,
+then closes the inner stream.
 """
 
 from __future__ import annotations

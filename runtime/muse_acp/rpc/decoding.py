@@ -1,31 +1,15 @@
 """Decoding one incoming frame into a JSON value, within limits, without ever failing.
 
 Contract: ``decode_frame(frame)`` returns the frame's JSON value, or a ``RefusedFrame`` saying
-how to answer it; it never raises. A frame is refused with PARSE_ERROR (answered with
-``id: null``) unless it is strict UTF-8 JSON: no byte order mark, no ``NaN``/``Infinity``, and
-no other syntax error. It is refused with INVALID_REQUEST when it is JSON this runtime will not
-process: containers nested deeper than ``MAX_NESTING_DEPTH`` (the top level counts as one), an
-integer of more than ``MAX_INTEGER_DIGITS`` digits, or a string holding an unpaired UTF-16
-surrogate escape, which UTF-8 cannot carry (so no answer quoting it could ever be written).
-
-``decode_plainly(frame)`` is ``decode_frame`` for the frames it decodes without a walk or a
-second decoder (small, plain frames pydantic-core parses), and None for every other: a short way
-for some frames (``dispatcher.FrameLane``) takes only those, and leaves the rest to
-``decode_frame``.
-
-A refusal still answers a request with its own id when the id can be read, even when the frame
-was too deep for a full parse: its top-level members are then scanned without recursion (with a
-bounded number of steps), and ``id`` is read from there; when the steps run out inside a member,
-the members read before it (typically ``id`` and ``method``) still count. A refused notification
-or response is not answered (``answer`` is False): JSON-RPC never answers those, and the peer
-could not match an answer to anything.
-
-Every frame is first parsed with pydantic-core's JSON parser, several times faster on small
-frames than the standard library's and half again as fast on large ones. Nearly every frame is
-small and plain (see ``_plainly_within_limits``): no limit can be exceeded in it, so its value is
-taken as parsed. Any other frame's value is then walked for the limits (``_problem``). Either way
-its value is the strict decoder's. A frame the fast parse refuses, or whose walk finds a problem,
-is decoded again by the strict decoder, so that a refusal always says what that decoder says.
+how to answer it; it never raises. PARSE_ERROR for anything but strict UTF-8 JSON (no byte order
+mark, no ``NaN``/``Infinity``); INVALID_REQUEST for JSON this runtime will not process: nesting
+deeper than ``MAX_NESTING_DEPTH``, an integer longer than ``MAX_INTEGER_DIGITS`` digits, or an
+unpaired UTF-16 surrogate escape. A refused request is answered with its own id whenever the id
+can be read (a bounded scan of the top level, also in a frame too deep to parse); a refused
+notification or response is not answered. ``decode_plainly`` is the short way for small, plain
+frames (``dispatcher.FrameLane``) and returns None for every other. A fast parse comes first;
+anything it refuses is decoded again strictly, so a refusal always says what the strict decoder
+says.
 """
 
 from __future__ import annotations

@@ -1,43 +1,18 @@
 """A protocol-agnostic JSON-RPC 2.0 connection over a frame reader and writer.
 
 Contract: ``Connection.serve`` reads frames until end of input and answers every incoming
-request exactly once: with the handler's result, with the error it raised (mapped by
-``error_from_exception``), with REQUEST_CANCELLED when the peer cancelled it through
-``cancel_method`` (or, for a handler that took its cancellation over with
-``RequestContext.on_cancel``, whatever that handler answers), or with INVALID_REQUEST /
-PARSE_ERROR when the frame itself is unusable (with ``id: null`` unless a valid id could be
-read). Batches are not supported and are refused.
+request exactly once: with the handler's result, its error (``error_from_exception``),
+REQUEST_CANCELLED when the peer cancelled it through ``cancel_method``, or INVALID_REQUEST /
+PARSE_ERROR for an unusable frame. Batches are refused. A request that changes state makes its
+change inside ``RequestContext.commit``: a cancel before the commit withdraws it with nothing
+changed, one after is ignored. Requests run in tasks of their own; notifications and responses
+are handled inline in arrival order (so their handlers must return quickly), and a ``lane``
+(``FrameLane``) may take frames at that same place.
 
-A request that changes state (its route says so: ``RequestContext.declare_changes_state``) makes
-its change inside ``RequestContext.commit``, so a withdrawn request never changes anything: the
-peer's cancel before the commit withdraws it with nothing changed (REQUEST_CANCELLED), and a
-cancel from the commit on is ignored (the change is made and answered as the success it is). The
-commit itself runs shielded, so nothing stops it half-way.
-
-Each incoming request runs in its own task, so a slow request never holds up others.
-Notifications and responses are handled inline, strictly in arrival order: a caller awaiting
-``request`` resumes only after every notification that preceded the response has been handled.
-Notification handlers must therefore return quickly (hand longer work to a bounded queue);
-their exceptions are logged and never answered. A ``lane``, when given, is offered every frame
-before it is decoded (``FrameLane``): a frame it takes is handled there, at the same place in
-that order, and any other frame goes the ordinary way.
-
-``request`` and ``notify`` send to the peer; ``send_notification_nowait`` queues a notification the
-caller encoded only when the writer takes it without waiting, and says whether it did. ``request``
-returns the raw ``result``, raises the peer's error as ``RpcError``, and raises ``ConnectionClosed``
-when the connection ends first. A cancelled caller's request is withdrawn and, when
-``cancel_method`` is set, the peer is told. ``start_request`` sends a request and returns at once
-with an ``OutgoingRequest``, whose ``result`` is collected later (so a caller can keep several
-requests in flight without a task for each) or which is ``withdraw``-n; every started request must
-end one of those two ways. Started with ``keep_frame``, the request also keeps the response frame it
-was answered with (``OutgoingRequest.frame``), for a caller that forwards part of it as it came
-(``splice``). At most ``max_pending_outgoing`` requests are outstanding; further callers wait for a
-slot.
-
-When input ends (or fails), or ``aclose`` is called, outstanding outgoing requests fail with
-``ConnectionClosed``, in-flight request handlers are cancelled, ``serve`` returns and ``closed``
-is set. ``aclose`` also closes the writer so the peer sees end of input; the reader's stream is
-left to its owner.
+Outgoing: ``request``, ``notify``, ``send_notification_nowait`` and ``start_request`` (an
+``OutgoingRequest`` collected or withdrawn later), at most ``max_pending_outgoing`` at once. When
+input ends or ``aclose`` is called, outstanding requests fail with ``ConnectionClosed``, handlers
+are cancelled and ``closed`` is set.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Typed method routing on top of ``Connection``.
 
 Contract: a ``Router`` is a ``MessageHandler`` built from typed routes, each tying a method name
-to a pydantic params model and a handler. Incoming params are validated by alias only (a missing
-``params`` validates as ``{}``) before the handler sees them, so handlers always receive a model.
-For requests, an unknown method (extension methods starting with ``_`` included) is answered
-METHOD_NOT_FOUND, and params that are not an object or do not validate are answered
-INVALID_PARAMS with a short message of our own. A route that ``changes_state`` declares it on
-the request's context, so its handler may ``RequestContext.commit`` its change. Unknown
-notifications are ignored and notifications with invalid params are dropped; both are logged,
-never answered.
-``validate_params`` is that validation, for a short way that routes some frames itself.
-
-``call`` is the typed outgoing counterpart: it validates the peer's result into the given model
-(``typed_result``, also for a request started with ``Connection.start_request``) and turns a
-malformed result into an INTERNAL_ERROR. ``call_forwarding`` is ``call`` for a result whose one
-long string member is to be passed on as the peer wrote it: it also returns that member's
-token (``splice.result_string_token``), or None when it could not be proven.
+to a pydantic params model and a handler, so handlers always receive a model (params validated
+by alias; missing params as ``{}``). For requests, an unknown method is answered
+METHOD_NOT_FOUND and params that do not validate INVALID_PARAMS, in words of our own; a route
+that ``changes_state`` lets its handler ``RequestContext.commit``. Unknown or invalid
+notifications are logged, never answered. ``validate_params`` is that validation, for a short way
+that routes frames itself. ``call`` validates the peer's result into a model (``typed_result``),
+a malformed one being INTERNAL_ERROR; ``call_forwarding`` also returns one long string member's
+token as the peer wrote it (``splice.result_string_token``), or None.
 """
 
 from __future__ import annotations
@@ -94,7 +87,7 @@ def validate_params(model: type[_P], params: JsonValue, method: str) -> _P:
         raise RpcError.invalid_params(f"invalid params for {method}: params must be an object")
     try:
         # The model's own validator, as ``model_validate`` calls it, minus that wrapper's cost,
-        # which is a third of validating a small frame.
+        # which is no small part of validating a small frame.
         validated = model.__pydantic_validator__.validate_python(data, by_alias=True, by_name=False)
         return cast(_P, validated)
     except ValidationError as exc:

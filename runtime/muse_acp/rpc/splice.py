@@ -3,19 +3,12 @@
 Contract: ``result_string_token(frame, result, key)`` takes a response frame that
 ``decode_frame`` accepted and its decoded ``result`` object, and returns the JSON string token
 (quotes included) that is ``result[key]`` in ``frame``, byte for byte as the peer wrote it, or
-None when that cannot be proven in a few steps. Proven means: the token opens right after a
-``"key"`` member name and its colon, at a quote no backslash escapes; it ends at the first such
-quote after that; and the frame with the token replaced by ``""`` decodes to a response whose
-``result`` is ``result`` with ``key`` set to ``""``. Only that member's token can pass the
-last test, the one the decoder kept when a name repeats, and it is valid JSON that decodes to
-``result[key]`` because the whole frame decoded. An empty string is never looked for (there is
-nothing to save). The search looks at no more than ``MAX_NAME_CANDIDATES`` occurrences of the
-name, steps over no more than ``MAX_ESCAPED_QUOTES`` escaped quotes and ``MAX_WHITESPACE``
-bytes of whitespace around a colon, so text dense with quotes costs a few scans before its
-caller falls back to encoding the value itself.
-
-What a spliced token saves is the encoding of a long string (about a millisecond per MiB of
-text with line breaks); the proof costs two scans for quotes and a parse of what is left.
+None when that cannot be proven in a few steps. Proven means the token sits right after a
+``"key"`` member name between unescaped quotes, and the frame with the token replaced by ``""``
+decodes to ``result`` with ``key`` set to ``""``: only the member the decoder kept can pass, and
+it decodes to ``result[key]``. An empty string is never looked for. The search is bounded by
+``MAX_NAME_CANDIDATES``, ``MAX_ESCAPED_QUOTES`` and ``MAX_WHITESPACE``, so text dense with quotes
+costs a few scans before the caller falls back to encoding the value itself.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """The ``muse-sim`` command line: what a client runs on a real ``muse`` binary, simulated.
 
-Contract: ``main`` parses the arguments with argparse and returns the exit status.
-
-* ``--version`` prints ``muse <version>-<build> (simulated by muse-sim)``.
-* ``serve [--disable-write] [--disable-shell] [--disable-sandbox] [--sandbox-network MODE]
-  [--no-session-log] [--trust-workspace] [--replay FILE]`` speaks MSP on stdin/stdout until
-  stdin ends (stderr carries diagnostics only); ``serve --help`` lists those flags.
-* ``skills list [--json] [--workspace DIR]`` prints the skill catalog.
-* ``login`` / ``logout`` manage a credential file in the state directory (exit status only);
-  ``serve`` reports it through ``account/read``, unless ``META_API_KEY`` is set (see
-  ``accounts``).
-* ``exec --json [flags] PROMPT`` runs one prompt headless and writes JSON Lines (see ``exec``);
-  ``MUSE_SIM_VERSION=0.2.1`` plays a release that has ``exec`` but no ``serve``.
-
-Usage errors, an unsupported ``MUSE_SIM_VERSION``, a malformed ``MUSE_SIM_FAULTS``, an
-unknown ``MUSE_SIM_QUIRKS`` entry and a Muse settings file ``serve`` cannot read (see
-``mcp_settings``) exit 2.
-Startup is kept fast (a client may spawn one host per operation): the wire models and the
-runtime are imported only once ``serve`` is known to run, and the probes a client runs before
-its sessions (``--version``, ``serve --help``, ``skills list``) load the command line alone, with
-neither ``dataclasses`` nor ``pathlib``.
+Contract: ``main`` parses the arguments with argparse and returns the exit status:
+``--version``, ``serve`` (MSP on stdio until stdin ends, or ``--replay``; ``serve --help`` lists
+its flags), ``skills list``, ``login`` / ``logout`` (a credential file, see ``accounts``) and
+``exec --json`` (``exec``). Usage errors, an unsupported ``MUSE_SIM_VERSION``, malformed
+``MUSE_SIM_FAULTS`` or ``MUSE_SIM_QUIRKS`` and an unreadable Muse settings file
+(``mcp_settings``) exit 2. Startup is kept fast, since a client may spawn one host per
+operation: the wire models and the runtime are imported only once ``serve`` is known to run.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Muse's model catalog: read without being asked, and announced to every open session.
 
-Contract:
-
-* ``read_catalog`` asks a host for ``model/list`` within the read budget: the session's running
-  execution host when there is one (held for the read, so its idle timer never closes it under
-  the request), else the agent's lease-free catalog host; it raises the mapped host failure.
-* ``adopt_catalog`` makes a list the agent's catalog and sends ``config_option_update`` to every
-  open session whose options it changed, so each editor's model menu fills in on its own.
-* ``refresh_menu`` reads and adopts the catalog when none is known yet and no read is under
-  way; failures are logged, never shown: the menu simply keeps the current model until a later
-  read (or ``/models``) succeeds. It follows the answer to a load or resume (whose catalog host
-  is up anyway); ``read_soon`` runs it in the agent's task group once a session's execution host
-  is ready for its first turn. So the catalog never costs a process of its own.
-* ``fall_back_model`` puts a session back on the model Muse last accepted for it, after Muse
-  refused the chosen one as a turn started: stored, and shown in the menu.
+Contract: ``read_catalog`` asks for ``model/list`` within the read budget, on the session's
+running execution host (held for the read) or the agent's catalog host, raising the mapped host
+failure. ``adopt_catalog`` makes a list the agent's catalog and sends ``config_option_update`` to
+every open session whose options changed. ``refresh_menu`` reads and adopts it when none is
+known and no read is under way, after a load or resume, or through ``read_soon`` once a session's
+host is ready; its failures are logged, never shown. So the catalog never costs a process of its
+own. ``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal.
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """The session state Muse reports between and during turns: usage, model and approval mode.
 
 Contract: a ``SessionState`` observes every host event relayed for its session (``relay``),
-during a turn and, while the host is kept, after it (``background``), and returns the ACP
-updates that report what changed:
-
-* ``session/tokenUsage`` (every version) updates the session's token totals and
-  ``usage/changed`` (Muse 1.3.0 and newer; the account's, not one session's) its subscription
-  usage; both are shown by ``/status`` and sent as a ``usage_update`` (see ``usage``).
-* ``session/modelChanged`` naming a model other than the session's and other than the one
-  muse-acp last asked Muse for (another client, or Muse itself, switched it) becomes the
-  session's model: remembered as a choice of the user's would be and announced with
-  ``config_option_update``.
-* ``session/approvalModeChanged`` that another client of Muse made (not muse-acp itself, not the
-  host's startup or a replay) moves the session to the mode that answers approvals the same
-  way: ``allowAll`` to Auto-approve, ``denyUnmatched`` to Auto-reject, ``onRequest`` and
-  ``promptUnmatched`` to a mode that asks. A mode that restricts the host (Read-only, Plan) is
-  only ever left by the user's own choice, so a report never widens it. The change is
-  remembered and announced with ``current_mode_update`` then ``config_option_update``.
-  ``allowAll`` while the session's sandbox is disabled is never adopted (the one safety rule,
-  ``safety.refusal``): the session keeps its mode, Muse is set back to the session's policy at
-  once on the host that reported it (``ExecutionHost.secure``, again before the next turn),
-  and the chat says so; a host that cannot be set back is closed.
-* Item events are noted in the session's ``RunningWork`` (for ``_muse/task``).
-
-A preference that cannot be stored is logged; the change still applies for this run.
-``usage/changed`` is not reliably delivered, so ``read_plan_usage`` asks the session's running
-host (``usage/read``, within the read budget, where the version has it) before ``/status``
-answers; a host that cannot answer leaves the last figures as they were.
+during a turn and after it (``background``), and returns the ACP updates that report what
+changed: token and subscription usage (``usage_update``), a model another client chose
+(``config_option_update``), an approval mode another client set (moved to the ACP mode that
+answers the same way; a restricting mode is never widened). ``allowAll`` while the sandbox is
+disabled is never adopted (``safety.refusal``): Muse is set back at once
+(``ExecutionHost.secure``) and the chat says so. Item events are noted in ``RunningWork``.
+``read_plan_usage`` asks the running host for usage before ``/status`` answers, since
+``usage/changed`` is not reliably delivered. A preference that cannot be stored is logged.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """The tool cards of one turn: what each card showed the client, so that it only moves forward.
 
-Contract: a ``TurnCards`` keeps the state of every tool card of one turn (or of one replayed
-history), by ACP ``toolCallId``: the output streamed into it (an ``OutputBuffer``), the
-highest status the client was shown, its title, the text an editing tool's file held before
-the tool ran, and who declined its approval. It is pure and synchronous; the caller reads the
-files (``file_changes.read_before``) and sends the updates.
-
-* A card's status only moves forward: ``pending``, ``in_progress``, then ``completed`` or
-  ``failed``. Every update built here carries at least the status the client was already shown;
-  a permission request carries ``pending`` only for a card the client was not shown yet, and no
-  status at all otherwise (so a running card is never sent back to pending by its approval).
-* ``wants_before`` names the file to read for an editing tool's card, once per card and only
-  before the tool runs: when its item is first seen in progress or its approval is asked,
-  whichever comes first, never in replay. ``keep_before`` records what was read. At most
-  ``TURN_FILE_TEXT_LIMIT_BYTES`` of file text are kept per turn; later cards note it instead.
-* ``refused`` records that muse-acp denied a tool call's approval (the user chose a reject
-  option, the client cancelled the permission request, or the session's mode rejects every
-  approval). A card that then fails says so, titled as rejected; one that already failed is
-  sent again once with that. ACP has no rejected status, so the status is ``failed``.
-* ``edited_paths`` are the absolute paths (against ``cwd``) of the editing tools' files whose
-  cards reached ``completed``: the tools that ran. Rejected, failed and cancelled calls, and
-  paths that cannot be made absolute, are left out.
+Contract: a ``TurnCards`` keeps, by ``toolCallId``, each card's output (``OutputBuffer``), the
+highest status the client was shown, its title, the file text an editing tool saw before it ran
+and who declined its approval. It is pure and synchronous; the caller reads files and sends
+updates. A status only moves forward (``pending``, ``in_progress``, then ``completed`` or
+``failed``), also through permission requests. ``wants_before`` names the file to read once per
+editing card, before the tool runs, at most ``TURN_FILE_TEXT_LIMIT_BYTES`` per turn.
+``refused`` marks a denied approval (shown as rejected; ACP's status is ``failed``).
+``edited_paths`` are the absolute paths of the editing tools whose cards completed.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """What an editing tool is about to change: its file's absolute path and its text before.
 
-Contract: ``read_before`` (and ``capture_before``, which reads for a ``BeforeKeeper`` that
-asks) is the only I/O here; everything else is pure.
-
-* The editing tools are ``write_file`` (``{path, content}``: ``content`` becomes the whole file)
-  and ``edit_file`` (``{path, find, replace}``: the text ``find`` is replaced by ``replace``).
-  ``edit_path`` is such a call's ``path`` argument; ``absolute_path`` resolves it against the
-  session's workspace (ACP paths are absolute), lexically, without touching the file system.
-* ``read_before(cwd, path)`` reads what the file holds now, before the tool runs, into a
-  ``FileBefore``. It never reads outside the workspace ``cwd`` (links resolved): the card would
-  show the client a file the user never put in front of Muse, so such a path gets a note
-  instead. It reads at most ``FILE_TEXT_LIMIT_BYTES`` and only regular files (opened without
-  blocking, so a FIFO cannot hang it), in a worker thread, for at most ``READ_BUDGET`` seconds;
-  a missing file is recorded as missing (no note: a ``write_file`` creates it), and anything
-  too large, not UTF-8 text, unreadable or too slow to read becomes a short note of our own.
-* ``change_content(tool, fields, before)`` is the card's view of the change: an ACP diff
-  whose ``oldText`` is the whole file before (null only when the file did not exist) and whose
-  ``newText`` is the whole file after (``write_file``: its content; ``edit_file``: the text
-  before with its one occurrence of ``find`` replaced), or else a note saying why there is no
-  diff (nothing read before the change, the text to replace not found or found more than once,
-  and the reasons above). Arguments of the wrong shape give neither.
+Contract: ``read_before`` (and ``capture_before``, which reads for a ``BeforeKeeper`` that asks)
+is the only I/O here; everything else is pure. The editing tools are ``write_file`` and
+``edit_file`` (``EDITING_TOOLS``); ``absolute_path`` resolves a call's ``path`` against the
+workspace lexically. ``read_before`` never reads outside the workspace (links resolved), reads
+only regular files, at most ``FILE_TEXT_LIMIT_BYTES``, in a worker thread within
+``READ_BUDGET`` seconds; a missing file is recorded as missing, and anything else it cannot show
+becomes a short note of our own. ``change_content`` is the card's view of the change: a diff of
+the whole file before and after, or a note saying why there is none.
 """
 
 from __future__ import annotations

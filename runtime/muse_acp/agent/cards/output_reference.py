@@ -1,19 +1,13 @@
 """Stored output references: finding the one a read names, and checking the host's page.
 
 Contract (pure, no I/O): an ``OutputRead`` is one requested byte range of one stored output.
-``find_latest_item`` pages a session's history backward, newest first, through a
-``PageFetcher`` (at most ``MAX_HISTORY_PAGES`` pages of ``HISTORY_PAGE_SIZE`` events), and
-``latest_revision`` picks the item's highest revision in a page; ``stored_reference`` accepts
-only the reference that revision carries, when its bytes are available and the offset is within
-them. ``check_page`` (``page_problem``) accepts only a host page that answers the read exactly:
-offset, length, encoding and a content of exactly ``byteLen`` bytes. ``page_response`` is the
-ACP answer of a checked page; given the content's JSON token as the host wrote it, it splices
-that in instead of encoding the text again. ``host_read_error`` turns a host's refusal of
-``item/readOutput`` into the caller's error. ``ProofCache`` remembers, for one
-read host, the latest revision found per item together with the view cursor ``session/read``
-reported when it was found (at most ``MAX_PROOFS`` items, the least recently proved first out):
-an equal cursor means nothing was added to the session since, so the search would find the same
-revision. An empty cursor proves nothing, and proofs never outlive their host.
+``find_latest_item`` pages a session's history backward through a ``PageFetcher`` (at most
+``MAX_HISTORY_PAGES`` pages) for the item's latest revision; ``stored_reference`` accepts only
+the reference that revision carries, with its bytes available and the offset within them.
+``check_page`` accepts only a host page that answers the read exactly; ``page_response`` is the
+ACP answer, splicing the content's token in as the host wrote it. ``host_read_error`` maps a
+host's refusal. ``ProofCache`` remembers, per read host, the revision found per item with the
+view cursor then reported (at most ``MAX_PROOFS``): an equal non-empty cursor proves the same.
 """
 
 from __future__ import annotations

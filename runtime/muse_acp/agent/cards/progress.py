@@ -1,25 +1,13 @@
 """Progress during a turn: the plan, the context usage, and the output of running tools.
 
-Contract: everything here is pure (no I/O) and bounded.
-
-* ``plan_update`` turns the full todo list of ``session/todoListChanged`` into a ``plan``
-  update that replaces the client's whole plan. Each entry has priority ``medium``; the status
-  maps ``pending``/``inProgress``/``completed`` to ``pending``/``in_progress``/``completed``,
-  and any other status becomes ``pending`` with the host's status in brackets before the text,
-  so nothing the host said is lost. At most ``PLAN_ENTRY_LIMIT`` entries are kept, each at most
-  ``PLAN_TEXT_LIMIT_BYTES`` of UTF-8 (a cut text ends with "…").
-* ``usage_update`` turns ``session/contextUsage`` into a ``usage_update`` only when the host
-  reported both the used and the window token counts; otherwise there is nothing to show.
-* ``active_turn_update`` names the turn that runs now (None: none) in ``session_info_update``
-  ``_meta["muse/activeTurnId"]``, for clients that steer.
-* An ``OutputBuffer`` gathers the output deltas of one tool card. It keeps the first
-  ``CARD_TEXT_LIMIT_BYTES`` of text and only counts the bytes beyond, so its memory does not
-  grow with the output. ``append`` says when the kept text is worth showing again: when it grew
-  by ``PROGRESS_MIN_BYTES`` or by a quarter of what was last shown, whichever is more, or when
-  it reached the cap. Each showing is then at least 25 % larger than the one before, so the
-  bytes shown for one card add up to a small multiple of the cap, never to the square of the
-  output. ``output_progress_update`` is the in-progress ``tool_call_update`` that shows it;
-  a cut text carries a note saying how much was received.
+Contract: everything here is pure (no I/O) and bounded. ``plan_update`` turns the todo list into
+a ``plan`` that replaces the client's (an unknown status kept in brackets; at most
+``PLAN_ENTRY_LIMIT`` entries of ``PLAN_TEXT_LIMIT_BYTES``). ``usage_update`` shows context usage
+only when the host reported both counts. ``active_turn_update`` names the running turn for
+clients that steer. An ``OutputBuffer`` keeps the first ``CARD_TEXT_LIMIT_BYTES`` of a card's
+output and counts the rest; ``append`` says when the kept text grew enough to show again, so
+the bytes shown per card stay proportional to the cap, never to the output.
+``output_progress_update`` is the in-progress update that shows it.
 """
 
 from __future__ import annotations

@@ -1,32 +1,13 @@
 """Tool cards: pure functions from a Muse item that does work to an ACP tool call.
 
 Contract: every ``toolCall``, ``userShell``, ``workflow`` and ``subagent`` item, and every item
-kind this adapter does not know, is shown as one ACP tool call. A card is rebuilt in full from
-the item's latest revision plus the output deltas gathered for it in an ``OutputBuffer``; the
-functions here keep no state of their own.
-
-* ``tool_call`` builds the first sighting and ``tool_call_update`` any later one. Both carry
-  the whole card: title, kind, status, content, locations, ``rawInput`` and ``_meta``. The
-  ``toolCallId`` is the item's ``callId`` when it has one, else its ``itemId``; a caller that
-  already announced a card passes that id back so it never changes.
-* The text is the published output, else the streamed output, else the failure reason, else
-  the item's public result or fallback text; notes follow for output the host shortened,
-  text cut here, a failure not already in the text, and stored output. A ``path`` argument
-  becomes the location, absolute against the session's workspace (``CardFacts.cwd``).
-* Editing tools that did not fail show the whole file before and after as a diff (see
-  ``file_changes``), built from their arguments and the text the caller read before the tool
-  ran (``CardFacts.before``), or a note saying why there is none. A failed card whose
-  approval muse-acp denied (``CardFacts.refusal``) is titled as rejected and shows only why.
-* With ``OutputPolicy.references``, ``_meta["muse/output"]`` describes the stored output (see
-  ``output_cards``); without it a note says the output cannot be read back. ``_meta``
-  entries given by the caller are kept.
-  ``output_reference_update`` re-announces the reference alone (after a session load).
-
-Workflow and subagent cards are titled from their own words (``delegated_titles``).
-Titles and text come from public item members only; provider payloads are never parsed and
-nothing is made up. Everything is bounded: titles to ``TITLE_LIMIT_CHARS`` characters, the
-card text to ``CARD_TEXT_LIMIT_BYTES`` of UTF-8 plus short notes of our own, the arguments to
-``ARGS_LIMIT_BYTES``.
+kind this adapter does not know, is shown as one ACP tool call, rebuilt in full from the item's
+latest revision and its ``OutputBuffer``; nothing here keeps state. ``tool_call`` builds the first
+sighting and ``tool_call_update`` any later one, both with the whole card; the ``toolCallId``
+never changes. Editing tools show a diff (``file_changes``), a refused approval shows only why,
+and ``_meta["muse/output"]`` describes stored output under ``OutputPolicy.references``.
+Titles and text come from public item members only, never made up, and are bounded by
+``TITLE_LIMIT_CHARS``, ``CARD_TEXT_LIMIT_BYTES`` and ``ARGS_LIMIT_BYTES``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """Muse's account as the agent reaches it: the exported API key, the credential Muse reports,
 and signing out.
 
-Muse owns its credentials. ``api_key_configured`` says whether ``META_API_KEY`` is exported to
-the agent. ``read_account`` asks Muse which credential it would use (MSP ``account/read``,
-experimental since host 1.1.1): it starts a host of its own, opted in to experimental methods,
-in the system's temporary directory (the account is the user's, not a workspace's, and the
-agent may have no session yet), and closes it again; the start is bounded by the startup
-deadline and the question by the read deadline, and every failure is the mapped host failure
-(``hosts.ask``). A Muse that refuses ``account/read`` as unknown or experimental (one without
-that surface) gives None. ``account_meta`` turns the answer into ``authenticate``'s
-``_meta["muse/account"]``, or the failure the chosen method meets: ``loggedOut`` while a
-credential is needed is ``signed_out``, and ``meta-api-key`` chosen while Muse uses something
-other than the exported key is ``credential_not_chosen``. Muse's label is display text, passed
-through ``redact`` and bounded; no credential ever appears.
-
-``run_muse_logout`` closes every session of the agent (and their hosts, and the catalog host)
-first, so nothing keeps using the credentials, then runs Muse's public ``muse logout`` within
-``LOGOUT_TIMEOUT``. An exported key cannot be removed by logging out.
+Contract: Muse owns its credentials. ``api_key_configured`` says whether ``META_API_KEY`` is
+exported to the agent. ``read_account`` asks Muse which credential it would use
+(``account/read``) on an experimental host of its own in the temporary directory, within the
+startup and read deadlines, and gives None for a Muse without that method; other failures are
+the mapped host failure (``hosts.ask``). ``account_meta`` turns the answer into
+``authenticate``'s ``_meta["muse/account"]``, or the failure the chosen method meets
+(``signed_out``, ``credential_not_chosen``); Muse's label is redacted and bounded, and no
+credential ever appears. ``run_muse_logout`` closes every session and host first, then runs
+``muse logout`` within ``LOGOUT_TIMEOUT``; an exported key cannot be removed by logging out.
 """
 
 from __future__ import annotations

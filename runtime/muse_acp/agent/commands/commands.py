@@ -1,22 +1,15 @@
 """Local commands: ``/status``, ``/models``, ``/skills``, ``/rename TITLE``, ``/logout``,
 ``/compact``, ``/goal``, ``/mcp`` and the reviews (each command's logic in its own module).
 
-Contract: a local command never starts a model turn, except ``/plan TEXT``, which is one by
-design (see ``plan_mode``), and ``/review``, ``/review-branch`` and ``/review-commit`` (see
-``review``). ``recognise`` finds one only when the
-first top-level text block of a prompt, trimmed, is ``/<name>`` or ``/<name> <argument>`` for a
-built-in name (any case); anything else (a command mentioned mid-text, an unknown ``/word``, a
-skill id) is ordinary prompt text. ``run`` answers every command with one
-``agent_message_chunk`` and ``end_turn``, or ``cancelled`` when ``session/cancel`` stopped a
-wait; a command sent with other blocks, or an argument to a command that takes none, runs
-nothing and the reply says so. ``/rename`` fails with ``INVALID_PARAMS`` for an unusable title
-(and ``INTERNAL_ERROR`` when the title cannot be stored); every other failure (Muse unreachable,
-a bad skills listing, a failed logout) is told in the reply. A command's change (a title, a
-logout, a new model menu, a goal, a compaction) is made inside the work's ``commit``, so a
-``$/cancel_request`` either stops it before anything changed or is ignored. ``advertise`` sends
-``available_commands_update``: the built-ins, then the Muse skills whose activation is on (best
-effort: a skills listing that fails leaves the built-ins alone). Skills are not run here;
-``/<skill-id> ...`` reaches Muse as the user typed it.
+Contract: a local command never starts a model turn, except ``/plan TEXT`` (``plan_mode``) and
+the reviews (``review``), which are turns by design. ``recognise`` finds one only when the first
+top-level text block of a prompt, trimmed, is ``/<name>`` or ``/<name> <argument>`` for a
+built-in name (any case); anything else is ordinary prompt text, skills included. ``run``
+answers with one ``agent_message_chunk`` and ``end_turn`` (``cancelled`` when a wait was
+cancelled), making a command's change inside the work's ``commit``. Errors: ``/rename`` fails
+with ``INVALID_PARAMS`` for an unusable title (``INTERNAL_ERROR`` when it cannot be stored);
+every other failure is told in the reply. ``advertise`` sends ``available_commands_update``: the
+built-ins, then the Muse skills whose activation is on (best effort).
 """
 
 from __future__ import annotations

@@ -1,40 +1,17 @@
 """A bounded snapshot of a Git work tree for a review: what changed, read with ``git`` itself.
 
 Contract: ``snapshot(cwd, target)`` runs ``git`` (never a shell) in ``cwd`` for the changes a
-``ReviewTarget`` names and returns their text in sections headed ``### <what>``:
+``ReviewTarget`` names and returns their text in sections headed ``### <what>``, at most
+``SNAPSHOT_LIMIT`` bytes in all (cut text says so). Every run goes through
+``children.spawn_child`` within ``GIT_DEADLINE`` seconds and is reaped. The repository is not
+trusted: ``_environment`` keeps git from running any program it names (hooks, filters, diff
+drivers, pagers, credential helpers, fsmonitor) or fetching, and ignores inherited ``GIT_*``
+variables and system and global configuration but ``safe.directory``.
 
-* ``uncommitted``: the branch and status (untracked files by name only), the staged diff and
-  the unstaged diff;
-* ``branch``: the commits on HEAD since its merge base with ``ref`` and the diff against that
-  merge base (``ref...HEAD``);
-* ``commit``: the commit ``ref`` with its message, stat and patch.
-
-The section heads and Git output together are at most ``SNAPSHOT_LIMIT`` bytes (256 KiB): once
-that is reached, the output being read is cut, no later section is read, and the text ends with
-a line saying it was cut and what was left out. Every ``git`` runs through
-``children.spawn_child``: stdout is read only up to what still fits, stderr is always drained,
-each run has ``GIT_DEADLINE`` seconds, and the process is always reaped. Git never prompts and
-never takes optional locks (a review must not disturb a concurrent ``git`` in the same tree);
-output is uncoloured with raw paths.
-
-Git runs no program the workspace names: the repository may not be trusted, and git runs with
-the user's rights. System and global configuration (but for the folders they trust though
-another user owns them, ``safe.directory``) and every inherited ``GIT_*`` variable are ignored,
-and ``_environment`` overrides the repository's configuration for everything these
-commands could run or that would reshape what they show: the fsmonitor hook, every filter
-driver the repository defines (clean, smudge, process: work tree files are read unfiltered),
-external diffs and diff drivers, textconv, signature checks, hooks, pagers, credential helpers
-and any fetch (a partial clone's missing object is not fetched: that git fails). A submodule is
-shown by the commit it points at and never entered. Revisions and paths are always separated by
-``--``, so a reference may also be a file's name.
-
-Errors (``RpcError``, with ``data.failure`` as every failure carries): ``cwd`` is not inside a
-Git work tree (-32602, kind ``notGitWorkTree``), or its repository is another user's and the
-user's configuration does not trust it (-32602, ``untrustedGitRepository``); ``ref`` is not
-usable (it starts with ``-``, holds a control character or space) or names no commit (-32602,
-``unknownGitRevision``); git is missing, fails otherwise or runs past its deadline (-32603,
-``gitFailed``, retryable when it timed out). No text git wrote is quoted beyond a bounded,
-redacted stderr line.
+Errors (``RpcError``): not a Git work tree (-32602 ``notGitWorkTree``), an untrusted
+repository (-32602 ``untrustedGitRepository``), an unusable or unknown ``ref`` (-32602
+``unknownGitRevision``), git missing, failing or timing out (-32603 ``gitFailed``). Git's own
+text is quoted only as a bounded, redacted stderr line.
 """
 
 from __future__ import annotations

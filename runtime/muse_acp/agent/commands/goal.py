@@ -1,20 +1,13 @@
 """``/goal``: the session goal, shown on every Muse and controlled where Muse has ``goal/*``.
 
-Contract: ``run_goal`` answers with one agent message and never starts a turn itself.
+Contract: ``run_goal`` answers with one agent message and never starts a turn itself. ``/goal``
+(or ``/goal show``) shows the goal Muse last announced, with no host involved. ``/goal set
+TEXT``, ``pause``, ``resume`` and ``clear`` send the matching ``goal/*`` command on a Muse
+verified for goals (``features``: ``goals``), and the reply shows the new goal; an older Muse
+gets nothing and the reply names the version needed. Anything else lists the forms.
 
-* ``/goal`` (or ``/goal show``): the goal Muse last announced for the session (``/goal`` set,
-  paused, resumed or cleared, a ``session/goalChanged`` during a turn, or the history replayed
-  by a load), with its status and progress; or that none was announced. No host is involved.
-* ``/goal set TEXT``, ``/goal pause``, ``/goal resume``, ``/goal clear``: on a Muse verified for
-  goals (its ``features`` have ``goals``: 1.3.0 and newer) the matching ``goal/*`` command goes
-  to the session's host; the ``session/goalChanged`` that follows reaches the client as a
-  ``session_info_update`` with ``_meta["muse/goal"]`` and the reply shows the new goal. A
-  refusal Muse gives (no goal to pause, a goal that is not paused) is explained in the reply
-  and changes nothing. On an older Muse nothing is sent and the reply names the version needed.
-* Anything else after ``/goal`` changes nothing; the reply lists the forms above.
-
-Failures to start or reach the host are errors of the prompt (as for a turn); a host that
-refuses or fails the command itself is told in the reply.
+Errors: failing to start or reach the host is an error of the prompt; a refusal or failure of
+the command itself is told in the reply and changes nothing.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Plan mode and ``/plan``: Muse works out a plan without carrying any of it out.
 
 Contract: in the ``plan`` mode (``config_options.MODES``) the session's host runs with
-``--disable-write --disable-shell``, so Muse can read and search but cannot change a file or run
-a command, whatever the model attempts (such a tool call fails, and its card says so). Each
-prompt's turn is led by Muse's ``bundled:plan`` skill on hosts verified to plan that way
-(``planSkill``), and by ``PLANNING_PREAMBLE`` on the others (``planning_input``). The mode is
-left only by an explicit mode change (``session/set_mode`` or the ``mode`` option): nothing
-here ever switches it back.
-
-The plan is shown as Muse writes it: an agent message, streamed, because Muse's plans are prose
-(real hosts send a plan as an ordinary agent message) and cutting prose into ACP plan entries
-would invent structure Muse did not give; a todo list Muse publishes still arrives as an ACP
-``plan`` update, as in every mode.
-
-``/plan TEXT`` is an explicit mode change followed by a turn by design: the session enters plan
-mode (stored, and announced with ``current_mode_update`` and ``config_option_update`` before the
-turn) and ``TEXT`` is planned. The session stays in plan mode afterwards, so follow-up prompts
-refine the same plan; choose another mode to carry it out. ``/plan`` alone only enters the mode.
+``--disable-write --disable-shell``, whatever the model attempts. Each prompt's turn is led by
+Muse's ``bundled:plan`` skill on hosts verified for it (``planSkill``), else by
+``PLANNING_PREAMBLE`` (``planning_input``). The plan is shown as Muse writes it, as a streamed
+agent message (its plans are prose; no plan entries are invented). The mode is left only by an
+explicit mode change: nothing here switches it back. ``/plan TEXT`` enters plan mode (stored and
+announced before the turn) and plans ``TEXT``; ``/plan`` alone only enters the mode.
 """
 
 from __future__ import annotations

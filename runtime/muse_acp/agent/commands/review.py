@@ -2,22 +2,14 @@
 snapshot.
 
 Contract: these are turns by design. Each gathers a bounded snapshot of the workspace's Git
-changes (``git_snapshot``): ``/review [focus]`` the uncommitted changes, ``/review-branch [BASE]
-[focus]`` the commits and diff of HEAD since its merge base with ``BASE`` (default: the
-branch's upstream, ``@{upstream}``), ``/review-commit [REV] [focus]`` one commit (default
-``HEAD``). The first word of the argument is the reference; the rest, like the whole argument
-of ``/review``, is what the review should focus on. Then one turn runs whose single text part
-is a review preamble, the focus, and the snapshot between marker lines.
+changes (``git_snapshot``: uncommitted changes, HEAD since its merge base with ``BASE``, or one
+commit), announces what is reviewed in one agent message, then runs one turn whose text is a
+review preamble, the focus and the snapshot. The turn is read-only by two means: the host runs
+with the Read-only mode's flags (restarted when its flags differ), and the preamble asks for
+findings only. docs/features.md gives the arguments.
 
-Read-only by two means: the turn's host runs with the flags of the Read-only mode (writes and
-shell disabled; the host is restarted for it when its flags differ, and again for the next
-ordinary prompt), and the preamble asks for findings only. Gathering the snapshot runs no
-program the workspace's repository or the user's Git configuration names (see
-``git_snapshot``). Before the turn starts, one agent
-message says what is being reviewed and whether the snapshot was cut at 256 KiB.
-
-Outside a Git work tree, or for a reference that names no commit, the prompt fails (-32602,
-see ``git_snapshot``) and no turn starts; a cancel while git runs resolves ``cancelled``.
+Errors: outside a Git work tree, or for a reference that names no commit, the prompt fails
+(-32602) and no turn starts; a cancel while git runs resolves ``cancelled``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The ``initialize`` exchange: what the client negotiated and what the agent advertises.
 
-Capabilities are advertised honestly: images and embedded context but not audio, HTTP MCP
-servers only when they reach the installed Muse, per session or through a settings overlay
-(never SSE), sessions that can be loaded, listed, resumed, closed, forked and deleted, and
-logout. Delete is advertised on every
-MSP host: where Muse cannot delete a session, muse-acp still takes it out of its list and
-records for good, which is what ACP's ``session/delete`` promises (see ``deletion``).
-
-Muse extensions appear in the response ``_meta`` only when the client asked for them in
-``clientCapabilities._meta`` (JetBrains AIR's file-change report under ``_meta.jetbrains``, see
-``file_change_report``), and stored output and task control (``_muse/task``) only when the
-configured Muse host is a version verified to serve them. Both ``_meta`` blocks are read and
-written through their generated models (``MuseClientCapabilitiesMeta``, ``MuseAgentMeta``), so
-an opt-in the extension schema refuses is refused here too (-32602), and every limit advertised
-is the schema's own.
-``_meta["muse/backend"]`` says which backend serves the connection and why, whenever it is
-known. On the legacy exec backend (``muse exec --json`` per turn) sessions can only be created
-and closed: no load, list, resume, fork or delete, and no extension (stored output, steering) is
-negotiated, whatever the client asks for.
+Contract: capabilities are advertised honestly: images and embedded context but not audio,
+HTTP MCP servers only when they reach the installed Muse (never SSE), sessions that can be
+loaded, listed, resumed, closed, forked and deleted (delete on every MSP host, see
+``deletion``), and logout. Muse extensions appear in the response ``_meta`` only when the
+client asked for them and, for stored output and task control, only on a host version verified
+to serve them. Both ``_meta`` blocks go through their generated models, so an opt-in the
+extension schema refuses is refused here (-32602). ``_meta["muse/backend"]`` says which backend
+serves the connection and why; on the legacy exec backend sessions can only be created and
+closed, and no extension is negotiated (``not_on_exec``).
 """
 
 from __future__ import annotations

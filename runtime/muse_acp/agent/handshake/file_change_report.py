@@ -1,38 +1,14 @@
 """JetBrains AIR ``agentFileChangeReport`` v1: which files a prompt's turn changed.
 
-Contract: everything here is pure; ``prompting.handle_prompt`` sends what it builds. Every
-``_meta`` shape is read and written through its generated model (the ``Jetbrains*`` classes of
-``spec/extensions/muse.schema.json``).
-
-* Negotiation. ``client_asks`` is true when ``clientCapabilities._meta.jetbrains.air`` has a
-  ``version`` of at least 1 and lists ``agentFileChangeReport``. JetBrains owns that
-  namespace, so an entry of any other shape is no opt-in, never an error. ``advertisement`` is
-  the initialize result's ``_meta.jetbrains`` for a client that asked (``capabilities``
-  negotiates it on the MSP backend only, like every other extension).
-* Requests. On a connection that negotiated it, ``requested`` reads
-  ``session/prompt._meta.jetbrains.air.agentFileChangeReportRequest``: absent (or any level
-  above it not an object) means no report; present, it must be exactly ``{version: 1,
-  requestId}`` with ``requestId`` matching ``^[A-Za-z0-9._:-]{1,128}$``, else INVALID_PARAMS.
-  Without the negotiation the member is ignored. The check is made before the prompt is
-  admitted, so a refused request never runs a turn.
-* Reports. A prompt that carried a request and was admitted gets exactly one
-  ``session_info_update`` with ``_meta.jetbrains.air.agentFileChangeReport``, sent after its
-  turn settled and before the prompt is answered (with a result or an error). A cancelled
-  prompt (``session/cancel``, ``$/cancel_request``, or a turn that stopped as cancelled) gets
-  ``status: "unavailable", reason: "cancelled"``; any other gets ``status: "reported"``.
-  ``reason: "timeout"`` is declared but never sent by this version: the report is built from
-  what the adapter already holds when the turn settles, with no wait of its own.
-* ``paths`` are the absolute paths of the files that the turn's editing tools (``write_file``,
-  ``edit_file``: ``file_changes.EDITING_TOOLS``) targeted, counting only calls whose card
-  ended ``completed`` (a call that was rejected, failed or was cancelled before it ran is not
-  counted; see ``card_states.TurnCards.edited_paths``), resolved against the session's
-  workspace. They are sorted by code point, without repeats, and at most ``PATHS_LIMIT`` (the
-  first in that order); ``truncated`` says whether any were left out. Local commands change
-  no file, and a turn the legacy exec backend runs (when it was chosen after initialize) has
-  no tool arguments to read, so both report an empty list.
-* ``declaredComplete`` is always false and ``uncertainty`` says what the list may miss: files
-  changed by shell commands, subagents, workflows, MCP or other tools muse-acp cannot read a
-  path from, and whether an editing tool really changed its file.
+Contract: everything here is pure; ``prompting.handle_prompt`` sends what it builds, and every
+``_meta`` shape goes through its generated ``Jetbrains*`` model. ``client_asks`` reads the
+client's opt-in (a malformed one is no opt-in, never an error) and ``advertisement`` answers it.
+On a connection that negotiated it, ``requested`` reads a prompt's request, checked before the
+prompt is admitted (INVALID_PARAMS when malformed); an admitted prompt that asked gets exactly
+one report after its turn settled: ``unavailable``/``cancelled`` for a cancelled prompt, else
+the sorted paths (at most ``PATHS_LIMIT``) that the turn's editing tools completed on
+(``TurnCards.edited_paths``). ``declaredComplete`` is always false; ``uncertainty`` says what
+the list may miss. docs/muse-extensions.md describes the wire shapes.
 """
 
 from __future__ import annotations

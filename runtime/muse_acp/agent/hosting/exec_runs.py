@@ -1,21 +1,14 @@
 """The files of one exec backend run, and what a muse-acp that ended left of its runs.
 
-Contract: ``exec_run(data_dir, images)`` yields an ``ExecRun`` for one ``muse exec`` run: a
-private folder ``<data dir>/run/exec-runs/<muse-acp pid>-<random>`` (0700, like ``run``
-itself) holding the prompt's images (files 0600, ``images`` their paths in order). Once the
-run's process is started, ``record(pid)`` writes it (it leads its own process group) with its
-start time to ``process.json`` there. The folder is removed when the block ends, however it
-ends. Its file work runs in a worker thread within ``IO_BUDGET`` seconds; a folder that cannot
-be made is an ``RpcError`` (-32603, ``data.failure`` ``execRunUnprepared`` from the adapter)
-before anything runs, and a record that cannot be written is logged, the run going on.
+Contract: ``exec_run(data_dir, images)`` yields an ``ExecRun``: a private folder under
+``<data dir>/run/exec-runs`` holding the prompt's images, removed when the block ends, however it
+ends; ``record(pid)`` notes the run's process there once it started. File work runs in a worker
+thread within ``IO_BUDGET`` seconds. ``sweep(data_dir)``, run when the agent starts, kills the
+process group of a run whose muse-acp no longer runs (only when its leader is provably that
+process, or gone) and removes its folder; a record that is not a regular file is never read.
 
-``sweep(data_dir)``, run in a worker thread when the agent starts, takes the folders of
-muse-acp processes that no longer run (killed with SIGKILL, crashed): the process group of a
-recorded run is killed if its leader is still that process (same start time) or gone (a group
-outliving its leader keeps the id from being reused), and the folder, images included, is
-removed. Where start times cannot be read (no ``/proc``), no group is signalled: a run cannot be
-told from a process that took its id. A record that is not a regular file (a FIFO) is never
-read, so never waited on.
+Errors: a folder that cannot be made is an ``RpcError`` (-32603, ``execRunUnprepared``) before
+anything runs; a record that cannot be written is logged and the run goes on.
 """
 
 from __future__ import annotations

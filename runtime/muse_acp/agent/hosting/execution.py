@@ -1,25 +1,16 @@
 """The execution host of one ACP session: the ``muse serve`` process that runs its turns.
 
-Contract: ``ready()`` returns a host serving the session with the flags of its current mode and
-with its chosen model applied, starting one when there is none (or the flags changed) and
-reusing it otherwise. Starting attaches the session: ``session/resume`` when Muse already has
-it, ``session/start`` (under the id the adapter minted, which becomes Muse's own) otherwise.
-The session's MCP servers go in the ``config`` of that request, or, for a Muse that does not
-take them so, in a settings overlay that lives exactly as long as the host (``mcp_overlay``).
-The session's chosen Muse approval policy is set right after it is attached (``approval_policy``).
-Muse's own approval mode for the session (``reported_mode``, from the attach result and the
-host's reports) is held to the one safety rule (``safety.refusal``): before every turn, a Muse
-left in ``allowAll`` by another client while the sandbox is disabled is set back to the
-session's policy (or Muse's default) and the user is told; a Muse that cannot be set back, or
-settings the rule refuses, or a restriction the installed Muse cannot apply, refuse the turn
-(``safety.check_runnable``) before anything is submitted.
-The host is kept by a ``HostKeeper``: it closes after the configured idle period, when the
-session closes, when a mode change needs other flags, or when a turn leaves it in an unknown
-state (``close``); a successor never starts before its predecessor was reaped, so the two never
-race for Muse's session lease. Every failure is an ACP failure of the ``starting`` (process,
-handshake, attach) or ``preparing`` (model) phase, nothing having been submitted; a model Muse
-refuses is a ``ModelRefusal`` naming the model that stays (``confirmed_model``, the last one
-Muse accepted for the session). ``confirm_model`` asks a running host for a new model at once.
+Contract: ``ready()`` returns a host serving the session with its mode's flags and chosen model,
+reusing the running one unless the flags changed. Starting attaches the session
+(``session/resume``, else ``session/start`` under the minted id), passes its MCP servers (in the
+request, or a ``mcp_overlay``) and sets its approval policy (``approval_policy``). Before every
+turn the safety rule holds (``safety.check_runnable``): a Muse left in ``allowAll`` with the
+sandbox disabled is set back (``secure``) or the turn is refused. A ``HostKeeper`` keeps the
+host; a successor never starts before its predecessor was reaped. ``confirm_model`` asks a
+running host for a new model at once.
+
+Errors: ACP failures of the ``starting`` or ``preparing`` phase, nothing submitted; a model Muse
+refuses is a ``ModelRefusal`` naming the model that stays (``confirmed_model``).
 """
 
 from __future__ import annotations

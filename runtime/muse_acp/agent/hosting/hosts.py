@@ -1,31 +1,14 @@
 """Host processes kept for the agent's work, and the one mapping of a failed host call.
 
-Contract:
-
-* ``HostKeeper`` keeps at most one ``muse serve`` process for one purpose: a session's execution
-  host, a session's read host, the agent's catalog host. ``start`` runs the process in the
-  agent's task group and returns it once its handshake is done; ``holding`` marks it in use, so
-  the idle timer never closes it under a caller (``reading`` does both, within a read budget);
-  it closes once nobody held it for ``idle`` seconds, when ``close`` is called, or when it dies.
-  A keeper never runs two processes at once: ``start`` first waits (at most
-  ``PROCESS_EXIT_BUDGET``) until the previous process, and the one of the keeper it replaces
-  (``after``), is reaped. That is what keeps a new execution host from racing its predecessor
-  for Muse's session lease. A keeper made ``experimental`` opts its hosts in to Muse's
-  experimental methods (``account/read``, ``session/delete``); no other keeper does.
-* ``Hosting`` is how the agent starts hosts: the configured Muse executable, probed once
-  (``muse``, kept by the connection's ``startup.Startup``), and ``opener(cwd, flags)``, which
-  starts ``muse serve`` with those flags in that directory within the startup budget, at most
-  ``MAX_CONCURRENT_STARTS`` starting at once.
-  Sessions and the agent own their keepers; ``Hosting`` owns none. A keeper's ``environment``
-  (an ``EnvironmentScope``) makes the environment of each process it starts and lasts exactly
-  as long as that process: entered before it is spawned, left after it was reaped; a
-  ``SetupFailure`` it raises reaches the caller unchanged.
-* ``ask`` sends one MSP request within a budget and turns every way it can fail into the
-  ACP failure of the phase the caller names: no answer in time is ``deadlineExceeded``, a host
-  that went away is ``hostExited`` (with its exit status and last stderr line), and a host's
-  error is ``hostRejected`` naming the method sent, unless the caller's ``refusal`` maps that
-  error to something more specific. Every host call of the agent goes through ``ask``, or
-  runs inside ``asking`` (the same budget and mapping) when it is not a plain ``call``.
+Contract: a ``HostKeeper`` keeps at most one ``muse serve`` process for one purpose (a session's
+execution or read host, the catalog host): ``start`` waits (at most ``PROCESS_EXIT_BUDGET``) until
+its previous process and that of the keeper it follows (``after``) are reaped, so no two race
+for Muse's session lease; ``holding`` keeps the idle timer off it; it closes after ``idle``
+seconds unheld, on ``close``, or when it dies. Its ``environment`` lasts exactly as long as each
+process. ``Hosting`` starts hosts (``opener``, at most ``MAX_CONCURRENT_STARTS`` at once) and
+owns no keeper. ``ask`` sends one MSP request within a budget and maps every failure to the ACP
+failure of the caller's phase: ``deadlineExceeded``, ``hostExited`` or ``hostRejected`` (or the
+caller's ``refusal``). Every host call of the agent goes through ``ask`` or ``asking``.
 """
 
 from __future__ import annotations

@@ -1,29 +1,17 @@
 """The settings overlay: the editor's MCP servers for a Muse host that does not take them per
 session (``mcp_servers.delivery`` says which host gets them this way).
 
-Contract: Muse reads its settings, ``mcpServers`` among them, from
-``$XDG_CONFIG_HOME/muse/settings.json``. ``read_user_settings`` reads the user's own file off
-the event loop, within ``SETTINGS_TIMEOUT`` seconds, opened non-blocking and only if it is a
-regular file (``private_files.read_regular``): a FIFO, a device or a file system that does not
-answer is a ``SetupFailure`` instead of a stalled agent. ``settings_overlay`` then makes, for
-one host process, a private config home under muse-acp's runtime directory (``overlay_root``:
-``<data dir>/run/settings-overlays``, both folders owner-only (0700) whatever the umask): a
-directory only the user can open (0700) whose ``muse/settings.json`` only the user can read
-(0600) holds the user's settings with the editor's servers added to ``mcpServers`` (each
-``required``, in the shape of MSP's per-session config; an editor server replaces a user server
-of the same name). Everything else of the user's config home, Muse's other files (credentials)
-included, is reached through symlinks, so the host sees the user's setup; the user's own files
-are only read, never written. The block gets the host's environment (``XDG_CONFIG_HOME``
-pointing at the overlay), and the overlay is removed when the block ends, which the caller
-makes the moment its host was reaped. Making and removing it are file work in a worker thread,
-each within ``SETTINGS_TIMEOUT`` seconds. A user settings file that is not a JSON object, or an
-overlay that cannot be written (in time), is a ``SetupFailure`` saying what to fix; an overlay
-that cannot be removed in time is left to the next start's sweep.
+Contract: ``read_user_settings`` reads the user's ``muse/settings.json`` off the event loop
+within ``SETTINGS_TIMEOUT`` seconds, only if it is a regular file. ``settings_overlay`` makes,
+for one host process, a private config home under ``overlay_root`` whose settings are the user's
+plus the editor's servers, everything else linked to the user's own files (only read, never
+written), and yields the host's environment; the overlay is removed when the block ends.
+``sweep`` removes overlays whose process no longer runs. Secret values go into the overlay's
+settings file only, never into a log line or a message.
 
-Overlays are named after the process that made them; ``sweep`` removes the ones whose process
-no longer runs (a muse-acp that crashed) and is run, in a worker thread, when the agent starts.
-Secret values (env, headers) go into the overlay's settings file only: never into a log line or
-a message.
+Errors: a settings file that is unreadable, not a regular file or not a JSON object, or an
+overlay that cannot be made in time, is a ``SetupFailure`` saying what to fix; an overlay that
+cannot be removed in time is left to the next start's sweep.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Files the adapter reads or keeps for itself, handled so they never stall or expose it.
 
-Contract:
-
-* ``read_regular(path, limit)`` returns at most ``limit + 1`` bytes of the file at ``path``
-  (one more than the caller takes, so it can tell a file that is too big), or None when there
-  is none. The file is opened non-blocking, so a FIFO or a device planted at the path is never
-  waited on, and anything but a regular file is refused (``NotRegularFile``, an ``OSError``).
-* ``off_loop(work, budget)`` runs ``work`` in a worker thread and gives up on it after
-  ``budget`` seconds (``TimeoutError``): the thread of a file system that never answers is
-  left behind, never waited for, so the event loop goes on serving.
-* ``run_dir(data_dir, name)`` makes ``<data dir>/run/<name>``, where a muse-acp process keeps
-  what lives only as long as it does (settings overlays, exec runs): ``run`` and ``name`` are
-  owner-only (0700) whatever the umask, and a data directory made on the way is too.
-* ``process_running(pid)`` says whether a process of that id exists (another user's counts).
-* ``sweep_ended(root, step)`` removes what muse-acp processes that ended left in ``root``: the
-  folders named ``<pid>-<anything>`` whose process no longer runs (never this process's own),
-  calling ``step`` on each folder first when one is given; other entries are left alone.
-
-The functions do blocking file work: call them off the event loop (``off_loop``).
+Contract: ``read_regular(path, limit)`` returns at most ``limit + 1`` bytes (so the caller can
+tell a file too big) or None when there is no file; it opens without blocking and refuses
+anything but a regular file (``NotRegularFile``). ``off_loop(work, budget)`` runs ``work`` in a
+worker thread and gives up after ``budget`` seconds (``TimeoutError``), leaving a hung thread
+behind rather than waiting. ``run_dir`` makes an owner-only ``<data dir>/run/<name>`` for what
+lives only as long as a process. ``process_running`` says whether a process id exists;
+``sweep_ended`` removes the ``<pid>-...`` folders of processes that ended. These functions block:
+call them off the event loop.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """The editor's MCP servers (ACP ``mcpServers``), checked and turned into Muse's session config.
 
-Contract: ``check_servers`` accepts ACP stdio servers (``{name, command, args, env}``: the
-command an absolute path or a bare program name looked up on PATH) and http servers (``{type:
-"http", name, url, headers}``: an http or https URL) with non-empty, unique names, and refuses
-SSE servers and malformed entries with -32602 naming the entry (by index and name) and saying
-what to fix. ``delivery`` says how the servers reach the installed Muse: ``native`` when its
-``config.mcpServers`` takes every one of them, else ``overlay`` (a private settings file, see
-``mcp_overlay``) on hosts verified to read servers from there (``host.features``:
-``mcpOverlay``); otherwise it refuses them (-32602) naming the Muse version needed
-(``check_host``). ``transports`` is what works either way, for ``mcpCapabilities``
-(``initialize`` asks it, so this module stays clear of the MSP models; ``mcp_config`` turns
-the servers into Muse's session config). Secrets stay out of sight: env values and header
-values are never put in a message, a ``repr`` or a log line, and nothing here is persisted (a
-session keeps its servers in memory only); what a host or a server quotes of them is redacted,
-as ``check_servers`` gives them to the redactor (``secrets_of`` says what counts).
-``startup_failure`` recognises a host's "Required MCP server ... failed" refusal and words it
-for the user.
+Contract: ``check_servers`` accepts stdio servers (an absolute or PATH command) and http servers
+(an http or https URL) with non-empty, unique names. ``delivery`` says how they reach the
+installed Muse: ``native`` in ``config.mcpServers``, else ``overlay`` (``mcp_overlay``) on hosts
+verified for it (``mcpOverlay``); ``transports`` is what works either way, for
+``mcpCapabilities``; ``startup_failure`` words a host's "Required MCP server ... failed" for the
+user. Secrets stay out of sight: env and header values are never in a message, ``repr`` or log
+line, never persisted, and are given to the redactor (``secrets_of``).
+
+Errors: -32602 naming the entry (index and name) and what to fix for SSE and malformed servers,
+or the Muse version needed for servers the installed Muse cannot take (``check_host``).
 """
 
 from __future__ import annotations

@@ -1,41 +1,16 @@
 """``session/delete``: a session leaves muse-acp's list and records, and Muse where it can.
 
-Contract. What deleting does depends on the Muse the agent runs:
+Contract: on a Muse with a native ``session/delete`` (1.4.2 on, on an experimental host of its
+own) the agent waits for ``session/deleteCompleted``; on an older Muse it records a tombstone
+(``tombstones``) so the session is never listed, loaded, resumed or forked through muse-acp
+again. Either way the session's preferences are removed and its copy here closed, its hosts
+reaped, before the answer. The legacy exec backend refuses it.
 
-* A Muse with a native ``session/delete`` (MSP 1.4.2 on; experimental, so it is sent on a host of
-  its own that opted in with ``experimentalApi``) deletes the session's stored state. Its
-  acknowledgement only admits the command: the agent waits for ``session/deleteCompleted``
-  (the acknowledgement within the submit budget, the outcome within another). A failed outcome
-  is an error naming Muse's reason and whether anything was already removed; the session then
-  stays listed, with its preferences.
-* A Muse without one (1.1.1 to 1.3.0, or a host that refuses the experimental method) keeps the
-  session in its store; muse-acp deletes it from its own view: it records a tombstone (see
-  ``tombstones``), so the session is never listed, loaded, resumed or forked through muse-acp
-  again, also after a restart. Muse's own tools still show it. This is what ACP asks of
-  ``session/delete`` (a session gone from ``session/list``; how much is removed is the agent's
-  choice), so delete is advertised on every MSP host (``capabilities``); the legacy exec
-  backend, which lists nothing, refuses it.
-
-Either way the session's preferences (user title, settings, the record of its creation) are
-removed, and a copy in this agent is closed, its hosts stopped and reaped before the answer. A
-session Muse does not have but muse-acp has records of (``session/new`` created it and it was
-never prompted, or only the records were left) just loses those records.
-
-What is refused, with nothing deleted: a session busy with a prompt (or other work) in this agent
-(-32600, like load, resume and fork); an id neither Muse nor muse-acp knows, a session Muse has
-no workspace for (``session/list`` never shows it; the request carries no ``cwd``, so any session
-the list shows may be deleted), and one deleted before (-32002, as load answers an unknown
-session, where ACP would rather have a no-op); a session another Muse host process holds
-(Muse's session lease): Muse refuses it with ``sessionInUse``, and on a Muse without native
-delete the agent first takes the lease itself (``session/resume`` on its own short-lived host,
-released when that host is reaped), so a session open elsewhere is never hidden either. This
-agent's own hosts are not "elsewhere": the session's execution host, and the host that forked
-it, are stopped and reaped before the deletion host starts.
-
-Every host call goes through ``hosts.ask``; what fails is an ACP failure of the ``deleting``
-phase (``failures``), other than the lease-free read first made through the catalog host. That
-read may be withdrawn (``$/cancel_request``, nothing deleted); the deletion after it is the
-request's commit, which a cancel no longer stops.
+Errors, with nothing deleted: a session busy here (-32600); an unknown, workspace-less or
+already deleted session (-32002); a session another Muse process holds (``sessionInUse``; on an
+older Muse the agent takes the lease itself first). Host calls go through ``hosts.ask`` in the
+``deleting`` phase. The first read may be withdrawn by a cancel; the deletion is the request's
+commit.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
 """Session lifecycle handlers: new, load, resume, fork and close.
 
-``session/new`` needs no host: the adapter mints a UUIDv7 that becomes Muse's session id at
-the first prompt, and records the new session in its preference store, so a session that was
-never prompted can still be loaded (with nothing to replay) or resumed, here or after a
-restart. A session brought back after a restart gets the settings it was left with (see
-``remembered``); what cannot be restored is said in the chat. Load and resume read the stored
-settings afresh, so they show what another muse-acp process sharing the data directory changed
-(a live session whose settings were changed elsewhere is brought back like any other).
+Contract: ``session/new`` needs no host: the adapter mints a UUIDv7 that becomes Muse's session
+id at the first prompt and records it, so a never-prompted session can be loaded or resumed.
+Load, resume and fork read through the agent's lease-free catalog host within the startup and
+read budgets; load replays history before it answers. A session comes back with its stored
+settings (``remembered``), read afresh. The client's ``mcpServers`` are checked (-32602 for
+servers the installed Muse cannot take, ``mcp_servers``) and kept for the execution host. New,
+fork and close change state inside ``RequestContext.commit``.
 
-Load, resume and fork read through the agent's catalog host (lease-free, so a session running
-elsewhere can still be read; kept between requests), bounded by the startup and read budgets.
-Load replays history before it answers; resume and fork do not. A session deleted through
-muse-acp is not found (-32002), even where Muse kept it (see ``tombstones``). Every
-session-scoped request checks the id's shape first, since ids also name preference files, and
-errors quote client-supplied ids and paths redacted and bounded. On the legacy exec backend
-only new and close work (load, resume and fork are not advertised and refused, see
-``capabilities.not_on_exec``), and new sessions advertise no local commands. The client's
-``mcpServers`` are checked and kept by the session (in memory only) for its execution host to
-pass to Muse (per session, or in a settings overlay); servers that cannot reach the installed
-Muse either way are refused -32602 (see ``mcp_servers``). New, fork and close make their change
-inside the request's commit (``RequestContext.commit``): withdrawn before it, nothing was
-created, recorded or closed; a cancel after it is ignored and the answer is the success.
+Errors: a deleted session is not found (-32002, ``tombstones``); ids are shape-checked first
+and quoted redacted and bounded; on the exec backend only new and close work
+(``capabilities.not_on_exec``).
 """
 
 from __future__ import annotations

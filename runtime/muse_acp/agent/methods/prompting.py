@@ -1,23 +1,14 @@
 """``session/prompt`` and ``session/cancel``: where a user's prompt becomes a Muse turn.
 
-A prompt is checked in this order, and nothing reaches Muse until every check passed: the
-session must be open (-32002) and idle (-32600; a prompt that arrives while the previous one is
-being cancelled first waits for it, within the cancel budget), and its content acceptable
-(-32602, see ``prompt_content``). A local command (``commands``) then runs without any model
-turn; anything else gets the session's execution host ready and runs a turn until it settles
-(see ``turn``). On the legacy exec backend there are no local commands: every prompt is one
-``muse exec --json`` run (see ``exec_turn``).
-
-Cancellation is ordered by arrival, not by task scheduling: ``session/cancel`` stops the work
-running on the session and any prompt that arrived before it but has not begun (a prompt and its
-cancel in one read). ``$/cancel_request`` for a prompt cancels its work the same way, and the
-prompt answers REQUEST_CANCELLED once the turn settled, so the next prompt works at once; a local
-command that changes something (``/rename``) does it inside the request's commit, after which
-that cancel is ignored and the command answers as usual.
-
-A prompt that asks for a JetBrains AIR file-change report (``file_change_report``) has that
-request checked first (-32602), and once admitted gets its one report after the turn settled and
-before it is answered, whether with a result or an error.
+Contract: nothing reaches Muse until every check passed, in this order: a requested file-change
+report is well-formed (-32602, ``file_change_report``), the session is open (-32002) and idle
+(-32600; a prompt behind one being cancelled first waits, within the cancel budget), and the
+content acceptable (-32602, ``prompt_content``). A local command (``commands``) then runs
+without a model turn; anything else runs a turn on the session's execution host until it
+settles (``turn``), or one ``muse exec`` run on the legacy backend (``exec_turn``).
+Cancellation is ordered by arrival: ``session/cancel`` stops the running work and any prompt
+that arrived before it; ``$/cancel_request`` answers REQUEST_CANCELLED once the turn settled. A
+requested file-change report is sent after the turn settled and before the answer.
 """
 
 from __future__ import annotations

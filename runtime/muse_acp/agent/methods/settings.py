@@ -1,20 +1,13 @@
 """``session/set_mode`` and ``session/set_config_option``.
 
-Settings change only between turns (-32600 while the session is busy). A change into a
-combination of mode and safety options that would leave nothing between the model and the
-machine is refused (-32602, see ``safety.check_combination``); a change that does not touch the
-sandbox, the mode or the approval policy never is. A change that needs different host flags
-(read-only and plan modes, the safety options) or another Muse approval policy closes the
-session's host, so the next prompt starts one with them; the effort applies from the next
-turn on. A new model is confirmed by the session's host before the change is answered, when one
-is running (a refusal is an error and the previous model stays); otherwise it is applied when
-the next turn starts. Every change answers with the complete option list and announces it to
-the client with ``config_option_update`` (and ``current_mode_update`` when the mode changed),
-after the response.
-A change is made inside the request's commit: a ``$/cancel_request`` before it changes nothing
-(-32800), one after it is ignored.
-Only what changed is stored (see ``preferences``); the session then also takes the settings
-another muse-acp process stored for it meanwhile, and the answer and announcements include them.
+Contract: settings change only between turns (-32600 while busy), inside the request's commit.
+A change into an unsafe combination is refused (-32602, ``safety.check_combination``). A change
+that needs other host flags or another approval policy closes the session's host for the next
+prompt; a new model is confirmed by a running host before the answer (a refusal is an error,
+the previous model stays), else applied at the next turn. Every change answers with the whole
+option list and announces it (``config_option_update``, and ``current_mode_update`` for a mode)
+after the response. Only what changed is stored (``preferences``), and settings another
+process stored meanwhile are taken in.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """Mid-turn steering: corrections added to the running turn, never a new turn.
 
-Two negotiations share one implementation. ``_muse/steer`` (client ``_meta["muse/steering"]``)
-names the turn it corrects and answers ``{status: "accepted", turnId}``; ``_session/steering``
-(client ``_meta.steering``) may name it and answers ``{outcome: "injected"}``. Both answer only
-after Muse acknowledged ``turn/steer`` for that turn.
-
-Contract, checked in this order and all before anything is queued: the method was negotiated
-(-32600), the session is open (-32002), the prompt converts like a ``session/prompt``'s
-(-32602), and a turn is running that accepts steering and is the one ``expectedTurnId`` names,
-if given (-32600). A ``_session/steering`` request whose ``_meta.steering.idleBehavior`` is
-``promptRequired`` gets ``{outcome: "promptRequired", reason: "noRunningTurn"}`` instead of an
-error when the session is idle. Without ``expectedTurnId`` the correction targets the turn
-running when it arrived, never an earlier or later one.
-
-Admitted corrections wait in the session's ``SteeringQueue`` (see ``steering_queue``) and are
-sent one at a time, each only to the turn it captured. No path here sends ``turn/start``.
+Contract: two negotiations share one implementation: ``_muse/steer`` answers ``{status:
+"accepted", turnId}`` and ``_session/steering`` ``{outcome: "injected"}``, both only after Muse
+acknowledged ``turn/steer`` for that turn. Checked in this order, before anything is queued: the
+method was negotiated (-32600), the session is open (-32002), the prompt converts (-32602), and
+a turn that accepts steering is running and is the one ``expectedTurnId`` names (-32600; an
+idle session with ``idleBehavior`` ``promptRequired`` gets ``promptRequired`` instead).
+Without ``expectedTurnId`` a correction targets the turn running when it arrived. Corrections
+wait in the session's ``SteeringQueue`` and go one at a time, each only to its own turn; no path
+here sends ``turn/start``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,16 @@
 """Stored tool output: ``_muse/readOutput`` serves the full bytes Muse 1.2.1 kept for a tool.
 
-Contract: a read is served only when ``initialize`` negotiated ``muse/output`` (the client opted
-in and the host is a verified 1.2.1) and the session is open here. Each read proves the
-association it names first, on the host the session lends it (``AcpSession.reading``: its
-running execution host, else its lease-free read host, kept for a short while so that paging
-through an output does not start a process per page; startup budget, then read budget for
-everything done with it): ``session/read`` must report the session
-in its workspace, and the latest revision of the item, looked for in at most
-``MAX_HISTORY_PAGES`` backward ``view/page`` pages of ``HISTORY_PAGE_SIZE`` events, must carry
-exactly the requested reference; one beyond that budget is "not found", never guessed. The
-search is skipped when the same host found the item's latest revision at the very view cursor
-``session/read`` reports now: nothing was added to the history since, so it would find the same
-revision (see ``output_reference.ProofCache``); every read still checks the session, its
-workspace and that cursor, and the reference, availability and offset against the revision.
-Then one ``item/readOutput`` goes to the same host, never retried. A read takes no lease,
-changes no setting and sends no turn. A read host whose read ran out of time or lost its
-connection is closed, and the next read starts another; an execution host is left to its turns.
+Contract: a read is served only when ``initialize`` negotiated ``muse/output`` and the session is
+open here. It first proves the reference on the host the session lends it
+(``AcpSession.reading``): ``session/read`` must report the session in its workspace and the
+item's latest revision, searched in at most ``MAX_HISTORY_PAGES`` view pages (or remembered by
+``output_reference.ProofCache`` at an unchanged cursor), must carry that reference. Then one
+``item/readOutput`` goes to the same host, never retried; no lease, setting or turn is touched.
+The page goes back as Muse encoded it once ``check_page`` found it consistent (``rpc.splice``).
 
-Errors: INVALID_PARAMS for what the caller got wrong (a reference, item and session that do not
-belong together, an offset past the stored bytes, or one inside a UTF-8 character, with the
-host's ``alignedNextOffset`` kept in ``data``); INVALID_REQUEST for what is unavailable (not
-negotiated, a host without stored output, a session Muse never ran, bytes that are not
-``available``); INTERNAL_ERROR for host pages that do not add up, and for host failures.
-
-The page goes back as Muse sent it, once ``check_page`` found it consistent with the request:
-``utf8`` text or ``base64`` bytes, never re-decoded, and no replacement bytes are made up. Its
-content is not even encoded again: the JSON string Muse wrote is spliced into the answer as it
-came (``rpc.splice`` proves which bytes those are; when it cannot, the text is encoded anew).
+Errors: INVALID_PARAMS for what the caller got wrong (a mismatched reference, an offset past the
+bytes or inside a UTF-8 character); INVALID_REQUEST for what is unavailable (not negotiated, no
+stored output, bytes not ``available``); INTERNAL_ERROR for inconsistent pages and host failures.
 """
 
 from __future__ import annotations

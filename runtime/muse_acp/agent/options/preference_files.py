@@ -1,19 +1,14 @@
 """The file work behind the preference store: reading a session's file without ever blocking on
-it, rewriting it atomically and privately, and the lock that serialises its rewrites across
-muse-acp processes sharing one data directory.
+it, rewriting it atomically and privately, and the lock that serialises its rewrites.
 
-Contract (blocking; the store runs all of it in a worker thread): ``read_document`` opens the
-file non-blocking and refuses anything but a regular JSON object within ``MAX_FILE_BYTES``;
-``write_document`` writes a temporary file beside it (0600 from creation), flushes it with
-``fsync`` and renames it over the file, creating the directories 0700. ``session_lock`` holds an
-exclusive ``flock`` on ``<session id>.lock`` beside the session's file for one read-modify-write,
-waiting at most ``LOCK_WAIT`` seconds (less than the store's ``IO_TIMEOUT``, so a process that
-gives up never writes later behind the caller's back). Readers take no lock: a rename is atomic,
-so they see the file before or after a rewrite, never half of one. The lock file is empty; it
-is kept until ``remove_document`` removes it with the session's file, and a lock dies with the
-process holding it. Where ``fcntl`` is missing (not a POSIX system)
-rewrites are unlocked: each still changes only its own members, but two at once may lose one.
-Failures are ``RpcError`` ``INTERNAL_ERROR`` naming the file.
+Contract (blocking; the store runs it in a worker thread): ``read_document`` opens without
+blocking and accepts only a regular file holding a JSON object within ``MAX_FILE_BYTES``;
+``write_document`` replaces the file atomically (a private temporary file, ``fsync``, rename);
+``session_lock`` holds an exclusive ``flock`` on ``<session id>.lock`` for one read-modify-write,
+waiting at most ``LOCK_WAIT`` seconds (less than ``IO_TIMEOUT``, so a process that gave up never
+writes later). Readers take no lock. ``remove_document`` removes the file and its lock file.
+Without ``fcntl`` rewrites are unlocked. Failures are ``RpcError`` ``INTERNAL_ERROR`` naming the
+file.
 """
 
 from __future__ import annotations

@@ -1,47 +1,17 @@
 """What the adapter remembers about a session on its own: the user's title, the session's
 settings, and where a session it created lives before Muse has it.
 
-Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session_id>.json``::
+Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session_id>.json``
+(its members in docs/architecture.md); Muse's own session files are never touched. The agent
+goes only through ``read``, ``read_many``, ``write_user_title``, ``write_settings`` and
+``write_created``, which do the file work in a worker thread within ``IO_TIMEOUT`` seconds.
 
-    {"schemaVersion": 1,
-     "userTitle": {"text": "...", "updatedAt": "<RFC 3339 UTC>"},
-     "settings": {"modeId": "...", "modelId": "..." | null, "providerId": "..." | null,
-                  "effort": "..." | null, "safety": {"<option id>": "<value>", ...}},
-     "created": {"cwd": "<absolute path>", "at": "<RFC 3339 UTC>"}}
-
-Every member is optional. ``settings`` are what the client chose (mode, model, reasoning
-effort, safety options), written whenever they change, so a restarted agent brings a session
-back as it was left.
-``created`` is written by ``session/new``: Muse learns of a session only at its first prompt, so
-this record is what lets a session that was never prompted be loaded or resumed. The store checks
-the shape of each member; whether a stored mode or model is still offered is the caller's
-question.
-
-A missing file means no preferences. A file that cannot be read, is not a regular file (a FIFO
-or a device is never opened for a blocking read), is not JSON within the runtime's limits, has
-another ``schemaVersion`` or a malformed member is reported as ``RpcError`` ``INTERNAL_ERROR``
-naming the file and asking the user to fix or remove it; it is never reset behind their back,
-and it is not overwritten either.
-
-The agent reads and writes only through ``read``, ``read_many``, ``write_user_title``,
-``write_settings`` and ``write_created``, which run the file work in a worker thread within
-``IO_TIMEOUT`` seconds, so a hung file system never stalls the event loop. ``read`` and
-``read_many`` never fail: an unusable file (or one that does not answer in time) comes back as
-``SessionPreferences.problem``, a sentence for the user, so one bad file concerns its own
-session only.
-
-Several muse-acp processes may share a data directory (an editor and a command-line client on
-one session). Each write reads the file, changes only what its process changed and rewrites it,
-all under the session's lock (see ``preference_files``), so nothing another process stored is
-lost: a title, or a ``SettingsChange``, which names the settings that changed (mode, model,
-effort, each safety option) rather than carrying the process's whole copy of them, since that
-copy may be older than the file. ``write_settings`` answers with the settings as now stored, so
-the writer learns what other processes changed. Rewrites keep every member this version does
-not know, in the document and in ``settings``, so a newer adapter's additions survive. Writes
-are atomic, and both the directory (0700) and the files (0600) are created private to the user
-rather than restricted afterwards. The store refuses a session id that is not a plain file
-name, even though callers already check ids, because the id becomes part of a path. Muse's own
-session files are never touched.
+Errors: ``read`` and ``read_many`` never fail: an unusable file comes back as
+``SessionPreferences.problem``, a sentence for the user. A write to a file that cannot be read or
+used raises ``RpcError`` ``INTERNAL_ERROR`` naming it; a bad file is never reset or overwritten.
+Several processes may share a data directory: a write changes only what its process changed
+(``SettingsChange``) under the session's lock (``preference_files``) and keeps members it does
+not know.
 """
 
 from __future__ import annotations

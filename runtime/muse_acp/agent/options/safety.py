@@ -2,30 +2,13 @@
 host's native approval policy.
 
 Contract (pure): ``SafetyChoices`` is what the user chose, always valid, with the controls the
-installed Muse offers (``offer``, left out of equality: it describes the host, not the choice).
-A control is offered only when the host can apply it: the four flag controls when
-``muse serve --help`` lists their flag, the approval policy when the host version is verified
-for ``nativeApprovalPolicy`` (it is set on the wire with ``session/setApprovalMode``, since
-``serve`` has no flag for it). ``safety_options`` lists the offered controls as select options,
-after the mode, model and effort options. ``apply_safety`` validates a change (-32602 naming
-the values, or saying why the control is not offered). ``safety_flags`` are the ``muse serve``
-flags of the offered choices; a change of them, or of the approval policy, is applied by
-starting the session's host again (see ``settings``).
-
-The one rule (``refusal``): no turn runs with the sandbox disabled while approvals are granted
-unasked, by Auto-approve mode, the chosen 'Allow everything' policy, or Muse's own approval
-mode ``allowAll`` (another Muse client can set it). A change into that combination is refused
-(``check_combination``, -32602 saying why); one that leaves it as it was (the effort, the model)
-never is. Stored settings come back safe (``remembered``), a host's ``allowAll`` is set back
-(``execution``, ``session_state``), and ``check_runnable`` is the last guard before a turn.
-
-A stored choice the installed Muse cannot apply is never dropped: it stays in the choices (and
-the store) and is listed as a held option whose only other value is Muse's default (``held``).
-A held value that only widens (sandbox disabled, unrestricted network, 'Allow everything') is
-not applied; any other is a restriction Muse cannot enforce, and ``check_runnable`` refuses the
-session's turns until the user chooses the default (or uses a Muse that can apply it). Stored
-members this version does not know are kept in the store, not applied. ``stored`` and
-``from_stored`` are the store's form and back, with a sentence for what cannot be applied.
+installed Muse offers (``offer``). ``safety_options`` lists the offered controls,
+``apply_safety`` validates a change (-32602), ``safety_flags`` are the ``muse serve`` flags of the
+choices. The one rule (``refusal``): no turn runs with the sandbox disabled while approvals are
+granted unasked; ``check_combination`` refuses a change into that (-32602) and
+``check_runnable`` is the last guard before a turn. A stored choice the installed Muse cannot
+apply is kept and listed as held (``held``); a held restriction blocks turns until the user
+chooses the default. ``stored`` and ``from_stored`` convert to and from the store's form.
 """
 
 from __future__ import annotations

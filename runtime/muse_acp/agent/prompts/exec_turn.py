@@ -1,27 +1,15 @@
 """A prompt turn on the legacy exec backend: one ``muse exec --json`` process per prompt.
 
 Contract: ``run_exec_turn`` runs one prompt of a session whose connection uses the exec backend
-(see ``muse_acp.host.backends``), occupying the session's ``SessionWork`` through
-``work.running``, so ``session/cancel``, ``$/cancel_request``, close and logout reach it.
-
-* The prompt: the text parts of the converted prompt, joined in order by blank lines, become the
-  one prompt argument (at most ``MAX_PROMPT_BYTES``: it is a command-line argument); its images
-  are written to the run's private folder (``exec_runs``: 0700, files 0600, removed when the
-  turn ends, however it ends) and passed in order as ``--image PATH``; the run's process is
-  recorded there, so a muse-acp killed mid-run has it stopped and its images removed at the
-  next start. A prompt of images alone is refused (-32602), as exec takes no prompt without
-  text.
-* The flags: ``--json``, then the session mode's (read-only and plan: ``--disable-write
-  --disable-shell``; auto-approve: ``--disable-approval``), ``--model`` and
-  ``--reasoning-effort`` when the session chose them. A flag the executable's ``exec --help``
-  does not list is refused before anything runs (``HostUnavailable``), never dropped.
-* The process runs through ``spawn_child`` (its stderr drained into the debug log, its
-  process group always reaped); its stdout lines go through ``ExecTranslator`` and each update
-  is sent at once. A run that asks for an approval is stopped and the turn fails with
-  ``approval_unroutable``; unreadable output fails it with ``protocol_error``.
-* Cancelling stops the process group (SIGTERM, then SIGKILL once the cancel budget is spent) and
-  the prompt resolves ``cancelled``; a failure recorded before the cancel wins. Otherwise the
-  exit status decides (``exec_outcome``). Cards still open at the end are failed.
+(``muse_acp.host.backends``), occupying its ``SessionWork`` (``work.running``) so cancel, close
+and logout reach it. The prompt's text becomes the one argument (at most ``MAX_PROMPT_BYTES``;
+a prompt of images alone is refused, -32602) and its images go through the run's private folder
+(``exec_runs``); the mode, model and effort become flags, and a flag ``exec --help`` does not
+list is refused before anything runs (``HostUnavailable``). The process runs through
+``spawn_child`` and is always reaped; its lines go through ``ExecTranslator``. A run that asks
+for an approval fails the turn (``approval_unroutable``), unreadable output too
+(``protocol_error``). A cancel stops the process group and resolves ``cancelled``; otherwise the
+exit status decides (``exec_outcome``).
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
 """ACP sessions as the agent holds them: each owns its work, its hosts and its queues.
 
-Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host (the
-``muse serve`` that runs its turns), its read host (lease-free, for stored-output reads when
-no execution host runs) with the item revisions proved on either, its steering queue, and the
-one ``SessionWork`` that occupies it (a prompt, a local command, a settings change that talks to
-Muse). Nothing about a session lives anywhere else.
-
-* ``begin`` claims the session for new work or refuses (-32600, saying what occupies it);
-  ``admit_prompt`` does the same for a prompt, but first waits, within the cancel budget, for
-  work that is already being cancelled to finish ("stop, and do this instead").
-* ``cancel(arrival)`` stops whatever runs now, and any work that arrived on the connection
-  before ``arrival`` but has not begun yet (a prompt pipelined with its cancel in one read).
-* ``reading(budget)`` lends a host to a read: the running execution host when there is one
-  (held, so it does not idle out under the read; a read that runs out of time leaves it
-  running, since a turn may be using it), else the read host, started when needed and closed
-  when a read on it runs out of time. Either way the read takes no lease and sends no turn,
-  and the block has ``budget`` seconds.
-* ``close()`` also fails the waiting corrections and closes both hosts; the session stays in
-  the registry as closed, so later requests get a clear "closed, load it again" error.
-* Updates for the client go through ``send_update``, where the user's own title wins over any
-  title Muse reports, the context window's use is noted for ``/status`` and the goal Muse
-  announced for ``/goal``; plain text chunks are encoded by ``chunk_frames``.
-
-A session is created by ``session/new`` (no host is involved until its first prompt), or brought
-back by ``session/load``, ``session/resume`` or ``session/fork``; its execution host starts only
-once the host it must follow (``after``: an earlier session's of the same id, or the one a fork
-ran on) is gone, so the two never race for Muse's session lease.
+Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host, its
+lease-free read host, its steering queue and the one ``SessionWork`` that occupies it; nothing
+about a session lives anywhere else. ``begin`` and ``admit_prompt`` claim it for new work or
+refuse (-32600, saying what occupies it); ``cancel(arrival)`` stops what runs and what arrived
+before ``arrival``; ``reading(budget)`` lends a host to a read; ``close()`` closes both hosts and
+leaves the session registered as closed, so later requests get a clear error. Updates for the
+client go through ``send_update``, where the user's own title wins. A session's execution host
+starts only once the host it must follow (``after``) is gone, so the two never race for Muse's
+session lease.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """What muse-acp keeps of a session it deleted: nothing of its own, and, where Muse kept the
 session, a tombstone that hides it.
 
-Contract: ``session/delete`` ends with ``forget(session_id, hide=...)``, one bounded worker call
-that removes the session's preference file and its lock file (see ``preference_files``; a
-missing one is fine) and, with ``hide``, first records a tombstone,
-``<data_dir>/deleted/<session_id>.json``::
+Contract: ``forget(session_id, hide=...)`` removes the session's preference and lock files and,
+with ``hide`` (a Muse without a native ``session/delete`` keeps the session), first writes a
+tombstone ``<data_dir>/deleted/<session_id>.json``, so a failure half way never shows a deleted
+session again. A session with a tombstone is never listed (``hidden``) and never loaded,
+resumed, forked or deleted again (``refuse``: ``deleted_error``, -32002). Files are made private
+like preference files, in a worker thread within ``preferences.IO_TIMEOUT``.
 
-    {"schemaVersion": 1, "deletedAt": "<RFC 3339 UTC>"}
-
-``hide`` is for a session Muse still has after the deletion: a Muse without a native
-``session/delete`` (before 1.4.2) keeps every session it stored. Its file's existence is the
-whole record: a session with a tombstone is never listed (``hidden``) and never loaded, resumed,
-forked or deleted again (``refuse``: -32002, as for a session that does not exist); Muse itself,
-and other clients of it, still have it. The tombstone is written before the preference file is
-removed, so a failure half way never shows a deleted session again.
-
-Tombstones are created like preference files: the directory private (0700) when created here,
-each file private (0600), flushed with ``fsync``; an id that cannot be a preference file's name
-(``PreferenceStore.path_for``) cannot be a tombstone's either. The file work runs in a worker
-thread within ``preferences.IO_TIMEOUT``. ``hidden`` and ``refuse`` raise ``INTERNAL_ERROR``,
-naming the directory, when it cannot be read (a deleted session must not reappear silently), and
-``forget`` when a file cannot be written or removed, naming the file.
+Errors: ``INTERNAL_ERROR`` naming the directory when it cannot be read (a deleted session must
+not reappear silently), or the file that cannot be written or removed.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Text chunks of ``session/update``, encoded without building and serializing a notification.
 
-Contract: ``encoded_chunk(session_id, update)`` (the id as ``encoded_session_id`` gives it) returns
-the params of ``session/update`` for ``update`` as ``RawJson`` when ``update`` is a plain text
-chunk, and None for anything else (the caller then encodes ``acp.SessionNotification`` as usual).
-``encoded_plain(session_id, chunk)`` does the same for a ``translate.PlainChunk``, a text chunk
-whose model was never built: the bytes are those of ``chunk.model()``, and None only when no
-template fits that kind; ``encoded_plain_notification`` gives the whole ``session/update``
-notification instead, as ``rpc.encode_notification`` writes it. A plain text chunk is a user
-message, agent message or thought chunk that has exactly the members such a chunk is made with
-(``sessionUpdate``, ``content`` and, when given, ``messageId``; no ``_meta``), whose content is a
-text block with only ``type`` and ``text``. Nearly every update of a streaming turn is one.
-
-The bytes are exactly those ``acp.SessionNotification(session_id=..., update=update)`` encodes
-to (``tests/agent/test_chunk_frames.py`` compares them on generated text and ids). Nothing here
-spells a member name: the template of each chunk kind is cut, once, out of the encoding of a
-sample notification made with marker strings, and the values are encoded by pydantic-core, as
-the model's serializer would. The saving is the notification model and its serializer's walk
-through two tagged unions: about a third of what encoding a delta's notification costs; from a
-``PlainChunk``, the two models of the chunk as well.
+Contract: ``encoded_chunk(session_id, update)`` returns the params of ``session/update`` as
+``RawJson`` when ``update`` is a plain text chunk (a user, agent or thought chunk of only
+``sessionUpdate``, a text ``content`` and an optional ``messageId``), else None, and the caller
+encodes the model as usual. ``encoded_plain`` does the same for a ``translate.PlainChunk`` whose
+model was never built, and ``encoded_plain_notification`` gives the whole notification. The
+bytes are exactly those the ``acp.SessionNotification`` model encodes to: each kind's template is
+cut once out of a sample notification's encoding, and the values are encoded by pydantic-core
+(``tests/agent/test_chunk_frames.py`` compares the two).
 """
 
 from __future__ import annotations

@@ -2,30 +2,14 @@
 run ended becomes the prompt's stop reason or error.
 
 Contract (pure, no I/O): an ``ExecTranslator`` reads one run's lines in order (``on_line``),
-each parsed with the generated models of ``spec/exec`` (``muse_acp_wire.exec_jsonl``): the
-envelope first, then the payload through the record model its ``payload_type`` names.
-
-* ``run.output.delta`` becomes an ``agent_message_chunk`` of its text.
-* ``task.lifecycle.side_effect_intent`` for an operation ``tool:<name>`` opens a card: a
-  ``tool_call`` with id the intent's key without ``tool:``, titled with the tool name, of the
-  tool's ACP kind, ``pending``. Exec publishes no arguments, so nothing else is shown: no
-  search title, no diff, no location.
-* ``tool.result`` completes that card (``completed`` for the outcome ``success`` or none, else
-  ``failed``) with the result text, bounded; a result without an intent is a card of its own.
-  A shell result that is a JSON object with a ``command`` is titled by its description or
-  command and shows its ``output``; ``Read text file `PATH`.`` and ``wrote N bytes to PATH``
-  results are titled ``TOOL: PATH`` with PATH as the location. Nothing else changes the title.
-* ``run.terminal.<outcome>`` records the outcome and the host's reason; ``approval_wait.*``
-  records what waits for an approval (``approval``), which exec cannot route to the client.
-* Everything else is dropped. A line that is not an envelope, or a known record whose payload
-  does not fit its model, is counted in ``unreadable`` and skipped; an envelope of another
-  ``schema_version`` raises ``ExecFormatError``.
-
-``finish`` fails the cards still open when the run ended. ``exec_outcome`` maps the exit
-status (with the terminal reason, else the last stderr line) to a stop reason or an error:
-0 is ``end_turn``; 2 is a refused invocation, naming the flags; a step limit is
-``max_turn_requests``; a provider refusing credentials is -32000 with how to sign in; anything
-else is -32603 with the host's reason. Every message is redacted and bounded.
+each parsed with the generated models of ``spec/exec`` (``muse_acp_wire.exec_jsonl``): text
+deltas become message chunks, tool intents and results become cards (exec publishes no
+arguments, so no diff or location unless a result names its path), and the terminal record and
+approval waits are kept. Anything else is dropped; a line that does not fit its model is counted
+in ``unreadable``; an envelope of another ``schema_version`` raises ``ExecFormatError``.
+``finish`` fails the cards still open. ``exec_outcome`` maps the exit status to a stop reason or
+an error (a refused invocation, a step limit, a refused credential, or -32603 with the host's
+reason), every message redacted and bounded.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """Prompt content: ACP content blocks to Muse ``turn/start`` input parts, checked in full.
 
-Contract: ``convert_prompt`` is pure (no I/O; a URI is never fetched) and either returns the
-input parts for a whole prompt, in the blocks' order, or raises ``RpcError`` INVALID_PARAMS
-naming the first offending block by 1-based position and ACP type, the rule it broke and what
-is accepted. It runs before any turn starts, for ``session/prompt`` and every steering method.
+Contract: ``convert_prompt`` is pure (no I/O; a URI is never fetched) and returns the input parts
+for a whole prompt, in the blocks' order, before any turn starts (``session/prompt`` and every
+steering method). Text passes verbatim; resource links and embedded text or octet-stream blobs
+become attributed text parts; images become MSP image parts, their bytes never inspected.
+Base64 must be strict and canonical, so the host sees exactly what was checked; per prompt,
+image bytes are bounded by ``MAX_IMAGE_BYTES`` and embedded context by ``MAX_EMBEDDED_BYTES``.
 
-* ``text`` passes through verbatim.
-* ``resource_link``, an embedded text resource and an embedded ``application/octet-stream`` or
-  ``text/plain`` blob each become one attributed text part: a line naming what was attached,
-  then the block's members as compact JSON (members the client left out stay out). A binary
-  blob is carried as its base64 text, never decoded into document content.
-* ``image`` blocks and embedded image blobs become MSP image parts with a normalised (trimmed,
-  lower-cased) media type; an embedded image is preceded by an attributed header part.
-  Image bytes are not inspected: codecs are the host's business.
-* Audio, other blob types, malformed resources and unknown block types are rejected.
-
-Base64 must be strict and canonical: standard alphabet, ``=`` padding, no whitespace, and
-re-encoding the decoded bytes must give the same text back, so the host sees exactly what was
-checked. Per prompt, decoded image bytes are bounded by ``MAX_IMAGE_BYTES`` and the UTF-8 size
-of embedded-context parts (text resources, image headers, binary blobs) by
-``MAX_EMBEDDED_BYTES``; oversized base64 is refused from its length, before decoding.
+Errors: ``RpcError`` INVALID_PARAMS naming the first offending block by 1-based position and ACP
+type, the rule it broke and what is accepted (audio, other blobs, malformed resources, unknown
+block types, bad or oversized base64).
 """
 
 from __future__ import annotations

@@ -1,43 +1,14 @@
 """Translation of one turn's MSP notifications into ACP ``session/update`` payloads.
 
-Contract: a ``TurnTranslator`` is fed every MSP notification of one turn, in order, through
-``on_notification`` and returns the ACP updates to send for it, in order. It is pure and
-synchronous (no I/O, no waiting) and keeps only bounded state per item. The same class replays
-history for ``session/load`` when built with ``replay=True``. ``updates`` is the same with each
-text chunk left a ``PlainChunk`` (its kind, message id and text, which ``model()`` turns into the
-chunk model): a streamed turn is nearly all text chunks, and ``chunk_frames`` encodes one of those
-without building two models per delta, so the relay and history replay feed on ``updates``.
-
-* Filtering (live mode only): once ``turn_id`` is known, items that name another turn are
-  ignored, and so are deltas for items not accepted in this turn; late events of a cancelled
-  turn therefore never reach the next prompt. Items with no turn (user shell commands) pass.
-  In replay mode nothing is filtered.
-* Folding: an item event replaces the item only when its ``revision`` is higher than the last
-  one accepted; deltas never change the revision, and an item may complete without having
-  started. Deltas for an item that has ended, or that was never accepted, are ignored (in
-  both modes: a delta does not say what kind of item it extends).
-* Text is sent once: an ``agentMessage`` delta becomes an ``agent_message_chunk`` carrying that
-  delta alone, and a snapshot (``item/updated``/``item/completed``) sends only the part of its
-  text not sent yet. If a snapshot no longer starts with what was sent, nothing more is sent
-  for that text. Reasoning summary parts (``summary.N``, N below 500) go the same way as
-  ``agent_thought_chunk``s, a blank line opening each part after the first one sent.
-  ``messageId`` is the item id.
-* User messages are the client's own prompt and are sent only in replay mode, as
-  ``user_message_chunk`` (``displayText`` when present; retracted messages are left out).
-* ``compaction`` items show nothing. Items that do work become tool cards (see
-  ``muse_acp.agent.cards.tool_cards``), kept in ``cards`` (a ``card_states.TurnCards``, which also
-  serves the turn's approvals): ``tool_call`` at the first sighting, ``tool_call_update`` with
-  the whole card at every later one, the status never going back. Output deltas go into the
-  card's bounded ``OutputBuffer`` and are sent as in-progress updates of the kept text only
-  when the buffer says the growth is worth it (see ``muse_acp.agent.cards.progress``), so the bytes
-  sent per card stay proportional to the cap rather than to the output. The completion always
-  sends the whole card once more. ``unseen_tool`` names a tool call before its first sighting,
-  so the caller can read its file for a true diff first (``file_changes.capture_before``);
-  paths on cards are absolute against ``cwd``.
-* ``session/todoListChanged`` becomes a ``plan`` and ``session/contextUsage`` a
-  ``usage_update`` (see ``muse_acp.agent.cards.progress``); ``session/goalChanged`` a
-  ``session_info_update`` with ``_meta["muse/goal"]`` (``goal_state``). Every other method
-  returns nothing: turn lifecycle, approvals and questions belong to the caller.
+Contract: a ``TurnTranslator`` is fed every MSP notification of one turn, in order
+(``on_notification``, or ``updates``, which leaves text chunks as ``PlainChunk`` for
+``chunk_frames``), and returns the ACP updates to send for it, in order. It is pure and
+synchronous and keeps only bounded state per item; built with ``replay=True`` it replays history
+for ``session/load``. Live, events of another turn are dropped, so a cancelled turn's tail never
+reaches the next prompt. Text is sent once (deltas, then only what a snapshot adds); items that
+do work become tool cards kept in ``cards`` (``card_states.TurnCards``), whose status never goes
+back. Turn lifecycle, approvals and questions belong to the caller; docs/architecture.md
+describes the flow.
 """
 
 from __future__ import annotations

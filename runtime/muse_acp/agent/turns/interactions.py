@@ -1,26 +1,15 @@
 """The approvals and questions of one turn: ask the client (or decide), then answer Muse.
 
-Muse asks for approval (``approval/requested``, updated stage by stage with
-``approval/updated``) and asks questions (``userInput/requested``) while a turn runs. Each is
-answered in a task of the turn, because answering waits on the client and on further host
-frames, while host events keep flowing. The client is asked once per approval stage; only
-choices the host offered are ever sent back. A permission request shows the tool call's card as
-the turn's ``TurnCards`` keep it (an editing tool's file read first, for its diff; the status
-never going back), and a denial the host accepted marks the card as rejected, saying who
-declined it (the user, the client cancelling the request, or the Auto-reject mode). A
-decision the host reports as stale (-32053, the stage moved on) makes the adapter read the
-pending approvals back and ask about the stage that is current now; one already resolved is
-harmless. Automatic modes pick a host-offered "once" choice and fail the turn when there is
-none. A question goes to the client as a form elicitation when it supports forms. Everything
-outstanding is withdrawn when the turn settles or is cancelled.
+Contract: ``Interactions`` answers each approval stage and question in a task of the turn,
+reaching the turn only through ``TurnPort``. The client is asked once per approval stage, with
+the card as ``TurnCards`` keeps it, and only choices the host offered are sent back; automatic
+modes pick an offered "once" choice. A stale decision (-32053) makes it read the pending
+approvals back and ask about the current stage. A question goes to the client as a form
+elicitation. Everything outstanding is withdrawn when the turn settles or is cancelled.
 
-A permission answer that cannot be used (an error, a result that is not a valid answer, an
-option Muse did not offer) fails the turn as the client's failure, in words of our own. A
-question the client cannot show (no form support) or answer usably is said so in the chat and
-withdrawn from Muse (``userInput/cancel``), and Muse decides whether the turn goes on; if Muse
-then ends it failed, the failure names the client as its source and the question. Every host
-acknowledgement is awaited within the submit budget, and one that does not come fails the turn
-in the ``answering`` phase. The turn is reached only through ``TurnPort``.
+Errors: an unusable permission answer fails the turn as the client's failure; a question the
+client cannot show or answer is withdrawn from Muse (``userInput/cancel``) and said in the chat;
+a host acknowledgement not within the submit budget fails the turn in the ``answering`` phase.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Relaying a session's host events to the client, during a turn and after it.
 
 Contract: an ``EventRelay`` is given, in arrival order, the host events of one session that are
-not a turn's lifecycle (the running turn keeps ``turn/started``, ``turn/completed``,
-``view/gap`` and its approvals and questions to itself). For each it first lets the session's
-``StateObserver`` take note (the model, the approval mode and the usage the host reports, see
-``session_state``) and sends the updates that report what changed, then reads an editing tool's
-file before its card is first shown (for a true diff, ``file_changes.capture_before``), then
-sends every ACP update the turn's translator makes of it, in order, through ``send`` (text chunks
-as ``translate.PlainChunk``s, which the session encodes without building them). ``relay_now``
-does the same for a delta without a coroutine unless something has to wait: a delta reports no
-session state and carries no item (``event_kinds``), so it is only translated, and its updates
-go out through ``send_now`` for as long as that takes them, the rest through ``send``. It keeps
-no state of its own: the translator filters other turns' items and keeps the cards, so the relay
-of a turn that has ended can go on updating that turn's cards (background work, see
-``background``). Its ``gate`` says whether the turn's updates may still be queued for the
-client: once its turn closed it, the relay makes nothing of any event (the turn's ``send``
-checks the gate too, for the updates of an event relayed before it closed).
+not a turn's lifecycle (the turn keeps ``turn/started``, ``turn/completed``, ``view/gap`` and
+its asks). For each it lets the session's ``StateObserver`` report what changed
+(``session_state``), reads an editing tool's file before its card is first shown
+(``file_changes.capture_before``), then sends the translator's updates in order through
+``send``. ``relay_now`` does the same for a delta without a coroutine unless something has to
+wait (``send_now``, then ``send``). It keeps no state of its own, so the relay of an ended turn
+can go on updating its cards (``background``). Once its ``gate`` is closed it makes nothing of
+any event.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """One prompt turn on a Muse host, from ``turn/start`` until it settles.
 
-The host's events for the session arrive in order through ``on_event`` (inline in the host
-connection's read loop): each is translated into ACP updates and sent at once (``relay``, which also
-shows the session state the host reports); a text delta the host's lane takes (``host.delta_lane``)
-comes through ``take_delta``, which does the same. Approvals and questions go to ``interactions``,
-answered in tasks of the turn; the translator's ``TurnCards`` keep the cards both touch.
+Contract: the host's events arrive in order through ``on_event`` (and text deltas through
+``take_delta``) and are translated and sent at once (``relay``); approvals and questions go to
+``interactions``. Events are held (at most ``MAX_HELD_EVENTS``) until the turn's id is known,
+then events of another turn are dropped, so one prompt never receives another's output. A
+``view/gap`` is filled by paging the missed range back (``view_events.GapFiller``).
 
-Events are filtered by the turn's own id from the first frame on: until it is known (the host's
-``turn/started`` for this turn's command, or its acknowledgement of ``turn/start``), events are
-held back (at most ``MAX_HELD_EVENTS``), then handled in arrival order; from then on an event
-naming another turn (the late tail of a cancelled one) is dropped. So a ``turn/completed`` right
-behind the acknowledgement still settles the turn, and one prompt never receives another's
-output. A ``view/gap`` is filled in a task of the turn by paging the missed range back, live
-events waiting behind it (``view_events.GapFiller``).
-
-A turn settles exactly once (``settle``), with a stop reason or an error, whichever comes first:
-the host's ``turn/completed`` for this turn, a failure (host death, a rejected command, an
-approval or a host request that cannot be answered, an acknowledgement not in the submit budget,
-in the phase it was awaited in; a host silent past its budget, see ``watchdog``), or a cancel.
-Cancellation always settles: ``turn/cancel`` is sent (once the host acknowledged the turn), and
-if the host does not complete the turn within the cancel budget, counted from the cancel, the
-prompt resolves ``cancelled`` anyway. A host that did not end the turn itself is in an unknown
-state (``host_unsettled``), is not reused, and nothing of the turn follows the answer: every
-update of the turn passes its relay's ``UpdateGate`` (``relay``, ``send_update``), closed before
-``run`` returns, and the client's writer queues frames in the order their sends began. (What a host
-sends after a turn it ended is work that outlives it, ``background``.) A client that went away
-mid-stream stops the turn, noted once in the log.
+A turn settles exactly once (``settle``), with a stop reason or an error: the host's
+``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
+cancel, which always settles within the cancel budget. A host that did not end the turn itself
+is not reused, and nothing of the turn follows the answer (the relay's ``UpdateGate``).
 """
 
 from __future__ import annotations

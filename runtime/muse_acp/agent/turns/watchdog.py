@@ -1,21 +1,13 @@
 """The silence watch of a running turn: a host that stops talking fails the turn, in bounds.
 
-Contract: a ``SilenceWatch`` is told of every event the host sends for its session
-(``heard``); ``watch`` runs from the host's acknowledgement of the turn until the turn settles
-(its caller cancels it), and calls ``on_silence`` once, then returns, when ``budget`` seconds
-pass without a single event while nobody is waiting on the client. Time the client takes over
-a permission dialog or a question (``waiting_on_client``) is the user's, never the host's: a
-window in which the turn waits on the client starts the count again, and once the wait is over
-the host has a whole budget from the first look that finds it over (never less than a budget
-after the answer went back, however late in a window the client answered). Every event
-restarts the count, so a long turn that reports progress runs as long as it needs.
-
-The turn's own writes to the client go through ``client_write``. While one waits (a client that
-stops reading fills the pipe, and the turn, reading the host inline, stops reading the host's
-events too), the host's silence is not counted, just as while the client is asked something:
-the end of each write restarts the count. A write that has waited a whole budget or more is
-logged once as a client that stopped reading (and its end, when it comes); the turn goes on
-waiting for the client, never failed as Muse's silence.
+Contract: a ``SilenceWatch`` is told of every event the host sends for its session (``heard``);
+``watch`` runs from the host's acknowledgement of the turn until its caller cancels it, and
+calls ``on_silence`` once, then returns, when ``budget`` seconds pass without an event while
+nobody waits on the client. Every event restarts the count, so a turn that reports progress runs
+as long as it needs. Time spent waiting on the client is never the host's: a permission dialog
+or question (``waiting_on_client``) and a write to the client (``client_write``) restart the
+count when they end. A write that waits a whole budget is logged once as a client that stopped
+reading; the turn goes on waiting, never failed as Muse's silence.
 """
 
 from __future__ import annotations
@@ -36,7 +28,7 @@ def _event_loop_clock() -> Callable[[], float]:
     """The clock ``anyio.current_time`` reads, without looking up the backend at every call.
 
     On asyncio that is the running loop's own ``time`` (what anyio's asyncio backend returns
-    itself, at a tenth of the cost); any other backend keeps ``anyio.current_time``.
+    itself, for less); any other backend keeps ``anyio.current_time``.
     """
     try:
         return asyncio.get_running_loop().time

@@ -2,29 +2,14 @@
 host asks and how decisions apply.
 
 Contract: an ``ApprovalAsk`` is one approval of a tool call: a ``bash`` command in one or more
-stages (``shell`` subject, one requirement per stage) or a ``write_file`` (``fileAccess``
-subject, one requirement). ``request_approval`` (turn side) publishes it (``approval/requested``,
-then the ``approval/request`` server request with the same params; a ``{}`` reply, an error or
-no reply are all fine) and waits for decisions; ``ApprovalAsk.decide`` (``approval/decide``
-side) checks and applies a decision at once, in the order real hosts check: -32051 already
-resolved, -32053 stale requirement (data ``{kind, approvalId, currentRequirementId}``), -32052
-choice not offered. The turn emits what each decision causes once its answer is written:
-``approval/updated`` (``change.kind`` ``stageResolved`` and the next ``currentRequirementId``;
-``change.reason`` where the version has it) between stages, ``approval/resolved`` at the end.
-
-Choices: ``allow_once`` approves the current stage; ``allow_session`` approves every remaining
-stage for the session; ``abort`` rejects the whole command. A protected write (hosts with
-protected writes, see ``profile.VERSION_FACTS``) is asked with ``protectedWrite: true`` and only
-``allow_once`` and ``abort``; a ``bare`` one leaves ``viewCursor`` out of both the notification
-and the server request, as a real 1.4.2 host sent it (the session's log keeps it). The
-session's approval mode applies first: ``allowAll`` runs the call unasked (never a protected
-write), ``denyUnmatched`` has the policy deny it.
-
-The stage race (``race``, on hosts that race): once the client decides the first stage
-``allow_once``, the host settles the second stage itself (``known_safe``) in the same instant
-and moves on to the third; the ``approval/updated`` it sends still names the second stage, and
-the update for its own settlement is recorded in the session's view but never sent. A decision
-aimed at the second stage is then stale.
+stages (``shell`` subject) or a ``write_file`` (``fileAccess`` subject). ``request_approval``
+publishes it (``approval/requested``, then ``approval/request``; any reply is fine) and waits for
+decisions; ``ApprovalAsk.decide`` applies one at once, checked in the order real hosts check:
+-32051 already resolved, -32053 stale requirement, -32052 choice not offered. The turn emits
+``approval/updated`` between stages and ``approval/resolved`` at the end. The session's approval
+mode applies first (``allowAll`` runs the call unasked, never a protected write;
+``denyUnmatched`` denies it). On hosts that race (``race``), deciding the first stage settles
+the second silently, so a decision aimed at it is stale (docs/muse-sim.md).
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
 """What the host tells a client besides the items of a turn: status, usage, names, view health
 and gaps in the live view.
 
-Contract, each only where the simulated version's schema publishes the notification:
-
-* ``status_changed``: ``session/statusChanged {sessionId, status, viewCursor}`` (no
-  ``attention``, no ``sourceRange``; not a view event, so not logged) with the cursor of the
-  record that caused it: ``running`` after ``turn/started``, ``idle`` after the
-  ``turn/completed`` that leaves nothing queued.
-* ``usage_changed``: after every ``turn/completed``, the host observes its subscription usage
-  (``usage/read`` answers it from then on) and sends it as ``usage/changed``.
-* ``name_session`` (``sim:name TEXT``): on versions with session names, the session is named
-  ``slug(TEXT)`` (and titled ``TEXT`` where sessions have titles), and a durable
-  ``session/nameChanged {sessionId, viewCursor, sourceRange, name}`` is emitted, then
-  ``session/listChanged`` to a connection that streams the session list.
-* ``view_lost`` (``sim:viewlost``): ``session/viewHealthChanged {sessionId, health:
-  "unavailable", noneReason: "projectionUnavailable"}``; a notice only, the turn's events keep
-  coming.
-* ``miss_events`` (``sim:gap N``): ``N`` completed agent messages are recorded in the session's
-  view and not sent; the next one (``resumed after N missed events``) is recorded and sent, then
-  ``view/gap {sessionId, after, next}``, where ``after`` is the cursor of the last durable event
-  sent before the gap and ``next`` that of the event just sent (the order of the SDK's recorded
-  gap). ``view/page`` forward from ``after`` with limit ``N`` returns exactly the missed events.
-* ``switch_model`` / ``switch_approval`` (``sim:switch-model``, ``sim:switch-approval``):
-  another client of the host (``muse_tui``) changes the session's model or approval mode; the
-  session keeps it and a durable ``session/modelChanged {modelId, providerId, source: "user"}``
-  or ``session/approvalModeChanged {mode, source: "approvalReconfigure", clientName}`` is
-  emitted.
-* ``stray_request`` (fault ``stray-request:<method>``): the server request ``<method>
-  {sessionId, turnId}`` is sent to the client, and the turn then waits, silent, until it is
-  stopped: whatever the answer, the host cannot use it.
+Contract: each function emits its notification only where the simulated version's schema
+publishes it: ``status_changed`` (around turns), ``usage_changed`` (after every
+``turn/completed``), ``name_session`` (``sim:name``), ``view_lost`` (``sim:viewlost``),
+``miss_events`` (``sim:gap``: events recorded but not sent, then ``view/gap``, so ``view/page``
+returns exactly what was missed), ``switch_model`` / ``switch_approval`` (another client's
+change, kept and emitted as durable events) and ``stray_request`` (the fault of that name: the
+turn then waits, silent, until stopped). docs/muse-sim.md says what each directive plays.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """Running a turn of the fake model from ``turn/started`` to ``turn/completed``.
 
-Contract: a ``TurnRunner`` plays one ``TurnRequest``. ``open`` emits ``turn/started`` (only
-recorded, never sent, with the ``no-turn-started`` quirk), ``session/statusChanged`` ``running``
-where the version has it, and the user message; real hosts send them before acknowledging
-``turn/start``, so ``open`` runs before the answer unless the ``ack-before-started`` quirk asks
-``run`` to open the turn once the answer is written. ``run`` waits until the acknowledgement is
-written, then plays the prompt: a one-part reasoning summary (unless the reasoning effort is
-``none``), each directive in order, the agent message echoing the prompt text (and its images),
-token and context usage, and ``turn/completed`` (``completed``, or ``failed`` with a turn error
-for ``sim:fail``), followed (see ``notices``) by ``session/statusChanged`` ``idle`` when nothing
-is queued and by ``usage/changed``. Steering input is answered between steps (a user message
-marked ``steered`` and an agent message quoting it); ``sim:hold`` waits for it.
-
-``stop`` ends the turn early (``turn/cancel``, ``turn/interrupt``): open items are completed
-``cancelled``, pending approvals and questions are settled, then ``turn/completed`` reports
-``cancelled`` (and, for an interrupt with ``retract``, ``turn/retracted`` and the user message
-marked ``retracted``). Either way the session is stored as idle (no active turn, its turn count
-final) before ``turn/completed`` is sent, as every event is logged before it is sent: a client
-that sees the turn end finds nothing in the session's files still changing. When the turn ends
-the session's next queued turn starts.
+Contract: a ``TurnRunner`` plays one ``TurnRequest``. ``open`` emits ``turn/started``, the
+``running`` status and the user message before the acknowledgement, as real hosts do (the
+``ack-before-started`` and ``no-turn-started`` quirks change that). ``run`` waits until the
+acknowledgement is written, then plays the prompt (reasoning, each directive in order, the agent
+message echoing the prompt, usage) and ends with ``turn/completed``; steering input is answered
+between steps. ``stop`` ends the turn early: open items complete ``cancelled``, pending asks are
+settled, and ``turn/completed`` reports ``cancelled``. Either way the session is stored idle
+before ``turn/completed`` is sent, so a client that sees the turn end finds nothing still
+changing; then the session's next queued turn starts.
 """
 
 from __future__ import annotations

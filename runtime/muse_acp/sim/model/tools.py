@@ -1,20 +1,13 @@
 """The fake model's tool calls: ``bash`` output of any size, ``search`` and ``web_search``.
 
-Contract: a ``ToolCall`` is one ``toolCall`` item: ``start`` emits ``item/started`` (revision
-1), ``update`` an ``item/updated`` (the next revision; used when an approved call starts
-running), ``stream`` emits its output as ``item/delta`` ``output`` chunks of at most
-``CHUNK_BYTES`` while storing the bytes (1.2.1 hosts only; never more than one chunk in memory),
-``finish`` emits ``item/completed`` (the last revision) with a bounded ``visibleOutput`` head
-(``truncated`` when the output is longer) and, on 1.2.1, the ``outputRef`` of the stored bytes.
-A stopped turn completes an open tool call ``cancelled``. ``run_shell``, ``run_search`` and
-``run_web`` are the ``sim:bash|binary|unavailable``, ``sim:search`` and ``sim:web`` steps; under
-``--disable-shell`` a bash call completes ``rejected``.
-
-``run_spawn`` (``sim:spawn SECONDS``) is a bash call that starts a real child process, ``sleep
-SECONDS``, in the host's own process group, with no stdin and its output discarded. Its output
-is ``pid <n>\n`` as soon as the child runs, then ``exit <status>\n`` when it ends (completed
-when the status is 0, failed otherwise); the turn holds until then. A turn stopped meanwhile
-(or a host shutting down) kills the child and reaps it before the call completes ``cancelled``.
+Contract: a ``ToolCall`` is one ``toolCall`` item: ``start``, ``update`` and ``finish`` emit its
+revisions; ``stream`` emits output deltas of at most ``CHUNK_BYTES`` while storing the bytes
+(1.2.1 only; never more than one chunk in memory), and ``finish`` carries a bounded head and, on
+1.2.1, the stored output's reference. A stopped turn completes an open call ``cancelled``;
+under ``--disable-shell`` a bash call completes ``rejected``. ``run_shell``, ``run_search``,
+``run_web`` and ``run_spawn`` play their directives. ``run_spawn`` starts a real ``sleep`` child in
+the host's process group and holds the turn until it ends; a turn stopped meanwhile (or a host
+shutting down) kills and reaps it first.
 """
 
 from __future__ import annotations

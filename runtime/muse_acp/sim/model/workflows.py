@@ -1,22 +1,13 @@
 """Work that outlives its turn: a workflow (``sim:workflow TEXT``) and a background tool task
 (``sim:background COMMAND``), and the commands that stop them.
 
-Contract:
-
-* ``start_workflow`` emits a ``workflow`` item in progress (a new ``workflowRunId``, ``message``
-  the directive's text, one running child labelled with it; ``stopAvailable`` where the version
-  serves ``workflow/cancel``). ``start_background`` emits a ``bash`` tool call in progress and,
-  on versions that serve ``task/stop``, an ``item/updated`` with ``background: true``. Neither
-  is closed when its turn ends: each is registered in the session's ``background`` table.
-* ``after_turn`` runs once the turn's ``turn/completed`` was sent: ``PROGRESS_AFTER`` seconds
-  later each piece of background work of that turn reports progress (an ``item/updated``; a
-  workflow's child moves to phase ``working``), so a client sees the work go on after the
-  prompt. On versions that cannot stop
-  it, the work then completes on its own (``completed``); elsewhere it keeps running until
-  stopped.
-* ``workflow/cancel {workflowRunId}`` and ``task/stop {taskId}`` (commands, 1.3.0 and newer):
-  running work is completed ``cancelled`` right after the acknowledgement (``accepted``);
-  work that already ended is ``noop``; an unknown id is -32602.
+Contract: ``start_workflow`` and ``start_background`` emit the work's item in progress and
+register it in the session's ``background`` table instead of closing it with the turn.
+``after_turn`` runs once ``turn/completed`` was sent: ``PROGRESS_AFTER`` seconds later each piece
+of that turn's work reports progress, then, on versions that cannot stop it, completes on its
+own; elsewhere it runs until stopped. ``workflow/cancel`` and ``task/stop`` (1.3.0 and newer)
+complete running work ``cancelled`` after the acknowledgement, answer ``noop`` for ended work and
+-32602 for an unknown id.
 """
 
 from __future__ import annotations

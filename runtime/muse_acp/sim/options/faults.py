@@ -1,55 +1,11 @@
 """Host faults muse-sim injects on request, for reliability tests of its clients.
 
-Contract: ``MUSE_SIM_FAULTS`` is a comma-separated list of faults; ``parse_faults`` turns it into
-a frozen ``Faults`` value (or raises ``FaultSyntaxError``; the command line then exits 2). The
-host consults that value at fixed points; nothing else in muse-sim reads the variable. A fault
-that exits ends the process at once with ``FAULT_EXIT_CODE`` after one line on stderr, so a
-client sees exactly what a crashing host leaves behind (the session lease is freed by the OS).
-
-The faults:
-
-``exit:startup``
-    exit before reading any input.
-``exit:handshake``
-    exit when ``initialize`` arrives, without answering it.
-``hang:handshake``
-    never answer ``initialize`` (everything else keeps working).
-``hang-ack:<method>``
-    never answer that command (e.g. ``hang-ack:turn/start``); it stays in flight, so it also
-    counts against the admission capacity.
-``exit-before-ack:<method>``
-    exit when that request arrives, before any event or answer.
-``exit-after-ack:<method>``
-    exit right after the answer to that request has been written.
-``exit:approval`` / ``exit:userInput``
-    exit right after an approval (or a question) has been put to the client.
-``exit:steer`` / ``exit:readOutput``
-    exit when ``turn/steer`` (or ``item/readOutput``) arrives, before answering it.
-``exit:stream``
-    exit right after a turn's first agent-message text delta has been written, mid-stream.
-``exit:mcp``
-    exit when a session's MCP servers start (``session/start``, ``session/resume``), writing
-    each server's settings (command, arguments, env, url, headers) to stderr, a line each after
-    the usual one, as a host that dies dumping its configuration.
-``refuse:<command>``
-    answer that command with ``commandRejected`` (reason ``unsupported_route``) instead of doing
-    it, as a host refuses a model it lists but cannot route for this account.
-``malformed:<method>``
-    write a line that is not JSON just before the answer to that request.
-``oversized:<method>``
-    write a (valid JSON) line longer than the 10 MiB frame limit just before that answer.
-``oversized-bytes:<n>``
-    make the ``oversized`` line ``n`` bytes of padding long instead (up to 64 MiB), to exceed
-    a client's own frame limit as well.
-``slow:<ms>``
-    wait that many milliseconds before each event of a turn (simulated model latency).
-``stderr-flood:<bytes>``
-    write that many bytes of diagnostics to stderr at startup, before serving.
-``stray-request:<method>``
-    in the middle of every turn (after its reasoning), send the client a server request of
-    that method, ``{sessionId, turnId}``, as a newer host asks for something its client may not
-    know; the turn cannot go on without a usable answer, so it waits, silent, until it is
-    stopped, whatever the client answers.
+Contract: ``MUSE_SIM_FAULTS`` is a comma-separated list of faults (docs/muse-sim.md lists them);
+``parse_faults`` turns it into a frozen ``Faults`` value or raises ``FaultSyntaxError`` (the
+command line then exits 2). The host consults that value at fixed points; nothing else in
+muse-sim reads the variable. A fault that exits ends the process at once with
+``FAULT_EXIT_CODE`` after one line on stderr, so a client sees exactly what a crashing host
+leaves behind (the session lease is freed by the OS).
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """Behaviours of particular real hosts that muse-sim plays on request (``MUSE_SIM_QUIRKS``).
 
-Contract: ``MUSE_SIM_QUIRKS`` is a comma-separated list of quirk names, read like
-``MUSE_SIM_FAULTS``; ``parse_quirks`` turns it into a frozen ``Quirks`` value or raises
-``QuirkSyntaxError`` for a name it does not know (the command line then exits 2). Any quirk may
-be played on any simulated version; each is documented with the real host that showed it. The
-host consults the value at fixed points; nothing else in muse-sim reads the variable.
-
-``drop-initialized``
-    The host answers ``initialize`` but ignores the ``initialized`` notification, so every later
-    call is answered -32600 ``notInitialized`` (what real 1.3.0 hosts did).
-``ack-before-started``
-    The answer to ``turn/start`` is written before ``turn/started`` and the user message (real
-    1.0.3 hosts did this).
-``no-turn-started``
-    ``turn/started`` is never sent (it is still recorded in the session's view, so paging and
-    ``session/read`` see the turn), so a ``turn/completed`` can follow the acknowledgement
-    directly.
-``orphan-tools``
-    A tool process the host started (``sim:spawn``) is left running when the turn ends early or
-    the host exits, as a host that dies mid-tool leaves it; only its process group still finds
-    it.
+Contract: ``MUSE_SIM_QUIRKS`` is a comma-separated list of quirk names (docs/muse-sim.md lists
+them, each with the real host that showed it); ``parse_quirks`` turns it into a frozen
+``Quirks`` value or raises ``QuirkSyntaxError`` for a name it does not know (the command line
+then exits 2). Any quirk may be played on any simulated version. The host consults the value
+at fixed points; nothing else in muse-sim reads the variable.
 """
 
 from __future__ import annotations

@@ -2,63 +2,13 @@
 
 Contract: ``parse_prompt`` splits a prompt into its text (every line that is not a directive,
 echoed back by the final agent message) and its directives, in order, one per line. A directive
-line starts with ``sim:`` after optional leading blanks:
+line starts with ``sim:`` after optional leading blanks; each directive is one of the
+``Directive`` types below, and docs/muse-sim.md lists what each one plays.
 
-``sim:bash N``
-    a ``bash`` tool call whose output is exactly ``N`` bytes of ``output-marker\\n`` repeated.
-``sim:binary N``
-    the same, but the stored bytes are not UTF-8 (a repeating pattern with 0xFF and 0x80).
-``sim:unavailable N``
-    as ``sim:bash N``, but the stored output is reported ``missing``.
-``sim:search PATTERN`` / ``sim:web QUERY``
-    a ``search`` / ``web_search`` tool call.
-``sim:approve COMMAND`` / ``sim:stages K COMMAND``
-    a ``bash`` tool call that needs approval, in one stage or in ``K`` stages.
-``sim:ask``
-    a ``request_user_input`` question.
-``sim:hold``
-    keep the turn running, silent, until it is cancelled, interrupted or steered.
-``sim:fail KIND``
-    end the turn ``failed`` with a turn error of that kind.
-``sim:plan``
-    publish a three-entry todo list.
-``sim:crash``
-    end the host process (non-zero) in the middle of the turn.
-``sim:stream N``
-    an agent message streamed as exactly ``N`` text deltas (``t0 ``, ``t1 ``, ...), the load of
-    a long, fast model reply.
-``sim:stagerace COMMAND``
-    a three-stage approval of a ``bash`` tool call in which, on hosts that race (1.4.2), the host
-    settles the second stage itself once the first is decided, without telling the client.
-``sim:protected PATH`` / ``sim:protected-bare PATH``
-    a ``write_file`` tool call to a protected path: a ``fileAccess`` write approval (on 1.4.2
-    ``protectedWrite``, once-scoped choices only; ``-bare`` leaves ``viewCursor`` out).
-``sim:edit PATH FIND REPLACE``
-    an ``edit_file`` tool call (``{find, path, replace}``, each one word) behind a ``fileAccess``
-    write approval; like ``write_file`` here, it writes nothing.
-``sim:gap N``
-    ``N`` agent messages recorded in the session's view but not sent live, then ``view/gap``.
-``sim:spawn SECONDS``
-    a ``bash`` tool call that runs a real ``sleep SECONDS`` child process.
-``sim:name TEXT``
-    the model names the session after ``TEXT`` (a slug, and ``TEXT`` as its title).
-``sim:viewlost``
-    the host reports the session's live view unavailable (``session/viewHealthChanged``).
-``sim:workflow TEXT`` / ``sim:background COMMAND``
-    a workflow (its message ``TEXT``) or a ``bash`` tool call sent to the background, which
-    goes on after the turn ends until it is stopped (see ``workflows``).
-``sim:switch-model MODEL`` / ``sim:switch-approval MODE``
-    another client of the host switches the session's model (``session/modelChanged``) or its
-    approval mode (``session/approvalModeChanged``) while the turn runs.
-``sim:flags``
-    an agent message stating the safety flags this host process was started with and the
-    session's approval mode, so a client's tests can see what reached ``muse serve``.
-
-A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text.
-Sizes are whole bytes, at most ``MAX_OUTPUT_BYTES``; stage counts are 1 to ``MAX_STAGES``; delta
-counts are 1 to ``MAX_STREAM_DELTAS``; gap counts are 1 to ``MAX_GAP_EVENTS``; spawn durations
-are decimal seconds (``2``, ``0.5``) up to ``MAX_SPAWN_SECONDS``; a name must have at least one
-letter or digit.
+A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text,
+never an error. Arguments are bounded: sizes by ``MAX_OUTPUT_BYTES``, stages by ``MAX_STAGES``,
+deltas by ``MAX_STREAM_DELTAS``, gaps by ``MAX_GAP_EVENTS``, spawn durations (decimal seconds)
+by ``MAX_SPAWN_SECONDS``; a name must have at least one letter or digit.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Session commands: start, delete and the session settings.
 
-Contract, per method (every one is a command with a UUIDv7 ``commandId``):
-
-* ``session/start``: a new session with the client's UUIDv7 ``sessionId`` (or a minted one; a
-  retained id is rejected ``session_id_conflict``), held by this process; ``session/started``
-  precedes the result. An explicit ``approvalMode`` is announced by
-  ``session/approvalModeChanged`` after the result (1.1.1 hosts skip the default mode), then
-  the new row by ``session/listChanged`` to a connection that streams the session list.
-  ``config.mcpServers`` is checked as ``mcp`` says.
-* ``session/setModel`` (then ``session/modelChanged`` with the new model, where the version
-  publishes it), ``session/setApprovalMode`` (``session/approvalModeChanged`` first; ``noop``
-  when unchanged), ``session/rename`` (slug names only, then ``session/nameChanged`` and
-  ``session/listChanged``) and ``session/setReasoningEffort``.
-* ``session/delete`` (versions whose schema has it; experimental: -32601
-  ``experimentalRequired`` unless the client opted in with ``experimentalApi``): -32020 for an
-  unknown session, -32021 ``sessionInUse`` while another host process holds its lease.
-  Otherwise the session's durable state is removed (a session loaded here is unloaded first)
-  and, after the acknowledgement, ``session/deleteCompleted {sessionId, commandId, outcome:
-  "completed"}`` and ``session/listChanged`` with its last row (``notLoaded``) follow. A
-  session of this process with a turn running or queued is left alone: ``session/deleteCompleted``
-  reports ``outcome: "failed", reason: "writerBusy", physicalChange: "none"``.
+Contract, per method (every one a command with a UUIDv7 ``commandId``): ``session/start``
+makes a session held by this process (a retained id is ``session_id_conflict``; ``mcp`` checks
+``config.mcpServers``); ``session/setModel``, ``session/setApprovalMode``, ``session/rename`` and
+``session/setReasoningEffort`` change a setting and announce it where the version publishes the
+notification; ``session/delete`` (experimental, where the schema has it) removes the session's
+durable state and reports ``session/deleteCompleted`` after the acknowledgement. Errors as real
+hosts answer them: -32601 ``experimentalRequired`` without the opt-in, -32020 for an unknown
+session, -32021 ``sessionInUse`` while another process holds the lease; a session with a turn
+running or queued is left alone (outcome ``failed``, reason ``writerBusy``).
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Turn commands and the client's answers to what a turn asked.
 
-Contract, per method (all commands, on a session held by this process):
-
-* ``turn/start``: a fresh turn (``turnId`` = ``commandId``) sends ``turn/started`` and its user
-  message (after the acknowledgement with the ``ack-before-started`` quirk), then the
-  acknowledgement ``{commandId, status, turnId, startedNewTurn: true,
-  disposition: "started"}``; the turn plays once that is written. While a turn runs, ``ifBusy``
-  decides: ``queue`` (default) runs it afterwards (``disposition: "queued"``), ``steer`` hands the
-  input to the running turn (``"steered"``), ``replace`` interrupts it and runs the new one next.
-  A session queues at most ``MAX_QUEUED`` turns and a turn holds at most ``MAX_STEERS``
-  unanswered steering inputs; beyond that commands are refused ``runtime_busy``.
-* ``turn/steer``: input for the running turn; ``expectedTurnId`` must name it, otherwise -32030
-  ``commandRejected`` (``reason`` ``missing_run`` with no turn running, ``invalid_target`` for
-  another turn).
-* ``turn/cancel`` / ``turn/interrupt``: acknowledged, then the turn ends ``cancelled``; a queued
-  turn is dropped instead (``turn/unqueued``). ``turn/unqueue`` drops a queued turn.
-* ``approval/decide``, ``userInput/answer``, ``userInput/cancel``: see ``asks`` and ``questions``
-  (-32050 / -32055 for unknown ids, -32051 / -32056 once settled).
+Contract, per method (all commands, on a session held by this process): ``turn/start`` starts a
+turn, or while one runs queues it, steers it or replaces it, as ``ifBusy`` says (beyond
+``MAX_QUEUED`` turns or ``MAX_STEERS`` steering inputs: ``runtime_busy``); ``turn/steer`` gives
+input to the running turn named by ``expectedTurnId`` (-32030 ``commandRejected`` otherwise);
+``turn/cancel`` / ``turn/interrupt`` end the running turn ``cancelled`` or drop a queued one, and
+``turn/unqueue`` drops a queued one. ``approval/decide``, ``userInput/answer`` and
+``userInput/cancel`` go to ``asks`` and ``questions`` (-32050 / -32055 for unknown ids, -32051 /
+-32056 once settled).
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
 """``muse-sim exec --json``: one headless run, as Muse hosts without ``serve`` run a prompt.
 
-Contract: ``run_exec`` plays the fake model of the prompt argument (the same ``sim:`` directives
-as ``serve``, see ``directives``) and writes its records to stdout as JSON Lines, one envelope
-per line, built with the generated models of ``spec/exec`` (``muse_acp_wire.exec_jsonl``):
-``run.lifecycle.started``, then per directive
-
-* ``sim:bash N`` (also ``binary``/``unavailable``): a ``bash`` intent, then its ``tool.result``
-  (a JSON object with ``command``, ``description`` and the first ``N`` bytes of output, at most
-  ``MAX_RESULT_BYTES``); refused (outcome ``rejected``) under ``--disable-shell``;
-* ``sim:search PATTERN`` / ``sim:web QUERY``: a ``search`` / ``web_search`` intent and result;
-* ``sim:approve COMMAND`` (and ``sim:stages``): with ``--disable-approval`` the command runs as
-  a bash call; under ``--disable-shell`` it is refused; otherwise the run records
-  ``approval_wait.effect.started`` and waits, as a headless run has no one to ask;
-* ``sim:stream N``: ``N`` text deltas; ``sim:hold``: wait until stopped;
-* ``sim:fail KIND``: ``run.terminal.failed`` with the host's reason for KIND (``stepLimit``: a
-  step limit; ``authRequired``: a refused credential) and exit status 1;
-* ``sim:crash``: exit 101 at once; ``sim:ask`` and ``sim:plan`` are said in text (a headless run
-  asks nothing and publishes no plan);
-
-then the reply (``You said: <prompt text>``, and a line per ``--image``) as text deltas,
-``run.terminal.completed`` and exit status 0. SIGTERM or SIGINT ends the run with
-``run.terminal.cancelled`` and status 143 or 130. With ``MUSE_SIM_CAPTURE`` set, one line
-``{"exec": {...}}`` records the process id, the flags, the prompt and each image file (its size
-and the modes of the file and its folder) before the run starts. ``LEGACY_VERSIONS`` are the
-releases that have ``exec`` but no ``serve`` (``MUSE_SIM_VERSION=0.2.1``).
+Contract: ``run_exec`` plays the fake model of the prompt argument (the ``sim:`` directives of
+``directives``, as a headless run can play them: docs/muse-sim.md) and writes its records to
+stdout as JSON Lines, one envelope per line, built with the generated models of ``spec/exec``
+(``muse_acp_wire.exec_jsonl``), ending with the reply and ``run.terminal.completed``. The exit
+status is 0, 1 for a failed run, 101 for ``sim:crash``, and 143 or 130 for a run that SIGTERM or
+SIGINT cancelled. With ``MUSE_SIM_CAPTURE`` set, one ``{"exec": {...}}`` line records the
+process, flags, prompt and image files before the run. ``LEGACY_VERSIONS`` are the releases
+that have ``exec`` but no ``serve``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """``goal/*``: a session goal, set, paused, resumed and cleared, as hosts from 1.3.0 serve it.
 
-Contract (only on versions whose schema publishes ``goal/*``; the routes are left out
-elsewhere, so older versions answer -32601): every command acts on a session held by this
-process and is refused -32030 ``commandRejected`` with the reason real hosts give:
-
-* ``goal/set`` / ``goal/edit``: a blank objective is -32602; ``goal/edit`` without a goal is
-  ``missing_goal``. The goal becomes ``{objective, status: "active", percentComplete}`` (0 for a
-  new goal, kept by an edit).
-* ``goal/pause``: ``missing_goal`` without a goal, ``invalid_goal_state`` unless it is active.
-* ``goal/resume``: ``missing_goal`` without a goal, ``invalid_goal_state`` unless it is paused.
-* ``goal/clear``: ``missing_goal`` without a goal; the goal becomes null.
-
-Each accepted command is acknowledged ``accepted`` and then (once the answer is written) one
-durable ``session/goalChanged`` carries the new goal. Real hosts also start a turn to work on
-a goal that was set or resumed on an idle session; muse-sim does not (no ``turnId`` in the
-acknowledgement), so the goal's progress stays at what was set.
+Contract: only on versions whose schema publishes ``goal/*`` (elsewhere -32601). Every command
+acts on a session held by this process. ``goal/set`` and ``goal/edit`` make the goal active
+(a blank objective is -32602); ``goal/pause``, ``goal/resume`` and ``goal/clear`` change its
+status or clear it. A refusal is -32030 ``commandRejected`` with the reason real hosts give
+(``missing_goal``, ``invalid_goal_state``). Each accepted command is acknowledged ``accepted``,
+then one durable ``session/goalChanged`` carries the new goal. Unlike real hosts, muse-sim
+starts no turn to work on a goal, so its progress stays as set.
 """
 
 from __future__ import annotations

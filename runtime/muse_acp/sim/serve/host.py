@@ -1,22 +1,14 @@
 """The simulated host's MSP endpoint: handshake, admission and every request's common checks.
 
 Contract: ``run_host`` serves one client on stdin/stdout until stdin ends, then exits 0;
-``serve_streams`` does the same over any pair of byte streams, in process. ``Host`` is the
-connection's ``MessageHandler``; around the typed routes of ``commands``, ``resume``,
-``controls``, ``reads``, ``compaction``, ``goals`` and ``workflows`` (only the methods the
-simulated version's schema publishes; anything else is -32601 ``methodNotFound``) it applies, in
-order:
-
-1. injected faults bound to a method (see ``muse_acp.sim.options.faults``);
-2. the handshake: ``initialize`` once (-32600 ``alreadyInitialized`` after), then nothing but
-   ``initialize`` until the ``initialized`` notification (-32600 ``notInitialized``; with the
-   ``drop-initialized`` quirk the notification is ignored, so that never ends). ``initialize``
-   grants the requested capabilities the version's bundle lists as grantable, plus those the
-   version grants unasked (see ``profile.VERSION_FACTS``); other names are silently left out;
-3. for commands: a UUIDv7 ``commandId`` (-32602 otherwise), replay of a known ``commandId``
-   (the first answer again, byte for byte) and admission: at most ``ADMISSION_CAPACITY``
-   commands in flight (-32031 ``backpressured``, retryable);
-4. ``data.kind`` on every error, whatever raised it.
+``serve_streams`` does the same over any pair of byte streams. ``Host`` is the connection's
+``MessageHandler``; around the typed routes (only the methods the simulated version's schema
+publishes; anything else is -32601 ``methodNotFound``) it applies, in order: injected faults
+(``faults``); the handshake (-32600 ``alreadyInitialized`` or ``notInitialized``; capabilities
+granted as the version's bundle and ``profile.VERSION_FACTS`` say); for commands, a UUIDv7
+``commandId`` (-32602), replay of a known ``commandId`` with the first answer byte for byte, and
+admission (at most ``ADMISSION_CAPACITY`` in flight, else -32031 ``backpressured``); and
+``data.kind`` on every error.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The wire behaviour of each simulated host version, read from that version's MSP bundle.
 
 Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simulated version:
-its schema fingerprint and method tables come from that version's own bundle (see
-``muse_acp.host.bindings``; read from its outline, so no model of that bundle is created), and
-so do its features: each is read off what the bundle publishes (a method it serves, a
-notification it may send, a member a model has or requires), never off a list of version
-strings. The facts a bundle does
-not carry in its generated module live in one table, ``VERSION_FACTS``, one row per version;
-a version without a row takes the row of the nearest older version that has one, so a bundle
-added to ``spec/msp/`` is playable with no edit here.
-
-Frames are built with the vocabulary models (the newest bundle, whose shared members are those
-of every older one: the protocol grew additively); a feature flag says which later additions an
-older host must leave out, and the method and notification tables decide which requests exist
-and which notifications are sent at all.
+its fingerprint, method tables and features read off what its own bundle publishes
+(``muse_acp.host.bindings``), never off a list of version strings. Facts a bundle does not carry
+live in ``VERSION_FACTS``, one row per version; a version without a row takes the nearest older
+row, so a bundle added to ``spec/msp/`` is playable with no edit here. Frames are built with the
+vocabulary models; feature flags say which later additions an older host leaves out.
 """
 
 from __future__ import annotations

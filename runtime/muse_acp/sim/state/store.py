@@ -1,22 +1,13 @@
 """Durable session state under the state directory, shared by every muse-sim process.
 
-Contract: a session ``<id>`` lives in ``sessions/<id>/``:
-
-* ``meta.json``: its ``SessionMeta``, replaced atomically, so readers never see half of it;
-* ``events.jsonl``: its durable view events, append-only, one ``{"method","params"}`` line
-  each; line ``n`` (from 1) is the event at cursor ``v:<id>:<n>``. Readers ignore an unfinished
-  last line; the next holder cuts it off before appending;
-* ``lease.lock``: held with an exclusive ``flock`` by the one process that started or resumed
-  the session, until that process ends (a crash frees it, so no stale lease survives);
-* ``outputs/<ref>.out`` and ``outputs/<ref>.json``: stored tool output and its description.
-
-Only the lease holder writes a session; anyone may read it. Session ids are checked to be UUIDs
-before they become paths. ``all_metas`` (what a listing reads, page after page) keeps each
-session's decoded ``meta.json`` while the file's identity, time and size stay the same, as a
-real host's session index does, so a page costs a ``stat`` per stored session rather than a
-read and a decode; a meta replaced by any process has a new inode and is read again. An
-ephemeral store (``--no-session-log``) keeps the same layout in a private temporary directory
-that disappears with the process.
+Contract: a session ``<id>`` lives in ``sessions/<id>/``: ``meta.json`` (its ``SessionMeta``,
+replaced atomically), ``events.jsonl`` (its durable view events, append-only; line ``n`` is the
+event at cursor ``v:<id>:<n>``, and an unfinished last line is ignored, then cut by the next
+holder), ``lease.lock`` (an exclusive ``flock`` held by the process that started or resumed it,
+freed by the OS on a crash) and ``outputs/`` (stored tool output). Only the lease holder writes
+a session; anyone may read it. Session ids are checked to be UUIDs before they become paths.
+``all_metas`` caches each decoded meta while the file's identity, time and size stay the same.
+An ephemeral store (``--no-session-log``) keeps the layout in a private temporary directory.
 """
 
 from __future__ import annotations

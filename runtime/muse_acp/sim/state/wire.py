@@ -1,19 +1,13 @@
 """The simulated host's side of the MSP framing: screening input, writing output.
 
-Contract:
-
-* ``HostReader`` is the ``FrameReader`` the host's ``Connection`` reads from. It answers every
-  frame a real host refuses before dispatch itself, with ``id: null`` unless a usable id could
-  be read, and with ``data.kind`` (which the runtime's own framing errors lack): a line over the
-  10 MiB frame limit (-32002 ``inputTooLarge``), text that is not JSON (-32700 ``parseError``),
-  batches and other non-objects (-32600), and requests with a bad ``jsonrpc``, ``method`` or
-  ``id`` (-32600). Only well-formed frames reach the connection. When a capture file is given,
-  every request and notification line is appended to it exactly as received.
-* ``HostWriter`` writes frames whole, in order, and can tell when the answer to a given request
-  id has been written (``answered``), so that events a real host sends after an answer are
-  never written before it.
-* ``event_frame`` is the one place a host notification is encoded: ``emittedAtMs`` is its last
-  envelope member, after ``params``, as real hosts write it.
+Contract: ``HostReader`` is the ``FrameReader`` the host's ``Connection`` reads from: it answers
+every frame a real host refuses before dispatch itself, with ``data.kind`` and ``id: null``
+unless a usable id could be read (a line over the frame limit, -32002 ``inputTooLarge``; not
+JSON, -32700; not a single object, or a bad ``jsonrpc``, ``method`` or ``id``, -32600), and
+appends every request and notification to a capture file when given. ``HostWriter`` writes
+frames whole, in order, and says when a request's answer was written (``answered``), so events
+that follow an answer never precede it. ``event_frame`` is the one place a host notification is
+encoded, ``emittedAtMs`` last, as real hosts write it.
 """
 
 from __future__ import annotations
