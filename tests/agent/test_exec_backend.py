@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from muse_acp.agent.prompts.exec_turn import (
     exec_flags,
     split_prompt,
 )
+from muse_acp.agent.translation.translate import Update
 from muse_acp.config import ConfigError, check_backend, load_config
 from muse_acp.host.backends import decide
 from muse_acp.host.binary import EXEC_FLAGS, HostUnavailable, MuseBinary
@@ -257,8 +259,20 @@ class RecordingSession:
         self.cwd = str(cwd)
         self.updates: list[acp.SessionUpdate] = []
 
-    async def send_update(self, update: acp.SessionUpdate) -> None:
+    @property
+    def outlet(self) -> RecordingSession:
+        return self
+
+    def send_nowait(self, update: Update) -> bool:
+        return False
+
+    async def send_unless_gone(
+        self, update: Update, write: Callable[[Awaitable[None]], Awaitable[None]] | None = None
+    ) -> bool:
+        assert isinstance(update, acp.SessionUpdate)
+        assert write is None
         self.updates.append(update)
+        return False
 
 
 def script(tmp_path: Path, body: str) -> MuseBinary:

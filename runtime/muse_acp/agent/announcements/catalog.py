@@ -60,7 +60,7 @@ async def adopt_catalog(ctx: AgentContext, result: msp.ModelListResult) -> None:
     for session, options in zip(sessions, before, strict=True):
         after = config_options(session.settings, ctx.catalog)
         if after != options and not session.closed:
-            await session.send_update(
+            await session.outlet.send(
                 acp.ConfigOptionUpdateSessionUpdate(
                     session_update="config_option_update", config_options=after
                 ),
@@ -101,7 +101,7 @@ async def fall_back_model(ctx: AgentContext, session: AcpSession) -> None:
         await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
-    await session.send_update(
+    await session.outlet.send(
         acp.ConfigOptionUpdateSessionUpdate(
             session_update="config_option_update",
             config_options=config_options(session.settings, ctx.catalog),

@@ -253,7 +253,7 @@ async def _rename(
         # The write ends with fsync, which must not stall every other session's traffic.
         saved = await ctx.preferences.write_user_title(session.session_id, title)
         session.user_title = saved.user_title
-        await session.send_update(
+        await session.outlet.send(
             acp.SessionInfoUpdateSessionUpdate(
                 session_update="session_info_update",
                 title=title,
@@ -357,7 +357,7 @@ async def advertise(ctx: AgentContext, session: AcpSession) -> None:
         skills = ()
     if session.closed:
         return
-    await session.send_update(
+    await session.outlet.send(
         acp.AvailableCommandsUpdateSessionUpdate(
             session_update="available_commands_update",
             available_commands=available_commands(skills),

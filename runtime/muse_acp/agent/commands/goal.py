@@ -85,7 +85,7 @@ async def run_goal(
 
     async def on_event(method: str, params: WireModel) -> None:
         if isinstance(params, msp.SessionGoalChangedParams):
-            await session.send_update(goal_update(params.goal))
+            await session.outlet.send(goal_update(params.goal))
             announced.set()
 
     method, params = _command(verb, session.session_id, objective)

@@ -69,12 +69,12 @@ async def _enter(ctx: AgentContext, session: AcpSession) -> None:
     except RpcError as error:
         logger.warning("%s", error.message)
         await session.say(f"Plan mode applies now but will not survive a restart: {error.message}")
-    await session.send_update(
+    await session.outlet.send(
         acp.CurrentModeUpdateSessionUpdate(
             session_update="current_mode_update", current_mode_id=PLAN_MODE
         )
     )
-    await session.send_update(
+    await session.outlet.send(
         acp.ConfigOptionUpdateSessionUpdate(
             session_update="config_option_update",
             config_options=config_options(session.settings, ctx.catalog),

@@ -213,7 +213,7 @@ async def handle_load(
             )
             await replay_history(session, host, output, ctx.config.deadlines.read)
     if session.title:
-        await session.send_update(
+        await session.outlet.send(
             acp.SessionInfoUpdateSessionUpdate(
                 session_update="session_info_update", title=session.title
             ),
@@ -263,7 +263,7 @@ async def _announce_resumed(ctx: AgentContext, session: AcpSession, notes: list[
     """After a resume: the current title (no history is replayed), any problem with the
     adapter's own records, and the commands."""
     if session.title:
-        await session.send_update(
+        await session.outlet.send(
             acp.SessionInfoUpdateSessionUpdate(
                 session_update="session_info_update", title=session.title
             ),

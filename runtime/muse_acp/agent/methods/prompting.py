@@ -76,7 +76,7 @@ async def _report(
 ) -> None:
     """Send the file-change report a prompt asked for (``report_id``), if it asked."""
     if report_id is not None:
-        await session.send_update(file_change_report.report(report_id, edited, cancelled=cancelled))
+        await session.outlet.send(file_change_report.report(report_id, edited, cancelled=cancelled))
 
 
 async def handle_cancel(ctx: AgentContext, params: acp.CancelNotification) -> None:

@@ -70,13 +70,13 @@ def _announce(
 ) -> None:
     async def announce() -> None:
         if mode_changed:
-            await session.send_update(
+            await session.outlet.send(
                 acp.CurrentModeUpdateSessionUpdate(
                     session_update="current_mode_update",
                     current_mode_id=session.settings.mode_id,
                 ),
             )
-        await session.send_update(
+        await session.outlet.send(
             acp.ConfigOptionUpdateSessionUpdate(
                 session_update="config_option_update",
                 config_options=config_options(session.settings, ctx.catalog),

@@ -37,10 +37,11 @@ from muse_acp.agent.translation.exec_translate import (
     exec_outcome,
     protocol_error,
 )
+from muse_acp.agent.turns.relay import TurnOutlet
 from muse_acp.agent.turns.work import SessionWork
 from muse_acp.children import ChildProcess, spawn_child
 from muse_acp.host.binary import HostUnavailable, MuseBinary
-from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp.rpc import RpcError
 from muse_acp.tasks import task_group
 from muse_acp.text import utf8_size
 from muse_acp_wire import acp, msp
@@ -89,7 +90,8 @@ class ExecSession(Protocol):
     @property
     def cwd(self) -> str: ...
 
-    async def send_update(self, update: acp.SessionUpdate) -> None: ...
+    @property
+    def outlet(self) -> TurnOutlet: ...
 
 
 def split_prompt(parts: Sequence[msp.TurnInputPart]) -> tuple[str, list[msp.ImageTurnInputPart]]:
@@ -169,7 +171,6 @@ class ExecTurn:
         self._pumped = anyio.Event()
         self._done = False
         self._stopping = False
-        self._client_gone = False
 
     # -- cancelling and stopping ----------------------------------------------------------
 
@@ -315,12 +316,7 @@ class ExecTurn:
             self._fail(approval_unroutable(self._translator.approval))
 
     async def _send(self, update: acp.SessionUpdate) -> None:
-        if self._client_gone:
-            return
-        try:
-            await self._session.send_update(update)
-        except ConnectionClosed:
-            self._client_gone = True
+        if await self._session.outlet.send_unless_gone(update):
             logger.warning(
                 "the client went away during an exec turn of session %s; stopping it",
                 self._session.session_id,

@@ -20,7 +20,8 @@ from typing import Final, Protocol
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.tool_cards import output_reference_update
 from muse_acp.agent.hosting.hosts import Refusal, ask
-from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.sessions.outlet import UpdateOutlet
+from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp.agent.translation.view_events import read_event
 from muse_acp.host.client import MspHost
 from muse_acp_wire import msp
@@ -52,7 +53,8 @@ class ReplayTarget(Protocol):
     @property
     def cwd(self) -> str: ...
 
-    async def send_update(self, update: Update) -> None: ...
+    @property
+    def outlet(self) -> UpdateOutlet: ...
 
 
 async def read_row(host: MspHost, session_id: str, budget: float, refusal: Refusal) -> msp.Session:
@@ -106,7 +108,7 @@ async def replay_history(
                 while len(latest_outputs) > MAX_REANNOUNCED:
                     latest_outputs.pop(next(iter(latest_outputs)))
             for update in translator.updates(event.method, params):
-                await session.send_update(update)
+                await session.outlet.send(update)
         if page.next_cursor is None or page.next_cursor == cursor:
             break
         cursor = page.next_cursor
@@ -118,4 +120,4 @@ async def replay_history(
         for item in latest_outputs.values():
             reference = output_reference_update(session.session_id, item, output)
             if reference is not None:
-                await session.send_update(reference)
+                await session.outlet.send(reference)

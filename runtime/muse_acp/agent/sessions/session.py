@@ -28,16 +28,10 @@ from muse_acp.agent.hosting.hosts import Hosting, HostKeeper
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec
 from muse_acp.agent.options.config_options import SessionSettings
 from muse_acp.agent.sessions.host_work import RunningWork
-from muse_acp.agent.translation.chunk_frames import (
-    encoded_chunk,
-    encoded_plain,
-    encoded_plain_notification,
-    encoded_session_id,
-)
-from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
+from muse_acp.agent.sessions.outlet import UpdateOutlet
+from muse_acp.agent.translation.goal_state import GoalSeen
 from muse_acp.agent.translation.status import ContextUse
-from muse_acp.agent.translation.translate import PlainChunk, Update
-from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
+from muse_acp.agent.translation.usage import PlanUse, TokenUse
 from muse_acp.agent.turns.steering_queue import SteeringQueue, SteerTarget
 from muse_acp.agent.turns.work import CancellableTurn, SessionWork
 from muse_acp.host.client import MspHost
@@ -142,11 +136,11 @@ class AcpSession:
     running: RunningWork = field(init=False, default_factory=RunningWork)
     """Workflows and background tasks Muse runs for the session, by card (``_muse/task``)."""
     steering: SteeringQueue = field(init=False)
-    _encoded_id: bytes = field(init=False, repr=False)
-    """The session id as ``chunk_frames`` writes it, encoded once."""
+    outlet: UpdateOutlet = field(init=False, repr=False)
+    """The one way the session's updates reach the client (``outlet``)."""
 
     def __post_init__(self) -> None:
-        self._encoded_id = encoded_session_id(self.session_id)
+        self.outlet = UpdateOutlet(self.session_id, self.client, self)
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
         idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
         self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)
@@ -240,46 +234,9 @@ class AcpSession:
 
     # -- the client -------------------------------------------------------------------------
 
-    def send_update_nowait(self, update: Update) -> bool:
-        """``send_update`` of a plain text chunk, if the client's writer takes it at once
-        (``Connection.send_notification_nowait``); False, with nothing sent, for anything else."""
-        if isinstance(update, PlainChunk):
-            frame = encoded_plain_notification(self._encoded_id, update)
-            if frame is not None:
-                return self.client.send_notification_nowait(frame)
-        return False
-
-    async def send_update(self, update: Update) -> None:
-        """Send one ``session/update``; the user's own title replaces any other title, and a
-        title Muse gives the session becomes its host title."""
-        if isinstance(update, PlainChunk):  # nearly every update of a streaming turn
-            plain = encoded_plain(self._encoded_id, update)
-            if plain is not None:
-                await self.client.notify("session/update", plain)
-                return
-            update = update.model()
-        if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
-            update.model_fields_set
-        ):
-            if self.user_title is None:
-                self.host_title = update.title
-            elif update.title != self.user_title:
-                update = update.model_copy(update={"title": self.user_title})
-        elif isinstance(update, acp.UsageUpdateSessionUpdate):
-            self.context = ContextUse(update.used, update.size)
-            update = with_usage(update, self.tokens, self.plan_usage)  # the latest figures too
-        seen = announced_goal(update)
-        if seen is not None:
-            self.goal = seen
-        params = encoded_chunk(self._encoded_id, update)  # the common case, encoded cheaper
-        await self.client.notify(
-            "session/update",
-            params or acp.SessionNotification(session_id=self.session_id, update=update),
-        )
-
     async def say(self, text: str) -> None:
         """Show ``text`` in the session's chat as a message of the agent."""
-        await self.send_update(
+        await self.outlet.send(
             acp.AgentMessageChunkSessionUpdate(
                 session_update="agent_message_chunk",
                 content=acp.TextContentBlock(type="text", text=text),

@@ -22,7 +22,7 @@ from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["EventRelay", "StateObserver", "UpdateGate"]
+__all__ = ["EventRelay", "StateObserver", "TurnOutlet", "UpdateGate"]
 
 
 class StateObserver(Protocol):
@@ -31,6 +31,19 @@ class StateObserver(Protocol):
     async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
         """Take note of ``params``; the updates that report what changed, in order."""
         ...
+
+
+class TurnOutlet(Protocol):
+    """A session's update outlet as its turns use it (``sessions.outlet.UpdateOutlet`` is one):
+    ``send_nowait`` for a relay's ``send_now``, ``send_unless_gone`` for everything else."""
+
+    def send_nowait(self, update: Update) -> bool: ...
+
+    async def send_unless_gone(
+        self,
+        update: Update,
+        write: Callable[[Awaitable[None]], Awaitable[None]] | None = None,
+    ) -> bool: ...
 
 
 class UpdateGate:

@@ -32,14 +32,14 @@ from muse_acp.agent.translation import event_kinds, view_events
 from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
-from muse_acp.agent.turns.relay import EventRelay, StateObserver
+from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
 from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp.host.unanswered import UnansweredRequest
 from muse_acp.ids import new_uuid7
-from muse_acp.rpc import ConnectionClosed, RpcError
+from muse_acp.rpc import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.tasks import task_group
 from muse_acp_wire import acp, msp
@@ -61,8 +61,8 @@ class TurnSession(Protocol):
     session_id: str
     settings: SessionSettings
 
-    async def send_update(self, update: Update) -> None: ...
-    def send_update_nowait(self, update: Update) -> bool: ...
+    @property
+    def outlet(self) -> TurnOutlet: ...
     async def ask_client(self, method: str, params: WireModel) -> JsonValue: ...
 
 
@@ -90,7 +90,8 @@ class ActiveTurn:
     ) -> None:
         self._session = session
         self._host = host
-        self.relay = EventRelay(translator, self.send_update, session.send_update_nowait, state)
+        self._outlet = session.outlet
+        self.relay = EventRelay(translator, self.send_update, self._outlet.send_nowait, state)
         self._options = options
         self.command_id = new_uuid7()
         self.turn_id: str | None = None
@@ -102,7 +103,6 @@ class ActiveTurn:
         self._explanation: RpcError | None = None
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
-        self._client_gone = False
         self.acknowledged = anyio.Event()
         self._interactions = Interactions(self, translator.cards)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
@@ -368,12 +368,9 @@ class ActiveTurn:
     async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away or the gate closed (see the module
         contract); time it waits for the client is not the host's silence."""
-        if self._client_gone or not self.relay.gate.open:
+        if not self.relay.gate.open:
             return
-        try:
-            await self._silence.client_write(self._session.send_update(update))
-        except ConnectionClosed:
-            self._client_gone = True
+        if await self._outlet.send_unless_gone(update, self._silence.client_write):
             if self.settled or self._tasks is None:
                 return  # the turn has ended (or the agent is stopping): nothing to stop
             logger.warning(

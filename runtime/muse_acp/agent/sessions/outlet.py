@@ -1,0 +1,131 @@
+"""A session's update outlet: the one way its ``session/update`` notifications reach the client.
+
+Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends that
+session's updates, in the order their sends begin, noting on the way out what the session
+remembers of them in its ``SessionRecord``: a title Muse gives the session becomes its host title
+unless the user set one with /rename, whose title then replaces Muse's in the update; a usage
+update's context window is noted for ``/status`` and carries the latest token and plan figures;
+a goal Muse announces is noted for ``/goal``.
+
+* ``send(update)`` sends one update, raising ``ConnectionClosed`` when the client has gone.
+* ``send_nowait(update)`` is the delta lane's: a plain text chunk, encoded whole from its
+  ``chunk_frames`` template, queued only when the client's writer takes it at once; False,
+  with nothing sent, for anything else (the caller then awaits ``send``). A chunk has nothing
+  to note, so both ways send the same bytes.
+* ``send_unless_gone(update, write)`` is the turns' guard: once a send found the client gone,
+  no further update of the session is attempted through it, and only the send that found it
+  gone returns True, so the turn that made it stops streaming to nobody (and says so once).
+  ``write`` wraps the send's awaitable (a turn's silence watch times the wait for the client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from muse_acp.agent.translation.chunk_frames import (
+    encoded_chunk,
+    encoded_plain,
+    encoded_plain_notification,
+    encoded_session_id,
+)
+from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
+from muse_acp.agent.translation.status import ContextUse
+from muse_acp.agent.translation.translate import PlainChunk, Update
+from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
+from muse_acp.rpc import ConnectionClosed, Payload
+from muse_acp_wire import acp
+
+__all__ = ["ClientWriter", "SessionRecord", "UpdateOutlet"]
+
+
+class ClientWriter(Protocol):
+    """The ACP connection's sending side (``rpc.Connection`` is one)."""
+
+    async def notify(self, method: str, params: Payload = None) -> None: ...
+
+    def send_notification_nowait(self, frame: bytes) -> bool: ...
+
+
+class SessionRecord(Protocol):
+    """What a session remembers of the updates it sent (``session.AcpSession`` is one)."""
+
+    host_title: str | None
+    user_title: str | None
+    context: ContextUse | None
+    tokens: TokenUse | None
+    plan_usage: PlanUse | None
+    goal: GoalSeen | None
+
+
+class UpdateOutlet:
+    """Sends one session's updates to the client (see the module contract)."""
+
+    __slots__ = ("_client", "_encoded_id", "_record", "gone", "session_id")
+
+    def __init__(self, session_id: str, client: ClientWriter, record: SessionRecord) -> None:
+        self.session_id = session_id
+        self._client = client
+        self._record = record
+        self._encoded_id = encoded_session_id(session_id)
+        """The session id as ``chunk_frames`` writes it, encoded once."""
+        self.gone = False
+        """A guarded send found the client gone (``send_unless_gone``)."""
+
+    def send_nowait(self, update: Update) -> bool:
+        """``send`` of a plain text chunk, if the client's writer takes it at once
+        (``Connection.send_notification_nowait``); False, with nothing sent, for anything else."""
+        if isinstance(update, PlainChunk):
+            frame = encoded_plain_notification(self._encoded_id, update)
+            if frame is not None:
+                return self._client.send_notification_nowait(frame)
+        return False
+
+    async def send(self, update: Update) -> None:
+        """Send one ``session/update``, noting what the session remembers of it.
+
+        Raises:
+            ConnectionClosed: the client has gone.
+        """
+        if isinstance(update, PlainChunk):  # nearly every update of a streaming turn
+            plain = encoded_plain(self._encoded_id, update)
+            if plain is not None:
+                await self._client.notify("session/update", plain)
+                return
+            update = update.model()
+        record = self._record
+        if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
+            update.model_fields_set
+        ):
+            if record.user_title is None:
+                record.host_title = update.title
+            elif update.title != record.user_title:
+                update = update.model_copy(update={"title": record.user_title})
+        elif isinstance(update, acp.UsageUpdateSessionUpdate):
+            record.context = ContextUse(update.used, update.size)
+            update = with_usage(update, record.tokens, record.plan_usage)  # the latest figures
+        seen = announced_goal(update)
+        if seen is not None:
+            record.goal = seen
+        params = encoded_chunk(self._encoded_id, update)  # the common case, encoded cheaper
+        await self._client.notify(
+            "session/update",
+            params or acp.SessionNotification(session_id=self.session_id, update=update),
+        )
+
+    async def send_unless_gone(
+        self,
+        update: Update,
+        write: Callable[[Awaitable[None]], Awaitable[None]] | None = None,
+    ) -> bool:
+        """``send`` through ``write``, unless the client has gone; True only when this send
+        found it gone (see the module contract)."""
+        if self.gone:
+            return False
+        try:
+            sending = self.send(update)
+            await (sending if write is None else write(sending))
+        except ConnectionClosed:
+            self.gone = True
+            return True
+        return False
