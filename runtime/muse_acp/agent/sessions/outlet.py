@@ -1,21 +1,16 @@
 """A session's update outlet: the one way its ``session/update`` notifications reach the client.
 
-Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends that
-session's updates, in the order their sends begin, noting on the way out what the session
-remembers of them in its ``SessionRecord``: a title Muse gives the session becomes its host title
-unless the user set one with /rename, whose title then replaces Muse's in the update; a usage
-update's context window is noted for ``/status`` and carries the latest token and plan figures;
-a goal Muse announces is noted for ``/goal``.
+Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
+updates in the order their sends begin, noting on the way out what the session keeps of them
+(``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it in the
+update), a usage update's context window and latest token and plan figures, an announced goal.
 
-* ``send(update)`` sends one update, raising ``ConnectionClosed`` when the client has gone.
-* ``send_nowait(update)`` is the delta lane's: a plain text chunk, encoded whole from its
-  ``chunk_frames`` template, queued only when the client's writer takes it at once; False,
-  with nothing sent, for anything else (the caller then awaits ``send``). A chunk has nothing
-  to note, so both ways send the same bytes.
-* ``send_unless_gone(update, write)`` is the turns' guard: once a send found the client gone,
-  no further update of the session is attempted through it, and only the send that found it
-  gone returns True, so the turn that made it stops streaming to nobody (and says so once).
-  ``write`` wraps the send's awaitable (a turn's silence watch times the wait for the client).
+* ``send`` raises ``ConnectionClosed`` once the client has gone.
+* ``send_nowait`` is the delta lane's: a plain text chunk from its ``chunk_frames`` template,
+  queued only when the writer takes it at once; False, nothing sent, otherwise.
+* ``send_unless_gone(update, write)`` is the turns' guard: after a send found the client gone no
+  further update is tried, and only that send returns True (the turn stops and says so once);
+  ``write`` wraps the wait (a turn's silence watch times it).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ about a session lives anywhere else. ``begin`` and ``admit_prompt`` claim it for
 refuse (-32600, saying what occupies it); ``cancel(arrival)`` stops what runs and what arrived
 before ``arrival``; ``reading(budget)`` lends a host to a read; ``close()`` closes both hosts and
 leaves the session registered as closed, so later requests get a clear error. Updates for the
-client go through ``send_update``, where the user's own title wins. A session's execution host
+client go through the session's ``outlet``, where the user's own title wins. A session's execution host
 starts only once the host it must follow (``after``) is gone, so the two never race for Muse's
 session lease.
 """
