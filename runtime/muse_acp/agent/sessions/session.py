@@ -1,13 +1,14 @@
 """ACP sessions as the agent holds them: each owns its work, its hosts and its queues.
 
 Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host, its
-lease-free read host, its steering queue and the one ``SessionWork`` that occupies it; nothing about a
-session lives anywhere else. ``begin`` and ``admit_prompt`` claim it for new work or refuse (-32600,
-saying what occupies it); ``cancel(arrival)`` stops what runs and what arrived before ``arrival``;
-``reading(budget)`` lends a host to a read; ``close()`` closes both hosts and leaves the session
-registered as closed, so later requests get a clear error. Updates for the client go through the
-session's ``outlet``, where the user's own title wins. A session's execution host starts only once
-the host it must follow (``after``) is gone, so the two never race for Muse's session lease.
+lease-free read host, its steering queue and the one ``SessionWork`` that occupies it; nothing
+about a session lives anywhere else. ``begin`` and ``admit_prompt`` claim it for new work or
+refuse (-32600, saying what occupies it); ``cancel(arrival)`` stops what runs and what arrived
+before ``arrival``; ``reading(budget)`` lends a host to a read; ``close()`` closes both hosts
+and leaves the session registered as closed, so later requests get a clear error. Updates for
+the client go through the session's ``outlet``, where the user's own title wins. A session's
+execution host starts only once the host it must follow (``after``) is gone, so the two never
+race for Muse's session lease.
 """
 
 from __future__ import annotations
