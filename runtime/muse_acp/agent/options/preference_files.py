@@ -6,7 +6,8 @@ blocking and accepts only a regular file holding a JSON object within ``MAX_FILE
 ``write_document`` replaces the file atomically (a private temporary file, ``fsync``, rename);
 ``session_lock`` holds an exclusive ``flock`` on ``<session id>.lock`` for one read-modify-write,
 waiting at most ``LOCK_WAIT`` seconds (less than ``IO_TIMEOUT``, so a process that gave up never
-writes later). Readers take no lock. ``remove_document`` removes the file and its lock file.
+writes later), and says whether the lock file it first waited on was removed meanwhile (the
+session was deleted). Readers take no lock. ``remove_document`` removes the file and its lock file.
 Without ``fcntl`` rewrites are unlocked. Failures are ``RpcError`` ``INTERNAL_ERROR`` naming the
 file.
 """
@@ -100,27 +101,30 @@ def read_document(path: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def session_lock(path: Path) -> Iterator[None]:
-    """Hold the lock of the session whose file is ``path`` (see the module contract).
+def session_lock(path: Path) -> Iterator[bool]:
+    """Hold the lock of the session whose file is ``path`` (see the module contract); the
+    value is True when the lock file first waited on was removed meanwhile.
 
     Raises:
         RpcError: ``INTERNAL_ERROR`` when the lock file cannot be used or stays held
             ``LOCK_WAIT`` seconds.
     """
     if fcntl is None:
-        yield
+        yield False
         return
     lock = path.with_suffix(".lock")
     deadline = time.monotonic() + LOCK_WAIT
+    renewed = False
     while True:
         fd = _open_lock(path, lock)
         try:
             _acquire(fcntl, fd, path, lock, deadline)
             if _still_at(lock, fd):
-                yield  # closing the descriptor releases the lock
+                yield renewed  # closing the descriptor releases the lock
                 return
         finally:
             os.close(fd)
+        renewed = True
         # The session was deleted while this process waited, and its lock file with it; a
         # lock on the removed file would exclude nobody, so the new one is locked instead.
 

@@ -4,7 +4,8 @@ settings, and where a session it created lives before Muse has it.
 Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session_id>.json``
 (its members in docs/architecture.md); Muse's own session files are never touched. The agent
 goes only through ``read``, ``read_many``, ``write_user_title``, ``write_settings`` and
-``write_created``, which do the file work in a worker thread within ``IO_TIMEOUT`` seconds.
+``write_created``, which do the file work in a worker thread within ``IO_TIMEOUT`` seconds; a
+write that waited while the session was deleted does not bring its file back.
 
 Errors: ``read`` and ``read_many`` never fail: an unusable file comes back as
 ``SessionPreferences.problem``, a sentence for the user. A write to a file that cannot be read or
@@ -183,7 +184,7 @@ class PreferenceStore:
         Raises:
             RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` when the
                 existing file is unusable (it is left as it is), the lock stays held or the
-                write fails.
+                write fails, or the session was deleted while it waited for the lock.
         """
         title_member = {"text": title, "updatedAt": _timestamp(now)}
         return self._update(session_id, lambda document, _: document.update(userTitle=title_member))
@@ -204,16 +205,29 @@ class PreferenceStore:
     def save_created(self, session_id: str, cwd: str) -> SessionPreferences:
         """Record that the session was created in ``cwd`` (fails as ``save_user_title``)."""
         created = {"cwd": cwd, "at": _timestamp(None)}
-        return self._update(session_id, lambda document, _: document.update(created=created))
+        return self._update(
+            session_id, lambda document, _: document.update(created=created), creates=True
+        )
 
     def _update(
-        self, session_id: str, edit: Callable[[dict[str, Any], SessionPreferences], None]
+        self,
+        session_id: str,
+        edit: Callable[[dict[str, Any], SessionPreferences], None],
+        *,
+        creates: bool = False,
     ) -> SessionPreferences:
         """Read, ``edit`` and rewrite the session's file under its lock, so what another
-        process wrote in between is never lost; the result is the file as written."""
+        process wrote in between is never lost; the result is the file as written. Only a
+        write that ``creates`` the session makes a file its deletion removed meanwhile."""
         path = self.path_for(session_id)
-        with session_lock(path):
+        with session_lock(path) as renewed:
             existing = read_document(path)
+            if existing is None and renewed and not creates:
+                raise RpcError(
+                    INTERNAL_ERROR,
+                    f"nothing was saved to {path}: the session was deleted meanwhile",
+                    {"path": str(path)},
+                )
             kept = SessionPreferences() if existing is None else _preferences(path, existing)
             document = existing or {}
             document["schemaVersion"] = SCHEMA_VERSION
