@@ -275,7 +275,7 @@ def test_a_write_that_waited_through_a_deletion_excludes_later_writers(
     held_while_writing: list[bool] = []
     real_write = preference_files.write_document
 
-    def probing(path: Path, document: dict[str, Any]) -> None:
+    def probing(path: Path, document: dict[str, Any], claim: Any = None) -> None:
         # Another process arriving now must find the session locked.
         probe = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -285,7 +285,7 @@ def test_a_write_that_waited_through_a_deletion_excludes_later_writers(
             held_while_writing.append(True)
         finally:
             os.close(probe)
-        real_write(path, document)
+        real_write(path, document, claim)
 
     monkeypatch.setattr("muse_acp.agent.options.preference_files.time.sleep", noticed)
     monkeypatch.setattr("muse_acp.agent.options.preferences.write_document", probing)
