@@ -275,7 +275,7 @@ def test_a_write_that_waited_through_a_deletion_excludes_later_writers(
     held_while_writing: list[bool] = []
     real_write = preference_files.write_document
 
-    def probing(path: Path, document: dict[str, Any]) -> None:
+    def probing(path: Path, document: dict[str, Any], claim: Any = None) -> None:
         # Another process arriving now must find the session locked.
         probe = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -285,15 +285,15 @@ def test_a_write_that_waited_through_a_deletion_excludes_later_writers(
             held_while_writing.append(True)
         finally:
             os.close(probe)
-        real_write(path, document)
+        real_write(path, document, claim)
 
     monkeypatch.setattr("muse_acp.agent.options.preference_files.time.sleep", noticed)
     monkeypatch.setattr("muse_acp.agent.options.preferences.write_document", probing)
-    change = SettingsChange.between(DEFAULTS, replace(DEFAULTS, mode_id="plan"))
     deleting = os.open(lock_path, os.O_RDWR)
     try:
         fcntl.flock(deleting, fcntl.LOCK_EX)  # a deletion under way in another process
-        writer = threading.Thread(target=store.save_settings, args=(SESSION, change))
+        # Only a write that creates the session writes after its deletion (a new session).
+        writer = threading.Thread(target=store.save_created, args=(SESSION, "/work"))
         writer.start()
         assert waiting.wait(IO_TIMEOUT), "the write did not wait for the lock"
         store.path_for(SESSION).unlink()
@@ -304,3 +304,49 @@ def test_a_write_that_waited_through_a_deletion_excludes_later_writers(
     assert not writer.is_alive()
     assert held_while_writing == [True]
     assert store.load(SESSION).user_title is None
+    assert store.load(SESSION).created_cwd == "/work"
+
+
+@pytest.mark.parametrize("kind", ["settings", "title"])
+def test_a_write_that_waited_through_a_deletion_does_not_bring_the_file_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    store = _store(tmp_path)
+    store.save_user_title(SESSION, "Deleted meanwhile")
+    lock_path = store.directory / f"{SESSION}.lock"
+    waiting = threading.Event()
+    real_sleep = time.sleep
+
+    def noticed(seconds: float) -> None:
+        waiting.set()
+        real_sleep(seconds)
+
+    monkeypatch.setattr("muse_acp.agent.options.preference_files.time.sleep", noticed)
+    change = SettingsChange.between(DEFAULTS, replace(DEFAULTS, mode_id="plan"))
+    failures: list[RpcError] = []
+
+    def write() -> None:
+        try:
+            if kind == "settings":
+                store.save_settings(SESSION, change)
+            else:
+                store.save_user_title(SESSION, "Renamed too late")
+        except RpcError as error:
+            failures.append(error)
+
+    deleting = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(deleting, fcntl.LOCK_EX)  # session/delete removes the files under the lock
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert waiting.wait(IO_TIMEOUT), "the write did not wait for the lock"
+        store.path_for(SESSION).unlink()
+        lock_path.unlink()
+    finally:
+        os.close(deleting)
+    writer.join(IO_TIMEOUT)
+    assert not writer.is_alive()
+    [failure] = failures
+    assert failure.code == INTERNAL_ERROR
+    assert "the session was deleted meanwhile" in failure.message
+    assert not store.path_for(SESSION).exists()

@@ -13,7 +13,7 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from muse_acp.agent.options import preferences
+from muse_acp.agent.options import preference_files, preferences
 from muse_acp.agent.options.preferences import (
     MAX_FILE_BYTES,
     SCHEMA_VERSION,
@@ -23,6 +23,7 @@ from muse_acp.agent.options.preferences import (
 from muse_acp.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
 SESSION = "0190b5c2-7a1e-7c3d-9f00-123456789abc"
+WAIT: Final = 10.0
 MOMENT = datetime(2026, 3, 4, 5, 6, 7, 890000, tzinfo=UTC)
 
 
@@ -294,3 +295,35 @@ async def test_a_file_system_that_never_answers_costs_one_bounded_wait(
         released.set()
     assert kept.problem is not None
     assert "did not answer" in kept.problem
+
+
+@pytest.mark.anyio
+async def test_a_write_reported_as_failed_never_lands_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    released, finished = threading.Event(), threading.Event()
+    real_fsync, real_write = os.fsync, preference_files.write_document
+
+    def stalled_fsync(fd: int) -> None:  # a file system that stalls past the caller's patience
+        released.wait(WAIT)
+        real_fsync(fd)
+
+    def write(*args: Any) -> None:
+        try:
+            real_write(*args)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(preferences, "IO_TIMEOUT", 0.2)
+    monkeypatch.setattr("muse_acp.agent.options.preferences.write_document", write)
+    monkeypatch.setattr(os, "fsync", stalled_fsync)
+    with anyio.fail_after(WAIT), pytest.raises(RpcError) as caught:
+        await store.write_user_title(SESSION, "Given up on")
+    assert not store.path_for(SESSION).exists()
+    released.set()
+    assert await anyio.to_thread.run_sync(finished.wait, WAIT), "the worker did not finish"
+    assert not store.path_for(SESSION).exists(), "a write reported as failed landed later"
+    assert list(store.directory.iterdir()) == [store.directory / f"{SESSION}.lock"]
+    assert caught.value.code == INTERNAL_ERROR
+    assert "nothing was saved" in caught.value.message

@@ -56,7 +56,7 @@ COVERED: Final = frozenset(
     }
 )
 """The methods this file races a cancel against (``session/prompt`` through ``/rename``,
-``/compact`` and ``/goal``)."""
+``/plan``, ``/compact`` and ``/goal``)."""
 
 
 def _member(key: str, value: str) -> Callable[[Any], bool]:
@@ -250,6 +250,24 @@ async def _rename(agent: RawAgent, version: str) -> None:
         assert after["Title"] == title, f"{label}: {after}"
 
 
+async def _plan(agent: RawAgent, version: str) -> None:
+    """``/plan`` enters plan mode only when made; a withdrawn one announces no mode."""
+    for delay in TIMINGS:
+        label = f"{version} /plan {delay}"
+        created = await _new(agent)  # each race starts outside plan mode
+        session, modes = created["sessionId"], created["modes"]
+        names = {m["id"]: m["name"] for m in modes["availableModes"]}
+        race = Race(agent, label)
+        prompt = [{"type": "text", "text": "/plan"}]
+        made = await race.run("session/prompt", {"sessionId": session, "prompt": prompt}, delay)
+        told = [u["currentModeId"] for u in race.updates(session, "current_mode_update")]
+        assert told == (["plan"] if made else []), f"{label}: {told}"
+        after = await _status(agent, session)
+        assert isinstance(after, dict), f"{label}: {after}"
+        shown = names["plan" if made else modes["currentModeId"]]
+        assert after["Mode"] == shown, f"{label}: {after}"
+
+
 async def _host_command(agent: RawAgent, version: str, text: str, method: str) -> None:
     """A local command that has Muse change something (``method``) reaches it only when made."""
     session = (await _new(agent))["sessionId"]
@@ -412,6 +430,7 @@ async def test_a_withdrawn_request_changes_nothing_and_a_late_cancel_is_ignored(
                 if len(o["options"]) > 1
             ],
             lambda: _rename(agent, version),
+            lambda: _plan(agent, version),
             lambda: _new_session(agent, version),
             lambda: _close(agent, version),
             lambda: _fork(agent, version, source),

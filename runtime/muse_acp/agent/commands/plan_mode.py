@@ -6,7 +6,8 @@ Muse's ``bundled:plan`` skill on hosts verified for it (``planSkill``), else by
 ``PLANNING_PREAMBLE`` (``planning_input``). The plan is shown as Muse writes it, as a streamed
 agent message (its plans are prose; no plan entries are invented). The mode is left only by an
 explicit mode change: nothing here switches it back. ``/plan TEXT`` enters plan mode (stored and
-announced before the turn) and plans ``TEXT``; ``/plan`` alone only enters the mode.
+announced inside the prompt's commit, before the turn: not at all when the prompt was withdrawn
+first) and plans ``TEXT``; ``/plan`` alone only enters the mode.
 """
 
 from __future__ import annotations
@@ -55,38 +56,42 @@ async def planning_input(
     return [lead, *parts]
 
 
-async def _enter(ctx: AgentContext, session: AcpSession) -> None:
+async def _enter(ctx: AgentContext, session: AcpSession, work: SessionWork) -> None:
     """Switch the session to plan mode as ``session/set_mode`` would (the prompt that asked
-    occupies the session, so this is between turns by construction)."""
+    occupies the session, so this is between turns by construction), inside the work's commit:
+    a withdrawn ``/plan`` changes no mode and announces none."""
     if session.settings.mode_id == PLAN_MODE:
         return
-    # The host restarts with the read-only flags at the next turn (ExecutionHost.ready).
-    before = to_stored(session.settings)
-    session.settings = replace(session.settings, mode_id=PLAN_MODE)
-    try:
-        change = SettingsChange.between(before, to_stored(session.settings))
-        await ctx.preferences.write_settings(session.session_id, change)
-    except RpcError as error:
-        logger.warning("%s", error.message)
-        await session.say(f"Plan mode applies now but will not survive a restart: {error.message}")
-    await session.outlet.send(
-        acp.CurrentModeUpdateSessionUpdate(
-            session_update="current_mode_update", current_mode_id=PLAN_MODE
+    async with work.commit():
+        # The host restarts with the read-only flags at the next turn (ExecutionHost.ready).
+        before = to_stored(session.settings)
+        session.settings = replace(session.settings, mode_id=PLAN_MODE)
+        try:
+            change = SettingsChange.between(before, to_stored(session.settings))
+            await ctx.preferences.write_settings(session.session_id, change)
+        except RpcError as error:
+            logger.warning("%s", error.message)
+            await session.say(
+                f"Plan mode applies now but will not survive a restart: {error.message}"
+            )
+        await session.outlet.send(
+            acp.CurrentModeUpdateSessionUpdate(
+                session_update="current_mode_update", current_mode_id=PLAN_MODE
+            )
         )
-    )
-    await session.outlet.send(
-        acp.ConfigOptionUpdateSessionUpdate(
-            session_update="config_option_update",
-            config_options=config_options(session.settings, ctx.catalog),
+        await session.outlet.send(
+            acp.ConfigOptionUpdateSessionUpdate(
+                session_update="config_option_update",
+                config_options=config_options(session.settings, ctx.catalog),
+            )
         )
-    )
 
 
 async def run_plan(
     ctx: AgentContext, session: AcpSession, work: SessionWork, argument: str | None
 ) -> acp.StopReason:
     """``/plan [TEXT]`` (see the module contract)."""
-    await _enter(ctx, session)
+    await _enter(ctx, session, work)
     if argument is None or not argument.strip():
         await session.say(
             "Plan mode is on: Muse can read the workspace but not write files or run commands. "

@@ -7,7 +7,7 @@ prompt; a new model is confirmed by a running host before the answer (a refusal 
 the previous model stays), else applied at the next turn. Every change answers with the whole
 option list and announces it (``config_option_update``, and ``current_mode_update`` for a mode)
 after the response. Only what changed is stored (``preferences``), and settings another
-process stored meanwhile are taken in.
+process stored meanwhile, or Muse reported during a model's confirmation, are kept.
 """
 
 from __future__ import annotations
@@ -149,6 +149,9 @@ async def handle_set_config_option(
     async with rctx.commit():
         await _confirm_model(ctx, session, new, str(params.value))
         before = session.settings
+        # Settings Muse reported while it confirmed (another client's mode, say) stay: the
+        # option is applied to what the session has now, not to what it had before the wait.
+        new = apply_config_option(before, params.config_id, params.value, ctx.catalog)
         _change(session, new)
         if new != before:
             await _remember(ctx, session, before, rctx)

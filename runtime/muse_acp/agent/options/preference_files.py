@@ -5,10 +5,11 @@ Contract (blocking; the store runs it in a worker thread): ``read_document`` ope
 blocking and accepts only a regular file holding a JSON object within ``MAX_FILE_BYTES``;
 ``write_document`` replaces the file atomically (a private temporary file, ``fsync``, rename);
 ``session_lock`` holds an exclusive ``flock`` on ``<session id>.lock`` for one read-modify-write,
-waiting at most ``LOCK_WAIT`` seconds (less than ``IO_TIMEOUT``, so a process that gave up never
-writes later). Readers take no lock. ``remove_document`` removes the file and its lock file.
-Without ``fcntl`` rewrites are unlocked. Failures are ``RpcError`` ``INTERNAL_ERROR`` naming the
-file.
+waiting at most ``LOCK_WAIT`` seconds (less than ``IO_TIMEOUT``), and says whether the lock file
+it first waited on was removed meanwhile (the session was deleted). A ``WriteClaim`` the caller
+abandoned stops ``write_document`` before its rename. Readers take no lock. ``remove_document``
+removes the file and its lock file. Without ``fcntl`` rewrites are unlocked. Failures are
+``RpcError`` ``INTERNAL_ERROR`` naming the file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +38,7 @@ except ImportError:  # pragma: no cover - muse-acp supports POSIX systems only
 __all__ = [
     "LOCK_WAIT",
     "MAX_FILE_BYTES",
+    "WriteClaim",
     "read_document",
     "remove_document",
     "session_lock",
@@ -99,28 +102,54 @@ def read_document(path: Path) -> dict[str, Any] | None:
     return document
 
 
+class WriteClaim:
+    """Settles, once, between a caller that may give up on a write and the worker doing it
+    whether the file is put in place: ``place`` (the worker, just before its rename) and
+    ``abandon`` (the caller) each say whether the write lands."""
+
+    def __init__(self) -> None:
+        self._settled = threading.Lock()  # held for a flag's check only, never for file work
+        self._placing = False
+        self._abandoned = False
+
+    def place(self) -> bool:
+        """Whether the worker may rename its file into place (the caller has not given up)."""
+        with self._settled:
+            self._placing = not self._abandoned
+            return self._placing
+
+    def abandon(self) -> bool:
+        """Give up on the write; whether it will not land (False: its rename had begun)."""
+        with self._settled:
+            self._abandoned = not self._placing
+            return self._abandoned
+
+
 @contextlib.contextmanager
-def session_lock(path: Path) -> Iterator[None]:
-    """Hold the lock of the session whose file is ``path`` (see the module contract).
+def session_lock(path: Path) -> Iterator[bool]:
+    """Hold the lock of the session whose file is ``path`` (see the module contract); the
+    value is True when the lock file first waited on was removed meanwhile.
 
     Raises:
         RpcError: ``INTERNAL_ERROR`` when the lock file cannot be used or stays held
             ``LOCK_WAIT`` seconds.
     """
     if fcntl is None:
-        yield
+        yield False
         return
     lock = path.with_suffix(".lock")
     deadline = time.monotonic() + LOCK_WAIT
+    renewed = False
     while True:
         fd = _open_lock(path, lock)
         try:
             _acquire(fcntl, fd, path, lock, deadline)
             if _still_at(lock, fd):
-                yield  # closing the descriptor releases the lock
+                yield renewed  # closing the descriptor releases the lock
                 return
         finally:
             os.close(fd)
+        renewed = True
         # The session was deleted while this process waited, and its lock file with it; a
         # lock on the removed file would exclude nobody, so the new one is locked instead.
 
@@ -201,11 +230,12 @@ def _unlockable(path: Path, lock: Path, reason: str) -> RpcError:
     )
 
 
-def write_document(path: Path, document: dict[str, Any]) -> None:
-    """Replace ``path`` with ``document`` atomically (see the module contract).
+def write_document(path: Path, document: dict[str, Any], claim: WriteClaim | None = None) -> None:
+    """Replace ``path`` with ``document`` atomically (see the module contract), unless the
+    caller abandoned ``claim`` first: then the temporary file is removed and nothing changes.
 
     Raises:
-        RpcError: ``INTERNAL_ERROR`` naming the file when the write fails.
+        RpcError: ``INTERNAL_ERROR`` naming the file when the write fails or was abandoned.
     """
     data = (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     try:
@@ -217,12 +247,20 @@ def write_document(path: Path, document: dict[str, Any]) -> None:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            if claim is not None and not claim.place():
+                raise _Abandoned
             os.replace(staging, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(staging)
             raise
         _sync_directory(path.parent)
+    except _Abandoned:
+        raise RpcError(
+            INTERNAL_ERROR,
+            f"the session preference file {path} was left unchanged: saving it took too long",
+            {"path": str(path)},
+        ) from None
     except OSError as error:
         raise RpcError(
             INTERNAL_ERROR,
@@ -230,6 +268,10 @@ def write_document(path: Path, document: dict[str, Any]) -> None:
             f"{error.strerror or error}; check that the directory is writable",
             {"path": str(path)},
         ) from None
+
+
+class _Abandoned(Exception):
+    """The caller gave up on the write before its rename."""
 
 
 def _make_directories(directory: Path) -> None:

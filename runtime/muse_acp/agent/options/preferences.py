@@ -4,7 +4,8 @@ settings, and where a session it created lives before Muse has it.
 Contract: each session has at most one JSON file, ``<data_dir>/sessions/<session_id>.json``
 (its members in docs/architecture.md); Muse's own session files are never touched. The agent
 goes only through ``read``, ``read_many``, ``write_user_title``, ``write_settings`` and
-``write_created``, which do the file work in a worker thread within ``IO_TIMEOUT`` seconds.
+``write_created``, which do the file work in a worker thread within ``IO_TIMEOUT`` seconds; a
+write given up on is not made later, nor one that waited while the session was deleted.
 
 Errors: ``read`` and ``read_many`` never fail: an unusable file comes back as
 ``SessionPreferences.problem``, a sentence for the user. A write to a file that cannot be read or
@@ -31,6 +32,7 @@ import anyio
 
 from muse_acp.agent.options.preference_files import (
     MAX_FILE_BYTES,
+    WriteClaim,
     read_document,
     session_lock,
     unusable,
@@ -50,6 +52,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_Edit = Callable[[dict[str, Any], "SessionPreferences"], None]
+"""Changes a session's document in place, given what it held."""
 
 IO_TIMEOUT: Final = 5.0
 """Seconds the preference files of one request may take to read or write."""
@@ -176,19 +180,29 @@ class PreferenceStore:
         return _preferences(path, document)
 
     def save_user_title(
-        self, session_id: str, title: str, *, now: datetime | None = None
+        self,
+        session_id: str,
+        title: str,
+        *,
+        now: datetime | None = None,
+        claim: WriteClaim | None = None,
     ) -> SessionPreferences:
         """Store ``title`` (already checked) as the session's user title, stamped ``now``.
 
         Raises:
             RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` when the
                 existing file is unusable (it is left as it is), the lock stays held or the
-                write fails.
+                write fails, or the session was deleted while it waited for the lock; nothing
+                is written after ``claim`` was abandoned.
         """
         title_member = {"text": title, "updatedAt": _timestamp(now)}
-        return self._update(session_id, lambda document, _: document.update(userTitle=title_member))
+        return self._update(
+            session_id, lambda document, _: document.update(userTitle=title_member), claim
+        )
 
-    def save_settings(self, session_id: str, change: SettingsChange) -> SessionPreferences:
+    def save_settings(
+        self, session_id: str, change: SettingsChange, *, claim: WriteClaim | None = None
+    ) -> SessionPreferences:
         """Store the members ``change`` names over those stored, keeping all the others.
 
         Raises:
@@ -199,27 +213,38 @@ class PreferenceStore:
             member = document.get("settings", {})  # a newer adapter's own settings survive
             document["settings"] = {**member, **change.applied_to(kept.settings).member()}
 
-        return self._update(session_id, edit)
+        return self._update(session_id, edit, claim)
 
-    def save_created(self, session_id: str, cwd: str) -> SessionPreferences:
+    def save_created(
+        self, session_id: str, cwd: str, *, claim: WriteClaim | None = None
+    ) -> SessionPreferences:
         """Record that the session was created in ``cwd`` (fails as ``save_user_title``)."""
         created = {"cwd": cwd, "at": _timestamp(None)}
-        return self._update(session_id, lambda document, _: document.update(created=created))
+        return self._update(
+            session_id, lambda document, _: document.update(created=created), claim, creates=True
+        )
 
     def _update(
-        self, session_id: str, edit: Callable[[dict[str, Any], SessionPreferences], None]
+        self, session_id: str, edit: _Edit, claim: WriteClaim | None, *, creates: bool = False
     ) -> SessionPreferences:
         """Read, ``edit`` and rewrite the session's file under its lock, so what another
-        process wrote in between is never lost; the result is the file as written."""
+        process wrote in between is never lost; the result is the file as written. Only a
+        write that ``creates`` the session makes a file its deletion removed meanwhile."""
         path = self.path_for(session_id)
-        with session_lock(path):
+        with session_lock(path) as renewed:
             existing = read_document(path)
+            if existing is None and renewed and not creates:
+                raise RpcError(
+                    INTERNAL_ERROR,
+                    f"nothing was saved to {path}: the session was deleted meanwhile",
+                    {"path": str(path)},
+                )
             kept = SessionPreferences() if existing is None else _preferences(path, existing)
             document = existing or {}
             document["schemaVersion"] = SCHEMA_VERSION
             edit(document, kept)
             written = _preferences(path, document)
-            write_document(path, document)
+            write_document(path, document, claim)
         return written
 
     async def read(self, session_id: str) -> SessionPreferences:
@@ -263,15 +288,20 @@ class PreferenceStore:
         await self._write_off_loop("the new session", save)
 
     async def _write_off_loop(
-        self, what: str, work: Callable[[], SessionPreferences]
+        self, what: str, work: Callable[..., SessionPreferences]
     ) -> SessionPreferences:
+        """``work(claim=...)`` off the loop; given up on in time, it is not made later."""
+        claim = WriteClaim()
         try:
-            return await _off_loop(work)
+            return await _off_loop(partial(work, claim=claim))
         except TimeoutError:
+            # Past this the worker removes its temporary file instead of renaming it; only a
+            # rename already under way may still land.
+            outcome = "nothing was saved" if claim.abandon() else "it may still be saved"
             raise RpcError(
                 INTERNAL_ERROR,
-                f"saving {what} did not finish within {IO_TIMEOUT:g} s; check that "
-                f"{self.directory} is on a responsive file system",
+                f"saving {what} did not finish within {IO_TIMEOUT:g} s ({outcome}); check "
+                f"that {self.directory} is on a responsive file system",
             ) from None
 
     def _load_or_problem(self, session_id: str) -> SessionPreferences:
