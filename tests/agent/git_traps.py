@@ -5,9 +5,9 @@ through where git expects it to). The repository's config names an fsmonitor hoo
 diff, a diff driver's command, a textconv driver, hooks, a pager, a credential helper, a gpg
 program (and turns on signature display; the branch's tip carries a signature), and filter
 drivers with clean, smudge and process commands (one only through an included file, one whose
-name holds ``=``). A global config planted under HOME and XDG_CONFIG_HOME, a system config and
-``GIT_*`` variables (``ENVIRONMENT``, for the reviewing process) name more. A review that runs
-none of them leaves ``fired()`` empty.
+name holds ``=``, one whose name is empty). A global config planted under HOME and
+XDG_CONFIG_HOME, a system config and ``GIT_*`` variables (``ENVIRONMENT``, for the reviewing
+process) name more. A review that runs none of them leaves ``fired()`` empty.
 
 History: ``main`` has "First version" (every file ``one``), ``feature`` adds "Second version"
 (``two``) and "Signed version" (``app.txt`` ``signed``); the index holds ``staged`` in
@@ -34,6 +34,7 @@ FILES = (
     ("xdg.xdg", "filter=xdg"),
     ("system.sys", "filter=sys"),
     ("env.envp", "filter=envp"),
+    ("blank.bl", "filter="),
 )
 
 _MARK = """#!/bin/sh
@@ -152,6 +153,8 @@ def make_traps(repo: Path, root: Path) -> Traps:
             f'[filter "cf"]\n\tclean = {mark} clean\n\tsmudge = {mark} smudge\n'
             f'\trequired = true\n[filter "pf"]\n\tprocess = {mark} process\n'
             f"{filter_config('a=b')}"
+            f'[filter ""]\n\tclean = {mark} blank-clean\n\tsmudge = {mark} blank-smudge\n'
+            f"\tprocess = {mark} blank-process\n\trequired = true\n"
             f"[log]\n\tshowSignature = true\n[gpg]\n\tprogram = {gpg}\n"
             f"[credential]\n\thelper = {mark} credential\n"
             f"[include]\n\tpath = {included}\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,6 +123,22 @@ async def test_an_fsmonitor_that_never_answers_does_not_hold_a_review(
     with anyio.fail_after(10):
         text = await snapshot(str(repo), ReviewTarget("uncommitted"))
     assert "+two" in text
+
+
+async def test_an_excludes_file_that_is_a_fifo_does_not_hold_a_review(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    fifo = tmp_path_factory.mktemp("excludes") / "fifo"
+    os.mkfifo(fifo)
+    git(repo, "config", "core.excludesFile", str(fifo))
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "debug.log").write_text("noise\n")
+    (repo / "new.txt").write_text("fresh\n")
+    # Nothing ever writes the FIFO: reading it would block until the git deadline.
+    with anyio.fail_after(10):
+        text = await snapshot(str(repo), ReviewTarget("uncommitted"))
+    assert "new.txt" in text
+    assert "debug.log" not in text  # the repository's own .gitignore still counts
 
 
 async def test_a_submodule_is_not_entered_with_its_own_configuration(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ _SAFE_CONFIG: Final = (
     ("core.pager", "cat"),
     ("core.untrackedCache", "keep"),
     ("core.attributesFile", os.devnull),
+    ("core.excludesFile", os.devnull),
     ("core.quotepath", "off"),
     ("color.ui", "never"),
     ("diff.external", ""),
@@ -254,7 +255,7 @@ async def _filters(cwd: str, env: dict[str, str]) -> tuple[str, ...]:
     names: dict[str, None] = {}
     for variable in out.decode("utf-8", "surrogateescape").split("\0"):
         name, dot, _ = variable.removeprefix("filter.").rpartition(".")
-        if variable.startswith("filter.") and dot and name:
+        if variable.startswith("filter.") and dot:
             names[name] = None
     return tuple(names)
 
