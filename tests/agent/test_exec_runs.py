@@ -3,8 +3,10 @@ group is stopped only while its leader is still the recorded process, and the fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -69,6 +71,48 @@ def test_a_process_that_took_the_runs_id_is_left_alone(
     assert sweep(tmp_path) == 1
     assert not folder.exists()
     assert sleeper.poll() is None, "another process's group was signalled"
+
+
+_ORPHAN = """
+import signal, sys
+def answer(*_):
+    sys.stdout.write("alive\\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, answer)
+sys.stdout.write("ready\\n")
+sys.stdout.flush()
+while True:
+    signal.pause()
+"""
+"""A group member that says ``alive`` when asked to end by SIGTERM; a SIGKILL sent before it
+wins, so it then ends saying nothing."""
+
+
+def test_a_group_whose_leader_is_gone_is_left_alone(tmp_path: Path) -> None:
+    # An unrelated daemon's group: its leader started a member and exited, and the leader's id
+    # is the one a crashed muse-acp recorded for its run (ids are reused).
+    spawn = (
+        f"import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', {_ORPHAN!r}]).pid)"
+    )
+    leader = subprocess.Popen(
+        [sys.executable, "-c", spawn], start_new_session=True, stdout=subprocess.PIPE, bufsize=0
+    )
+    try:
+        assert leader.stdout is not None
+        member = int(leader.stdout.readline())
+        assert leader.stdout.readline() == b"ready\n"
+        leader.wait(timeout=WAIT)
+        assert start_time(leader.pid) is None
+        folder = _run_folder(tmp_path, _ended_pid(), {"pid": leader.pid, "startTime": 123})
+        assert sweep(tmp_path) == 1
+        assert not folder.exists()
+        os.kill(member, signal.SIGTERM)
+        said, _ = leader.communicate(timeout=WAIT)
+        assert said == b"alive\n", "a group whose leader was gone was killed"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(timeout=WAIT)
 
 
 def test_runs_of_live_agents_and_other_entries_are_kept(tmp_path: Path) -> None:

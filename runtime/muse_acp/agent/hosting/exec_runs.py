@@ -4,8 +4,9 @@ Contract: ``exec_run(data_dir, images)`` yields an ``ExecRun``: a private folder
 ``<data dir>/run/exec-runs`` holding the prompt's images, removed when the block ends, however it
 ends; ``record(pid)`` notes the run's process there once it started. File work runs in a worker
 thread within ``IO_BUDGET`` seconds. ``sweep(data_dir)``, run when the agent starts, kills the
-process group of a run whose muse-acp no longer runs (only when its leader is provably that
-process, or gone) and removes its folder; a record that is not a regular file is never read.
+process group of a run whose muse-acp no longer runs (only while its leader is provably that
+process: a group whose leader is gone is left alone, since its id may have been reused) and
+removes its folder; a record that is not a regular file is never read.
 
 Errors: a folder that cannot be made is an ``RpcError`` (-32603, ``execRunUnprepared``) before
 anything runs; a record that cannot be written is logged and the run goes on.
@@ -165,7 +166,12 @@ def _stop_group(folder: Path) -> None:
     if not isinstance(started, int) or pid <= 1:
         return
     current = start_time(pid)
-    if current is not None and current != started:
+    if current is None:
+        # The group may live on without its leader, but its id could be another session's by
+        # now: with no proof it is the run's, it is left alone.
+        logger.info("left process group %d of an exec run alone: its leader is gone", pid)
+        return
+    if current != started:
         return  # the id belongs to another process now: the run's group is gone
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
