@@ -206,3 +206,50 @@ def test_url_credentials_are_found() -> None:
         "a-123456",
     }
     assert url_secrets("https://h.example/?page=2 and no url at all") == []
+
+
+def test_a_query_secret_is_redacted_as_the_url_spells_it_and_decoded() -> None:
+    url = "https://h.example/mcp?secret=abc%2Fdef123&auth=xyz+uvw987&page=2"
+    assert set(url_secrets(url)) == {"abc%2Fdef123", "abc/def123", "xyz+uvw987", "xyz uvw987"}
+    registry = SecretRegistry()
+    registry.remember(url_secrets(url))
+    text = f"GET {url} refused; secret abc/def123, auth xyz uvw987"
+    assert redact(text, environ={}, registry=registry) == (
+        f"GET https://h.example/mcp?secret={REDACTED}&auth={REDACTED}&page=2 refused; "
+        f"secret {REDACTED}, auth {REDACTED}"
+    )
+
+
+def test_a_remembered_secret_is_redacted_percent_encoded() -> None:
+    registry = SecretRegistry()
+    registry.remember(["s3cr3t/tok=="])
+    assert redact("Authorization: Bearer%20s3cr3t%2Ftok%3D%3D", environ={}, registry=registry) == (
+        f"Authorization: Bearer%20{REDACTED}"
+    )
+
+
+_PEM = (
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
+    "-----END PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "stderr: MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+            f"stderr: {REDACTED}",
+        ),
+        (" ".join(f"bad key: {_PEM}".split()), f"bad key: {REDACTED}"),
+        ("passphrase correct horse battery rejected", f"passphrase {REDACTED} rejected"),
+        ("a PRIVATE KEY is correct", "a PRIVATE KEY is correct"),
+    ],
+)
+def test_a_multi_line_secret_is_redacted_collapsed_and_line_by_line(
+    text: str, expected: str
+) -> None:
+    registry = SecretRegistry()
+    registry.remember([_PEM, "correct  horse\tbattery"])
+    assert redact(text, environ={}, registry=registry) == expected

@@ -5,10 +5,11 @@ to at most ``limit`` characters. Secrets are: values of environment variables na
 tokens, secrets, passwords or credentials, and values given as secrets (``SESSION_SECRETS``:
 the editor's MCP settings), both when at least six characters long; HTTP ``Bearer`` tokens; a
 URL's userinfo; and the values of the ``api_key``, ``key``, ``token`` and ``access_token`` query
-parameters. Ordinary text passes unchanged, and redacting twice equals redacting once.
-``RedactingFilter`` applies the same rules to log records. ``SecretRegistry`` keeps at most
-``MAX_REMEMBERED`` values, oldest given up first, and is thread-safe. No I/O; the environment is
-read only when no ``environ`` is given.
+parameters. A given value is also matched percent-encoded and, when it spans lines or words,
+collapsed to single spaces and line by line. Ordinary text passes unchanged, and redacting twice
+equals redacting once. ``RedactingFilter`` applies the same rules to log records.
+``SecretRegistry`` keeps at most ``MAX_REMEMBERED`` values, oldest given up first, and is
+thread-safe. No I/O; the environment is read only when no ``environ`` is given.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import quote, unquote, unquote_plus, urlsplit
 
 from muse_acp.text import clip
 
@@ -74,10 +75,11 @@ class SecretRegistry:
         """Treat each of ``values`` (the long enough ones) as a secret from now on."""
         with self._lock:
             for value in values:
-                for form in (value, json.dumps(value)[1:-1]):  # as said, and as JSON quotes it
-                    if len(form) >= MIN_SECRET_LENGTH:
-                        self._values[form] = None
-                        self._values.move_to_end(form)
+                for said in _forms(value):
+                    for form in (said, json.dumps(said)[1:-1]):  # as said, and as JSON quotes it
+                        if len(form) >= MIN_SECRET_LENGTH:
+                            self._values[form] = None
+                            self._values.move_to_end(form)
             while len(self._values) > self._capacity:
                 self._values.popitem(last=False)
             self._ordered = tuple(sorted(self._values, key=len, reverse=True))
@@ -85,6 +87,17 @@ class SecretRegistry:
     def values(self) -> tuple[str, ...]:
         """The secrets kept, longest first."""
         return self._ordered
+
+
+def _forms(value: str) -> list[str]:
+    """The ways a message may quote ``value``: as it is, percent-encoded, and for a value with
+    whitespace (a PEM key, a passphrase) with its whitespace collapsed, each of its lines, and
+    each of its words that is not plain letters (a line of a key; not a word like ``PRIVATE``)."""
+    forms = [value, quote(value, safe="")]
+    if any(c.isspace() for c in value):
+        forms += [" ".join(value.split()), *(line.strip() for line in value.splitlines())]
+        forms += [w for w in value.split() if not w.strip("-").isalpha()]
+    return forms
 
 
 SESSION_SECRETS: Final = SecretRegistry()
@@ -125,9 +138,10 @@ def url_secrets(text: str) -> list[str]:
         if at:
             for part in (userinfo, parts.password, parts.username):
                 found += [part, unquote(part)] if part else []
-        for name, value in parse_qsl(parts.query, keep_blank_values=False):
-            if _secret_name(name):
-                found.append(value)
+        for pair in parts.query.split("&"):
+            name, equals, value = pair.partition("=")
+            if equals and value and _secret_name(unquote_plus(name)):
+                found += [value, unquote_plus(value)]  # as the URL spells it, and decoded
     return found
 
 
