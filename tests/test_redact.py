@@ -12,6 +12,7 @@ from muse_acp.redact import (
     SESSION_SECRETS,
     RedactingFilter,
     SecretRegistry,
+    looks_like_credential,
     redact,
     secret_arguments,
     url_secrets,
@@ -188,6 +189,8 @@ def test_the_process_registry_is_used_by_default_in_messages_and_logs() -> None:
         (["https://u:pw-123456@h.example/"], ["u:pw-123456", "pw-123456", "u"]),
         (["--mode=auth", "plain-value", "--verbose", "x"], []),
         (["serve", "--port", "8080", "https://h.example/?page=2"], []),
+        (["--no-auth", "--transport", "stdio"], []),
+        (["--token", "--verbose", "--auth", "-"], []),
     ],
 )
 def test_secret_looking_arguments_are_found(args: list[str], expected: list[str]) -> None:
@@ -253,3 +256,23 @@ def test_a_multi_line_secret_is_redacted_collapsed_and_line_by_line(
     registry = SecretRegistry()
     registry.remember([_PEM, "correct  horse\tbattery"])
     assert redact(text, environ={}, registry=registry) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "looks"),
+    [
+        ("ghp_4f9Qx2LmT8rV1zK7", True),
+        ("sk-live-0123456789abcdef", True),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", True),
+        ("production", False),
+        ("/home/alice/.config/mcp", False),
+        ("C:\\Users\\alice\\AppData01", False),
+        ("https://api.example/v1/endpoint2", False),
+        ("text/event-stream", False),
+        ("a1b2c3d4e5", False),
+        ("correct horse battery staple 42", False),
+        ("abcdefghijklmnopqrstuvwxyz", False),
+    ],
+)
+def test_a_credential_is_told_by_its_looks(value: str, looks: bool) -> None:
+    assert looks_like_credential(value) is looks

@@ -4,12 +4,14 @@ Contract: ``redact(text)`` returns ``text`` with every secret replaced by ``[red
 to at most ``limit`` characters. Secrets are: values of environment variables named like keys,
 tokens, secrets, passwords or credentials, and values given as secrets (``SESSION_SECRETS``:
 the editor's MCP settings), both when at least six characters long; HTTP ``Bearer`` tokens; a
-URL's userinfo; and the values of the ``api_key``, ``key``, ``token`` and ``access_token`` query
-parameters. A given value is also matched percent-encoded and, when it spans lines or words,
-collapsed to single spaces and line by line. Ordinary text passes unchanged, and redacting twice
-equals redacting once. ``RedactingFilter`` applies the same rules to log records.
-``SecretRegistry`` keeps at most ``MAX_REMEMBERED`` values, oldest given up first, and is
-thread-safe. No I/O; the environment is read only when no ``environ`` is given.
+URL's userinfo and its ``api_key``, ``key``, ``token`` and ``access_token`` query values. Of MCP
+settings, an env value is given when its name looks secret or the value looks like a credential
+(``looks_like_credential``: 16+ characters, no whitespace, letters and digits, no path or plain
+URL), a header value when its name is an auth, cookie, key, token, secret, session or password
+one or its last word looks like a credential. A given value is also matched percent-encoded
+and, when it spans lines or words, collapsed and line by line. Redacting twice equals redacting
+once. ``RedactingFilter`` does the same to log records; ``SecretRegistry`` keeps at most
+``MAX_REMEMBERED`` values, oldest first out, thread-safe. No I/O beyond reading the environment.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from urllib.parse import quote, unquote, unquote_plus, urlsplit
 from muse_acp.text import clip
 
 __all__ = [
+    "CREDENTIAL_LENGTH",
     "DEFAULT_LIMIT",
     "MAX_REMEMBERED",
     "MIN_SECRET_LENGTH",
@@ -34,6 +37,9 @@ __all__ = [
     "SESSION_SECRETS",
     "RedactingFilter",
     "SecretRegistry",
+    "env_secrets",
+    "header_secrets",
+    "looks_like_credential",
     "redact",
     "secret_arguments",
     "url_secrets",
@@ -42,6 +48,8 @@ __all__ = [
 REDACTED: Final = "[redacted]"
 DEFAULT_LIMIT: Final = 4096
 MIN_SECRET_LENGTH: Final = 6
+CREDENTIAL_LENGTH: Final = 16
+"""Fewest characters of a value taken as a credential by its looks alone."""
 MAX_REMEMBERED: Final = 1024
 """Most secret values a ``SecretRegistry`` keeps (a few per MCP server is the usual)."""
 
@@ -57,6 +65,11 @@ _SECRET_OPTION: Final = re.compile(
     re.IGNORECASE,
 )
 """A command-line option, ``NAME=value`` or header name whose value is a secret, by its end."""
+_SECRET_HEADER: Final = re.compile(
+    r"auth|cookie|key|token|secret|session|passw(?:or)?d|credential", re.IGNORECASE
+)
+"""A header whose value is a secret, by its name (``Authorization`` and ``Proxy-...`` too)."""
+_WINDOWS_PATH: Final = re.compile(r"[A-Za-z]:[\\/]")
 _NAME: Final = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_.-]*")
 _URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>]+")
 
@@ -109,9 +122,41 @@ def _secret_name(text: str) -> bool:
     return _NAME.fullmatch(text) is not None and _SECRET_OPTION.search(text) is not None
 
 
+def looks_like_credential(value: str) -> bool:
+    """``value`` reads as a credential: at least ``CREDENTIAL_LENGTH`` characters with no
+    whitespace, mixing letters and digits, and neither a file system path nor a URL (whose
+    credentials, if any, ``url_secrets`` finds)."""
+    if len(value) < CREDENTIAL_LENGTH or any(c.isspace() for c in value):
+        return False
+    if value.startswith(("/", "~", "./", "../")) or _WINDOWS_PATH.match(value):
+        return False
+    if _URL.fullmatch(value):
+        return False
+    return any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+
+
+def env_secrets(name: str, value: str) -> list[str]:
+    """The secrets of one environment variable given to a server: its value when its name looks
+    secret (the rule the process environment follows) or the value looks like a credential,
+    and the credentials of a URL in it."""
+    secret = _SECRET_NAME.search(name) is not None or looks_like_credential(value)
+    return ([value] if secret else []) + url_secrets(value)
+
+
+def header_secrets(name: str, value: str) -> list[str]:
+    """The secrets of one HTTP header: its value and last word (the token of ``Bearer X``) when
+    its name is an authorization or cookie header or looks secret, or that word looks like a
+    credential; else only the credentials of a URL in it."""
+    last = value.split()[-1:]
+    if _SECRET_HEADER.search(name) or any(looks_like_credential(word) for word in last):
+        return [value, *last]
+    return url_secrets(value)
+
+
 def secret_arguments(args: Sequence[str]) -> list[str]:
     """The secrets in a command line: the values of ``--token=V``, ``--api-key V``,
-    ``API_KEY=V`` and ``Authorization: V`` forms (and the credentials of URLs in it)."""
+    ``API_KEY=V`` and ``Authorization: V`` forms (and the credentials of URLs in it); what
+    follows a ``--no-...`` option or starts with ``-`` is an option, not a value."""
     found: list[str] = []
     for index, arg in enumerate(args):
         found += url_secrets(arg)
@@ -119,8 +164,10 @@ def secret_arguments(args: Sequence[str]) -> list[str]:
             name, sep, value = arg.partition(separator)
             if sep and _secret_name(name):
                 found += [value.strip(), *value.split()[-1:]]
-        if arg.startswith("-") and _secret_name(arg):
-            following = args[index + 1] if index + 1 < len(args) else ""
+        following = args[index + 1] if index + 1 < len(args) else ""
+        # ``--no-auth --transport`` turns a feature off: what follows is the next option.
+        no_value = arg.lower().startswith("--no-") or following.startswith("-")
+        if arg.startswith("-") and _secret_name(arg) and not no_value:
             found += [following, *following.split()[-1:]]
     return found
 

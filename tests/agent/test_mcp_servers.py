@@ -16,7 +16,7 @@ from muse_acp.agent.mcp.mcp_servers import (
     transports,
 )
 from muse_acp.host.features import features_of
-from muse_acp.redact import REDACTED, redact
+from muse_acp.redact import REDACTED, SecretRegistry, redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp
 
@@ -195,12 +195,45 @@ def test_startup_failure_names_the_server() -> None:
 
 
 def test_accepted_servers_give_their_secrets_to_the_redactor() -> None:
-    stdio = _stdio(args=["--token=arg-secret-1"], env=[{"name": "PLAIN", "value": "env-secret-2"}])
+    stdio = _stdio(
+        args=["--token=arg-secret-1"], env=[{"name": "PLAIN", "value": "sk-env-secret-2f9a8c"}]
+    )
     http = _http(
         url="https://u:url-secret-3@mcp.example/",
         headers=[{"name": "Authorization", "value": "Basic hdr-secret-4"}],
     )
     servers = tuple(check_servers([_server(entry)])[0] for entry in (stdio, http))
-    assert set(secrets_of(servers[0])) >= {"arg-secret-1", "env-secret-2"}
-    text = "arg-secret-1 env-secret-2 url-secret-3 hdr-secret-4"
+    assert set(secrets_of(servers[0])) >= {"arg-secret-1", "sk-env-secret-2f9a8c"}
+    text = "arg-secret-1 sk-env-secret-2f9a8c url-secret-3 hdr-secret-4"
     assert redact(text, environ={}) == " ".join([REDACTED] * 4)
+
+
+def test_ordinary_settings_stay_readable_while_secret_ones_are_redacted() -> None:
+    registry = SecretRegistry()
+    stdio = _stdio(
+        args=["--no-auth", "--transport", "stdio", "--api-key", "-v"],
+        env=[
+            {"name": "HOME", "value": "/home/alice"},
+            {"name": "NODE_ENV", "value": "production"},
+            {"name": "SERVICE_URL", "value": "https://api.example/v1"},
+            {"name": "GITHUB_TOKEN", "value": "gh-secret-01"},
+            {"name": "PLAIN", "value": "ghp_4f9Qx2LmT8rV1zK7"},
+        ],
+    )
+    http = _http(
+        headers=[
+            {"name": "Accept", "value": "application/json, text/event-stream"},
+            {"name": "X-Session-Id", "value": "sess-0042"},
+            {"name": "X-Tenant", "value": "Bearer tn7Vq2Xw9Lp4Rz8Kb3"},
+        ],
+    )
+    for entry in (stdio, http):
+        registry.remember(secrets_of(check_servers([_server(entry)])[0]))
+    ordinary = (
+        "Muse could not open /home/alice/project/app.py in production mode with --transport "
+        "stdio -v via https://api.example/v1; the server answered text/event-stream, not "
+        "application/json"
+    )
+    assert redact(ordinary, environ={}, registry=registry) == ordinary
+    secret = "gh-secret-01 ghp_4f9Qx2LmT8rV1zK7 sess-0042 tn7Vq2Xw9Lp4Rz8Kb3"
+    assert redact(secret, environ={}, registry=registry) == " ".join([REDACTED] * 4)

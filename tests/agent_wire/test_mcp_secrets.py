@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _canary(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:12]}"
+    return f"{kind}-{uuid.uuid4().hex}"
 
 
 def _servers(secrets: dict[str, str], http: bool) -> list[Any]:

@@ -27,7 +27,14 @@ from muse_acp.host.bindings import parse_version
 from muse_acp.host.features import HostFeatures
 from muse_acp.host.session_mcp import session_mcp_transports
 from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified
-from muse_acp.redact import SESSION_SECRETS, redact, secret_arguments, url_secrets
+from muse_acp.redact import (
+    SESSION_SECRETS,
+    env_secrets,
+    header_secrets,
+    redact,
+    secret_arguments,
+    url_secrets,
+)
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
 from muse_acp_wire import acp_handshake as acp
@@ -133,11 +140,11 @@ def _http(index: int, server: acp.McpServerHttp) -> McpServerSpec:
 
 
 def secrets_of(server: McpServerSpec) -> list[str]:
-    """What of ``server`` is secret: env and header values (a header's last word too: the
-    token of ``Bearer <token>``), secret-looking arguments and the URL's credentials."""
-    found = [value for _, value in server.env]
-    for _, value in server.headers:
-        found += [value, *value.split()[-1:]]
+    """What of ``server`` is secret: env and header values that look secret by name or value
+    (``env_secrets``, ``header_secrets``), secret-looking arguments and the URL's credentials;
+    ordinary values (``HOME``, ``Accept``) are not, so messages quoting them stay readable."""
+    found = [secret for name, value in server.env for secret in env_secrets(name, value)]
+    found += [secret for name, value in server.headers for secret in header_secrets(name, value)]
     return found + secret_arguments(server.args) + url_secrets(server.url)
 
 
