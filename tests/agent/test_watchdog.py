@@ -84,3 +84,36 @@ async def test_a_write_waiting_on_the_client_is_not_silence_and_a_long_one_is_lo
     assert "session s-1: the client has not read" in stopped
     assert "stopped reading" in stopped
     assert "session s-1: the client reads again" in resumed
+
+
+async def test_after_a_write_that_waited_on_the_client_the_host_gets_one_budget_not_two() -> None:
+    # The write restarts the count when it ends, so the first look a budget later must catch a
+    # silent host; an extra look would let Muse stay silent for a second budget.
+    looks_after_the_write = 0
+    written: list[float] = []
+
+    def waiting_on_client() -> bool:  # asked at every look that finds a budget gone by
+        nonlocal looks_after_the_write
+        looks_after_the_write += bool(written)
+        return False
+
+    watch = SilenceWatch(BUDGET, waiting_on_client)
+    reads_again = anyio.Event()
+
+    async def write() -> None:
+        await reads_again.wait()
+        written.append(anyio.current_time())  # the watch hears of the end with no yield between
+
+    async def client_reads_later() -> None:
+        await anyio.sleep(BUDGET * 3)  # the client reads nothing for three budgets
+        reads_again.set()
+
+    fired_at: list[float] = []
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch.client_write, write())
+            tasks.start_soon(client_reads_later)
+            await watch.watch(lambda: fired_at.append(anyio.current_time()))
+    assert len(fired_at) == 1
+    assert fired_at[0] - written[0] >= BUDGET
+    assert looks_after_the_write == 1, "the silence is caught at the first look after it"

@@ -144,3 +144,39 @@ async def test_a_cancel_while_the_client_stopped_reading_answers_cancelled(
     assert answer.get("result") == {"stopReason": "cancelled"}, answer
     assert after.get("result") == {"stopReason": "end_turn"}, after
     assert later == "after the stall", "nothing of the cancelled turn follows its answer"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_cancel_while_a_large_edit_waits_on_the_client_answers_cancelled(
+    tmp_path: Path, version: str
+) -> None:
+    # An edit asking permission, its tool call carrying a big diff (more than the pipe and the
+    # agent's queue hold), is being written to a client that reads nothing when the turn is
+    # cancelled: once the client reads again, every frame arrives whole and the prompt is
+    # answered, not lost with a broken stream.
+    world = make_world(tmp_path, version=version)
+    (world.workspace / "big.txt").write_text("filler line\n" * 30000 + "uniqueword\n")
+    budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": "1"}
+    async with raw_agent(world, budgets) as agent:
+        await agent.initialize()
+        session = await agent.new_session()
+        agent.stop_reading()
+        key = await agent.start_request(
+            "session/prompt",
+            {
+                "sessionId": session,
+                "prompt": [{"type": "text", "text": "sim:edit big.txt uniqueword other"}],
+            },
+        )
+        await anyio.sleep(STALL)
+        await agent.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
+        )
+        await anyio.sleep(STALL)  # the cancel budget runs out while the client still reads nothing
+        agent.read_again()
+        answer = await agent.response(key)
+        after = await agent.prompt_text(session, "after the stall")
+    assert answer.get("result") == {"stopReason": "cancelled"}, answer
+    assert after.get("result") == {"stopReason": "end_turn"}, after
+    assert max(map(len, agent.lines)) > 256 * 1024, "a line larger than the agent's queue"
+    assert all(json.loads(line) for line in agent.lines), "every line arrived whole"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import anyio
 import pytest
 from anyio.abc import ByteSendStream
@@ -13,6 +15,7 @@ from muse_acp.rpc.coalescing import (
     CoalescingSendStream,
     coalescing,
 )
+from muse_acp.rpc.stdio import FdSendStream
 
 pytestmark = pytest.mark.anyio
 
@@ -113,6 +116,69 @@ async def test_a_send_begun_behind_a_waiting_one_is_never_written_before_it() ->
             assert not stream.send_nowait(b"later\n"), "nothing jumps the line"
             inner.gate.set()
     assert inner.writes == [b"first\n", large, b"update\n", large, b"answer\n"]
+
+
+async def test_a_frame_queued_before_a_large_send_is_written_though_that_send_is_cancelled() -> (
+    None
+):
+    # An answer already reported sent must reach the client even if a large frame sent next
+    # (a permission request with a big diff) has its sender cancelled while the pipe is full.
+    inner = Recorder()
+    inner.gate = anyio.Event()
+    large = b"L" * MAX_QUEUED_BYTES
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream, anyio.create_task_group() as tasks:
+            await stream.send(b"answer\n")
+            scope = anyio.CancelScope()
+
+            async def send_large() -> None:
+                with scope:
+                    await stream.send(large)
+
+            tasks.start_soon(send_large)
+            await anyio.wait_all_tasks_blocked()
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            inner.gate.set()
+            await stream.send(b"later\n")
+    assert inner.data == b"answer\n" + large + b"later\n"
+
+
+async def test_cancelling_a_large_send_to_a_slow_reader_leaves_the_stream_whole() -> None:
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    large = b'{"big":"' + b"x" * MAX_QUEUED_BYTES + b'"}\n'
+    later = b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"cancelled"}}\n'
+    received = bytearray()
+
+    async def client_reads() -> None:
+        while len(received) < len(large + later):
+            await anyio.wait_readable(read_fd)
+            received.extend(os.read(read_fd, 1 << 20))
+
+    try:
+        with anyio.fail_after(WAIT):
+            async with coalescing(FdSendStream(write_fd, pollable=True)) as stream:
+                async with anyio.create_task_group() as tasks:
+                    scope = anyio.CancelScope()
+
+                    async def send_large() -> None:
+                        with scope:
+                            await stream.send(large)
+
+                    tasks.start_soon(send_large)
+                    await anyio.wait_all_tasks_blocked()  # the pipe is full; nobody reads
+                    scope.cancel()
+                await stream.send(later)
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(client_reads)  # the client reads again
+                    await stream.flush()
+                await stream.send(b"still\n")
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert bytes(received) == large + later
 
 
 async def test_senders_wait_while_the_queue_is_full_and_resume_once_it_is_written() -> None:

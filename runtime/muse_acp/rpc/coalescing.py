@@ -4,9 +4,10 @@ Contract: a ``CoalescingSendStream`` wraps another byte send stream and needs it
 going (``coalescing(inner)`` starts it). ``send`` queues small items and returns; ``run`` writes
 whatever is queued in one inner ``send`` as soon as the sender yields to the event loop (which
 ``send`` does itself after ``ITEMS_PER_YIELD`` items in a row), so a lone frame goes out on the
-next pass. Items of ``MAX_QUEUED_BYTES`` or more are written by their sender directly, and a
-sender waits while that much is queued. Items go out in the order their ``send`` calls began.
-``send_nowait`` queues only when ``send`` would not wait, and says whether it did.
+next pass. Only ``run`` writes: an item of ``MAX_QUEUED_BYTES`` or more is queued too, written
+alone, and its ``send`` returns once it is written (cancelling that ``send`` ends only its wait).
+A sender waits while ``MAX_QUEUED_BYTES`` are queued (a large item counts). Items go out in the
+order their ``send`` calls began; ``send_nowait`` queues only when ``send`` would not wait.
 
 Errors: items are written whole or not at all; after a failed inner write every ``send`` raises
 ``anyio.BrokenResourceError``. ``aclose`` writes what is queued, within the caller's deadline,
@@ -35,7 +36,7 @@ __all__ = [
 ITEMS_PER_YIELD: Final = 64
 """Items queued in a row before a sender yields so that the queue is written."""
 MAX_QUEUED_BYTES: Final = 256 * 1024
-"""Queued bytes at which senders wait, and the size from which an item skips the queue."""
+"""Queued bytes at which senders wait, and the size from which an item is written alone."""
 
 EXIT_FLUSH_TIMEOUT: Final = 5.0
 """Seconds the end of a ``coalescing`` block may spend writing what is still queued."""
@@ -50,6 +51,14 @@ class CoalescingSendStream(ByteSendStream):
         self._inner = inner
         self._queue: list[bytes] = []
         self._queued = 0
+        self._large = 0
+        """Items of ``MAX_QUEUED_BYTES`` or more in the queue (written alone, not joined)."""
+        self._taken = 0
+        self._written_bytes = 0
+        """Bytes ever taken from the queue and ever written: a large send's ticket is the count
+        of bytes queued up to its item, and it waits until that many are written."""
+        self._writer_running = False
+        self._writer_stopped = False
         self._unyielded = 0
         self._queued_event = anyio.Event()
         self._written_event = anyio.Event()
@@ -67,6 +76,12 @@ class CoalescingSendStream(ByteSendStream):
         if self._failure is not None:
             raise anyio.BrokenResourceError from self._failure
 
+    def _check_writer(self) -> None:
+        """Raise if nothing queued will be written any more: broken, or ``run`` stopped."""
+        self._check_failure()
+        if self._writer_stopped:
+            raise anyio.ClosedResourceError
+
     def _check(self) -> None:
         self._check_failure()
         if self._closed:
@@ -81,7 +96,7 @@ class CoalescingSendStream(ByteSendStream):
             or self._closed
             or not item
             or self._line
-            or self._queued + len(item) > MAX_QUEUED_BYTES
+            or self._queued + len(item) >= MAX_QUEUED_BYTES  # a large item's send waits
             or self._unyielded + 1 >= ITEMS_PER_YIELD
         ):
             return False
@@ -96,9 +111,6 @@ class CoalescingSendStream(ByteSendStream):
         self._check()
         if not item:
             return
-        if len(item) >= MAX_QUEUED_BYTES:
-            await self._send_large(item)
-            return
         if self._line or self._queued >= MAX_QUEUED_BYTES:
             await self._wait_in_line(self._room)
         # Nothing waits between leaving the line and queueing: no later sender can go first.
@@ -106,6 +118,12 @@ class CoalescingSendStream(ByteSendStream):
         self._queued += len(item)
         if len(self._queue) == 1:
             self._queued_event.set()
+        if len(item) >= MAX_QUEUED_BYTES:
+            # Queued whatever befalls this sender: only its wait can be cancelled, never the
+            # write (a write cut short would break the stream, one skipped would lose frames).
+            self._large += 1
+            await self._until_written(self._taken + self._queued)
+            return
         self._unyielded += 1
         if self._unyielded >= ITEMS_PER_YIELD:
             self._unyielded = 0
@@ -113,18 +131,27 @@ class CoalescingSendStream(ByteSendStream):
 
     async def run(self) -> None:
         """Write what is queued whenever there is something, until cancelled or broken."""
-        while True:
-            await self._queued_event.wait()
-            self._queued_event = anyio.Event()
-            try:
+        self._writer_running = True
+        try:
+            while True:
+                await self._queued_event.wait()
+                self._queued_event = anyio.Event()
                 async with self._writing:
                     await self._write_queue()
-            except anyio.BrokenResourceError:
-                return  # recorded: every later send reports it
+        except anyio.BrokenResourceError:
+            return  # recorded: every later send reports it
+        finally:
+            self._writer_running = False
+            self._writer_stopped = True
+            self._wake_waiters()
 
     async def flush(self) -> None:
-        """Write what is queued now (``anyio.BrokenResourceError`` if the stream broke)."""
+        """Write what is queued now (``anyio.BrokenResourceError`` if the stream broke): wait
+        for ``run`` to write it, or write it here when ``run`` is not going."""
         self._check_failure()
+        if self._writer_running:
+            await self._until_written(self._taken + self._queued)
+            return
         async with self._writing:
             await self._write_queue()
 
@@ -136,20 +163,17 @@ class CoalescingSendStream(ByteSendStream):
                 await self.flush()
         await self._inner.aclose()
 
-    async def _send_large(self, item: bytes) -> None:
-        """Write ``item`` directly, after everything queued before it (see the contract)."""
-        await self._wait_in_line(self._writing.acquire)
-        try:
-            self._check_failure()
-            await self._write_queue()  # takes the queue before it waits: nothing joins it first
-            await self._write(item)
-        finally:
-            self._writing.release()
+    async def _until_written(self, ticket: int) -> None:
+        """Wait until the first ``ticket`` bytes ever queued are written."""
+        while self._written_bytes < ticket:
+            self._check_writer()
+            await self._written()
 
     async def _room(self) -> None:
         while self._queued >= MAX_QUEUED_BYTES:
             await self._written()
             self._check()
+            self._check_writer()
 
     async def _wait_in_line(self, admitted: Callable[[], Awaitable[None]]) -> None:
         """Wait until every sender ahead has gone, then for ``admitted``, keeping this sender's
@@ -174,21 +198,39 @@ class CoalescingSendStream(ByteSendStream):
     async def _write_queue(self) -> None:
         if not self._queue or self._failure is not None:
             return
-        data = b"".join(self._queue)
-        self._queue.clear()
+        self._taken += self._queued
         self._queued = 0
         self._unyielded = 0
-        await self._write(data)
+        if not self._large:
+            data = b"".join(self._queue)
+            self._queue.clear()
+            await self._write(data)
+            return
+        # A large item is written alone (joining would copy it), all in queue order.
+        taken, self._queue, self._large = self._queue, [], 0
+        start = 0
+        for end, item in enumerate(taken):
+            if len(item) >= MAX_QUEUED_BYTES:
+                if start < end:
+                    await self._write(b"".join(taken[start:end]))
+                await self._write(item)
+                start = end + 1
+        if start < len(taken):
+            await self._write(b"".join(taken[start:]))
 
     async def _write(self, data: bytes) -> None:
         try:
             await self._inner.send(data)
+            self._written_bytes += len(data)
         except _WRITE_ERRORS as error:
             self._failure = error
             raise anyio.BrokenResourceError from error
         finally:
-            written, self._written_event = self._written_event, anyio.Event()
-            written.set()
+            self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        written, self._written_event = self._written_event, anyio.Event()
+        written.set()
 
 
 @asynccontextmanager

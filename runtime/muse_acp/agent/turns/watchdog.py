@@ -102,8 +102,12 @@ class SilenceWatch:
             now = self._now()
             if now < self._last + self.budget:
                 continue  # heard from the host meanwhile
-            if self._stalled(now) or self._waiting_on_client():
-                self._last, waited = now, True
+            stalled = self._stalled(now)
+            asking = self._waiting_on_client()
+            if stalled or asking:
+                # A write restarts the count itself when it ends; only a dialog's end is not
+                # known here, so only a dialog makes the next look restart it.
+                self._last, waited = now, asking
                 continue
             if waited:
                 # The wait ended since the last look, at a moment not known here: the host's
