@@ -22,6 +22,8 @@ from typing import TypeVar
 
 import pytest
 
+from tests.imports import cycles, mentioned
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
 AGENT = "muse_acp.agent"
@@ -83,75 +85,27 @@ def _modules() -> list[str]:
 MODULES = _modules()
 
 
-def _mentioned(name: str, path: Path) -> Iterator[str]:
-    """The dotted names the import statements of module ``name`` mention, anywhere in it
-    (relative imports resolved)."""
-    here = name if path.stem == "__init__" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([base] if base else [])])
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
-
-
 def _path(module: str) -> Path:
     return RUNTIME / (module.replace(".", "/") + ".py")
 
 
 def _imports(module: str) -> Iterator[str]:
     """Every module of the agent core or host package that ``module`` imports, anywhere."""
-    yield from (target for target in _mentioned(module, _path(module)) if target in MODULES)
+    yield from (target for target in mentioned(module, _path(module), False) if target in MODULES)
 
 
 GRAPH = {module: set(_imports(module)) for module in MODULES}
 
 
-def _cycles() -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in GRAPH[node]:
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1 or node in GRAPH[node]:
-                found.append(sorted(component))
-
-    for node in MODULES:
-        if node not in index:
-            visit(node)
-    return found
-
-
 def test_the_import_graph_has_no_cycles() -> None:
-    assert _cycles() == []
+    assert cycles(GRAPH) == []
 
 
 def test_a_cycle_would_be_found() -> None:
     # The check itself must be able to fail.
     GRAPH["muse_acp.agent.errors.failures"].add("muse_acp.agent.server")
     try:
-        assert _cycles()
+        assert cycles(GRAPH)
     finally:
         GRAPH["muse_acp.agent.errors.failures"].discard("muse_acp.agent.server")
 
@@ -303,7 +257,7 @@ def order_breaches(root: Path, package: str, order: Sequence[str]) -> list[str]:
         if part is not None and part not in order:
             breaches.append(f"{name} is in {part}, which the order does not name")
             continue
-        for target in _mentioned(name, path):
+        for target in mentioned(name, path, path.stem == "__init__"):
             if part is None or not target.startswith(f"{package}."):
                 continue
             other = target.split(".")[depth]
