@@ -181,6 +181,41 @@ async def test_cancelling_a_large_send_to_a_slow_reader_leaves_the_stream_whole(
     assert bytes(received) == large + later
 
 
+async def test_a_waiting_sender_cancelled_keeps_its_place_and_its_frame() -> None:
+    # Every item is queued when its send begins: a waiting sender whose wait is cancelled (a
+    # turn winding down) neither loses its frame nor lets a later one overtake it, and the
+    # senders waiting for room all resume once the writer has taken the queue.
+    inner = Recorder()
+    inner.gate = anyio.Event()
+    fill = b"f" * (MAX_QUEUED_BYTES // 2 - 1) + b"\n"
+    returned: list[bytes] = []
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream, anyio.create_task_group() as tasks:
+            await stream.send(b"first\n")
+            await anyio.wait_all_tasks_blocked()  # being written: the writer is busy
+            await stream.send(fill)
+            await stream.send(fill)  # the queue is full now
+            scope = anyio.CancelScope()
+
+            async def send(item: bytes, within: anyio.CancelScope | None = None) -> None:
+                with within or anyio.CancelScope():
+                    await stream.send(item)
+                    returned.append(item)
+
+            tasks.start_soon(send, b"one\n")
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(send, b"two\n", scope)
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(send, b"three\n")
+            await anyio.wait_all_tasks_blocked()
+            assert returned == [], "the queue is full: they wait"
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            inner.gate.set()
+    assert sorted(returned) == [b"one\n", b"three\n"]
+    assert inner.data == b"first\n" + fill + fill + b"one\ntwo\nthree\n"
+
+
 async def test_senders_wait_while_the_queue_is_full_and_resume_once_it_is_written() -> None:
     inner = Recorder()
     inner.gate = anyio.Event()

@@ -4,10 +4,11 @@ Contract: a ``CoalescingSendStream`` wraps another byte send stream and needs it
 going (``coalescing(inner)`` starts it). ``send`` queues small items and returns; ``run`` writes
 whatever is queued in one inner ``send`` as soon as the sender yields to the event loop (which
 ``send`` does itself after ``ITEMS_PER_YIELD`` items in a row), so a lone frame goes out on the
-next pass. Only ``run`` writes: an item of ``MAX_QUEUED_BYTES`` or more is queued too, written
-alone, and its ``send`` returns once it is written (cancelling that ``send`` ends only its wait).
-A sender waits while ``MAX_QUEUED_BYTES`` are queued (a large item counts). Items go out in the
-order their ``send`` calls began; ``send_nowait`` queues only when ``send`` would not wait.
+next pass. Every item is queued when its ``send`` begins, so items go out in that order; a
+``send`` then waits while ``MAX_QUEUED_BYTES`` were queued ahead of its item and not yet taken
+by the writer, and cancelling it ends only its wait. Only ``run`` writes: an item of
+``MAX_QUEUED_BYTES`` or more is written alone, and its ``send`` returns once it is written.
+``send_nowait`` queues only when ``send`` would not wait.
 
 Errors: items are written whole or not at all; after a failed inner write every ``send`` raises
 ``anyio.BrokenResourceError``. ``aclose`` writes what is queued, within the caller's deadline,
@@ -16,8 +17,7 @@ then closes the inner stream.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Final
 
@@ -63,8 +63,6 @@ class CoalescingSendStream(ByteSendStream):
         self._queued_event = anyio.Event()
         self._written_event = anyio.Event()
         self._writing = anyio.Lock(fast_acquire=True)
-        self._line: deque[anyio.Event] = deque()
-        """Senders waiting for their turn, first in line first; only the first one is awake."""
         self._failure: BaseException | None = None
         self._closed = False
 
@@ -95,8 +93,7 @@ class CoalescingSendStream(ByteSendStream):
             self._failure is not None
             or self._closed
             or not item
-            or self._line
-            or self._queued + len(item) >= MAX_QUEUED_BYTES  # a large item's send waits
+            or self._queued + len(item) >= MAX_QUEUED_BYTES  # that send would wait
             or self._unyielded + 1 >= ITEMS_PER_YIELD
         ):
             return False
@@ -111,18 +108,20 @@ class CoalescingSendStream(ByteSendStream):
         self._check()
         if not item:
             return
-        if self._line or self._queued >= MAX_QUEUED_BYTES:
-            await self._wait_in_line(self._room)
-        # Nothing waits between leaving the line and queueing: no later sender can go first.
+        # Queued at once, whatever befalls this sender, so no later send goes first; only the
+        # wait below can be cancelled, never the write (a write cut short would break the
+        # stream, one skipped would lose frames).
+        ahead = self._taken + self._queued
         self._queue.append(item)
         self._queued += len(item)
         if len(self._queue) == 1:
             self._queued_event.set()
         if len(item) >= MAX_QUEUED_BYTES:
-            # Queued whatever befalls this sender: only its wait can be cancelled, never the
-            # write (a write cut short would break the stream, one skipped would lose frames).
             self._large += 1
-            await self._until_written(self._taken + self._queued)
+            await self._until_written(ahead + len(item))
+            return
+        if ahead - self._taken >= MAX_QUEUED_BYTES:
+            await self._room(ahead)
             return
         self._unyielded += 1
         if self._unyielded >= ITEMS_PER_YIELD:
@@ -169,28 +168,11 @@ class CoalescingSendStream(ByteSendStream):
             self._check_writer()
             await self._written()
 
-    async def _room(self) -> None:
-        while self._queued >= MAX_QUEUED_BYTES:
-            await self._written()
-            self._check()
+    async def _room(self, ahead: int) -> None:
+        """Wait while ``MAX_QUEUED_BYTES`` queued before byte ``ahead`` are not yet taken."""
+        while ahead - self._taken >= MAX_QUEUED_BYTES:
             self._check_writer()
-
-    async def _wait_in_line(self, admitted: Callable[[], Awaitable[None]]) -> None:
-        """Wait until every sender ahead has gone, then for ``admitted``, keeping this sender's
-        place in line meanwhile (see the module contract)."""
-        turn = anyio.Event()
-        self._line.append(turn)
-        try:
-            if self._line[0] is not turn:
-                await turn.wait()
-            self._check()
-            await admitted()
-        finally:
-            first = self._line[0] is turn
-            self._line.remove(turn)
-            if first and self._line:
-                # The next sender wakes once this one has placed its item (no wait in between).
-                self._line[0].set()
+            await self._written()
 
     async def _written(self) -> None:
         await self._written_event.wait()
