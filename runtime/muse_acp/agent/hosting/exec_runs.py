@@ -32,7 +32,8 @@ from typing import Final
 import anyio
 
 from muse_acp.agent.errors.failures import Failure
-from muse_acp.agent.hosting.private_files import off_loop, read_regular, run_dir, sweep_ended
+from muse_acp.agent.hosting.private_files import off_loop, run_dir, sweep_ended
+from muse_acp.files import read_regular
 from muse_acp.rpc import RpcError
 from muse_acp_wire import msp
 

@@ -35,14 +35,13 @@ from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting.hosts import SetupFailure
 from muse_acp.agent.hosting.private_files import (
     RUN_DIR,
-    NotRegularFile,
     off_loop,
-    read_regular,
     run_dir,
     sweep_ended,
 )
 from muse_acp.agent.mcp.mcp_config import session_config
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec
+from muse_acp.files import NotRegularFile, read_regular
 
 __all__ = [
     "CONFIG_HOME_ENV",

@@ -1,8 +1,6 @@
 """Files the adapter reads or keeps for itself, handled so they never stall or expose it.
 
-Contract: ``read_regular(path, limit)`` returns at most ``limit + 1`` bytes (so the caller can
-tell a file too big) or None when there is no file; it opens without blocking and refuses
-anything but a regular file (``NotRegularFile``). ``off_loop(work, budget)`` runs ``work`` in a
+Contract: ``off_loop(work, budget)`` runs ``work`` in a
 worker thread and gives up after ``budget`` seconds (``TimeoutError``), leaving a hung thread
 behind rather than waiting. ``run_dir`` makes an owner-only ``<data dir>/run/<name>`` for what
 lives only as long as a process. ``process_running`` says whether a process id exists;
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypeVar
@@ -23,10 +20,8 @@ import anyio
 
 __all__ = [
     "RUN_DIR",
-    "NotRegularFile",
     "off_loop",
     "process_running",
-    "read_regular",
     "run_dir",
     "sweep_ended",
 ]
@@ -34,31 +29,6 @@ __all__ = [
 RUN_DIR: Final = "run"
 
 _T = TypeVar("_T")
-
-
-class NotRegularFile(OSError):
-    """The path names a FIFO, a device, a directory or a socket: nothing to read settings from."""
-
-
-def read_regular(path: Path, limit: int) -> bytes | None:
-    """At most ``limit + 1`` bytes of the regular file at ``path``; None when there is none.
-
-    Raises:
-        NotRegularFile: the path is not a regular file.
-        OSError: the file could not be read.
-    """
-    try:
-        # Non-blocking, so a FIFO planted at the path is refused instead of waited on.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(f"{path} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit + 1)
-    finally:
-        os.close(fd)
 
 
 async def off_loop(work: Callable[[], _T], budget: float) -> _T:

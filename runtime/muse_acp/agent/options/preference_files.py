@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from muse_acp.files import NotRegularFile, read_regular
 from muse_acp.rpc.decoding import RefusedFrame, decode_frame
 from muse_acp.rpc.errors import INTERNAL_ERROR, PARSE_ERROR, RpcError
 
@@ -74,21 +75,13 @@ def read_document(path: Path) -> dict[str, Any] | None:
         RpcError: ``INTERNAL_ERROR`` (``unusable``) for anything else.
     """
     try:
-        # Non-blocking, so a FIFO planted at the path is refused instead of waited on.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
+        raw = read_regular(path, MAX_FILE_BYTES)
+    except NotRegularFile:
+        raise unusable(path, "it cannot be read: it is not a regular file") from None
+    except OSError as error:
+        raise unusable(path, f"it cannot be read ({error.strerror or error})") from None
+    if raw is None:
         return None
-    except OSError as error:
-        raise unusable(path, f"it cannot be read ({error.strerror or error})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise unusable(path, "it cannot be read: it is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise unusable(path, f"it cannot be read ({error.strerror or error})") from None
-    finally:
-        os.close(fd)
     if len(raw) > MAX_FILE_BYTES:
         raise unusable(path, f"it is larger than {MAX_FILE_BYTES} bytes")
     document = decode_frame(raw)
