@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
 from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
 from muse_acp.sim.options.settings import CAPTURE_ENV
+from tests.in_process import serving_agent
 
 WAIT = 30.0
 """Seconds any single wait in these tests may take before it counts as a hang."""
@@ -201,8 +202,12 @@ async def running_agent(
     client: RecordingClient | None = None,
     *,
     capabilities: schema.ClientCapabilities | None = None,
+    process: bool = False,
 ) -> AsyncIterator[Agent]:
-    """Start ``muse-acp serve`` under the SDK client and initialize it."""
+    """Serve the agent under the SDK client and initialize it: in this process by default
+    (``tests.in_process``: the code of ``muse-acp serve`` on pipes, hosts played in process),
+    or, with ``process``, as ``muse-acp serve`` processes with ``muse-sim`` processes for hosts
+    (for tests whose hosts work hard at once: in one process they would share one core)."""
     client = client or RecordingClient()
     frames: list[tuple[str, dict[str, Any]]] = []
 
@@ -212,6 +217,33 @@ async def running_agent(
         )
         frames.append((direction, event.message))
 
+    async with _connected(world, client, observe, process) as conn:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=capabilities or schema.ClientCapabilities(),
+            client_info=schema.Implementation(name="muse-acp-tests", version="0"),
+        )
+        yield Agent(conn, client, world, frames)
+
+
+@asynccontextmanager
+async def _connected(
+    world: World, client: RecordingClient, observe: Callable[[Any], None], process: bool
+) -> AsyncIterator[ClientSideConnection]:
+    if not process:
+        async with serving_agent(world.env(), log=world.stderr) as (reader, writer):
+            conn = ClientSideConnection(
+                cast(acp.Client, client),
+                writer,
+                reader,
+                observers=[observe],
+                use_unstable_protocol=True,
+            )
+            try:
+                yield conn
+            finally:
+                await conn.close()
+        return
     with world.stderr.open("ab") as stderr:
         async with acp.spawn_agent_process(
             cast(acp.Client, client),
@@ -227,12 +259,7 @@ async def running_agent(
             observers=[observe],
             use_unstable_protocol=True,
         ) as (conn, _process):
-            await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION,
-                client_capabilities=capabilities or schema.ClientCapabilities(),
-                client_info=schema.Implementation(name="muse-acp-tests", version="0"),
-            )
-            yield Agent(conn, client, world, frames)
+            yield conn
 
 
 # -- extension methods -------------------------------------------------------------------

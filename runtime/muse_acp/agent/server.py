@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Final
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from muse_acp.agent.handshake.capabilities import InitializeParams
 from muse_acp.agent.handshake.startup import Startup, answer_initialize
@@ -43,7 +43,7 @@ from muse_acp_wire import acp_handshake as acp
 if TYPE_CHECKING:
     from muse_acp.agent.context import AgentContext
 
-__all__ = ["STOP_SIGNALS", "AgentHandler", "serve"]
+__all__ = ["STOP_SIGNALS", "AgentHandler", "serve", "serve_streams"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -139,19 +139,25 @@ async def serve(config: AdapterConfig) -> None:
     # Caught until every host was reaped, not only until the first one comes (see the module
     # contract): leaving this block gives the signals their default action back.
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-        await _serve(startup, signals)
+        async with open_stdio() as (receive, send):
+            await serve_streams(startup, receive, send, signals)
 
 
-async def _serve(startup: Startup, signals: AsyncIterator[int]) -> None:
-    async with (
-        open_stdio() as (receive, send),
-        coalescing(send) as output,
-        anyio.create_task_group() as tasks,
-    ):
+async def serve_streams(
+    startup: Startup,
+    receive: ByteReceiveStream,
+    send: ByteSendStream,
+    signals: AsyncIterator[int] | None = None,
+) -> None:
+    """Serve one client over ``receive`` and ``send`` until ``receive`` ends or a signal of
+    ``signals`` comes; every host is reaped before it returns. ``serve`` is this over stdio;
+    the tests' in-process tier is this over pipes of one process."""
+    async with coalescing(send) as output, anyio.create_task_group() as tasks:
         handler = AgentHandler(startup, output, tasks)
         connection = Connection(FrameReader(receive), FrameWriter(output), handler, name="acp")
         handler.attach(connection)
-        tasks.start_soon(_stop_on_signal, connection, signals)
+        if signals is not None:
+            tasks.start_soon(_stop_on_signal, connection, signals)
         tasks.start_soon(_probe_early, startup)
         await connection.serve()
         ctx = handler.context

@@ -17,11 +17,13 @@ chosen backend is reported as that backend's failure, not retried on the other o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from muse_acp.config import BackendSetting
 from muse_acp.host.binary import HostUnavailable, MuseBinary, probe
+from muse_acp.host.launch import SUBPROCESSES, Launcher
 from muse_acp_wire import acp_handshake as acp
 
 __all__ = ["BackendChoice", "choose_backend", "decide"]
@@ -81,13 +83,19 @@ def decide(setting: BackendSetting, binary: MuseBinary) -> BackendChoice:
     )
 
 
-async def choose_backend(setting: BackendSetting, path: str) -> BackendChoice:
-    """Probe the executable at ``path`` as far as ``setting`` needs, then ``decide``.
+async def choose_backend(
+    setting: BackendSetting,
+    path: str,
+    *,
+    launcher: Launcher = SUBPROCESSES,
+    env: Mapping[str, str] | None = None,
+) -> BackendChoice:
+    """Probe the executable at ``path`` as far as ``setting`` needs (``probe``), then ``decide``.
 
     Raises:
         HostUnavailable: see ``decide``; also when the executable cannot be probed.
     """
-    binary = await probe(path)
+    binary = await probe(path, launcher=launcher, env=env)
     if setting == "exec" or (setting == "auto" and not binary.serves):
-        binary = await probe(path, exec_help=True)
+        binary = await probe(path, exec_help=True, launcher=launcher, env=env)
     return decide(setting, binary)

@@ -18,11 +18,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
 import anyio
 
+from muse_acp.host.launch import SUBPROCESSES, Launcher
 from muse_acp.rpc import INTERNAL_ERROR, RpcError
 
 __all__ = [
@@ -155,16 +157,23 @@ def resolve_binary(explicit: str | None) -> str:
     return os.path.abspath(found)
 
 
-async def _run_probe(path: str, *args: str) -> tuple[int | None, bytes]:
+PROBE_OUTPUT_LIMIT: Final = 65536
+"""Bytes of each probe's output kept: a version line and a help text are far shorter."""
+
+
+async def _run_probe(
+    launcher: Launcher, env: Mapping[str, str] | None, path: str, *args: str
+) -> tuple[int | None, bytes]:
     try:
-        with anyio.fail_after(PROBE_TIMEOUT):
-            result = await anyio.run_process([path, *args], stdin=subprocess.DEVNULL, check=False)
-    except TimeoutError:
-        logger.warning("%s %s did not finish within %.0fs", path, " ".join(args), PROBE_TIMEOUT)
-        return None, b""
+        done = await launcher.run(
+            [path, *args], cwd=None, env=env, budget=PROBE_TIMEOUT, limit=PROBE_OUTPUT_LIMIT
+        )
     except OSError as exc:
         raise HostUnavailable(f"the Muse executable {path} could not be started: {exc}") from exc
-    return result.returncode, result.stdout + result.stderr
+    if done.status is None:
+        logger.warning("%s %s did not finish within %.0fs", path, " ".join(args), PROBE_TIMEOUT)
+        return None, b""
+    return done.status, done.stdout + done.stderr
 
 
 _cache: dict[tuple[str, int, int], MuseBinary] = {}
@@ -216,16 +225,25 @@ def discard_early_probes() -> None:
             process.communicate()
 
 
-async def _probe_exec(binary: MuseBinary) -> MuseBinary:
-    code, output = await _run_probe(binary.path, "exec", "--help")
+async def _probe_exec(
+    binary: MuseBinary, launcher: Launcher, env: Mapping[str, str] | None
+) -> MuseBinary:
+    code, output = await _run_probe(launcher, env, binary.path, "exec", "--help")
     offered = set(_FLAG.findall(output.decode("utf-8", "replace"))) if code == 0 else set()
     flags = frozenset(flag for flag in EXEC_FLAGS if flag in offered)
     logger.info("Muse executable %s: exec flags %s", binary.path, sorted(flags) or "none")
     return replace(binary, exec_flags=flags)
 
 
-async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
-    """Probe ``path`` once per (path, size, mtime); ``exec_help`` also probes ``exec --help``."""
+async def probe(
+    path: str,
+    *,
+    exec_help: bool = False,
+    launcher: Launcher = SUBPROCESSES,
+    env: Mapping[str, str] | None = None,
+) -> MuseBinary:
+    """Probe ``path`` once per (path, size, mtime), run by ``launcher`` in ``env`` (None: this
+    process's); ``exec_help`` also probes ``exec --help``."""
     try:
         stat = os.stat(path)
     except OSError as exc:
@@ -234,7 +252,7 @@ async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
     cached = _cache.get(key)
     if cached is not None:
         if exec_help and cached.exec_flags is None:
-            cached = _cache[key] = await _probe_exec(cached)
+            cached = _cache[key] = await _probe_exec(cached, launcher, env)
         return cached
     # The two probes run side by side: a client waits on them before its first answer.
     answers: dict[str, tuple[int | None, bytes]] = {}
@@ -244,7 +262,7 @@ async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
     async def run(name: str, *args: str) -> None:
         process = early.get(name)
         if process is None:
-            answers[name] = await _run_probe(path, *args)
+            answers[name] = await _run_probe(launcher, env, path, *args)
         else:
             answers[name] = await anyio.to_thread.run_sync(_finish, process)
 
@@ -263,7 +281,7 @@ async def probe(path: str, *, exec_help: bool = False) -> MuseBinary:
         serve_flags=frozenset(flag for flag in SERVE_FLAGS if flag in help_text),
     )
     if exec_help:
-        binary = await _probe_exec(binary)
+        binary = await _probe_exec(binary, launcher, env)
     _cache[key] = binary
     logger.info("Muse executable %s: version %s, serve %s", path, binary.version, binary.serves)
     return binary

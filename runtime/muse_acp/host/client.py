@@ -30,7 +30,7 @@ from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
 from muse_acp.host.delta_lane import DeltaLane, DeltaTaker
 from muse_acp.host.features import HostFeatures, features_of
-from muse_acp.host.process import HostProcess, spawn_host
+from muse_acp.host.launch import SUBPROCESSES, HostProcess, Launcher
 from muse_acp.host.unanswered import RefusingUnknown
 from muse_acp.rpc import (
     Connection,
@@ -263,6 +263,7 @@ async def open_host(
     experimental: bool = False,
     requested: Sequence[str] = (),
     trust_newer: bool = False,
+    launcher: Launcher = SUBPROCESSES,
 ) -> AsyncIterator[MspHost]:
     """Start ``muse serve`` and yield it once the handshake is done; always reaps it.
 
@@ -270,7 +271,8 @@ async def open_host(
     ``session/delete``); only connections opened for those ask for it, so a session's own host
     behaves exactly as the stable protocol says. ``requested`` names capabilities to ask for
     (``requestedCapabilities``), e.g. ``sessionMcp`` for a session with its own MCP servers.
-    ``trust_newer`` is the user's ``MUSE_ACP_TRUST_NEWER_HOST`` (``MspHost.features``).
+    ``trust_newer`` is the user's ``MUSE_ACP_TRUST_NEWER_HOST`` (``MspHost.features``);
+    ``launcher`` starts the process (``host.launch``).
 
     Raises:
         TimeoutError: the host did not finish its handshake within ``startup_timeout``.
@@ -278,7 +280,7 @@ async def open_host(
         RpcError: the host refused ``initialize``.
     """
     argv = [binary_path, "serve", *flags]
-    async with spawn_host(argv, cwd=cwd, env=env) as process:
+    async with launcher.serve(argv, cwd=cwd, env=env) as process:
         host_ref: list[MspHost] = []
         lane = DeltaLane()
         connection = Connection(

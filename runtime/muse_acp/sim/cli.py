@@ -14,14 +14,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
 from muse_acp.sim.options.exec_args import add_exec_parser, legacy_version
 from muse_acp.sim.options.serve_args import add_serve_parser
 from muse_acp.sim.options.versions import UnsupportedVersion, resolve_version
 
-__all__ = ["build_parser", "main"]
+if TYPE_CHECKING:
+    from muse_acp.sim.options.settings import ServeOptions
+
+__all__ = ["ServeRefused", "build_parser", "main", "serve_options"]
 
 USAGE_ERROR: Final = 2
 FLOOD_LINE: Final = b"muse-sim: simulated diagnostic output for stderr-flood\n"
@@ -67,26 +70,35 @@ def _flood_stderr(size: int) -> None:
         remaining -= len(chunk)
 
 
-def _serve(args: argparse.Namespace) -> int:
+class ServeRefused(ValueError):
+    """``serve`` cannot start with these settings; the message says which and why."""
+
+
+def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOptions:
+    """The options ``serve`` runs with, from its parsed arguments and the environment ``env``.
+
+    Raises:
+        ServeRefused: an unsupported version, malformed faults or quirks, or an unreadable
+            Muse settings file.
+    """
     from pathlib import Path
 
     from muse_acp.sim.options.accounts import API_KEY_ENV
-    from muse_acp.sim.options.faults import FAULTS_ENV, FaultSyntaxError, exit_now, parse_faults
+    from muse_acp.sim.options.faults import FAULTS_ENV, FaultSyntaxError, parse_faults
     from muse_acp.sim.options.mcp_settings import SettingsError, capture_settings, read_mcp_settings
     from muse_acp.sim.options.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
     from muse_acp.sim.options.settings import CAPTURE_ENV, ServeOptions, resolve_home
 
-    env = os.environ
     try:
         version = resolve_version(env)
         faults = parse_faults(env.get(FAULTS_ENV, ""))
         quirks = parse_quirks(env.get(QUIRKS_ENV, ""))
         settings_mcp = read_mcp_settings(env)
     except (UnsupportedVersion, FaultSyntaxError, QuirkSyntaxError, SettingsError) as exc:
-        return _fail(str(exc))
+        raise ServeRefused(str(exc)) from None
     capture_settings(env, settings_mcp)
     capture = env.get(CAPTURE_ENV, "")
-    options = ServeOptions(
+    return ServeOptions(
         home=resolve_home(env),
         version=version,
         faults=faults,
@@ -102,6 +114,16 @@ def _serve(args: argparse.Namespace) -> int:
         replay=Path(args.replay) if args.replay is not None else None,
         settings_mcp=settings_mcp,
     )
+
+
+def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from muse_acp.sim.options.faults import exit_now
+
+    try:
+        options = serve_options(args, env)
+    except ServeRefused as exc:
+        return _fail(str(exc))
+    faults = options.faults
     if faults.exits_at("startup"):
         exit_now("exit:startup")
     if faults.stderr_flood:
@@ -135,10 +157,12 @@ def _skills(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``muse-sim`` with ``argv`` (default: the process arguments); return the exit status."""
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Run ``muse-sim`` with ``argv`` (default: the process arguments) in ``environ`` (default:
+    the process environment); return the exit status."""
+    env = os.environ if environ is None else environ
     parser = build_parser()
-    legacy = legacy_version(os.environ)
+    legacy = legacy_version(env)
     arguments = list(sys.argv[1:] if argv is None else argv)
     if legacy is not None and arguments[:1] == ["serve"]:
         return _fail(f"muse {legacy.version} has no `serve` command (it came with Muse 1.1.1)")
@@ -147,14 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
     try:
-        version = legacy or resolve_version(os.environ)
+        version = legacy or resolve_version(env)
     except UnsupportedVersion as exc:
         return _fail(str(exc))
     if args.version:
         sys.stdout.write(version.banner + "\n")
         return 0
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, env)
     if args.command == "exec":
         from muse_acp.sim.serve.exec import run_exec
 
@@ -164,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from muse_acp.sim.options.accounts import login, logout
     from muse_acp.sim.options.settings import resolve_home
 
-    home = resolve_home(os.environ)
+    home = resolve_home(env)
     if args.command == "login":
         login(home)
         return 0

@@ -29,7 +29,14 @@ from muse_acp.sim.options.faults import FAULTS_ENV
 from muse_acp.sim.options.settings import HOME_ENV
 from muse_acp.sim.options.versions import VERSION_ENV
 
-__all__ = ["DEFAULT_VERSION", "SimWorld", "sim_command", "sim_launcher", "write_launcher"]
+__all__ = [
+    "DEFAULT_VERSION",
+    "SimWorld",
+    "launcher_text",
+    "sim_command",
+    "sim_launcher",
+    "write_launcher",
+]
 
 DEFAULT_VERSION: Final = "1.2.1"
 """The host version a world plays unless told otherwise."""
@@ -56,6 +63,20 @@ def write_launcher(
     ``MUSE_SIM_FAULTS`` for every process it starts (None leaves each to the environment);
     ``prelude`` is shell run first (it must not ``exec``). Returns ``path``.
     """
+    text = launcher_text(version=version, home=home, faults=faults, prelude=prelude)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def launcher_text(
+    *,
+    version: str | None = None,
+    home: Path | None = None,
+    faults: str | None = None,
+    prelude: str = "",
+) -> str:
+    """The script ``write_launcher`` writes with these arguments."""
     fixed = {
         VERSION_ENV: version,
         HOME_ENV: None if home is None else str(home),
@@ -66,9 +87,7 @@ def write_launcher(
     )
     lines = ["#!/bin/sh", *([prelude.rstrip("\n")] if prelude else [])]
     lines.append(f'{assignments}exec {sim_command()} "$@"')
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path
+    return "\n".join(lines) + "\n"
 
 
 def sim_launcher(directory: Path) -> Path:

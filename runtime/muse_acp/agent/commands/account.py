@@ -15,7 +15,6 @@ credential ever appears. ``run_muse_logout`` closes every session and host first
 from __future__ import annotations
 
 import logging
-import subprocess
 import tempfile
 from types import MappingProxyType
 from typing import Final
@@ -48,6 +47,8 @@ API_KEY_VARIABLE: Final = "META_API_KEY"
 API_KEY_METHOD: Final = "meta-api-key"
 """The ``authenticate`` method that uses the exported ``META_API_KEY``."""
 LOGOUT_TIMEOUT: Final = 30.0
+LOGOUT_OUTPUT_LIMIT: Final = 65536
+"""Bytes of ``muse logout``'s output read (it is not shown; only its status counts)."""
 NO_ACCOUNT_SURFACE: Final = frozenset({"methodNotFound", "experimentalRequired"})
 """Host error kinds that say this Muse cannot answer ``account/read`` at all."""
 
@@ -144,18 +145,17 @@ async def run_muse_logout(ctx: AgentContext) -> None:
         session.close()
     ctx.close_catalog_host()
     binary = await ctx.hosting.muse()
-    try:
-        with anyio.fail_after(LOGOUT_TIMEOUT):
-            result = await anyio.run_process(
-                [binary.path, "logout"],
-                stdin=subprocess.DEVNULL,
-                env=dict(ctx.environ),
-                check=False,
-            )
-    except TimeoutError:
-        raise RpcError(INTERNAL_ERROR, "`muse logout` did not finish in time") from None
-    if result.returncode != 0:
+    done = await ctx.startup.launcher.run(
+        [binary.path, "logout"],
+        cwd=None,
+        env=ctx.environ,
+        budget=LOGOUT_TIMEOUT,
+        limit=LOGOUT_OUTPUT_LIMIT,
+    )
+    if done.status is None:
+        raise RpcError(INTERNAL_ERROR, "`muse logout` did not finish in time")
+    if done.status != 0:
         raise RpcError(
             INTERNAL_ERROR,
-            f"`muse logout` failed with exit code {result.returncode}; sessions were closed",
+            f"`muse logout` failed with exit code {done.status}; sessions were closed",
         )

@@ -1,14 +1,14 @@
 """What the agent knows before it has any session, and how it answers ``initialize``.
 
 Contract: there is one ``Startup`` per ACP connection, made before anything else. It owns the
-configuration, the environment hosts inherit, the configured Muse executable (resolved and
-probed once: ``muse``), the backend chosen once for the connection (``backend``; a failure of
-the chosen backend never makes the other one run instead) and what ``initialize`` negotiated.
-Before any host runs, what a host of the executable would offer is ``expected`` of it (the
-one decision of ``host.features``, from its probed version).
-``answer_initialize`` answers from it alone: the backend and Muse's version when the executable
-can be used, and otherwise a successful answer all the same (the problem is logged, and shown
-to the client at its first session) so that the client can still list its sessions.
+configuration, the environment hosts inherit, the launcher that starts them (``host.launch``),
+the configured Muse executable (resolved and probed once: ``muse``), the backend chosen once
+for the connection (``backend``; a failure of the chosen backend never makes the other one run
+instead) and what ``initialize`` negotiated. Before any host runs, ``expected`` says what a host
+of the executable would offer (``host.features``). ``answer_initialize`` answers from it alone:
+the backend and Muse's version when the executable can be used, and otherwise a successful
+answer all the same (the problem is logged, and shown to the client at its first session) so
+that the client can still list its sessions.
 
 This module and what it imports are everything ``initialize`` needs: none of the sessions'
 machinery and none of the MSP models, which the agent loads once that answer is out
@@ -34,6 +34,7 @@ from muse_acp.config import AdapterConfig
 from muse_acp.host.backends import BackendChoice, choose_backend
 from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, resolve_binary
 from muse_acp.host.features import NO_FEATURES, HostFeatures, features_of
+from muse_acp.host.launch import SUBPROCESSES, Launcher
 from muse_acp_wire import acp_handshake as acp
 
 __all__ = ["Startup", "answer_initialize"]
@@ -45,9 +46,16 @@ class Startup:
     """The connection's configuration, executable, backend and negotiation (see the module
     contract)."""
 
-    def __init__(self, config: AdapterConfig, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: AdapterConfig,
+        environ: Mapping[str, str] | None = None,
+        launcher: Launcher = SUBPROCESSES,
+    ) -> None:
         self.config = config
         self.environ: Mapping[str, str] = environ if environ is not None else os.environ
+        self.launcher = launcher
+        """Starts every ``muse`` the connection runs but the exec backend's (``host.launch``)."""
         self.negotiated = Negotiated()
         self._binary: MuseBinary | None = None
         self._binary_lock = anyio.Lock()
@@ -87,7 +95,9 @@ class Startup:
         """
         async with self._binary_lock:
             if self._binary is None:
-                self._binary = await probe(resolve_binary(self.config.muse_bin))
+                self._binary = await probe(
+                    resolve_binary(self.config.muse_bin), launcher=self.launcher, env=self.environ
+                )
             return self._binary
 
     async def backend(self) -> BackendChoice:
@@ -99,7 +109,9 @@ class Startup:
         async with self._backend_lock:
             if self._backend is None:
                 binary = await self.muse()
-                self._backend = await choose_backend(self.config.backend, binary.path)
+                self._backend = await choose_backend(
+                    self.config.backend, binary.path, launcher=self.launcher, env=self.environ
+                )
             return self._backend
 
 

@@ -200,6 +200,7 @@ class Hosting:
                         experimental=experimental,
                         requested=requested,
                         trust_newer=self.config.trust_newer_host,
+                        launcher=self.startup.launcher,
                     )
                 )
             finally:

@@ -9,7 +9,6 @@ and may quote secrets.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -94,23 +93,6 @@ def parse_skills(raw: bytes) -> tuple[Skill, ...]:
     )
 
 
-async def _capture(argv: list[str], *, cwd: str, env: Mapping[str, str]) -> tuple[int, bytes]:
-    """Exit status and standard output of a short command whose output is bounded."""
-    output = bytearray()
-    # stderr is discarded: it is unbounded and may quote secrets the reply must not carry.
-    async with await anyio.open_process(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    ) as process:
-        assert process.stdout is not None
-        async for chunk in process.stdout:
-            output.extend(chunk)
-            if len(output) > SKILLS_OUTPUT_LIMIT:
-                process.kill()
-                raise SkillsUnavailable(f"the listing exceeds {SKILLS_OUTPUT_LIMIT} bytes")
-        status = await process.wait()
-    return status, bytes(output)
-
-
 async def list_skills(
     hosting: Hosting, cwd: str, *, budget: float = SKILLS_TIMEOUT
 ) -> tuple[Skill, ...]:
@@ -123,21 +105,25 @@ async def list_skills(
     try:
         binary = await hosting.muse()
         argv = [binary.path, "skills", "list", "--json", "--workspace", cwd]
-        with anyio.fail_after(budget):
-            status, stdout = await _capture(argv, cwd=cwd, env=hosting.environ)
-    except TimeoutError:
-        raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds") from None
+        # stderr is never shown: it is unbounded and may quote secrets the reply must not carry.
+        done = await hosting.startup.launcher.run(
+            argv, cwd=cwd, env=hosting.environ, budget=budget, limit=SKILLS_OUTPUT_LIMIT
+        )
     except RpcError as error:
         raise SkillsUnavailable(
             redact(" ".join(error.message.split()), environ=hosting.environ, limit=REASON_LIMIT)
         ) from None
     except OSError as error:
         raise SkillsUnavailable(f"`muse skills list` could not be started ({error})") from None
-    if status != 0:
+    if done.status is None:
+        raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds")
+    if done.overflowed:
+        raise SkillsUnavailable(f"the listing exceeds {SKILLS_OUTPUT_LIMIT} bytes")
+    if done.status != 0:
         raise SkillsUnavailable(
-            f"`muse skills list` exited with status {status}; run it in a terminal to see why"
+            f"`muse skills list` exited with status {done.status}; run it in a terminal to see why"
         )
-    return parse_skills(stdout)
+    return parse_skills(done.stdout)
 
 
 def skills_reply(skills: Sequence[Skill]) -> str:

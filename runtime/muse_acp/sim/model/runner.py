@@ -13,8 +13,6 @@ changing; then the session's next queued turn starts.
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Final
 
 import anyio
@@ -51,7 +49,7 @@ from muse_acp.sim.model.tools import (
 )
 from muse_acp.sim.model.turn import Turn
 from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
-from muse_acp.sim.options.faults import FAULT_EXIT_CODE
+from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
     Approve,
     AskUser,
@@ -271,9 +269,7 @@ class TurnRunner:
                     kind=kind, message=f"simulated {kind} failure", retryable=retryable
                 )
             case Crash():
-                sys.stderr.write("muse-sim: sim:crash: exiting in the middle of a turn\n")
-                sys.stderr.flush()
-                os._exit(FAULT_EXIT_CODE)
+                crash(["sim:crash: exiting in the middle of a turn"])
         return None
 
     async def _approved_command(self, directive: Approve) -> None:

@@ -5,7 +5,8 @@ Contract: ``MUSE_SIM_FAULTS`` is a comma-separated list of faults (docs/muse-sim
 command line then exits 2). The host consults that value at fixed points; nothing else in
 muse-sim reads the variable. A fault that exits ends the process at once with
 ``FAULT_EXIT_CODE`` after one line on stderr, so a client sees exactly what a crashing host
-leaves behind (the session lease is freed by the OS).
+leaves behind (the session lease is freed by the OS); a host served in process ends alone
+(``EXIT_HOOK``).
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, NoReturn
 
 __all__ = [
+    "EXIT_HOOK",
     "FAULTS_ENV",
     "FAULT_EXIT_CODE",
     "MAX_FLOOD_BYTES",
+    "ExitHook",
     "FaultSyntaxError",
     "Faults",
+    "crash",
     "exit_now",
     "parse_faults",
 ]
@@ -180,12 +185,26 @@ def parse_faults(text: str) -> Faults:
     return replace(faults, names=tuple(names))
 
 
-def exit_now(reason: str, last_words: Sequence[str] = ()) -> NoReturn:
-    """End the process at once, as a crashing host would (no cleanup, no flushing of stdout);
-    ``last_words`` are written to stderr after the fault's own line."""
+ExitHook = Callable[[int, Sequence[str]], NoReturn]
+"""Ends a host served in process (``sim.in_process``) with an exit status and stderr lines."""
+
+EXIT_HOOK: Final[ContextVar[ExitHook | None]] = ContextVar("muse_sim_exit_hook", default=None)
+"""Set by a host served in process: its crash ends that host, not the process serving it."""
+
+
+def crash(lines: Sequence[str]) -> NoReturn:
+    """End the host at once, as a crashing host would (no cleanup, no flushing of stdout), with
+    ``FAULT_EXIT_CODE`` after writing ``lines`` to stderr; in process, through ``EXIT_HOOK``."""
+    hook = EXIT_HOOK.get()
+    if hook is not None:
+        hook(FAULT_EXIT_CODE, [f"muse-sim: {line}" for line in lines])
     try:
-        sys.stderr.write(f"muse-sim: injected fault {reason}: exiting\n")
-        sys.stderr.writelines(f"muse-sim: {line}\n" for line in last_words)
+        sys.stderr.writelines(f"muse-sim: {line}\n" for line in lines)
         sys.stderr.flush()
     finally:
         os._exit(FAULT_EXIT_CODE)
+
+
+def exit_now(reason: str, last_words: Sequence[str] = ()) -> NoReturn:
+    """``crash`` for the injected fault ``reason``; ``last_words`` follow the fault's own line."""
+    crash([f"injected fault {reason}: exiting", *last_words])

@@ -1,0 +1,112 @@
+"""The in-process tier: ``muse-acp serve`` and its ``muse-sim`` hosts inside the test process.
+
+``serving_agent(env)`` serves the agent on two pipes of this process through the very code
+``muse-acp serve`` runs on stdio (``agent.server.serve_streams`` over ``rpc.open_stdio``), with
+the configuration ``env`` gives and ``SimLauncher`` starting its hosts (a world's plain
+launcher is played in process; anything else is still a process). It yields the client's
+asyncio streams, as the SDK's ``spawn_agent_process`` would. The agent's log goes to ``log``
+at debug level, as ``MUSE_ACP_LOG=debug`` would send it to a process's stderr; the simulated
+hosts' own records stay out of it, as a host's stderr would. Leaving the block closes the
+agent's input and waits (bounded) until it has stopped, with every host reaped; an agent that
+does not stop fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Final
+
+import anyio
+
+from muse_acp.agent.handshake.startup import Startup
+from muse_acp.agent.server import serve_streams
+from muse_acp.config import load_config
+from muse_acp.redact import RedactingFilter
+from muse_acp.rpc import open_stdio
+from muse_acp.sim.in_process import SimLauncher
+
+STOP_WAIT: Final = 15.0
+"""Seconds the agent may take to stop once its input is closed (its hosts' graces and more)."""
+READ_LIMIT: Final = 64 * 1024 * 1024
+"""The client's longest line, well above the agent's largest frame."""
+
+
+class _NotTheHosts(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith("muse_acp.sim")
+
+
+@asynccontextmanager
+async def _agent_log(log: Path | None) -> AsyncIterator[None]:
+    if log is None:
+        yield
+        return
+    handler = logging.FileHandler(log, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("muse-acp %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())
+    handler.addFilter(_NotTheHosts())
+    logger = logging.getLogger("muse_acp")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+
+
+async def _client_streams(
+    read_fd: int, write_fd: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, asyncio.BaseTransport]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_LIMIT)
+    reading, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", 0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, writer, reading
+
+
+@asynccontextmanager
+async def serving_agent(
+    env: Mapping[str, str], *, log: Path | None = None
+) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """Serve the agent in process (see the module contract); yields the client's streams."""
+    startup = Startup(load_config(env), env, SimLauncher())
+    agent_in, client_out = os.pipe()
+    client_in, agent_out = os.pipe()
+    stopped = anyio.Event()
+
+    async def agent() -> None:
+        try:
+            async with open_stdio(read_fd=agent_in, write_fd=agent_out) as (receive, send):
+                await serve_streams(startup, receive, send)
+        finally:
+            for fd in (agent_in, agent_out):
+                with suppress(OSError):
+                    os.close(fd)
+            stopped.set()
+
+    async with _agent_log(log), anyio.create_task_group() as tasks:
+        reader, writer, reading = await _client_streams(client_in, client_out)
+        tasks.start_soon(agent)
+        try:
+            yield reader, writer
+        finally:
+            with anyio.CancelScope(shield=True):
+                writer.close()
+                with anyio.move_on_after(STOP_WAIT) as waited:
+                    await stopped.wait()
+                tasks.cancel_scope.cancel()
+                reading.close()
+        assert not waited.cancelled_caught, f"the agent did not stop within {STOP_WAIT:g}s"
