@@ -359,7 +359,7 @@ async def prepared(
 
     On exit the agent is stopped and every muse-sim process must be gone.
     """
-    async with running_agent(faulty.world, capabilities=capabilities) as agent:
+    async with running_agent(faulty.world, capabilities=capabilities, process=True) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             response = await agent.prompt(session, first)

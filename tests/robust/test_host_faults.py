@@ -343,7 +343,7 @@ async def test_a_read_on_the_turns_own_host_settles_and_the_session_goes_on(
     require_proc()
     # Hosts stay up for a minute here, so the read finds the turn's host still running.
     faulty = fault_world(tmp_path, Budgets(idle=60.0))
-    async with running_agent(faulty.world, capabilities=OUTPUT) as agent:
+    async with running_agent(faulty.world, capabilities=OUTPUT, process=True) as agent:
         warm_up = await agent.new_session()  # uses up the executable's probes
         with anyio.fail_after(WAIT):
             assert (await agent.prompt(warm_up, FIRST)).stop_reason == "end_turn"
@@ -443,7 +443,7 @@ async def test_a_host_left_in_an_unknown_state_is_closed_and_the_next_prompt_get
     # Idle hosts are kept far longer than this test runs: only being closed ends this one.
     faulty = fault_world(tmp_path, Budgets(idle=60.0))
     case = PROMPT_FAULTS[name]
-    async with running_agent(faulty.world) as agent:
+    async with running_agent(faulty.world, process=True) as agent:
         session = await agent.new_session()
         faulty.arm(case.faults)
         with settled_error(faulty.budgets.startup + MARGIN) as settled:

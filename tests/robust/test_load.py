@@ -265,7 +265,7 @@ async def test_sixty_four_busy_sessions_settle_every_prompt_exactly_and_leave_no
     everyone = {word for plan in plans for turn in plan.turns for word in turn.words}
     assert {turn.kind for plan in plans for turn in plan.turns} == set(EXPECTED_STOPS)
     watch = Stopwatch()
-    async with running_agent(faulty.world, capabilities=STEERING) as agent:
+    async with running_agent(faulty.world, capabilities=STEERING, process=True) as agent:
         pid = agent_pid(faulty.world)
         assert children(pid) == [], "the agent runs no host before its first prompt"
         fds = open_fds(pid)
@@ -306,7 +306,7 @@ async def test_a_correction_answered_before_the_turn_reaches_its_hold_releases_i
     # Found under load: a correction that reached a slow host before its turn got to
     # ``sim:hold`` was answered between steps, and the hold then waited for another forever.
     faulty = fault_world(tmp_path)
-    async with running_agent(faulty.world, capabilities=STEERING) as agent:
+    async with running_agent(faulty.world, capabilities=STEERING, process=True) as agent:
         session = await agent.new_session()
         answers: list[dict[str, Any]] = []
 

@@ -74,9 +74,15 @@ class _ClosingSend(FdSendStream):
 
     def close_fd(self) -> None:
         if self._fd_open >= 0:
-            with suppress(OSError):
-                os.close(self._fd_open)
+            _close_fd(self._fd_open)
             self._fd_open = -1
+
+
+def _close_fd(fd: int) -> None:
+    """Close ``fd``, first waking any task still waiting on it (it then sees it closed)."""
+    with suppress(OSError):
+        anyio.notify_closing(fd)
+        os.close(fd)
 
 
 def _pipe() -> tuple[int, int]:
@@ -139,8 +145,7 @@ class ServedHost:
             return
         self._stderr(lines)
         for fd in (self._host_in, self._host_out):
-            with suppress(OSError):
-                os.close(fd)
+            _close_fd(fd)
         self._returncode = status
         self.exited.set()
 
@@ -160,6 +165,11 @@ class ServedHost:
         except* _Crashed as crashed:
             first = crashed.exceptions[0]
             status = first.status if isinstance(first, _Crashed) else 1
+        except* Exception:
+            # What would kill the process: its traceback is the last thing it says.
+            logger.exception("muse-sim failed")
+            self._stderr(["muse-sim: an unexpected error ended the host (see the log)"])
+            status = 1
         finally:
             EXIT_HOOK.reset(token)
             self.end(status)
@@ -167,8 +177,7 @@ class ServedHost:
     def release(self) -> None:
         """Close the client's side of the pipes, once the host ended."""
         self._stdin.close_fd()
-        with suppress(OSError):
-            os.close(self._stdout_fd)
+        _close_fd(self._stdout_fd)
 
 
 def _check_folder(cwd: str) -> None:
