@@ -3486,7 +3486,7 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
         ),
         "1.4.2": BundleOutline(
             version="1.4.2",
-            fingerprint="sha256:27c6e1f5f2e18bac6a940a2a95fc4afd4e28aa32f0e13ad98a27d4f0695d3447",
+            fingerprint="sha256:0de2f494d01ae5509394c6d82bee8ab71386aa736af2e23da79dc4537fd6917c",
             host_requests=MappingProxyType(
                 {
                     "initialize": False,
@@ -3755,9 +3755,7 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                             "reasoning_tokens": False,
                         }
                     ),
-                    "CumulativeTokenUsage": MappingProxyType(
-                        {"prompt_tokens": True, "output_tokens": True, "total_tokens": True}
-                    ),
+                    "CumulativeCost": MappingProxyType({"usd": True, "partial": True}),
                     "ClientInfo": MappingProxyType({"name": True, "title": False, "version": True}),
                     "ClientCapabilities": MappingProxyType(
                         {
@@ -4333,21 +4331,6 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                     ),
                     "SessionStartedParams": MappingProxyType({"session": True}),
                     "SessionListChangedParams": MappingProxyType({"session": True}),
-                    "SessionTokenUsageParams": MappingProxyType(
-                        {
-                            "session_id": True,
-                            "view_cursor": True,
-                            "source_range": False,
-                            "turn_id": True,
-                            "model_id": False,
-                            "usage": True,
-                            "prompt_tokens": False,
-                            "total_tokens": False,
-                            "finish_reason": False,
-                            "duration_ms": False,
-                            "cumulative": False,
-                        }
-                    ),
                     "SessionContextUsageParams": MappingProxyType(
                         {
                             "session_id": True,
@@ -4710,6 +4693,16 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                             "upload_id": False,
                         }
                     ),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "prompt_tokens": True,
+                            "output_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
                     "SessionStartParams": MappingProxyType(
                         {
                             "command_id": True,
@@ -4760,6 +4753,21 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                             "history": True,
                             "pending_requests": True,
                             "last_turn": False,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                            "turn_id": True,
+                            "model_id": False,
+                            "usage": True,
+                            "prompt_tokens": False,
+                            "total_tokens": False,
+                            "finish_reason": False,
+                            "duration_ms": False,
+                            "cumulative": False,
                         }
                     ),
                     "SessionGoalChangedParams": MappingProxyType(

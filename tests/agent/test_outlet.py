@@ -87,6 +87,33 @@ async def test_a_usage_update_is_noted_for_status_and_carries_the_latest_figures
     }
 
 
+async def test_a_usage_update_that_says_nothing_new_is_not_sent_again(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    session.tokens = TokenUse(prompt=10, output=5, total=15, step=15)
+
+    def window(used: int) -> acp.UsageUpdateSessionUpdate:
+        return acp.UsageUpdateSessionUpdate(session_update="usage_update", used=used, size=1000)
+
+    await session.outlet.send(window(15))
+    await session.outlet.send(window(15))  # Muse's context report, agreeing with its tokens
+    assert len(_sent(session.client)) == 1
+    session.tokens = TokenUse(prompt=20, output=9, total=29, step=15)
+    await session.outlet.send(window(15))  # same window, new totals: news
+    await session.outlet.send(window(16))
+    await session.outlet.send(window(15))  # back to an earlier figure: a change again
+    assert [
+        u.used for u in _sent(session.client) if isinstance(u, acp.UsageUpdateSessionUpdate)
+    ] == [
+        15,
+        15,
+        16,
+        15,
+    ]
+    other = _session(tmp_path)
+    await other.outlet.send(window(15))
+    assert len(_sent(other.client)) == 1, "each session's outlet remembers its own"
+
+
 async def test_an_announced_goal_is_noted_for_the_goal_command(tmp_path: Path) -> None:
     session = _session(tmp_path)
     await session.outlet.send(goal_update(msp.Goal(objective="Ship it", status="active")))

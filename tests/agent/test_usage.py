@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import math
+from typing import Any
+
+import pytest
+
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.usage import (
+    HostCost,
     PlanUse,
     TokenUse,
+    host_cost,
     usage_lines,
     usage_update,
     with_usage,
@@ -71,3 +79,133 @@ def test_status_lines_say_what_is_known() -> None:
         "Tokens: 1,234 this session (1,200 prompt, 34 output)",
         "Plan usage: 4% of the 300-minute window, 9% of the week",
     ]
+
+
+def _totals(**members: Any) -> msp.CumulativeTokenUsage:
+    return msp.CumulativeTokenUsage.model_validate(
+        {"promptTokens": 70, "outputTokens": 30, "totalTokens": 100, **members}
+    )
+
+
+@pytest.mark.parametrize(
+    ("members", "expected"),
+    [
+        ({}, None),
+        ({"cost": None}, None),
+        ({"cost": {"usd": 0.0123, "partial": False}}, HostCost(0.0123, False)),
+        ({"cost": {"usd": 1.5, "partial": True}}, HostCost(1.5, True)),
+        ({"cost": {"usd": 0, "partial": False}}, HostCost(0.0, False)),
+        ({"cost": {"usd": "0.25", "partial": False}}, HostCost(0.25, False)),
+        ({"cost": {"usd": math.nan, "partial": False}}, None),
+        ({"cost": {"usd": math.inf, "partial": False}}, None),
+        ({"cost": {"usd": -0.01, "partial": False}}, None),
+    ],
+    ids=["absent", "null", "priced", "partial", "zero", "decimal-string", "nan", "inf", "negative"],
+)
+def test_muses_cost_is_read_only_when_it_is_an_amount(
+    members: dict[str, Any], expected: HostCost | None
+) -> None:
+    assert host_cost(_totals(**members)) == expected
+
+
+def test_no_totals_no_cost_and_a_malformed_one_is_logged_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert host_cost(None) is None
+    with caplog.at_level(logging.DEBUG, logger="muse_acp.agent"):
+        assert host_cost(_totals(cost={"usd": -1, "partial": False})) is None
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+
+
+def test_cache_counts_and_cost_come_from_the_token_report() -> None:
+    report = _tokens(
+        1300,
+        20,
+        usage={
+            "inputTokens": 1300,
+            "outputTokens": 20,
+            "cachedTokens": 1024,
+            "cacheReadTokens": 1024,
+        },
+        cumulative={
+            "promptTokens": 2600,
+            "outputTokens": 40,
+            "totalTokens": 2640,
+            "cacheReadTokens": 1024,
+            "cacheWriteTokens": 1024,
+            "cost": {"usd": 0.0042, "partial": False},
+        },
+    )
+    use = TokenUse.from_params(report, None)
+    assert (use.cache_read, use.cache_write, use.cost) == (1024, 1024, HostCost(0.0042, False))
+    assert use.step_cache == acp.MuseStepCache(cached_tokens=1024, cache_read_tokens=1024)
+    older = TokenUse.from_params(_tokens(5, 5), None)
+    assert (older.cache_read, older.cache_write, older.step_cache, older.cost) == (
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected_cost", "label"),
+    [
+        (
+            HostCost(0.0042, False),
+            {"amount": 0.0042, "currency": "USD"},
+            {"estimatedBy": "muse", "partial": False},
+        ),
+        (
+            HostCost(2.5, True),
+            {"amount": 2.5, "currency": "USD"},
+            {"estimatedBy": "muse", "partial": True},
+        ),
+        (None, None, None),
+    ],
+    ids=["estimate", "partial-estimate", "no-cost"],
+)
+def test_a_usage_update_carries_muses_cost_labelled_as_its_estimate(
+    cost: HostCost | None, expected_cost: dict[str, Any] | None, label: dict[str, Any] | None
+) -> None:
+    tokens = TokenUse(
+        2600,
+        40,
+        2640,
+        1320,
+        cache_read=1024,
+        cache_write=1024,
+        step_cache=acp.MuseStepCache(cached_tokens=1024),
+        cost=cost,
+    )
+    for update in (
+        usage_update(ContextUse(1, 1000), tokens, None),
+        with_usage(
+            acp.UsageUpdateSessionUpdate(session_update="usage_update", used=1, size=9),
+            tokens,
+            None,
+        ),
+    ):
+        assert update is not None
+        sent = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        assert sent.get("cost") == expected_cost, "no cost is sent as none, never as 0"
+        report = sent["_meta"]["muse/usage"]
+        assert report.get("cost") == label
+        assert report["tokens"] == {
+            "promptTokens": 2600,
+            "outputTokens": 40,
+            "totalTokens": 2640,
+            "cacheReadTokens": 1024,
+            "cacheWriteTokens": 1024,
+        }
+        assert report["lastStep"] == {"cachedTokens": 1024}
+
+
+def test_status_says_what_muse_estimates_the_session_cost() -> None:
+    priced = TokenUse(1200, 34, 1234, 1234, cost=HostCost(0.01234, False))
+    assert usage_lines(priced, None)[1] == "Cost: $0.0123 so far (Muse's estimate)"
+    partial = TokenUse(1200, 34, 1234, 1234, cost=HostCost(1234.5, True))
+    assert usage_lines(partial, None)[1] == (
+        "Cost: $1,234.5000 so far (Muse's estimate, leaving out calls it could not price)"
+    )
+    assert len(usage_lines(TokenUse(1200, 34, 1234, 1234), None)) == 1

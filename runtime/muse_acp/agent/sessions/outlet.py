@@ -3,7 +3,9 @@
 Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
 updates in the order their sends begin, noting on the way out what the session keeps of them
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it in the
-update), a usage update's context window and latest token and plan figures, an announced goal.
+update), a usage update's context window and latest token, cost and plan figures, an announced
+goal. A usage update that would say exactly what the last one sent said is not sent again (Muse
+reports after each model step both its tokens and its context window, which often agree).
 
 * ``send`` raises ``ConnectionClosed`` once the client has gone.
 * ``send_nowait`` is the delta lane's: a plain text chunk from its ``chunk_frames`` template,
@@ -56,7 +58,7 @@ class SessionRecord(Protocol):
 class UpdateOutlet:
     """Sends one session's updates to the client (see the module contract)."""
 
-    __slots__ = ("_client", "_encoded_id", "_record", "gone", "session_id")
+    __slots__ = ("_client", "_encoded_id", "_last_usage", "_record", "gone", "session_id")
 
     def __init__(self, session_id: str, client: ClientWriter, record: SessionRecord) -> None:
         self.session_id = session_id
@@ -66,6 +68,8 @@ class UpdateOutlet:
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
         """A guarded send found the client gone (``send_unless_gone``)."""
+        self._last_usage: dict[str, object] | None = None
+        """The last usage update sent, as it went out; an identical one is not sent again."""
 
     def send_nowait(self, update: Update) -> bool:
         """``send`` of a plain text chunk, if the client's writer takes it at once
@@ -99,6 +103,10 @@ class UpdateOutlet:
         elif isinstance(update, acp.UsageUpdateSessionUpdate):
             record.context = ContextUse(update.used, update.size)
             update = with_usage(update, record.tokens, record.plan_usage)  # the latest figures
+            sent = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            if sent == self._last_usage:
+                return  # the client has these very figures already
+            self._last_usage = sent
         seen = announced_goal(update)
         if seen is not None:
             record.goal = seen

@@ -1,26 +1,65 @@
 """Token and subscription usage as Muse reports it: ACP ``usage_update`` and ``/status`` lines.
 
-Contract (pure): ``TokenUse.from_params`` reads ``session/tokenUsage`` (sent after every model
-step): the session's running totals (``cumulative``, else this step's counts added to what was
-known) and the tokens the step had in its context (prompt plus output). ``PlanUse.from_usage``
-reads the subscription usage of ``usage/changed`` and ``usage/read`` (Muse 1.3.0 and newer; the
-host's account, not one session). ``usage_update`` builds the ACP ``usage_update`` for what is
-known: ``used``/``size`` are the context window's (the step's tokens against the window size
-Muse last reported), and ``_meta["muse/usage"]`` carries the token totals and subscription
-shares (``MuseUsageUpdateMeta``); ``with_usage`` adds the same ``_meta`` to any other
-``usage_update`` (the context window's, see ``progress``). ACP requires ``size``, so nothing
-is sent before Muse reported its context window once; the figures are still kept for
-``/status`` (``usage_lines``).
+Contract (pure): ``TokenUse.from_params`` reads ``session/tokenUsage`` (after every model step):
+the session's running totals (``cumulative``, else this step's counts added up), the step's
+tokens in context, the cache counts Muse reported (the step's; the session's from 1.4.2) and
+Muse's cost estimate (``host_cost``). ``PlanUse.from_usage`` reads the account's subscription
+usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). ``usage_update`` builds the ACP
+``usage_update``: ``used``/``size`` are the context window's (the step's tokens against the
+window size Muse last reported), ``cost`` is Muse's estimate in US dollars (the unit Muse
+declares), and ``_meta["muse/usage"]`` carries the token totals, cache counts, the label saying
+the cost is Muse's estimate and subscription shares; ``with_usage`` adds the same to any other
+``usage_update`` (the context window's, see ``progress``). A cost not reported, or not a finite
+amount of at least 0 (logged at debug), is no ``cost``, never 0. ACP requires ``size``, so
+nothing is sent before Muse reported its context window; ``usage_lines`` serves ``/status``.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from dataclasses import dataclass
+from typing import Final
 
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp_wire import acp, msp
 
-__all__ = ["PlanUse", "TokenUse", "usage_lines", "usage_update", "with_usage"]
+__all__ = [
+    "COST_CURRENCY",
+    "HostCost",
+    "PlanUse",
+    "TokenUse",
+    "host_cost",
+    "usage_lines",
+    "usage_update",
+    "with_usage",
+]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+COST_CURRENCY: Final = "USD"
+"""Muse declares its session cost in US dollars (``CumulativeCost.usd``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostCost:
+    """Muse's estimate of what the session cost so far."""
+
+    usd: float
+    partial: bool
+    """Muse could not price every model call, so the amount leaves some out."""
+
+
+def host_cost(cumulative: msp.CumulativeTokenUsage | None) -> HostCost | None:
+    """Muse's cost estimate in ``cumulative``, or None when there is none to show: absent, null,
+    or not a finite amount of at least 0 (logged at debug)."""
+    cost = None if cumulative is None else cumulative.cost
+    if cost is None:
+        return None
+    if not math.isfinite(cost.usd) or cost.usd < 0:
+        logger.debug("ignored Muse's session cost %r: not an amount of money", cost.usd)
+        return None
+    return HostCost(cost.usd, cost.partial)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,17 +70,38 @@ class TokenUse:
     output: int
     total: int
     step: int
+    cache_read: int | None = None
+    """The session's cache reads and writes, where Muse reports them (1.4.2 and newer)."""
+    cache_write: int | None = None
+    step_cache: acp.MuseStepCache | None = None
+    """The latest step's cache counts, those Muse reported."""
+    cost: HostCost | None = None
 
     @classmethod
     def from_params(cls, params: msp.SessionTokenUsageParams, before: TokenUse | None) -> TokenUse:
         counts = params.usage
         step = params.total_tokens or (counts.input_tokens + counts.output_tokens)
+        cached = acp.MuseStepCache(
+            cached_tokens=counts.cached_tokens,
+            cache_read_tokens=counts.cache_read_tokens,
+            cache_write_tokens=counts.cache_write_tokens,
+        )
+        step_cache = None if cached == acp.MuseStepCache() else cached
         if params.cumulative is not None:
             c = params.cumulative
-            return cls(c.prompt_tokens, c.output_tokens, c.total_tokens, step)
+            return cls(
+                c.prompt_tokens,
+                c.output_tokens,
+                c.total_tokens,
+                step,
+                c.cache_read_tokens,
+                c.cache_write_tokens,
+                step_cache,
+                host_cost(c),
+            )
         prompt = (before.prompt if before else 0) + counts.input_tokens
         output = (before.output if before else 0) + counts.output_tokens
-        return cls(prompt, output, prompt + output, step)
+        return cls(prompt, output, prompt + output, step, step_cache=step_cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,32 +136,44 @@ def usage_update(
 def with_usage(
     update: acp.UsageUpdateSessionUpdate, tokens: TokenUse | None, plan: PlanUse | None
 ) -> acp.UsageUpdateSessionUpdate:
-    """``update`` carrying the latest token and subscription figures in ``_meta["muse/usage"]``
-    (unchanged when it has its own ``_meta`` or nothing is known)."""
+    """``update`` carrying Muse's latest cost estimate and its token and subscription figures in
+    ``_meta["muse/usage"]`` (unchanged when it has its own ``_meta`` or nothing is known)."""
     if update.field_meta is not None or (tokens is None and plan is None):
         return update
     report = acp.MuseUsageReport()
+    changes: dict[str, object] = {}
     if tokens is not None:
         report.tokens = acp.MuseTokenTotals(
-            prompt_tokens=tokens.prompt, output_tokens=tokens.output, total_tokens=tokens.total
+            prompt_tokens=tokens.prompt,
+            output_tokens=tokens.output,
+            total_tokens=tokens.total,
+            cache_read_tokens=tokens.cache_read,
+            cache_write_tokens=tokens.cache_write,
         )
+        report.last_step = tokens.step_cache
+        if tokens.cost is not None:
+            changes["cost"] = acp.Cost(amount=tokens.cost.usd, currency=COST_CURRENCY)
+            report.cost = acp.MuseCostEstimate(estimated_by="muse", partial=tokens.cost.partial)
     if plan is not None:
         report.subscription = acp.MuseSubscriptionUsage(
             window_used_percent=plan.window_percent, weekly_used_percent=plan.weekly_percent
         )
     meta = acp.MuseUsageUpdateMeta(muse_usage=report)
-    dumped = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return update.model_copy(update={"field_meta": dumped})
+    changes["field_meta"] = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return update.model_copy(update=changes)
 
 
 def usage_lines(tokens: TokenUse | None, plan: PlanUse | None) -> list[str]:
-    """``/status`` lines for the token totals and the subscription usage."""
+    """``/status`` lines for the token totals, Muse's cost estimate and the subscription usage."""
     lines = [
         "Tokens: none reported yet (Muse reports them after each model step)"
         if tokens is None
         else f"Tokens: {tokens.total:,} this session ({tokens.prompt:,} prompt, "
         f"{tokens.output:,} output)"
     ]
+    if tokens is not None and tokens.cost is not None:
+        left_out = ", leaving out calls it could not price" if tokens.cost.partial else ""
+        lines.append(f"Cost: ${tokens.cost.usd:,.4f} so far (Muse's estimate{left_out})")
     if plan is not None:
         window = f"{plan.window_minutes}-minute" if plan.window_minutes else "current"
         lines.append(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import anyio
 
+from muse_acp.sim.model.prices import session_totals, step_cache
 from muse_acp.sim.options.faults import exit_now
 from muse_acp.sim.script.directives import split_text
 from muse_acp.sim.script.turn_requests import Steer, TurnRequest
@@ -241,18 +242,24 @@ class Turn:
         output_tokens = 20 + estimate_tokens(output_text)
         total = prompt_tokens + output_tokens
         before = self.session.fold.cumulative
-        cumulative = CumulativeTokenUsage(
-            prompt_tokens=before[0] + prompt_tokens,
-            output_tokens=before[1] + output_tokens,
-            total_tokens=before[2] + total,
-        )
         counts = TokenCounts(
             input_tokens=prompt_tokens,
             output_tokens=output_tokens,
-            cached_tokens=0,
-            cache_write_tokens=0,
-            cache_read_tokens=0,
+            **step_cache(first=before is None),
             reasoning_tokens=REASONING_TOKENS.get(effort, REASONING_TOKENS["max"]),
+        )
+        profile = self.ctx.profile
+        extra = session_totals(before, counts, self.session.meta.model_id)
+        if not profile.cache_totals:  # members this version's hosts do not send
+            extra.pop("cache_read_tokens")
+            extra.pop("cache_write_tokens")
+        if not profile.session_cost:
+            extra.pop("cost", None)
+        cumulative = CumulativeTokenUsage(
+            prompt_tokens=(before or {}).get("promptTokens", 0) + prompt_tokens,
+            output_tokens=(before or {}).get("outputTokens", 0) + output_tokens,
+            total_tokens=(before or {}).get("totalTokens", 0) + total,
+            **extra,
         )
 
         def token_usage(pos: Position) -> SessionTokenUsageParams:

@@ -54,7 +54,8 @@ class Fold:
     pending: dict[str, Pending] = field(default_factory=dict)
     resolutions: dict[str, Resolution] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
-    cumulative: tuple[int, int, int] = (0, 0, 0)
+    cumulative: dict[str, Any] | None = None
+    """The session's latest ``cumulative`` token usage block, as sent (None: no step yet)."""
     goal: dict[str, Any] | None = None
     """The session goal as ``session/goalChanged`` last recorded it (None: no goal)."""
 
@@ -140,7 +141,7 @@ def _input_settled(fold: Fold, params: dict[str, Any]) -> None:
 def _token_usage(fold: Fold, params: dict[str, Any]) -> None:
     total = params.get("cumulative")
     if isinstance(total, dict):
-        fold.cumulative = (total["promptTokens"], total["outputTokens"], total["totalTokens"])
+        fold.cumulative = total
 
 
 def _goal_changed(fold: Fold, params: dict[str, Any]) -> None:

@@ -85,6 +85,10 @@ class HostProfile:
     """Turn input may invoke a skill (a ``skill`` input part)."""
     change_reasons: bool
     """``approval/updated`` changes may say why they happened (``change.reason``)."""
+    cache_totals: bool
+    """The session's token totals include its cache reads and writes."""
+    session_cost: bool
+    """The session's token totals carry the host's cost estimate (``cumulative.cost``)."""
     facts: VersionFacts
     """The facts of ``VERSION_FACTS`` for this version."""
 
@@ -123,5 +127,7 @@ def load_profile(version: HostVersion) -> HostProfile:
         pending_kind_required=bindings.fields("PendingRequest").get("kind", False),
         skill_input="skill" in bindings.outline.variants.get("TURN_INPUT_PART_VARIANTS", ()),
         change_reasons="reason" in bindings.fields("ApprovalChange"),
+        cache_totals="cache_read_tokens" in bindings.fields("CumulativeTokenUsage"),
+        session_cost="cost" in bindings.fields("CumulativeTokenUsage"),
         facts=facts_for(version.version),
     )
