@@ -3921,6 +3921,9 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                         {"command_id": True, "session_id": True, "command_text": True}
                     ),
                     "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
                     "ModelInfo": MappingProxyType(
                         {
                             "model_id": True,
@@ -3934,6 +3937,9 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                             "cost": True,
                             "is_active": True,
                             "is_default": True,
+                            "variants": False,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
                         }
                     ),
                     "ModelListResult": MappingProxyType(
