@@ -85,6 +85,9 @@ class HostProfile:
     """Turn input may invoke a skill (a ``skill`` input part)."""
     change_reasons: bool
     """``approval/updated`` changes may say why they happened (``change.reason``)."""
+    effort_tiers: bool
+    """``model/list`` rows carry each model's own reasoning-effort tiers and default, and a tier
+    the session's model lacks is refused (``state.catalog``)."""
     facts: VersionFacts
     """The facts of ``VERSION_FACTS`` for this version."""
 
@@ -123,5 +126,6 @@ def load_profile(version: HostVersion) -> HostProfile:
         pending_kind_required=bindings.fields("PendingRequest").get("kind", False),
         skill_input="skill" in bindings.outline.variants.get("TURN_INPUT_PART_VARIANTS", ()),
         change_reasons="reason" in bindings.fields("ApprovalChange"),
+        effort_tiers="reasoning_effort_variants" in bindings.fields("ModelInfo"),
         facts=facts_for(version.version),
     )
