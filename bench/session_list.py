@@ -35,7 +35,7 @@ from bench.world import World, adapter_command
 from muse_acp.agent.methods.listing import LIST_PAGE_SIZE
 from muse_acp.rpc import JsonObject
 from muse_acp.sim.serve.commands import DEFAULT_MODE
-from muse_acp.sim.serve.reads import DEFAULT_MODEL
+from muse_acp.sim.state.catalog import DEFAULT_MODEL
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp.sim.state.store import SessionMeta, Store
 

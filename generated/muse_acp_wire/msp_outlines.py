@@ -3486,7 +3486,7 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
         ),
         "1.4.2": BundleOutline(
             version="1.4.2",
-            fingerprint="sha256:0de2f494d01ae5509394c6d82bee8ab71386aa736af2e23da79dc4537fd6917c",
+            fingerprint="sha256:5fc7bcee73f735b7672ee6705c9ff62568826b688f9a369fb69d30d71ca09ada",
             host_requests=MappingProxyType(
                 {
                     "initialize": False,
@@ -3919,6 +3919,9 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                         {"command_id": True, "session_id": True, "command_text": True}
                     ),
                     "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
                     "ModelInfo": MappingProxyType(
                         {
                             "model_id": True,
@@ -3932,6 +3935,9 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                             "cost": True,
                             "is_active": True,
                             "is_default": True,
+                            "variants": False,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
                         }
                     ),
                     "ModelListResult": MappingProxyType(

@@ -3,11 +3,12 @@
 Contract: ``read_catalog`` asks for ``model/list`` within the read budget, on the session's
 running execution host (held for the read) or the agent's catalog host, raising the mapped host
 failure. ``adopt_catalog`` makes a list the agent's catalog and sends ``config_option_update`` to
-every open session whose options changed. ``refresh_menu`` reads and adopts it when none is
-known and no read is under way, after a load or resume, or through ``read_soon`` once a session's
-host is ready; its failures are logged, never shown. So the catalog never costs a process of its
-own. ``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal.
-"""
+every open session whose options changed, after ``fit_session_effort`` dropped (stored, and
+told in the chat) an effort the session's model does not offer. ``refresh_menu`` reads and
+adopts it when none is known and no read is under way, after a load or resume, before a turn
+that would send an effort, or through ``read_soon`` once a session's host is ready; its
+failures are logged, never shown. So the catalog never costs a process of its own.
+``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Final
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosting.hosts import ask
-from muse_acp.agent.options.config_options import ModelCatalog, config_options
+from muse_acp.agent.options.config_options import ModelCatalog, config_options, fit_effort
 from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
 from muse_acp.agent.sessions.session import AcpSession
@@ -25,7 +26,14 @@ from muse_acp.host.client import MspHost
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp, msp
 
-__all__ = ["adopt_catalog", "fall_back_model", "read_catalog", "read_soon", "refresh_menu"]
+__all__ = [
+    "adopt_catalog",
+    "fall_back_model",
+    "fit_session_effort",
+    "read_catalog",
+    "read_soon",
+    "refresh_menu",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -53,11 +61,14 @@ async def _list(host: MspHost, session_id: str | None, budget: float) -> msp.Mod
 
 
 async def adopt_catalog(ctx: AgentContext, result: msp.ModelListResult) -> None:
-    """Make ``result`` the agent's catalog and announce the menus it changed."""
+    """Make ``result`` the agent's catalog, fit each open session's effort to it, and announce
+    the menus it changed."""
     sessions = ctx.sessions.open_sessions()
     before = [config_options(session.settings, ctx.catalog) for session in sessions]
     ctx.catalog = ModelCatalog.from_result(result)
     for session, options in zip(sessions, before, strict=True):
+        if not session.closed:
+            await fit_session_effort(ctx, session)
         after = config_options(session.settings, ctx.catalog)
         if after != options and not session.closed:
             await session.outlet.send(
@@ -91,6 +102,25 @@ def read_soon(ctx: AgentContext, session: AcpSession) -> None:
         ctx.hosting.tasks.start_soon(refresh_menu, ctx, session)
 
 
+async def fit_session_effort(
+    ctx: AgentContext, session: AcpSession, *, announce: bool = False
+) -> None:
+    """Drop a reasoning effort the session's model does not offer (``fit_effort``), store that
+    and tell the user; with ``announce``, send the options too."""
+    fitted, dropped = fit_effort(session.settings, ctx.catalog)
+    if dropped is None:
+        return
+    change = SettingsChange.between(to_stored(session.settings), to_stored(fitted))
+    session.settings = fitted
+    try:
+        await ctx.preferences.write_settings(session.session_id, change)
+    except RpcError as error:
+        logger.warning("%s", error.message)
+    await session.say(dropped.sentence())
+    if announce:
+        await _announce(ctx, session)
+
+
 async def fall_back_model(ctx: AgentContext, session: AcpSession) -> None:
     """After Muse refused the session's model at the start of a turn: go back to the model it
     last accepted, store that, and show it in the menu."""
@@ -101,6 +131,10 @@ async def fall_back_model(ctx: AgentContext, session: AcpSession) -> None:
         await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
+    await _announce(ctx, session)
+
+
+async def _announce(ctx: AgentContext, session: AcpSession) -> None:
     await session.outlet.send(
         acp.ConfigOptionUpdateSessionUpdate(
             session_update="config_option_update",

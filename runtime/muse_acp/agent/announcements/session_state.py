@@ -9,6 +9,7 @@ disabled is never adopted (``safety.refusal``): Muse is set back at once
 (``ExecutionHost.secure``) and the chat says so. Item events are noted in ``RunningWork``.
 ``read_plan_usage`` asks the running host for usage before ``/status`` answers, since
 ``usage/changed`` is not reliably delivered. A preference that cannot be stored is logged.
+An effort the model another client chose does not offer is dropped, and the chat says so.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from muse_acp.agent.options.config_options import (
     ModelChoice,
     SessionSettings,
     config_options,
+    fit_effort,
 )
 from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
@@ -106,7 +108,10 @@ class SessionState:
         ):
             return []  # nothing new, or muse-acp's own request (the caller updates the settings)
         session.execution.confirmed_model = reported
-        await self._adopt(replace(session.settings, model=reported))
+        settings, dropped = fit_effort(replace(session.settings, model=reported), self._ctx.catalog)
+        await self._adopt(settings)
+        if dropped is not None:
+            await session.say(dropped.sentence())
         return [self._options()]
 
     async def _approval_mode(

@@ -8,6 +8,8 @@ the previous model stays), else applied at the next turn. Every change answers w
 option list and announces it (``config_option_update``, and ``current_mode_update`` for a mode)
 after the response. Only what changed is stored (``preferences``), and settings another
 process stored meanwhile, or Muse reported during a model's confirmation, are kept.
+The effort values are the current model's; an effort a new model does not offer is dropped
+for Muse's default (``fit_effort``), and the chat says so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from muse_acp.agent.options.config_options import (
     apply_mode,
     config_options,
     current_names,
+    fit_effort,
     host_flags,
 )
 from muse_acp.agent.options.preferences import SettingsChange
@@ -152,7 +155,11 @@ async def handle_set_config_option(
         # Settings Muse reported while it confirmed (another client's mode, say) stay: the
         # option is applied to what the session has now, not to what it had before the wait.
         new = apply_config_option(before, params.config_id, params.value, ctx.catalog)
+        # A model that lacks the session's effort: Muse's default for it applies, told.
+        new, dropped = fit_effort(new, ctx.catalog)
         _change(session, new)
+        if dropped is not None:
+            rctx.after_response(partial(session.say, dropped.sentence()))
         if new != before:
             await _remember(ctx, session, before, rctx)
             _announce(ctx, session, session.settings.mode_id != before.mode_id, rctx)

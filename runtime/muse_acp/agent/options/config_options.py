@@ -7,8 +7,10 @@ options the installed Muse offers or that hold a stored choice it cannot apply (
 ``safety``), whose current values are always among their options. ``apply_config_option`` and
 ``apply_mode`` validate a client's change and return new settings, raising ``RpcError``
 ``INVALID_PARAMS`` with a message that says how to fix the request. The model menu comes from
-the host's ``model/list`` through a ``ModelCatalog``; until one is known the menu holds only the
-current model. Pure functions.
+the host's ``model/list`` through a ``ModelCatalog`` (``model_catalog``); until one is known the
+menu holds only the current model. The effort menu holds the current model's own tiers where the
+catalog names them (``efforts``), else every effort; ``fit_effort`` drops an effort the current
+model lacks, with a sentence for the user. Pure functions.
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 
+from muse_acp.agent.options.efforts import EFFORTS, EffortTiers, effort_menu
+from muse_acp.agent.options.model_catalog import (
+    ModelCatalog,
+    ModelChoice,
+    ModelEntry,
+    model_menu,
+)
 from muse_acp.agent.options.safety import (
     CONTROLS,
     SafetyChoices,
@@ -25,7 +34,7 @@ from muse_acp.agent.options.safety import (
     safety_flags,
     safety_options,
 )
-from muse_acp.agent.options.select_options import SelectValue, select_option
+from muse_acp.agent.options.select_options import DEFAULT_VALUE, select_option
 from muse_acp.rpc.errors import INVALID_PARAMS, RpcError
 from muse_acp.text import quoted
 from muse_acp_wire import acp, msp
@@ -34,6 +43,7 @@ __all__ = [
     "DEFAULT_VALUE",
     "EFFORTS",
     "MODES",
+    "EffortDropped",
     "ModeSpec",
     "ModelCatalog",
     "ModelChoice",
@@ -43,13 +53,11 @@ __all__ = [
     "apply_mode",
     "config_options",
     "current_names",
+    "fit_effort",
     "host_flags",
     "session_modes",
     "turn_effort",
 ]
-
-DEFAULT_VALUE: Final = "default"
-"""The select value that leaves a setting to the host's own default."""
 
 MODE_OPTION: Final = "mode"
 MODEL_OPTION: Final = "model"
@@ -113,29 +121,6 @@ MODES: Final[Mapping[str, ModeSpec]] = MappingProxyType(
     }
 )
 
-EFFORTS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        DEFAULT_VALUE: "Muse default",
-        "none": "None",
-        "minimal": "Minimal",
-        "low": "Low",
-        "medium": "Medium",
-        "high": "High",
-        "xhigh": "Extra high",
-        "max": "Max",
-        "ultra": "Ultra",
-    }
-)
-"""Reasoning effort values and their names; ``default`` sends no effort to the host."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
-    """A model the session runs on; ``provider_id`` None means whichever provider has it."""
-
-    model_id: str
-    provider_id: str | None = None
-
 
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
@@ -153,97 +138,12 @@ class SessionSettings:
             raise ValueError(f"unknown reasoning effort {self.effort!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class ModelEntry:
-    """One value of the model menu."""
-
-    value: str
-    name: str
-    choice: ModelChoice
-    is_default: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ModelCatalog:
-    """The host's model list as menu entries, in the host's order.
-
-    A model id offered by several providers is qualified as ``<providerId>/<modelId>`` so that
-    every value names exactly one model; other values are the plain model id.
-    """
-
-    entries: tuple[ModelEntry, ...]
-
-    @classmethod
-    def from_result(cls, result: msp.ModelListResult) -> ModelCatalog:
-        providers: dict[str, set[str | None]] = {}
-        for row in result.models:
-            providers.setdefault(row.model_id, set()).add(row.provider_id)
-        entries: dict[str, ModelEntry] = {}
-        for row in result.models:
-            ambiguous = len(providers[row.model_id]) > 1 and row.provider_id is not None
-            value = f"{row.provider_id}/{row.model_id}" if ambiguous else row.model_id
-            name = f"{row.display_label} ({row.provider_id})" if ambiguous else row.display_label
-            # Rows that differ only in members the menu does not show collapse to the first.
-            entries.setdefault(
-                value,
-                ModelEntry(value, name, ModelChoice(row.model_id, row.provider_id), row.is_default),
-            )
-        return cls(tuple(entries.values()))
-
-    @property
-    def default_model(self) -> ModelChoice | None:
-        """The model the host uses when none is chosen, if the catalog marks one."""
-        return next((entry.choice for entry in self.entries if entry.is_default), None)
-
-    def entry(self, value: str) -> ModelEntry | None:
-        return next((entry for entry in self.entries if entry.value == value), None)
-
-    def entry_for(self, choice: ModelChoice) -> ModelEntry | None:
-        """The entry for ``choice``; a choice without provider also matches a unique model id."""
-        exact = next((e for e in self.entries if e.choice == choice), None)
-        if exact is not None or choice.provider_id is not None:
-            return exact
-        matches = [e for e in self.entries if e.choice.model_id == choice.model_id]
-        return matches[0] if len(matches) == 1 else None
-
-
-def _plain_value(choice: ModelChoice) -> str:
-    return (
-        choice.model_id if choice.provider_id is None else f"{choice.provider_id}/{choice.model_id}"
-    )
-
-
-def _model_menu(
-    model: ModelChoice | None, catalog: ModelCatalog | None
-) -> tuple[str, list[SelectValue]]:
-    """The model option's current value and its values (value, name, description)."""
-    if catalog is None:
-        if model is None:
-            return DEFAULT_VALUE, [(DEFAULT_VALUE, "Muse default model", None)]
-        return _plain_value(model), [(_plain_value(model), model.model_id, None)]
-    default = catalog.default_model
-    default_entry = None if default is None else catalog.entry_for(default)
-    default_name = "Muse default model"
-    if default_entry is not None:
-        default_name = f"{default_name} ({default_entry.name})"
-    values: list[SelectValue] = [(DEFAULT_VALUE, default_name, None)]
-    values += [(entry.value, entry.name, None) for entry in catalog.entries]
-    if model is None:
-        return DEFAULT_VALUE, values
-    current = catalog.entry_for(model)
-    if current is not None:
-        return current.value, values
-    # The session keeps running on its model even when the host stops listing it.
-    missing = _plain_value(model)
-    values.append((missing, model.model_id, "Not in Muse's current model list."))
-    return missing, values
-
-
 def config_options(
     settings: SessionSettings, catalog: ModelCatalog | None
 ) -> list[acp.SelectSessionConfigOption]:
     """The session's config options: mode, model and reasoning effort, in that order."""
-    model_current, model_values = _model_menu(settings.model, catalog)
+    model_current, model_values = model_menu(settings.model, catalog)
+    effort_current, effort_values = effort_menu(settings.effort, _tiers(settings, catalog))
     return [
         select_option(
             MODE_OPTION,
@@ -254,11 +154,7 @@ def config_options(
         ),
         select_option(MODEL_OPTION, "Model", "model", model_current, model_values),
         select_option(
-            EFFORT_OPTION,
-            "Reasoning effort",
-            "thought_level",
-            settings.effort or DEFAULT_VALUE,
-            [(value, name, None) for value, name in EFFORTS.items()],
+            EFFORT_OPTION, "Reasoning effort", "thought_level", effort_current, effort_values
         ),
         *safety_options(settings.safety),
     ]
@@ -309,7 +205,7 @@ def _apply_model(
 ) -> SessionSettings:
     if value == DEFAULT_VALUE:
         return replace(settings, model=None)
-    current, _ = _model_menu(settings.model, catalog)
+    current, _ = model_menu(settings.model, catalog)
     if value == current:
         return settings
     entry = None if catalog is None else catalog.entry(value)
@@ -322,13 +218,77 @@ def _apply_model(
     return replace(settings, model=entry.choice)
 
 
-def _apply_effort(settings: SessionSettings, value: str) -> SessionSettings:
+def _tiers(settings: SessionSettings, catalog: ModelCatalog | None) -> EffortTiers | None:
+    """The tiers of the model the session runs on, when the catalog names them."""
+    entry = None if catalog is None else catalog.running(settings.model)
+    return None if entry is None else entry.tiers
+
+
+def _model_name(settings: SessionSettings, catalog: ModelCatalog | None) -> str:
+    entry = None if catalog is None else catalog.running(settings.model)
+    return "the current model" if entry is None else _shown(entry.name)
+
+
+def _apply_effort(
+    settings: SessionSettings, value: str, catalog: ModelCatalog | None
+) -> SessionSettings:
     if value not in EFFORTS:
         raise RpcError(
             INVALID_PARAMS,
             f"unknown reasoning effort {_shown(value)}; choose one of {', '.join(EFFORTS)}",
         )
+    tiers = _tiers(settings, catalog)
+    if value != (settings.effort or DEFAULT_VALUE) and not (
+        value == DEFAULT_VALUE or tiers is None or tiers.offers(value)
+    ):
+        offered = [DEFAULT_VALUE, *(tier for tier, _ in tiers.tiers)]
+        raise RpcError(
+            INVALID_PARAMS,
+            f"{_model_name(settings, catalog)} does not offer reasoning effort {_shown(value)}; "
+            f"choose one of {', '.join(offered)}, or another model first",
+        )
     return replace(settings, effort=None if value == DEFAULT_VALUE else value)
+
+
+@dataclass(frozen=True, slots=True)
+class EffortDropped:
+    """An effort a session held that its model does not offer, dropped by ``fit_effort``."""
+
+    effort: str
+    model: str
+    """The model's name, quoted for a sentence."""
+    default: str | None
+    """The name of the tier Muse uses by default for the model, when the catalog says."""
+
+    @property
+    def applies(self) -> str:
+        """What applies instead, as the end of a sentence."""
+        tier = "" if self.default is None else f" ({self.default})"
+        return f"Muse's default for this model applies{tier}"
+
+    def sentence(self) -> str:
+        return (
+            f"{self.model} does not offer the reasoning effort {EFFORTS[self.effort]}, so "
+            f"muse-acp does not send it: {self.applies}. Choose another level in the Reasoning "
+            "effort setting if you want a different one."
+        )
+
+
+def fit_effort(
+    settings: SessionSettings, catalog: ModelCatalog | None
+) -> tuple[SessionSettings, EffortDropped | None]:
+    """``settings`` with an effort the session's model takes, and the effort dropped, if any.
+
+    An effort the catalog says the model lacks is dropped, so nothing is sent and Muse's default
+    for the model applies; settings whose model's tiers are unknown are kept as they are.
+    """
+    tiers = _tiers(settings, catalog)
+    effort = settings.effort
+    if effort is None or tiers is None or tiers.offers(effort):
+        return settings, None
+    default = None if tiers.default is None else EFFORTS[tiers.default]
+    dropped = EffortDropped(effort, _model_name(settings, catalog), default)
+    return replace(settings, effort=None), dropped
 
 
 _Apply: TypeAlias = Callable[[SessionSettings, str, "ModelCatalog | None"], SessionSettings]
@@ -337,7 +297,7 @@ _APPLIERS: Final[Mapping[str, _Apply]] = MappingProxyType(
     {
         MODE_OPTION: lambda settings, value, _catalog: apply_mode(settings, value),
         MODEL_OPTION: _apply_model,
-        EFFORT_OPTION: lambda settings, value, _catalog: _apply_effort(settings, value),
+        EFFORT_OPTION: _apply_effort,
     }
 )
 

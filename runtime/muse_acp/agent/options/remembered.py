@@ -4,15 +4,15 @@ Contract (pure): ``to_stored`` turns the session's mode, model, reasoning effort
 choices into the store's ``StoredSettings``; ``restored`` turns them back into
 ``SessionSettings`` for a session brought back after a restart. What is no longer offered is
 never applied silently: an unknown mode or effort falls back to the default, a model the host's
-catalog (when known) no longer lists falls back to Muse's default model, and an unknown safety
-value to Muse's default, each with a sentence for the user. Stored settings that the one
-safety rule refuses (``safety.refusal``: the sandbox disabled with Auto-approve or the 'Allow
-everything' policy, which a hand-edited or older file can hold) come back in Ask mode with
-Muse's default approval policy, saying so. Which safety options the installed Muse offers is
-decided when the session is registered (``AgentContext.new_session``); a stored choice it
-cannot apply is held there, never dropped (``safety``).
-``stored_elsewhere`` takes into a live session what another muse-acp process stored for it.
-"""
+catalog (when known) no longer lists falls back to Muse's default model, an effort the model
+does not offer (``fit_effort``) to Muse's default for it, and an unknown safety value to Muse's
+default, each with a sentence for the user. Stored settings that the one safety rule refuses
+(``safety.refusal``: the sandbox disabled with Auto-approve or the 'Allow everything' policy,
+which a hand-edited or older file can hold) come back in Ask mode with Muse's default approval
+policy, saying so. Which safety options the installed Muse offers is decided when the session is
+registered (``AgentContext.new_session``); a stored choice it cannot apply is held there, never
+dropped (``safety``). ``stored_elsewhere`` takes into a live session what another muse-acp
+process stored for it."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from muse_acp.agent.options.config_options import (
     ModelCatalog,
     ModelChoice,
     SessionSettings,
+    fit_effort,
 )
 from muse_acp.agent.options.preferences import SettingsChange, StoredSettings
 from muse_acp.agent.options.safety import (
@@ -89,7 +90,14 @@ def restored(
             f"its stored settings combine the sandbox disabled with {who}, which muse-acp "
             f"refuses because nobody would be asked before Muse acts; {' and '.join(made)}"
         )
-    return SessionSettings(mode_id=mode_id, model=model, effort=effort, safety=safety), notes
+    settings = SessionSettings(mode_id=mode_id, model=model, effort=effort, safety=safety)
+    settings, dropped = fit_effort(settings, catalog)
+    if dropped is not None:
+        notes.append(
+            f"its stored reasoning effort {EFFORTS[dropped.effort]} is not offered by "
+            f"{dropped.model}; {dropped.applies}"
+        )
+    return settings, notes
 
 
 def stored_elsewhere(

@@ -2,13 +2,19 @@
 
 Contract (pure): ``select_option`` returns an ACP select option with flat values (no groups), in
 the order given; its current value must be one of them, which the caller guarantees.
+``DEFAULT_VALUE`` is the value of every menu entry that leaves a setting to Muse.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from muse_acp_wire import acp
 
-__all__ = ["SelectValue", "select_option"]
+__all__ = ["DEFAULT_VALUE", "SelectValue", "select_option"]
+
+DEFAULT_VALUE: Final = "default"
+"""The select value that leaves a setting to the host's own default."""
 
 SelectValue = tuple[str, str, "str | None"]
 """One value of a select: its value, its name, and an optional description."""

@@ -3,19 +3,24 @@ design (``/review``).
 
 Contract: ``run_turn`` gets the session's execution host ready (a cancel while it starts
 resolves ``cancelled``; a model Muse refuses puts the session back on the model it last
-accepted, then fails), then runs one ``ActiveTurn`` until it settles and returns its stop
-reason. ``extra_flags`` restrict that one turn's host further than the session's mode does
-(a review runs with writes and shell disabled); the host is restarted whenever its flags change,
-so the restriction never outlives the turn. A host the turn left in an unknown state is closed;
-on a kept one the session's events go on being relayed after the turn (``background``), and
-the state Muse reports is observed throughout (``session_state``).
+accepted, then fails), drops an effort the session's model does not offer, reading the catalog
+first when none is known (``catalog.fit_session_effort``), then runs one ``ActiveTurn`` until it
+settles and returns its stop reason. ``extra_flags`` restrict that one turn's host further than
+the session's mode does (a review runs with writes and shell disabled); the host is restarted
+whenever its flags change, so the restriction never outlives the turn. A host the turn left in
+an unknown state is closed; on a kept one the session's events go on being relayed after the
+turn (``background``), and the state Muse reports is observed throughout (``session_state``).
 It lives apart from ``prompting`` so command handlers can run a turn without importing a
-handler module.
-"""
+handler module."""
 
 from __future__ import annotations
 
-from muse_acp.agent.announcements.catalog import fall_back_model, read_soon
+from muse_acp.agent.announcements.catalog import (
+    fall_back_model,
+    fit_session_effort,
+    read_soon,
+    refresh_menu,
+)
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
@@ -47,8 +52,11 @@ async def run_turn(
         except failures.ModelRefusal:
             await fall_back_model(ctx, session)
             raise
+        if session.settings.effort is not None:
+            await refresh_menu(ctx, session)  # the model's tiers decide whether it is sent
     if starting.cancelled_caught or work.cancel_requested:
         return "cancelled"
+    await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
     output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
     translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)

@@ -75,6 +75,7 @@ from muse_acp.sim.script.directives import (
     Workflow,
 )
 from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
+from muse_acp.sim.state.catalog import effective_effort
 from muse_acp.sim.state.context import HostContext
 from muse_acp.sim.state.ids import new_uuid7, now_ms, rfc3339_now
 from muse_acp.sim.state.session import LiveSession, Position
@@ -199,7 +200,9 @@ class TurnRunner:
     async def _play(self) -> TurnError | None:
         turn = self.turn
         request = turn.request
-        effort = request.effort or self.session.meta.reasoning_effort
+        meta = self.session.meta
+        named = request.effort or meta.reasoning_effort
+        effort = effective_effort(self.ctx.profile, meta.model_id, named)
         if effort != "none":
             await turn.reasoning(f"Planning a reply with {effort or 'default'} reasoning effort.")
         stray = self.ctx.options.faults.stray_request

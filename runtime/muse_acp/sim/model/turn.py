@@ -24,6 +24,7 @@ from muse_acp.sim.model.prices import session_totals, step_cache
 from muse_acp.sim.options.faults import exit_now
 from muse_acp.sim.script.directives import split_text
 from muse_acp.sim.script.turn_requests import Steer, TurnRequest
+from muse_acp.sim.state.catalog import effective_effort
 from muse_acp.sim.state.ids import new_uuid7, now_ms, rfc3339_now
 from muse_acp_wire.msp import (
     AgentMessageItem,
@@ -237,7 +238,9 @@ class Turn:
     async def usage(self, output_text: str, *, final: bool) -> None:
         """``session/tokenUsage`` then ``session/contextUsage`` for one model step."""
         self.steps += 1
-        effort = self.request.effort or self.session.meta.reasoning_effort or "medium"
+        meta = self.session.meta
+        named = self.request.effort or meta.reasoning_effort
+        effort = effective_effort(self.ctx.profile, meta.model_id, named) or "medium"
         prompt_tokens = 1200 + estimate_tokens(self.request.text) + 40 * self.steps
         output_tokens = 20 + estimate_tokens(output_text)
         total = prompt_tokens + output_tokens

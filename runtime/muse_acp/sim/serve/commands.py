@@ -19,8 +19,8 @@ from typing import Any, Final
 
 from muse_acp.rpc import RequestContext, RequestRoute
 from muse_acp.sim.serve.mcp import check_session_mcp
-from muse_acp.sim.serve.reads import DEFAULT_MODEL, MODELS
 from muse_acp.sim.state import errors
+from muse_acp.sim.state.catalog import DEFAULT_MODEL, MODELS, check_effort
 from muse_acp.sim.state.context import HostContext
 from muse_acp.sim.state.ids import is_uuid7, new_uuid7, rfc3339_now
 from muse_acp.sim.state.session import LiveSession
@@ -209,6 +209,7 @@ class SessionCommands:
         self, params: SessionSetReasoningEffortParams, request: RequestContext
     ) -> CommandAck:
         session = self.ctx.live(params.session_id)
+        check_effort(self.ctx.profile, session.meta.model_id, params.reasoning_effort)
         session.update(reasoning_effort=params.reasoning_effort)
         _, body = session.record(
             "session/reasoningEffortChanged",

@@ -5,7 +5,8 @@ turn, or while one runs queues it, steers it or replaces it, as ``ifBusy`` says 
 ``MAX_QUEUED`` turns or ``MAX_STEERS`` steering inputs: ``runtime_busy``); ``turn/steer`` gives
 input to the running turn named by ``expectedTurnId`` (-32030 ``commandRejected`` otherwise);
 ``turn/cancel`` / ``turn/interrupt`` end the running turn ``cancelled`` or drop a queued one, and
-``turn/unqueue`` drops a queued one. ``approval/decide``, ``userInput/answer`` and
+``turn/unqueue`` drops a queued one. A ``reasoningEffort`` the session's model lacks is refused
+(``catalog.check_effort``). ``approval/decide``, ``userInput/answer`` and
 ``userInput/cancel`` go to ``asks`` and ``questions`` (-32050 / -32055 for unknown ids, -32051 /
 -32056 once settled).
 """
@@ -28,6 +29,7 @@ from muse_acp.sim.options.faults import exit_now
 from muse_acp.sim.script.directives import parse_prompt
 from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
 from muse_acp.sim.state import errors
+from muse_acp.sim.state.catalog import check_effort
 from muse_acp.sim.state.context import ANSWER_WAIT, HostContext
 from muse_acp.sim.state.session import LiveSession, RunningTurn
 from muse_acp_wire.msp import (
@@ -120,6 +122,7 @@ class TurnControls:
         text, echoes, attachments = read_input(
             params.input, "turn/start", skills=self.ctx.profile.skill_input
         )
+        check_effort(ctx.profile, session.meta.model_id, params.reasoning_effort)
         cid = params.command_id
         turn = TurnRequest(
             turn_id=cid,
@@ -182,6 +185,7 @@ class TurnControls:
         text, echoes, _attachments = read_input(
             params.input, "turn/steer", skills=self.ctx.profile.skill_input
         )
+        check_effort(self.ctx.profile, session.meta.model_id, params.reasoning_effort)
         runner.steer(Steer("\n".join(part for part in (text, *echoes) if part), params.command_id))
         return TurnCommandResult(
             command_id=params.command_id, status="accepted", turn_id=runner.turn_id

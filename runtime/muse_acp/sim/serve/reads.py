@@ -23,6 +23,7 @@ from muse_acp.sim.model.outputs import MAX_READ_BYTES, read_range
 from muse_acp.sim.options.accounts import API_KEY_ENV, stored_credential
 from muse_acp.sim.options.faults import exit_now
 from muse_acp.sim.state import errors
+from muse_acp.sim.state.catalog import catalog_rows
 from muse_acp.sim.state.context import HostContext, SessionView
 from muse_acp.sim.state.fold import Fold
 from muse_acp.sim.state.ids import durable_cursor, micros_of, parse_cursor
@@ -35,7 +36,6 @@ from muse_acp_wire.msp import (
     ErrorData,
     ItemReadOutputParams,
     ItemReadOutputResult,
-    ModelInfo,
     ModelListParams,
     ModelListResult,
     PendingRequest,
@@ -49,31 +49,10 @@ from muse_acp_wire.msp import (
     ViewUnsubscribeParams,
 )
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "Reads", "history", "pending_requests"]
+__all__ = ["Reads", "history", "pending_requests"]
 
 DEFAULT_LIST_LIMIT: Final = 50
 LIST_CURSOR_PREFIX: Final = "p:k:"
-DEFAULT_MODEL: Final = "muse-spark-1.3-contributor"
-MODELS: Final = tuple(
-    ModelInfo(
-        model_id=model_id,
-        display_label=model_id,
-        provider_id="meta",
-        profile_id="default",
-        release_date=released,
-        description=description,
-        context_limit=1_000_000,
-        output_limit=128_000,
-        cost=None,
-        is_active=False,
-        is_default=model_id == DEFAULT_MODEL,
-    )
-    for model_id, released, description in (
-        ("muse-spark-1.2", "2026-08-05", None),
-        ("muse-spark-1.3", "2026-09-02", None),
-        ("muse-spark-1.3-contributor", "2026-09-02", "Shares content for product improvement."),
-    )
-)
 
 
 def history(fold: Fold, *, exclude: bool) -> SessionHistory:
@@ -240,11 +219,11 @@ class Reads:
         active: str | None = None
         if params.session_id is not None:
             active = self.ctx.meta_of(params.session_id).model_id
-        models = [
-            model.model_copy(update={"is_active": model.model_id == active}) for model in MODELS
-        ]
         return ModelListResult(
-            provider_id="meta", profile_id="default", source="fakeCatalog", models=models
+            provider_id="meta",
+            profile_id="default",
+            source="fakeCatalog",
+            models=catalog_rows(self.ctx.profile, active),
         )
 
     async def list_pending(

@@ -89,6 +89,9 @@ class HostProfile:
     """The session's token totals include its cache reads and writes."""
     session_cost: bool
     """The session's token totals carry the host's cost estimate (``cumulative.cost``)."""
+    effort_tiers: bool
+    """``model/list`` rows carry each model's own reasoning-effort tiers and default, and a tier
+    the session's model lacks is refused (``state.catalog``)."""
     facts: VersionFacts
     """The facts of ``VERSION_FACTS`` for this version."""
 
@@ -129,5 +132,6 @@ def load_profile(version: HostVersion) -> HostProfile:
         change_reasons="reason" in bindings.fields("ApprovalChange"),
         cache_totals="cache_read_tokens" in bindings.fields("CumulativeTokenUsage"),
         session_cost="cost" in bindings.fields("CumulativeTokenUsage"),
+        effort_tiers="reasoning_effort_variants" in bindings.fields("ModelInfo"),
         facts=facts_for(version.version),
     )

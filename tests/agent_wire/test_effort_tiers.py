@@ -1,0 +1,197 @@
+"""Reasoning effort as an editor shows it: the current model's own tiers where Muse's catalog
+names them (1.4.2), every effort elsewhere; the values follow a model change, and an effort the
+model lacks (just chosen, or stored before Muse was updated) is reported, never sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from .harness import WAIT, Agent, make_world, running_agent
+
+pytestmark = pytest.mark.anyio
+
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2")
+TIERED = "1.4.2"
+"""The versions whose catalog names each model's tiers."""
+EVERY = ["default", "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]
+SPARK = ["default", "minimal", "low", "medium", "high", "xhigh"]
+"""The values of muse-spark-1.2's efforts (muse-spark-1.3 adds max, the default model none)."""
+LACKS_MAX = "does not offer the reasoning effort Max, so muse-acp does not send it"
+
+
+def _option(options: list[Any], option_id: str) -> Any:
+    return next(getattr(o, "root", o) for o in options if getattr(o, "root", o).id == option_id)
+
+
+def _values(options: list[Any], option_id: str = "reasoningEffort") -> list[str]:
+    return [value.value for value in _option(options, option_id).options]
+
+
+def _current(options: list[Any]) -> str:
+    return str(_option(options, "reasoningEffort").current_value)
+
+
+async def _menu_update(agent: Agent, session: str) -> list[Any]:
+    """The options of the first ``config_option_update`` offering more than one model."""
+    count = 1
+    while True:
+        update = await agent.client.wait_for(session, "config_option_update", count)
+        if len(_values(update.config_options, "model")) > 1:
+            return list(update.config_options)
+        count += 1
+
+
+async def _set(agent: Agent, session: str, option: str, value: str) -> tuple[list[Any], list[Any]]:
+    """Set ``option``; the options answered and those of the update announced after."""
+    shown = agent.client.kinds(session).count("config_option_update")
+    answer = await agent.conn.set_config_option(session_id=session, config_id=option, value=value)
+    update = await agent.client.wait_for(session, "config_option_update", shown + 1)
+    return list(answer.config_options), list(update.config_options)
+
+
+def _turn_effort(agent: Agent) -> str | None:
+    start = agent.world.host_requests("turn/start")[-1]
+    effort: str | None = start["params"].get("reasoningEffort")
+    return effort
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_effort_values_follow_the_model_and_a_lacking_effort_is_dropped(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "hello")
+            menu = await _menu_update(agent, session)
+            deep, deep_update = await _set(agent, session, "model", "muse-spark-1.3")
+            await _set(agent, session, "reasoningEffort", "max")
+            told = len(agent.client.text(session))
+            fast, fast_update = await _set(agent, session, "model", "muse-spark-1.2")
+            said = agent.client.text(session)[told:]
+            thought = len(agent.client.text(session, "agent_thought_chunk"))
+            response = await agent.prompt(session, "with the faster model")
+        reasoning = agent.client.text(session, "agent_thought_chunk")[thought:]
+    assert response.stop_reason == "end_turn"
+    if version != TIERED:
+        assert _values(menu) == _values(deep) == _values(fast) == EVERY
+        assert _current(fast) == "max"
+        assert LACKS_MAX not in said
+        assert _turn_effort(agent) == "max"
+        return
+    assert _values(menu) == ["default", "none", *SPARK[1:]]
+    assert _option(menu, "reasoningEffort").options[0].name == "Muse default (High)"
+    assert _values(deep) == _values(deep_update) == [*SPARK, "max"]
+    # muse-spark-1.2 has no max: Muse's default for it applies, and the user hears why.
+    assert _values(fast) == _values(fast_update) == SPARK
+    assert _current(fast) == _current(fast_update) == "default"
+    assert _option(fast, "reasoningEffort").options[0].name == "Muse default (Medium)"
+    assert f"'muse-spark-1.2' {LACKS_MAX}" in said
+    assert _turn_effort(agent) is None
+    assert "Planning a reply with medium reasoning effort." in reasoning
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_an_effort_chosen_before_the_catalog_is_checked_before_it_is_sent(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            # No catalog is known yet: every effort is offered.
+            chosen, _ = await _set(agent, session, "reasoningEffort", "ultra")
+            response = await agent.prompt(session, "hello")
+            options = await _menu_update(agent, session)
+        said = agent.client.text(session)
+    assert _values(chosen) == EVERY
+    assert response.stop_reason == "end_turn"
+    assert len(world.host_requests("model/list")) == 1
+    if version != TIERED:
+        assert _turn_effort(agent) == "ultra"
+        assert _current(options) == "ultra"
+        return
+    assert _turn_effort(agent) is None
+    assert _current(options) == "default"
+    assert "'muse-spark-1.3-contributor' does not offer the reasoning effort Ultra" in said
+
+
+def _stored_effort(tmp_path: Path, session: str) -> str | None:
+    path = tmp_path / "acp-data" / "sessions" / f"{session}.json"
+    effort: str | None = json.loads(path.read_text(encoding="utf-8"))["settings"]["effort"]
+    return effort
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
+    tmp_path: Path, version: str
+) -> None:
+    # The effort was stored while Muse offered every effort; then Muse was updated.
+    world = make_world(tmp_path, "1.3.0" if version == TIERED else version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "hello")
+            await _set(agent, session, "reasoningEffort", "max")
+    world.version = version
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            options = await _menu_update(agent, session)
+            said = agent.client.text(session)
+            response = await agent.prompt(session, "after the update")
+    assert response.stop_reason == "end_turn"
+    if version != TIERED:
+        assert _current(options) == "max"
+        assert _turn_effort(agent) == "max"
+        assert _stored_effort(tmp_path, session) == "max"
+        return
+    assert _current(options) == "default"
+    assert f"'muse-spark-1.3-contributor' {LACKS_MAX}" in said
+    assert _turn_effort(agent) is None
+    assert _stored_effort(tmp_path, session) is None
+
+
+def _last_options(agent: Agent, session: str) -> list[Any]:
+    kinds = [u for s, u in agent.client.updates if s == session]
+    return list([u for u in kinds if u.session_update == "config_option_update"][-1].config_options)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_model_another_client_chose_takes_its_own_efforts(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "hello")
+            await _menu_update(agent, session)
+            await _set(agent, session, "model", "muse-spark-1.3")
+            await _set(agent, session, "reasoningEffort", "max")
+            await agent.prompt(session, "sim:switch-model muse-spark-1.2")
+            await agent.client.wait_until(
+                lambda: (
+                    _option(_last_options(agent, session), "model").current_value
+                    == "muse-spark-1.2"
+                )
+            )
+            options = _last_options(agent, session)
+            said = agent.client.text(session)
+            await agent.prompt(session, "on the other client's model")
+    if version != TIERED:
+        assert _current(options) == "max"
+        assert _turn_effort(agent) == "max"
+        return
+    assert f"'muse-spark-1.2' {LACKS_MAX}" in said
+    assert _values(options) == SPARK
+    assert _current(options) == "default"
+    assert _turn_effort(agent) is None
