@@ -61,16 +61,16 @@ async def test_a_second_signal_while_stopping_still_removes_the_overlay(
         '[ "$1" = serve ] && sleep 1\nexit $status\n'
     )
     overlays = world.data_dir / "run" / "settings-overlays"
-    async with raw_agent(world) as agent:
+    async with raw_agent(world, process=True) as agent:
         await agent.initialize()
         params = {"cwd": str(world.workspace), "mcpServers": MCP_SERVERS}
         session = (await agent.result("session/new", params))["sessionId"]
         answer = await agent.prompt_text(session, "hello")
         assert answer.get("result") == {"stopReason": "end_turn"}, answer
         assert len(list(overlays.iterdir())) == 1, "the session's host runs with its overlay"
-        agent.process.send_signal(first)
+        agent.spawned.send_signal(first)
         await anyio.sleep(0.02)  # the scenario: a second signal 20 ms into the stop
-        agent.process.send_signal(second)
+        agent.spawned.send_signal(second)
         with anyio.fail_after(WAIT):
             await agent.process.wait()
         # Its exit status is not asked for: a second signal that comes once the stop is done
@@ -100,7 +100,7 @@ async def test_after_a_sigkill_mid_exec_run_the_next_start_stops_it_and_removes_
         {"type": "text", "text": "sim:stream 1\nsim:hold"},
         {"type": "image", "data": PNG, "mimeType": "image/png"},
     ]
-    async with raw_agent(world) as agent:
+    async with raw_agent(world, process=True) as agent:
         await agent.initialize()
         session = await agent.new_session()
         await agent.start_request("session/prompt", {"sessionId": session, "prompt": prompt})
@@ -117,7 +117,7 @@ async def test_after_a_sigkill_mid_exec_run_the_next_start_stops_it_and_removes_
         assert folder.is_dir(), "the killed agent could not remove the images"
         assert json.loads((folder / "process.json").read_text())["pid"] == run["pid"]
         os.kill(run["pid"], 0)  # the run goes on without its agent
-        async with raw_agent(world) as agent:
+        async with raw_agent(world, process=True) as agent:
             await agent.initialize()
             await agent.new_session()  # loads the agent, which sweeps in the background
             await _removed(folder)
@@ -140,7 +140,7 @@ async def test_what_an_ended_agent_left_is_swept_without_stalling_the_next_start
     overlay = world.data_dir / "run" / "settings-overlays" / f"{ended}-4567cdef" / "muse"
     overlay.mkdir(parents=True)
     (overlay / "settings.json").write_text(json.dumps({"secret": SECRET}))
-    async with raw_agent(world) as agent:
+    async with raw_agent(world, process=True) as agent:
         await agent.initialize()
         with anyio.fail_after(WAIT):
             session = await agent.new_session()

@@ -24,6 +24,7 @@ import anyio
 from anyio.abc import Process, TaskGroup
 
 from tests.agent_wire.harness import World
+from tests.in_process import AgentTask, agent_task
 
 __all__ = ["WAIT", "RawAgent", "id_key", "raw_agent"]
 
@@ -59,7 +60,7 @@ def _allow_first(params: Any) -> dict[str, Any]:
 class RawAgent:
     """One running ``muse-acp serve`` and everything it wrote (see the module contract)."""
 
-    def __init__(self, process: Process, world: World, tasks: TaskGroup) -> None:
+    def __init__(self, process: Process | AgentTask, world: World, tasks: TaskGroup) -> None:
         self.process = process
         self.world = world
         self.lines: list[bytes] = []
@@ -75,6 +76,12 @@ class RawAgent:
         self._reading.set()
         self._next_id = 0
         self._write_lock = anyio.Lock()
+
+    @property
+    def spawned(self) -> Process:
+        """The agent's process (``raw_agent(..., process=True)`` only)."""
+        assert isinstance(self.process, Process), "the agent runs in process here"
+        return self.process
 
     @property
     def alive(self) -> bool:
@@ -226,14 +233,33 @@ class RawAgent:
 
 
 @asynccontextmanager
-async def raw_agent(world: World, env: Mapping[str, str] | None = None) -> AsyncIterator[RawAgent]:
-    """Start ``muse-acp serve`` in ``world`` (plus ``env``) and yield its raw client.
+async def raw_agent(
+    world: World, env: Mapping[str, str] | None = None, *, process: bool = False
+) -> AsyncIterator[RawAgent]:
+    """Serve the agent in ``world`` (plus ``env``) and yield its raw client: in this process
+    (``tests.in_process.agent_task``), or, with ``process``, as a ``muse-acp serve`` process
+    (for what only a process shows: signals, its exit, and that its stdout carries nothing but
+    frames).
 
     On exit stdin is closed, and the agent must then end by itself within ``WAIT``.
     """
     environment = {**world.env(), "MUSE_ACP_IDLE_TIMEOUT": "600", **(env or {})}
+    if not process:
+        async with (
+            agent_task(environment, log=world.stderr) as task,
+            anyio.create_task_group() as tasks,
+        ):
+            agent = RawAgent(task, world, tasks)
+            tasks.start_soon(agent.read_stdout)
+            try:
+                yield agent
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(agent)
+                tasks.cancel_scope.cancel()
+        return
     with world.stderr.open("ab") as stderr:
-        process = await anyio.open_process(
+        spawned = await anyio.open_process(
             [sys.executable, "-m", "muse_acp", "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -241,8 +267,8 @@ async def raw_agent(world: World, env: Mapping[str, str] | None = None) -> Async
             env=environment,
             cwd=world.root,
         )
-        async with process, anyio.create_task_group() as tasks:
-            agent = RawAgent(process, world, tasks)
+        async with spawned, anyio.create_task_group() as tasks:
+            agent = RawAgent(spawned, world, tasks)
             tasks.start_soon(agent.read_stdout)
             try:
                 yield agent

@@ -57,7 +57,7 @@ async def test_a_stopped_agent_leaves_no_process_and_no_traceback(
     # The host leaves its tool process behind when it exits: only the agent's kill of the
     # host's process group can end it.
     faulty.world.extra_env["MUSE_SIM_QUIRKS"] = "orphan-tools"
-    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
+    async with raw_agent(faulty.world, BUDGETS.env(), process=True) as agent:
         await agent.initialize()
         session = await agent.new_session()
         params = {"sessionId": session, "prompt": [{"type": "text", "text": prompt}]}

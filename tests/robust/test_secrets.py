@@ -62,7 +62,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 @pytest.fixture(scope="module")
 async def agent(world: World) -> AsyncIterator[RawAgent]:
     env = {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(fresh_data_dir(world))}
-    async with raw_agent(world, env) as running:
+    async with raw_agent(world, env, process=True) as running:
         await running.initialize()
         yield running
         assert running.alive, world.stderr_text()[-3000:]
@@ -217,7 +217,9 @@ async def test_preference_files_are_private_even_in_a_new_data_directory(
 ) -> None:
     world = make_world(tmp_path)
     data_dir = fresh_data_dir(world)
-    async with raw_agent(world, {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(data_dir)}) as agent:
+    async with raw_agent(
+        world, {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(data_dir)}, process=True
+    ) as agent:
         await agent.initialize()
         session_id = await agent.new_session()
         answer = await agent.prompt_text(session_id, "/rename A title of my own")
@@ -307,7 +309,7 @@ async def test_a_host_that_dies_quoting_secrets_is_reported_without_them(tmp_pat
     world = make_world(tmp_path)
     # muse-sim refuses a fault list it cannot parse by quoting the entry on stderr and exiting.
     env = {**SECRET_ENV, "MUSE_SIM_FAULTS": f"{LEAKY_TEXT} {CANARY} {OTHER_TOKEN}"}
-    async with raw_agent(world, env) as agent:
+    async with raw_agent(world, env, process=True) as agent:
         await agent.initialize()
         session_id = await agent.new_session()
         answer = await agent.prompt_text(session_id, "hello")
