@@ -1,0 +1,108 @@
+"""A turn Muse kept waiting on the user, taken up when its session is loaded or resumed.
+
+Contract: a session that comes back (``session/load``, or ``session/resume`` of one not live
+here) with a turn in progress on Muse's side (its row's ``activeTurnId``: Muse keeps a turn that
+waits on an approval or a question across host processes and clients) is occupied by that turn
+at once (``claim``, before the load or resume is answered): a prompt sent while the turn waits
+on the user is refused with -32600 saying so and how to end it, rather than queued behind a
+turn that may wait for an answer forever; one sent once the user answered waits (within the
+cancel budget) for the turn to end, then runs. Once the load or resume is
+answered, ``take_up`` attaches the session on its execution host (``session/resume``, after
+which Muse sends its pending approvals and questions again) and follows the turn as an
+``ActiveTurn`` until it settles: approvals become ``session/request_permission`` with their tool
+card, questions form elicitations, exactly as in a prompt; the answers go back to Muse and the
+turn's output reaches the client as session updates. ``session/cancel`` cancels the turn in
+Muse. A turn Muse closed when the session was resumed (it was not waiting on the user) leaves
+nothing to follow; a failure (Muse holds the session in another process, the host ended) is
+said in the session's chat. Either way the session is free again afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from muse_acp.agent.announcements.session_state import SessionState
+from muse_acp.agent.cards.output_cards import OutputPolicy
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.translate import TurnTranslator
+from muse_acp.agent.turns.background import keep_relaying
+from muse_acp.agent.turns.turn import MAX_HELD_EVENTS, ActiveTurn
+from muse_acp.agent.turns.work import SessionWork
+from muse_acp.rpc import RpcError
+from muse_acp_wire import msp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["WAITING_TURN", "claim", "take_up", "take_up_soon"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+WAITING_TURN: Final = (
+    "a turn Muse kept from before the session was opened, which asks for your answer to its "
+    "approval or question"
+)
+"""The activity of a taken-up turn, as a refused prompt names it."""
+
+
+def claim(session: AcpSession, row: msp.Session) -> SessionWork | None:
+    """Occupy ``session`` with the turn Muse reports in progress in ``row``, if any."""
+    if row.active_turn_id is None or not session.on_host:
+        return None
+    return session.begin(WAITING_TURN)
+
+
+async def take_up(ctx: AgentContext, session: AcpSession, work: SessionWork) -> None:
+    """Follow the turn ``work`` stands for until it settles (see the module contract); always
+    ends ``work``."""
+    early: list[tuple[str, WireModel]] = []
+    keeping = True
+
+    async def keep(method: str, params: WireModel) -> None:
+        if keeping and len(early) < MAX_HELD_EVENTS:
+            early.append((method, params))
+
+    try:
+        host = await session.execution.ready(early=keep)
+        turn_id = session.execution.resumed_turn
+        if turn_id is None:
+            keeping = False
+            logger.info("session %s: Muse had no turn left to take up", session.session_id)
+            return
+        output = OutputPolicy(
+            references=ctx.negotiated.output and host.features.has("storedOutput")
+        )
+        translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+        turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
+        async with session.execution.holding(host):
+            session.turn = turn
+            try:
+                # A prompt sent once the user answered waits for the turn's end, not refused.
+                work.ending = lambda: (
+                    turn.acknowledged.is_set() and not turn.interactions.waiting_on_client()
+                )
+                with work.running(turn):
+                    stop = await turn.rejoin(turn_id, early)
+                logger.info(
+                    "session %s: taken-up turn %s ended: %s", session.session_id, turn_id, stop
+                )
+            finally:
+                session.turn = None
+                # Work that outlives the turn keeps updating its cards (``background``).
+                keep_relaying(host, session.session_id, turn.relay)
+                if turn.host_unsettled or host.dead.is_set():
+                    session.execution.close()
+    except RpcError as error:
+        if not session.closed and not work.cancel_requested:
+            await session.say(
+                "muse-acp could not take up the turn Muse had in progress in this session when "
+                f"it was opened: {error.message}"
+            )
+    finally:
+        session.end(work)
+
+
+async def take_up_soon(ctx: AgentContext, session: AcpSession, work: SessionWork) -> None:
+    """``take_up`` in the agent's task group (a follow-up of the load or resume answer, which
+    must not wait for the user's answer)."""
+    ctx.hosting.tasks.start_soon(take_up, ctx, session, work)
