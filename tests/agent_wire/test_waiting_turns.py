@@ -148,3 +148,25 @@ async def test_cancelling_ends_the_turn_muse_kept_waiting(tmp_path: Path, versio
     assert world.host_requests("approval/decide") == []
     assert "please list the files" not in client.text(session)
     assert after.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_the_next_prompt_asks_what_muse_kept_waiting_then_runs(
+    tmp_path: Path, version: str
+) -> None:
+    """The session's host went away while its turn waited on an approval, in the same agent:
+    the next prompt asks that approval again through itself, then runs its own turn."""
+    world = make_world(tmp_path, version=version)
+    world.extra_env["MUSE_SIM_FAULTS"] = "exit:approval"  # only a new approval ends a host
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            with pytest.raises(acp.RequestError):
+                await agent.prompt(session, APPROVAL)
+            after = await agent.prompt(session, "and now?")
+    assert after.stop_reason == "end_turn"
+    [decided] = world.host_requests("approval/decide")
+    assert decided["params"]["choiceId"] == "allow_once"
+    text = agent.client.text(session)
+    assert text.index("please list the files") < text.index("and now?")
+    assert _tool_statuses(agent.client, session)[-1] == "completed"

@@ -96,6 +96,12 @@ class ExecutionHost:
         """The turn in progress when the host last resumed the session (None: none)."""
         self._securing = anyio.Lock()  # a report's set-back and the next turn's, one at a time
 
+    def take_resumed_turn(self) -> str | None:
+        """The turn Muse had in progress when the running host resumed the session, once (None:
+        none, or already taken)."""
+        turn_id, self.resumed_turn = self.resumed_turn, None
+        return turn_id
+
     @property
     def host(self) -> MspHost | None:
         """The running host, if there is one."""
