@@ -1,26 +1,15 @@
 """A turn Muse kept waiting on the user, taken up when its session is loaded or resumed.
 
-Contract: a session that comes back (``session/load``, or ``session/resume`` of one not live
-here) with a turn in progress on Muse's side (its row's ``activeTurnId``: Muse keeps a turn that
-waits on an approval or a question across host processes and clients) is occupied by that turn
-at once (``claim``, before the load or resume is answered): a prompt sent while the turn waits
-on the user is refused with -32600 saying so and how to end it, rather than queued behind a
-turn that may wait for an answer forever; one sent once the user answered waits (within the
-cancel budget) for the turn to end, then runs. Once the load or resume is
-answered, ``take_up`` attaches the session on its execution host (``session/resume``, after
-which Muse sends its pending approvals and questions again) and follows the turn as an
-``ActiveTurn`` until it settles: approvals become ``session/request_permission`` with their tool
-card, questions form elicitations, exactly as in a prompt; the answers go back to Muse and the
-turn's output reaches the client as session updates. ``session/cancel`` cancels the turn in
-Muse. A turn Muse closed when the session was resumed (it was not waiting on the user) leaves
-nothing to follow; a failure (Muse holds the session in another process, the host ended) is
-said in the session's chat. Either way the session is free again afterwards.
-
-``follow_kept`` is that following, also used by a prompt whose new execution host finds such
-a turn (its previous host went away while the turn waited): the prompt asks it first, through
-itself, and runs its own turn once it ended. ``early_events`` keeps what the host sends right
-after attaching the session, before the turn listens; the pending requests are also read back
-(``approval/listPending``), since what Muse sent again may have gone by unheard.
+Contract: a session that comes back with a turn in progress in Muse (its row's ``activeTurnId``:
+Muse keeps a turn that waits on an approval or a question across hosts) is occupied by it at once
+(``claim``): a prompt sent while it waits on the user is refused (-32600, saying so and how to
+cancel it), one sent once the user answered waits (within the cancel budget) for its end. Once
+the load or resume is answered, ``take_up`` attaches the session (``session/resume``, after which
+Muse sends its pending requests again, also read back with ``approval/listPending``) and follows
+the turn (``follow_kept``) as a prompt's: permission requests with the tool card, question
+forms, output as session updates; ``session/cancel`` cancels it in Muse. A prompt whose new host
+finds such a turn follows it first, through itself. No turn left (Muse closed one not waiting on
+the user): nothing to follow; a failure is said in the chat. The session is then free again.
 """
 
 from __future__ import annotations

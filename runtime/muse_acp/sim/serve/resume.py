@@ -3,14 +3,11 @@
 Contract:
 
 * ``session/resume`` checks ``config.mcpServers`` as ``mcp`` says, then holds a stored session
-  (-32020 unknown, -32021 held by another process;
-  resuming a session this process holds is allowed). A turn left unfinished by a host that died
-  is taken up when it waits only on the user (see ``adoption``), else closed first (see
-  ``recovery``). History comes inline, excluded (``excludeItems``), or as the durable events
-  after ``cursor``, sent as notifications once the result is written (-32011 for a cursor the
-  session never had). Requests still pending are listed, and sent again once the result (and
-  any such events) is written, as they stand: ``approval/request`` at its current stage,
-  ``userInput/request`` (withheld from a client without question dialogs).
+  (-32020 unknown, -32021 held by another process; resuming one this process holds is allowed).
+  A turn left unfinished by a host that died is taken up when it waits only on the user
+  (``adoption``), else closed (``recovery``). History comes inline, excluded (``excludeItems``),
+  or as the durable events after ``cursor``, sent once the result is written (-32011 for a
+  cursor the session never had); then every pending request is sent again as it stands.
 * ``session/fork`` makes a new session, held by this process, with the items of the source's
   completed turns (up to ``cutPoint``; -32023 when that is not one of its turns); any stored
   session can be forked, including one another process holds. ``session/started`` precedes
