@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,9 +369,14 @@ async def prepared(
     await faulty.all_exited(MARGIN)
 
 
-async def loads_with_history(faulty: FaultWorld, agent: Agent, session: str) -> None:
+async def loads_with_history(
+    faulty: FaultWorld,
+    agent: Agent,
+    session: str,
+    then: Callable[[], Awaitable[None]] | None = None,
+) -> None:
     """Load ``session`` in the same agent: its first turn is replayed, and every host the
-    fault and the load started is gone soon after."""
+    fault and the load started is gone soon after (after ``then``, when given)."""
     seen = len(agent.client.updates)
     with anyio.fail_after(WAIT):
         await agent.conn.load_session(
@@ -384,6 +389,8 @@ async def loads_with_history(faulty: FaultWorld, agent: Agent, session: str) -> 
     }
     assert FIRST in said["user_message_chunk"], said
     assert FIRST in said["agent_message_chunk"], said
+    if then is not None:
+        await then()
     await faulty.all_exited(faulty.budgets.idle + MARGIN)
 
 

@@ -160,7 +160,23 @@ async def test_a_host_dying_while_the_client_holds_the_permission_dialog_settles
             await agent.prompt(session, "sim:approve make install")
         PROMPT_FAULTS["exit during an approval"].check(settled, faulty.budgets)
         assert faulty.world.host_requests("approval/decide") == []
-        await loads_with_history(faulty, agent, session)
+        # Muse keeps the turn waiting on the approval: the load asks it again; cancelling it
+        # there ends the turn, and every host goes.
+        asked_again = anyio.Event()
+
+        async def hold_again() -> None:
+            asked_again.set()
+            await never.wait()
+
+        async def cancel_when_asked_again() -> None:
+            with anyio.fail_after(WAIT):
+                await asked_again.wait()
+            await agent.conn.cancel(session_id=session)
+
+        agent.client.on_permission = hold_again
+        await loads_with_history(faulty, agent, session, then=cancel_when_asked_again)
+        assert faulty.world.host_requests("approval/decide") == []
+        assert faulty.world.host_requests("turn/cancel")
 
 
 # -- a cancel the host does not help with -------------------------------------------------

@@ -210,33 +210,37 @@ async def test_a_restarted_host_resumes_where_the_log_ends(tmp_path: Path) -> No
     ][:6]
 
 
-async def test_resuming_after_a_lost_host_closes_the_orphaned_turn(tmp_path: Path) -> None:
+async def test_resuming_after_a_lost_host_closes_a_turn_not_waiting_on_the_user(
+    tmp_path: Path,
+) -> None:
+    """A turn taken up where its host left it only when it waits on the user (see
+    ``test_resumed_asks``); one the model was working on is closed as lost."""
     async with sim_process(tmp_path) as first:
         await first.initialize()
         session_id = await first.start()
-        await first.turn_start(session_id, "sim:ask", reasoningEffort="none")
-        await first.until_method("userInput/requested")
-    async with sim_process(tmp_path, env={"MUSE_SIM_FAULTS": "exit:approval"}) as crashing:
+        request_id, _ = await first.turn_start(session_id, "sim:hold", reasoningEffort="none")
+        await first.until(lambda frame: frame.get("id") == request_id)
+    async with sim_process(tmp_path) as crashing:
         await crashing.initialize()
         resume = {"commandId": new_uuid7(), "sessionId": session_id}
-        _, closed_question = await crashing.request("session/resume", resume)
-        await crashing.turn_start(session_id, "sim:approve ls", reasoningEffort="none")
-        await crashing.until_method("approval/requested")
+        _, closed_hold = await crashing.request("session/resume", resume)
+        await crashing.turn_start(session_id, "sim:bash 10\nsim:crash", reasoningEffort="none")
+        await crashing.until(
+            lambda frame: (
+                frame.get("method") == "item/completed" and item_of(frame)["kind"] == "toolCall"
+            )
+        )
         assert await crashing.exited() != 0
     async with sim_process(tmp_path) as last:
         await last.initialize()
-        resumed, closed_approval = await last.request(
+        resumed, closed_crash = await last.request(
             "session/resume",
             {"commandId": new_uuid7(), "sessionId": session_id, "excludeItems": True},
         )
-    assert labels(closed_question) == ["userInput/settled", "item/completed", "turn/completed"]
-    assert closed_question[0]["params"]["outcome"] == "aborted"
-    assert labels(closed_approval) == ["approval/resolved", "item/completed", "turn/completed"]
-    assert closed_approval[0]["params"]["decision"] == "abort"
-    for events in (closed_question, closed_approval):
-        assert item_of(events[1])["status"] == "cancelled"
-        assert events[2]["params"]["terminal"] == "cancelled"
-        assert events[2]["params"]["reason"] == "resume_reconcile:orphaned_by_process_loss"
+    for events in (closed_hold, closed_crash):
+        assert labels(events) == ["turn/completed"]
+        assert events[0]["params"]["terminal"] == "cancelled"
+        assert events[0]["params"]["reason"] == "resume_reconcile:orphaned_by_process_loss"
     assert resumed["result"]["session"]["activeTurnId"] is None
     assert resumed["result"]["pendingRequests"] == []
     assert resumed["result"]["history"]["noneReason"] == "excluded"

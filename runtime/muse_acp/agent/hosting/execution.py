@@ -32,7 +32,7 @@ from muse_acp.agent.mcp.mcp_servers import McpServerSpec, delivery, startup_fail
 from muse_acp.agent.options.config_options import MODES, ModelChoice, SessionSettings, host_flags
 from muse_acp.agent.options.safety import check_runnable, refusal
 from muse_acp.host.bindings import error_kind
-from muse_acp.host.client import MspHost
+from muse_acp.host.client import EventListener, MspHost
 from muse_acp.host.session_mcp import SESSION_MCP
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RpcError
@@ -92,16 +92,28 @@ class ExecutionHost:
         """The model Muse last accepted for the session (None: its default), on any host."""
         self.reported_mode: str | None = None
         """Muse's approval mode for the session as it last reported it (None: not known)."""
+        self.resumed_turn: str | None = None
+        """The turn in progress when the host last resumed the session (None: none)."""
         self._securing = anyio.Lock()  # a report's set-back and the next turn's, one at a time
+
+    def take_resumed_turn(self) -> str | None:
+        """The turn Muse had in progress when the running host resumed the session, once (None:
+        none, or already taken)."""
+        turn_id, self.resumed_turn = self.resumed_turn, None
+        return turn_id
 
     @property
     def host(self) -> MspHost | None:
         """The running host, if there is one."""
         return self.keeper.host
 
-    async def ready(self, extra_flags: tuple[str, ...] = ()) -> MspHost:
+    async def ready(
+        self, extra_flags: tuple[str, ...] = (), *, early: EventListener | None = None
+    ) -> MspHost:
         """A host for the session's next turn (see the module contract); ``extra_flags`` are
         added to the mode's for a turn that must be more restricted (a review is read-only).
+        A host started now hands the session's events to ``early`` from before it attaches
+        the session until a turn listens (what Muse sends right after ``session/resume``).
 
         Raises:
             RpcError: an ACP failure of the ``starting`` or ``preparing`` phase.
@@ -112,7 +124,7 @@ class ExecutionHost:
         flags = mode_flags + tuple(f for f in extra_flags if f not in mode_flags)
         host = self.keeper.host
         if host is None or flags != self._flags or self._session.mcp_servers != self._mcp_attached:
-            host = await self._start(flags)
+            host = await self._start(flags, early)
         await self.secure(host)
         await self._apply_model(host)
         return host
@@ -157,11 +169,13 @@ class ExecutionHost:
     async def wait_gone(self) -> None:
         await self.keeper.wait_gone()
 
-    async def _start(self, flags: tuple[str, ...]) -> MspHost:
+    async def _start(self, flags: tuple[str, ...], early: EventListener | None) -> MspHost:
         self._flags, self._model_applied = flags, None
         self._mcp_attached = servers = self._session.mcp_servers
         await self._route_servers(servers)
         host = await self.keeper.start(self._session.cwd, flags)
+        if early is not None:
+            host.follow(self._session.session_id, early)
         try:
             self.reported_mode = await self._attach(host)
             session, budget = self._session, self._hosting.config.deadlines.submit
@@ -192,6 +206,7 @@ class ExecutionHost:
     async def _attach(self, host: MspHost) -> str | None:
         """Attach the session; Muse's approval mode for it, when the result reports one."""
         session = self._session
+        self.resumed_turn = None
         budget = self._hosting.config.deadlines.startup
         config = None if self._mcp_overlay else session_config(self._mcp_attached)
         extra = {} if config is None else {"config": config}  # absent, never null, without
@@ -209,6 +224,7 @@ class ExecutionHost:
                     budget=budget,
                     refusal=lambda error: self._refusal("session/resume", error, host),
                 )
+                self.resumed_turn = resumed.session.active_turn_id
                 return _mode_of(resumed.session)
             except _NotOnHost:
                 logger.info("Muse has no session %s yet; starting it", session.session_id)

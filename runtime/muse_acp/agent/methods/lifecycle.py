@@ -3,7 +3,9 @@
 Contract: ``session/new`` needs no host: the adapter mints a UUIDv7 that becomes Muse's session
 id at the first prompt and records it, so a never-prompted session can be loaded or resumed.
 Load, resume and fork read through the agent's lease-free catalog host within the startup and
-read budgets; load replays history before it answers. A session comes back with its stored
+read budgets; load replays history before it answers. A session that comes back with a turn
+in progress in Muse (one waiting on the user) is occupied by it, and the turn is taken up once
+the load or resume is answered (``waiting_turn``). A session comes back with its stored
 settings (``remembered``), read afresh. The client's ``mcpServers`` are checked (-32602 for
 servers the installed Muse cannot take, ``mcp_servers``) and kept for the execution host. New,
 fork and close change state inside ``RequestContext.commit``.
@@ -34,6 +36,7 @@ from muse_acp.agent.options.config_options import SessionSettings, config_option
 from muse_acp.agent.options.remembered import restored, stored_elsewhere, to_stored
 from muse_acp.agent.options.safety import held_notes
 from muse_acp.agent.options.titles import display_title
+from muse_acp.agent.prompts.waiting_turn import claim, take_up_soon
 from muse_acp.agent.sessions.history import read_row, replay_history
 from muse_acp.agent.sessions.session import AcpSession, check_session_id, shown_id
 from muse_acp.host.binary import HostUnavailable
@@ -144,10 +147,10 @@ async def _bring_back(
 
 async def _reopen(
     ctx: AgentContext, host: MspHost, session_id: str, cwd: str
-) -> tuple[AcpSession, list[str]]:
-    """Bring back a session Muse has, or one ``session/new`` created in ``cwd`` that Muse does
-    not have yet (it was never prompted: ``on_host`` False, nothing to replay), from the
-    adapter's record of it; any other session is Muse's -32002."""
+) -> tuple[AcpSession, list[str], msp.Session | None]:
+    """Bring back a session Muse has (with its row), or one ``session/new`` created in ``cwd``
+    that Muse does not have yet (it was never prompted: ``on_host`` False, nothing to replay, no
+    row), from the adapter's record of it; any other session is Muse's -32002."""
     try:
         row = await _read_session(ctx, host, session_id, cwd)
     except RpcError as missing:
@@ -156,8 +159,18 @@ async def _reopen(
         kept = await ctx.preferences.read(session_id)
         if kept.created_cwd is None or not same_directory(kept.created_cwd, cwd):
             raise
-        return await _bring_back(ctx, session_id, cwd, None, on_host=False)
-    return await _bring_back(ctx, session_id, cwd, _title_of(row))
+        return *(await _bring_back(ctx, session_id, cwd, None, on_host=False)), None
+    return *(await _bring_back(ctx, session_id, cwd, _title_of(row))), row
+
+
+def _take_up_waiting(
+    rctx: RequestContext, ctx: AgentContext, session: AcpSession, row: msp.Session | None
+) -> None:
+    """Occupy the session with a turn Muse has in progress, taken up once the load or resume
+    is answered (``waiting_turn``)."""
+    work = None if row is None else claim(session, row)
+    if work is not None:
+        rctx.after_response(partial(take_up_soon, ctx, session, work))
 
 
 async def _tell(session: AcpSession, notes: list[str]) -> None:
@@ -205,7 +218,7 @@ async def handle_load(
     cwd = check_workspace(params.cwd, params.additional_directories)
     servers = await _mcp_servers(ctx, params.mcp_servers)
     async with ctx.catalog_host(cwd) as host:
-        session, notes = await _reopen(ctx, host, session_id, cwd)
+        session, notes, row = await _reopen(ctx, host, session_id, cwd)
         session.mcp_servers = servers
         if session.on_host:
             output = OutputPolicy(
@@ -219,6 +232,7 @@ async def handle_load(
             ),
         )
     await _tell(session, notes)
+    _take_up_waiting(rctx, ctx, session, row)
     rctx.after_response(partial(commands.advertise, ctx, session))
     rctx.after_response(partial(refresh_menu, ctx, session))  # on the host the load used
     return acp.LoadSessionResponse(
@@ -238,6 +252,7 @@ async def handle_resume(
     _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
     notes: list[str] = []
+    row: msp.Session | None = None
     if (
         live is not None
         and not live.closed
@@ -247,9 +262,10 @@ async def handle_resume(
         session, reopened = live, False
     else:
         async with ctx.catalog_host(cwd) as host:
-            session, notes = await _reopen(ctx, host, session_id, cwd)
+            session, notes, row = await _reopen(ctx, host, session_id, cwd)
         reopened = True
     session.mcp_servers = servers  # a live host re-attaches with them before the next turn
+    _take_up_waiting(rctx, ctx, session, row)
     rctx.after_response(partial(_announce_resumed, ctx, session, notes))
     if reopened:
         rctx.after_response(partial(refresh_menu, ctx, session))  # on the host it used

@@ -7,11 +7,11 @@ accepted, then fails), drops an effort the session's model does not offer, readi
 first when none is known (``catalog.fit_session_effort``), then runs one ``ActiveTurn`` until it
 settles and returns its stop reason. ``extra_flags`` restrict that one turn's host further than
 the session's mode does (a review runs with writes and shell disabled); the host is restarted
-whenever its flags change, so the restriction never outlives the turn. A host the turn left in
-an unknown state is closed; on a kept one the session's events go on being relayed after the
-turn (``background``), and the state Muse reports is observed throughout (``session_state``).
-It lives apart from ``prompting`` so command handlers can run a turn without importing a
-handler module."""
+whenever its flags change, so the restriction never outlives the turn. A turn Muse kept waiting
+on the user, found when the host resumes the session, is followed first, through this prompt
+(``waiting_turn``). A host the turn left in an unknown state is closed; on a kept one the
+session's events go on being relayed after the turn (``background``), and the state Muse reports
+is observed throughout (``session_state``). Apart from ``prompting``, for commands' sake."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
+from muse_acp.agent.prompts.waiting_turn import early_events, follow_kept
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp.agent.turns.background import keep_relaying
@@ -46,15 +47,24 @@ async def run_turn(
 ) -> acp.StopReason:
     """Run one model turn for ``work``, which must occupy ``session``; the files its editing
     tools changed are added to ``edited`` (see ``card_states.TurnCards.edited_paths``)."""
+    early, keep = early_events()
     with work.interruptibly() as starting:
         try:
-            host = await session.execution.ready(extra_flags)
+            host = await session.execution.ready(extra_flags, early=keep)
         except failures.ModelRefusal:
             await fall_back_model(ctx, session)
             raise
         if session.settings.effort is not None:
             await refresh_menu(ctx, session)  # the model's tiers decide whether it is sent
-    if starting.cancelled_caught or work.cancel_requested:
+    if starting.cancelled_caught:
+        return "cancelled"
+    kept = session.execution.take_resumed_turn()
+    # Muse kept a turn waiting on the user (the last host went away): it is asked through this
+    # prompt (a cancel cancels it) and must end before Muse would start the prompt's own turn.
+    if kept is not None and await follow_kept(ctx, session, work, host, kept, early) == "cancelled":
+        return "cancelled"
+    early.clear()
+    if work.cancel_requested:
         return "cancelled"
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs

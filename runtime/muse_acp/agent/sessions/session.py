@@ -183,9 +183,10 @@ class AcpSession:
         return work
 
     async def admit_prompt(self, arrival: int) -> SessionWork:
-        """``begin`` a prompt, first waiting (at most the cancel budget) for cancelled work."""
+        """``begin`` a prompt, first waiting (at most the cancel budget) for cancelled work or
+        work that is ending on its own."""
         current = self.work
-        if current is not None and current.cancel_requested:
+        if current is not None and (current.cancel_requested or current.ending()):
             with anyio.move_on_after(self.hosting.config.deadlines.cancel):
                 await current.finished.wait()
         return self.begin("a prompt", arrival)

@@ -1,4 +1,4 @@
-"""One prompt turn on a Muse host, from ``turn/start`` until it settles.
+"""One turn on a Muse host, from ``turn/start`` (or ``rejoin``, one Muse runs) until it settles.
 
 Contract: the host's events arrive in order through ``on_event`` (and text deltas through
 ``take_delta``) and are translated and sent at once (``relay``); approvals and questions go to
@@ -104,11 +104,11 @@ class ActiveTurn:
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
         self.acknowledged = anyio.Event()
-        self._interactions = Interactions(self, translator.cards)
+        self.interactions = Interactions(self, translator.cards)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = view_events.GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail)
         self._silence = SilenceWatch(
-            options.deadlines.silence, self._interactions.waiting_on_client, session.session_id
+            options.deadlines.silence, self.interactions.waiting_on_client, session.session_id
         )
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
@@ -165,7 +165,7 @@ class ActiveTurn:
             outcome = "cancelled"
         self._outcome = outcome
         self._settled.set()
-        self._interactions.withdraw_all()
+        self.interactions.withdraw_all()
 
     def explain_failure(self, error: RpcError) -> None:
         """Report ``error`` (something the client caused, such as a question it could not
@@ -191,34 +191,29 @@ class ActiveTurn:
         Raises:
             RpcError: the turn failed (``data.failure`` says how and in which phase).
         """
+        return await self._follow(partial(self._submit, parts))
+
+    async def rejoin(self, turn_id: str, early: list[tuple[str, WireModel]]) -> acp.StopReason:
+        """Follow ``turn_id``, a turn Muse already runs, until it settles; ``early`` (events of
+        the session that came before, such as asks Muse sent again) go first. Raises as ``run``."""
+        return await self._follow(partial(self._rejoined, turn_id), early)
+
+    async def _follow(
+        self,
+        begin: Callable[[TaskGroup], Awaitable[None]],
+        early: list[tuple[str, WireModel]] | None = None,
+    ) -> acp.StopReason:
         listening = self._host.listen(self.session_id, self.on_event, self.take_delta)
+        if early and self._held is not None:
+            self._held.extend(early)
+            early.clear()
         try:
             async with task_group() as tasks:
                 self._tasks = tasks
                 tasks.start_soon(self._watch_host)
                 if self.cancel_requested:
                     tasks.start_soon(self._cancel_flow)
-                params = msp.TurnStartParams(
-                    command_id=self.command_id, session_id=self.session_id, input=parts
-                )
-                effort = turn_effort(self._session.settings)
-                if effort is not None:
-                    # Only an explicit choice is sent; the host's default needs no member.
-                    params.reasoning_effort = effort
-                try:
-                    ack = await self.ask_host(
-                        "turn/start", params, msp.TurnStartResult, "submitting"
-                    )
-                except failures.HostRefusal as refused:
-                    self.settle(refused)  # the host refused the turn: nothing runs there
-                except RpcError as failure:
-                    self.fail(failure)
-                else:
-                    self.acknowledged.set()
-                    silent = failures.host_silent(self._silence.budget)
-                    tasks.start_soon(self._silence.watch, partial(self.fail, silent))
-                    await self._adopt(ack.turn_id)
-                    await self._publish_active_turn(self.turn_id)
+                await begin(tasks)
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()
         finally:
@@ -235,6 +230,30 @@ class ActiveTurn:
         if isinstance(outcome, RpcError):
             raise outcome
         return outcome
+
+    async def _submit(self, parts: list[msp.TurnInputPart], tasks: TaskGroup) -> None:
+        params = msp.TurnStartParams(
+            command_id=self.command_id, session_id=self.session_id, input=parts
+        )
+        effort = turn_effort(self._session.settings)
+        if effort is not None:
+            # Only an explicit choice is sent; the host's default needs no member.
+            params.reasoning_effort = effort
+        try:
+            ack = await self.ask_host("turn/start", params, msp.TurnStartResult, "submitting")
+        except failures.HostRefusal as refused:
+            self.settle(refused)  # the host refused the turn: nothing runs there
+        except RpcError as failure:
+            self.fail(failure)
+        else:
+            await self._rejoined(ack.turn_id, tasks)
+
+    async def _rejoined(self, turn_id: str, tasks: TaskGroup) -> None:
+        self.acknowledged.set()
+        silent = failures.host_silent(self._silence.budget)
+        tasks.start_soon(self._silence.watch, partial(self.fail, silent))
+        await self._adopt(turn_id)
+        await self._publish_active_turn(self.turn_id)
 
     async def _adopt(self, turn_id: str) -> None:
         """Take ``turn_id`` as this turn's, then handle the events held back until now."""
@@ -293,7 +312,7 @@ class ActiveTurn:
         if self.cancel_requested or self._settled.is_set():
             return
         self.cancel_requested = True
-        self._interactions.withdraw_all()
+        self.interactions.withdraw_all()
         self.spawn(self._cancel_flow)
 
     async def _cancel_flow(self) -> None:
@@ -349,7 +368,7 @@ class ActiveTurn:
 
     async def _handle(self, method: str, params: WireModel) -> None:
         if not event_kinds.TURN_LIFECYCLE.holds(params):  # nearly every event: items, deltas
-            self._interactions.on_event(params)
+            self.interactions.on_event(params)
         elif isinstance(params, msp.TurnCompletedParams):
             if params.turn_id == self.turn_id:
                 outcome = failures.stop_reason(params)

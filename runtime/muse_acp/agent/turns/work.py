@@ -1,12 +1,13 @@
 """What occupies a session, and the one way to stop it.
 
 Contract: a session runs one ``SessionWork`` at a time: a prompt (a model turn or a local
-command) or a settings change that talks to Muse. ``cancel()`` is the only way anything stops
-work, whoever asks (``session/cancel``, ``$/cancel_request``, ``session/close``, ``/logout``):
-it reaches the part that runs now, and a part that starts later sees ``cancel_requested`` and
-does not start. A running turn is stopped through its own ``request_cancel`` (so Muse hears of
-it and the turn settles in order); anything else runs ``interruptibly`` and is cancelled at
-once. ``finished`` is set when the work ended, however it ended. What the work changes it
+command), a settings change that talks to Muse, or a turn Muse kept waiting on the user.
+``cancel()`` is the only way anything stops work, whoever asks (``session/cancel``,
+``$/cancel_request``, ``session/close``, ``/logout``): it reaches the part that runs now, and a
+part that starts later sees ``cancel_requested`` and does not start. A running turn is stopped
+through its own ``request_cancel`` (so Muse hears of it and the turn settles in order); anything
+else runs ``interruptibly`` and is cancelled at once. ``finished`` is set when the work ended,
+however it ended; a prompt briefly waits for work that is ``ending``. What the work changes it
 changes inside ``commit`` (the request's commit when a request runs it, see
 ``RequestContext.commit``): refused when that request was withdrawn first, never stopped half-way.
 """
@@ -52,6 +53,8 @@ class SessionWork:
         self._turn: CancellableTurn | None = None
         self.commit: CommitPoint = _shielded
         """Where the work makes its change; the request that runs it sets its own."""
+        self.ending: Callable[[], bool] = lambda: False
+        """True while the work is about to end on its own (a prompt then waits for it)."""
 
     def cancel(self) -> None:
         """Stop the work (idempotent); returns at once, the work ends soon after."""

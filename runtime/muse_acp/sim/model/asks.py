@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
@@ -54,6 +54,7 @@ __all__ = [
     "ONCE_CHOICES",
     "POLICY_DECISION",
     "ApprovalAsk",
+    "await_decision",
     "request_approval",
     "split_stages",
 ]
@@ -151,6 +152,33 @@ class ApprovalAsk:
 
     def __post_init__(self) -> None:
         self.resolutions = ["unresolved"] * max(1, len(self.stages))
+
+    @classmethod
+    def from_pending(cls, params: Mapping[str, Any], *, reasons: bool) -> ApprovalAsk:
+        """The approval a stored ``approval/requested`` describes (with later updates applied,
+        as the fold keeps it), at the stage it had reached."""
+        subject = params["subject"]
+        stages = subject.get("stages") or []
+        ask = cls(
+            session_id=params["sessionId"],
+            turn_id=params["turnId"],
+            item_id=params["itemId"],
+            tool_call_id=params["toolCallId"],
+            raw_args=params["rawArgs"],
+            workspace_root=subject.get("workspaceRoot"),
+            stages=[list(stage["argv"]) for stage in stages],
+            command=subject.get("command") or "",
+            tool_name=params["toolName"],
+            path=subject.get("path"),
+            protected=bool(params.get("protectedWrite")),
+            reasons=reasons,
+            choices=tuple(ApprovalChoice.model_validate(c) for c in params["availableChoices"]),
+            approval_id=params["approvalId"],
+        )
+        if stages:
+            ask.resolutions = [stage["resolution"]["kind"] for stage in stages]
+        ask.current = params["currentRequirementId"]["sourceIndex"]
+        return ask
 
     @property
     def requirements(self) -> int:
@@ -343,6 +371,17 @@ async def request_approval(turn: Turn, ask: ApprovalAsk) -> str:
         await _resolve(session, ask, by="policy", command_id=None)
         return "denied"
     done = anyio.Event()
+    turn.ctx.spawn(turn.ctx.ask_client, "approval/request", RawJson(sent), done)
+    if turn.ctx.options.faults.exits_at("approval"):
+        exit_now("exit:approval")
+    return await await_decision(turn, ask, done)
+
+
+async def await_decision(turn: Turn, ask: ApprovalAsk, done: anyio.Event) -> str:
+    """Wait until the client's decisions settle ``ask`` (which is published and registered in
+    the session's asks), reporting each non-final one; ``done`` is set once it is settled.
+    A stopped turn resolves it ``abort``. Returns the decision."""
+    session = turn.session
 
     async def abandon() -> None:
         ask.outcome = ask.outcome or "abort"
@@ -350,9 +389,7 @@ async def request_approval(turn: Turn, ask: ApprovalAsk) -> str:
         await _resolve(session, ask, by="user", command_id=None)
 
     turn.open_items[ask.approval_id] = abandon
-    turn.ctx.spawn(turn.ctx.ask_client, "approval/request", RawJson(sent), done)
-    if turn.ctx.options.faults.exits_at("approval"):
-        exit_now("exit:approval")
+    turn.phase = "waiting for an approval"
     try:
         while True:
             await ask.wake.wait()

@@ -32,7 +32,7 @@ from muse_acp_wire.msp import (
     UserInputSettledParams,
 )
 
-__all__ = ["QUESTION", "QuestionAsk", "ask_user"]
+__all__ = ["QUESTION", "QuestionAsk", "ask_user", "await_answer", "hold_open"]
 
 REQUEST_OUT_WAIT: Final = 5.0
 QUESTION: Final = UserInputQuestion(
@@ -160,7 +160,6 @@ async def ask_user(turn: Turn) -> None:
     ask = QuestionAsk(user_input_id=call.item_id, questions=[QUESTION])
     session = turn.session
     session.asks[ask.user_input_id] = ask
-    turn.phase = "waiting for an answer"
 
     def requested(pos: Position) -> UserInputRequestedParams:
         return UserInputRequestedParams(
@@ -178,6 +177,21 @@ async def ask_user(turn: Turn) -> None:
     await session.outbox.pace()
     params, body = session.record("userInput/requested", requested)
     done = anyio.Event()
+    hold_open(turn, ask, done)
+    if turn.ctx.client.user_input_dialogs:
+        sent = turn.ctx.ledger.expect("userInput/request")
+        turn.ctx.spawn(turn.ctx.ask_client, "userInput/request", params, done)
+        with anyio.move_on_after(REQUEST_OUT_WAIT):
+            await sent.wait()
+    await session.outbox.send_event("userInput/requested", body)
+    if turn.ctx.options.faults.exits_at("userInput"):
+        exit_now("exit:userInput")
+    await await_answer(turn, call, ask, done)
+
+
+def hold_open(turn: Turn, ask: QuestionAsk, done: anyio.Event) -> None:
+    """Register ``ask`` with its turn: a turn stopped before it is settled settles it
+    ``interrupted`` (and sets ``done``)."""
 
     async def abandon() -> None:
         if ask.settlement is None:
@@ -187,14 +201,13 @@ async def ask_user(turn: Turn) -> None:
 
     # The question shares its id with its tool call, which has its own entry.
     turn.open_items[f"question:{ask.user_input_id}"] = abandon
-    if turn.ctx.client.user_input_dialogs:
-        sent = turn.ctx.ledger.expect("userInput/request")
-        turn.ctx.spawn(turn.ctx.ask_client, "userInput/request", params, done)
-        with anyio.move_on_after(REQUEST_OUT_WAIT):
-            await sent.wait()
-    await session.outbox.send_event("userInput/requested", body)
-    if turn.ctx.options.faults.exits_at("userInput"):
-        exit_now("exit:userInput")
+    turn.phase = "waiting for an answer"
+
+
+async def await_answer(turn: Turn, call: ToolCall, ask: QuestionAsk, done: anyio.Event) -> None:
+    """Wait until ``ask`` (published, registered in the session's asks and ``hold_open``) is
+    settled, then report it: ``userInput/settled``, the tool call's completion and the agent's
+    sentence; ``done`` is set once it is settled."""
     try:
         await ask.wake.wait()
     finally:

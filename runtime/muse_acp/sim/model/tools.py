@@ -60,6 +60,24 @@ class ToolCall:
         self._size = 0
         self._sink: OutputSink | None = None
 
+    @classmethod
+    def taken_up(cls, turn: Turn, stored: dict[str, object]) -> ToolCall:
+        """The call a stored ``toolCall`` item (still in progress) records, to be finished by
+        this turn: its next revision follows the stored one."""
+        approval = stored.get("approvalId")
+        call = cls(
+            turn,
+            str(stored["tool"]),
+            str(stored.get("args") or ""),
+            approval_id=approval if isinstance(approval, str) else None,
+        )
+        call.item_id = str(stored["itemId"])
+        call.call_id = str(stored["callId"])
+        revision = stored["revision"]
+        call._revision = revision if isinstance(revision, int) else 1
+        turn.open_items[call.item_id] = call._cancel
+        return call
+
     def item(self, status: str, **members: object) -> ToolCallItem:
         """The item at its next revision."""
         self._revision += 1

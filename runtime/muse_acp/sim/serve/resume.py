@@ -3,11 +3,11 @@
 Contract:
 
 * ``session/resume`` checks ``config.mcpServers`` as ``mcp`` says, then holds a stored session
-  (-32020 unknown, -32021 held by another process;
-  resuming a session this process holds is allowed). A turn left unfinished by a host that died
-  is closed first (see ``recovery``). History comes inline, excluded (``excludeItems``), or as
-  the durable events after ``cursor``, sent as notifications once the result is written
-  (-32011 for a cursor the session never had). Requests still pending are listed, not re-sent.
+  (-32020 unknown, -32021 held by another process; resuming one this process holds is allowed).
+  A turn left unfinished by a host that died is taken up when it waits only on the user
+  (``adoption``), else closed (``recovery``). History comes inline, excluded (``excludeItems``),
+  or as the durable events after ``cursor``, sent once the result is written (-32011 for a
+  cursor the session never had); then every pending request is sent again as it stands.
 * ``session/fork`` makes a new session, held by this process, with the items of the source's
   completed turns (up to ``cutPoint``; -32023 when that is not one of its turns); any stored
   session can be forked, including one another process holds. ``session/started`` precedes
@@ -22,7 +22,8 @@ from typing import Any
 
 import anyio
 
-from muse_acp.rpc import RequestContext, RequestRoute, encode_message
+from muse_acp.rpc import RawJson, RequestContext, RequestRoute, encode_message
+from muse_acp.sim.model.adoption import adopt
 from muse_acp.sim.model.recovery import reconcile
 from muse_acp.sim.serve.mcp import check_session_mcp
 from muse_acp.sim.serve.reads import history, pending_requests
@@ -73,8 +74,12 @@ class SessionContinuations:
         ctx = self.ctx
         check_session_mcp(ctx, "session/resume", params.config)
         session = ctx.load(params.session_id)
+        answered = ctx.answered(request)
         if session.fold.active_turn is not None and session.runner is None:
-            await reconcile(session)
+            if session.fold.pending:
+                adopt(ctx, session, answered)  # waiting on the user: nothing was lost
+            else:
+                await reconcile(session)
         after: int | None = None
         if params.cursor is not None:
             after = parse_cursor(session.session_id, params.cursor)
@@ -92,9 +97,11 @@ class SessionContinuations:
             result_history = SessionHistory(
                 mode="none", items=None, snapshot=None, none_reason="cursorSuffix"
             )
-            ctx.spawn(self._replay_after, ctx.answered(request), session, after)
         else:
             result_history = history(session.fold, exclude=bool(params.exclude_items))
+        pending = [(entry.kind, dict(entry.params)) for entry in session.fold.pending.values()]
+        if after is not None or pending:
+            ctx.spawn(self._after_result, answered, session, after, pending)
         return SessionHistoryResult(
             session=session.model(self.ctx.profile),
             view_cursor=session.head_cursor,
@@ -102,12 +109,26 @@ class SessionContinuations:
             pending_requests=pending_requests(session.fold),
         )
 
-    async def _replay_after(self, answered: anyio.Event, session: LiveSession, after: int) -> None:
+    async def _after_result(
+        self,
+        answered: anyio.Event,
+        session: LiveSession,
+        after: int | None,
+        pending: list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        """Once the resume's answer is written: the events after its cursor, then every request
+        still pending, sent again (each reply, whatever it is, is only a receipt)."""
         with anyio.move_on_after(ANSWER_WAIT):
             await answered.wait()
-        for line in session.log.lines()[after:]:
-            event = json.loads(line)
-            await self.ctx.outbox.send_event(event["method"], encode_message(event["params"]))
+        if after is not None:
+            for line in session.log.lines()[after:]:
+                event = json.loads(line)
+                await self.ctx.outbox.send_event(event["method"], encode_message(event["params"]))
+        for kind, params in pending:
+            method = "approval/request" if kind == "approval" else "userInput/request"
+            if kind == "userInput" and not self.ctx.client.user_input_dialogs:
+                continue  # withheld from a client that said it shows no question dialogs
+            self.ctx.spawn(self.ctx.reissue, method, RawJson(encode_message(params)))
 
     async def fork(
         self, params: SessionForkParams, request: RequestContext

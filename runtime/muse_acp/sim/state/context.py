@@ -156,6 +156,11 @@ class HostContext:
             await settled.wait()
             group.cancel_scope.cancel()
 
+    async def reissue(self, method: str, params: Payload) -> None:
+        """Send a pending host request again (after ``session/resume``); the client's reply is
+        a receipt only, and any reply (or none, until the connection ends) will do."""
+        await self._request_quietly(method, params)
+
     async def _request_quietly(self, method: str, params: Payload) -> None:
         try:
             await self.conn.request(method, params)

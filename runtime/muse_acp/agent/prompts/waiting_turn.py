@@ -1,0 +1,156 @@
+"""A turn Muse kept waiting on the user, taken up when its session is loaded or resumed.
+
+Contract: a session that comes back with a turn in progress in Muse (its row's ``activeTurnId``:
+Muse keeps a turn that waits on an approval or a question across hosts) is occupied by it at once
+(``claim``): a prompt sent while it waits on the user is refused (-32600, saying so and how to
+cancel it), one sent once the user answered waits (within the cancel budget) for its end. Once
+the load or resume is answered, ``take_up`` attaches the session (``session/resume``, after which
+Muse sends its pending requests again, also read back with ``approval/listPending``) and follows
+the turn (``follow_kept``) as a prompt's: permission requests with the tool card, question
+forms, output as session updates; ``session/cancel`` cancels it in Muse. A prompt whose new host
+finds such a turn follows it first, through itself. No turn left (Muse closed one not waiting on
+the user): nothing to follow; a failure is said in the chat. The session is then free again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from muse_acp.agent.announcements.session_state import SessionState
+from muse_acp.agent.cards.output_cards import OutputPolicy
+from muse_acp.agent.context import AgentContext
+from muse_acp.agent.hosting.hosts import ask
+from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.translate import TurnTranslator
+from muse_acp.agent.turns.background import keep_relaying
+from muse_acp.agent.turns.turn import MAX_HELD_EVENTS, ActiveTurn
+from muse_acp.agent.turns.work import SessionWork
+from muse_acp.host.client import EventListener, MspHost
+from muse_acp.rpc import RpcError
+from muse_acp_wire import acp, msp
+from muse_acp_wire._base import WireModel
+
+__all__ = ["WAITING_TURN", "claim", "early_events", "follow_kept", "take_up", "take_up_soon"]
+
+logger: Final = logging.getLogger("muse_acp.agent")
+
+WAITING_TURN: Final = (
+    "a turn Muse kept from before the session was opened, which asks for your answer to its "
+    "approval or question"
+)
+"""The activity of a taken-up turn, as a refused prompt names it."""
+
+
+def claim(session: AcpSession, row: msp.Session) -> SessionWork | None:
+    """Occupy ``session`` with the turn Muse reports in progress in ``row``, if any."""
+    if row.active_turn_id is None or not session.on_host:
+        return None
+    return session.begin(WAITING_TURN)
+
+
+def early_events() -> tuple[list[tuple[str, WireModel]], EventListener]:
+    """A bounded list of a session's events and the listener that fills it: what a host sends
+    right after attaching the session, before any turn listens (``ExecutionHost.ready``)."""
+    early: list[tuple[str, WireModel]] = []
+
+    async def keep(method: str, params: WireModel) -> None:
+        if len(early) < MAX_HELD_EVENTS:
+            early.append((method, params))
+
+    return early, keep
+
+
+async def _still_pending(
+    ctx: AgentContext, host: MspHost, session_id: str
+) -> list[tuple[str, WireModel]]:
+    """The session's pending approvals and questions, read back (``approval/listPending``), as
+    the events that asked them: what Muse sent again may have gone by before anything listened
+    (a command's host attached the session). Repeats are ignored by the turn; a failed read
+    leaves what Muse sent again."""
+    params = msp.ApprovalListPendingParams(session_id=session_id)
+    budget = ctx.config.deadlines.read
+    try:
+        listed = await ask(
+            host,
+            "approval/listPending",
+            params,
+            msp.ApprovalListPendingResult,
+            phase="reading",
+            budget=budget,
+        )
+    except RpcError as error:
+        logger.warning("session %s: pending requests not read back: %s", session_id, error.message)
+        return []
+    asked: list[tuple[str, WireModel]] = [("approval/requested", a) for a in listed.approvals]
+    return asked + [("userInput/requested", q) for q in listed.user_inputs]
+
+
+def _asking(turn: ActiveTurn) -> bool:
+    """The turn is putting an approval or a question to the user right now."""
+    return turn.interactions.waiting_on_client()
+
+
+async def follow_kept(
+    ctx: AgentContext,
+    session: AcpSession,
+    work: SessionWork,
+    host: MspHost,
+    turn_id: str,
+    early: list[tuple[str, WireModel]],
+    *,
+    alone: bool = False,
+) -> acp.StopReason:
+    """Follow ``turn_id``, the turn Muse kept in progress, as ``work``'s turn until it settles;
+    ``alone``: ``work`` is that turn only, so a prompt sent once the user answered waits for
+    the turn's end instead of being refused.
+
+    Raises:
+        RpcError: the turn failed (as ``ActiveTurn.run``).
+    """
+    early.extend(await _still_pending(ctx, host, session.session_id))
+    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
+    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+    turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
+    async with session.execution.holding(host):
+        session.turn = turn
+        if alone:
+            work.ending = lambda: turn.acknowledged.is_set() and not _asking(turn)
+        try:
+            with work.running(turn):
+                return await turn.rejoin(turn_id, early)
+        finally:
+            session.turn = None
+            # Work that outlives the turn keeps updating its cards (``background``).
+            keep_relaying(host, session.session_id, turn.relay)
+            if turn.host_unsettled or host.dead.is_set():
+                session.execution.close()
+
+
+async def take_up(ctx: AgentContext, session: AcpSession, work: SessionWork) -> None:
+    """Follow the turn ``work`` stands for until it settles (see the module contract); always
+    ends ``work``."""
+    early, keep = early_events()
+    try:
+        host = await session.execution.ready(early=keep)
+        turn_id = session.execution.take_resumed_turn()
+        if turn_id is None:
+            early.clear()
+            logger.info("session %s: Muse had no turn left to take up", session.session_id)
+            return
+        stop = await follow_kept(ctx, session, work, host, turn_id, early, alone=True)
+        logger.info("session %s: taken-up turn %s ended: %s", session.session_id, turn_id, stop)
+    except RpcError as error:
+        if not session.closed and not work.cancel_requested:
+            await session.say(
+                "muse-acp could not take up the turn Muse had in progress in this session when "
+                f"it was opened: {error.message}"
+            )
+    finally:
+        session.end(work)
+
+
+async def take_up_soon(ctx: AgentContext, session: AcpSession, work: SessionWork) -> None:
+    """``take_up`` in the agent's task group (a follow-up of the load or resume answer, which
+    must not wait for the user's answer)."""
+    ctx.hosting.tasks.start_soon(take_up, ctx, session, work)
