@@ -23,8 +23,7 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.goal_state import goal_text, goal_update
 from muse_acp.agent.turns.work import SessionWork
-from muse_acp.host.features import HostFeatures
-from muse_acp.host.versions import VERIFIED_HOSTS
+from muse_acp.host.features import HostFeatures, first_declaring
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
@@ -133,7 +132,7 @@ async def _features(ctx: AgentContext, session: AcpSession) -> HostFeatures:
 
 
 def _too_old(version: str | None) -> str:
-    oldest = min(VERIFIED_HOSTS["goals"], key=lambda v: tuple(int(p) for p in v.split(".")))
+    oldest = first_declaring("goals")
     found = f"this Muse is {clip(version, 40)}" if version else "this Muse's version is not known"
     return (
         f"Goal controls need Muse {oldest} or newer, and {found}, so nothing was changed. "
