@@ -116,7 +116,7 @@ def test_an_unoffered_control_is_refused_saying_why() -> None:
     with pytest.raises(RpcError) as caught:
         apply_safety(SafetyChoices(offer=frozenset({"shell"})), "approvalPolicy", "allowAll")
     assert caught.value.code == INVALID_PARAMS
-    assert "not verified for session/setApprovalMode" in caught.value.message
+    assert "does not offer session/setApprovalMode" in caught.value.message
     assert caught.value.data == {
         "failure": {
             "kind": "safetyControlUnavailable",

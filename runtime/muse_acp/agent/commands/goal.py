@@ -3,7 +3,7 @@
 Contract: ``run_goal`` answers with one agent message and never starts a turn itself. ``/goal``
 (or ``/goal show``) shows the goal Muse last announced, with no host involved. ``/goal set
 TEXT``, ``pause``, ``resume`` and ``clear`` send the matching ``goal/*`` command on a Muse
-verified for goals (``features``: ``goals``), and the reply shows the new goal; an older Muse
+offering goals (``features``: ``goals``), and the reply shows the new goal; an older Muse
 gets nothing and the reply names the version needed. Anything else lists the forms.
 
 Errors: failing to start or reach the host is an error of the prompt; a refusal or failure of

@@ -23,8 +23,8 @@ def delete_withdrawn(version: str | None) -> RpcError:
     failure = Failure("deleteUnavailable", "host", retryable=False, phase="deleting")
     return failure.error(
         f"{_muse(version)} cannot delete sessions (Muse offered session/delete only in 1.4.1 "
-        "and 1.4.2), so nothing was deleted and the session stays listed. Delete it with Muse's "
-        "own tools if they offer it, or leave it: a session that is not prompted costs nothing.",
+        "and 1.4.2), so nothing was deleted and the session is still listed. Close it to put it "
+        "away here; Muse keeps it in its own session store until you remove it there.",
         METHOD_NOT_FOUND,
     )
 
