@@ -7,13 +7,14 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from typing import Final
 
 import pytest
 
 from muse_acp import __version__
 from muse_acp.doctor import run_doctor
 from muse_acp.host.binary import SERVE_FLAGS
-from muse_acp.host.versions import VERIFIED_HOSTS
+from muse_acp.host.features import NEEDS
 from muse_acp.sim.launcher import write_launcher
 from muse_acp.sim.options.accounts import login
 
@@ -51,9 +52,22 @@ def features(out: str) -> dict[str, str]:
     return dict(found)
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.2.1"])
+ON: Final[dict[str, frozenset[str]]] = {
+    "1.1.1": frozenset({"mcpOverlay", "nativeApprovalPolicy", "turnForkBoundary"}),
+    "1.2.1": frozenset({"mcpOverlay", "nativeApprovalPolicy", "turnForkBoundary", "storedOutput"}),
+    "1.4.4": frozenset({"nativeApprovalPolicy", "goals", "taskControl", "planUsage", "planSkill"}),
+}
+"""The features each host gets: what the bundle it is read with declares, less known faults."""
+BUNDLE_LINE: Final = {
+    "1.1.1": "MSP 1.1.1 (its own) for Muse 1.1.1",
+    "1.2.1": "MSP 1.2.1 (its own) for Muse 1.2.1",
+    "1.4.4": "MSP 1.4.2 (the newest: this Muse is newer than every bundle) for Muse 1.4.4",
+}
+
+
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.4.4"])
 @pytest.mark.usefixtures("signed_in")
-def test_muse_sim_is_ready_with_the_features_verified_for_its_version(
+def test_muse_sim_is_ready_with_the_bundle_and_features_of_its_version(
     version: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -72,9 +86,9 @@ def test_muse_sim_is_ready_with_the_features_verified_for_its_version(
     assert re.search(r"^  serve +supported$", out, flags=re.MULTILINE)
     assert all(flag in out for flag in SERVE_FLAGS)
     assert features(out) == {
-        feature: "on" if version in verified else "off"
-        for feature, verified in VERIFIED_HOSTS.items()
+        feature: "on" if feature in ON[version] else "off" for feature in NEEDS
     }
+    assert re.search(rf"^  bindings +{re.escape(BUNDLE_LINE[version])}$", out, re.M), out
     assert re.search(rf"^  initialize +answered by muse {re.escape(version)} in ", out, re.M)
     assert re.search(rf"^  muse-acp +{re.escape(__version__)}  \(Python ", out, re.M)
     assert re.search(r"^  credential +a signed-in Muse account \(", out, re.M)
@@ -226,7 +240,7 @@ def test_an_executable_that_does_not_speak_msp_is_not_usable(
         flags=re.MULTILINE,
     )
     assert "NOT READY: the Muse executable /bin/true is not usable: it ended before" in out
-    assert "features" not in out
+    assert "\nFeatures\n" not in out
 
 
 def test_an_executable_that_never_answers_is_not_usable_within_the_deadline(

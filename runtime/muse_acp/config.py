@@ -61,8 +61,8 @@ class AdapterConfig:
     backend: BackendSetting = "auto"
     """The backend the user asked for (``--backend`` or ``MUSE_ACP_BACKEND``); see ``backends``."""
     trust_newer_host: bool = False
-    """Offer version-gated features to a host newer than every verified one
-    (``MUSE_ACP_TRUST_NEWER_HOST=1``); see ``host.versions``."""
+    """Offer the features offered only on verified hosts to a host newer than every verified
+    one (``MUSE_ACP_TRUST_NEWER_HOST=1``); see ``host.versions``."""
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:

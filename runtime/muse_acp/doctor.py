@@ -44,14 +44,15 @@ from muse_acp.host.binary import (
     probe,
     resolve_binary,
 )
-from muse_acp.host.bindings import bindings_for
+from muse_acp.host.bindings import bindings_for, parse_version
 from muse_acp.host.client import HostEnded, open_host
-from muse_acp.host.features import features_of
+from muse_acp.host.features import NEEDS, HostFeatures, features_of
 from muse_acp.host.versions import VERIFIED_HOSTS, Feature, newer_than_verified
 from muse_acp.logs import resolve_level
 from muse_acp.redact import redact
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import msp
+from muse_acp_wire.msp_outlines import OUTLINES
 
 __all__ = [
     "CHECKS",
@@ -72,9 +73,14 @@ FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
         "mcpOverlay": "editor MCP servers through a private settings file",
         "taskControl": "clients can stop workflows and background tasks (_muse/task)",
         "planUsage": "the account's subscription usage in /status and usage updates",
+        "goals": "the /goal command sets, pauses, resumes and clears Muse's goal",
+        "planSkill": "Plan mode as Muse's own Plan skill",
+        "nativeApprovalPolicy": "the approval policy option, kept by Muse",
+        "sessionDelete": "session/delete removes the session from Muse itself",
+        "turnForkBoundary": "a fork can end after a chosen turn",
     }
 )
-"""What each version-gated feature gives a user; a feature missing here shows its name."""
+"""What each optional feature gives a user; a feature missing here shows its name."""
 
 HANDSHAKE_TIMEOUT: Final = 30.0
 """Seconds the executable's ``serve`` may take to answer ``initialize`` during the doctor."""
@@ -299,41 +305,54 @@ def _handshake(doctor: Doctor) -> Section:
     return section
 
 
+def _why_off(feature: Feature, features: HostFeatures) -> str:
+    """Why ``feature`` is off on a host whose features are ``features``."""
+    if features.bundle is None:
+        return "no MSP bundle covers this Muse"
+    if feature not in features.withdrawn:
+        return f"MSP {features.bundle} does not declare it"
+    if feature in VERIFIED_HOSTS:
+        verified = ", ".join(sorted(VERIFIED_HOSTS[feature]))
+        if newer_than_verified(feature, features.version):
+            return f"verified on {verified}; set {ENV_TRUST_NEWER}=1 to turn it on"
+        return f"offered only on verified hosts ({verified})"
+    return "known not to work on this Muse"
+
+
 def _features(doctor: Doctor) -> Section:
     section = Section("features", "Features")
     version = doctor.host_version
     on_exec = doctor.backend is not None and doctor.backend.exec
     trust_newer = doctor.config is not None and doctor.config.trust_newer_host
+    features = features_of(version, trust_newer=trust_newer)
     if not on_exec and version is not None:
         bindings = bindings_for(version)
-        how = "its own" if bindings.exact else "the nearest older one"
-        section.line("bindings", f"MSP {bindings.version} ({how}) for Muse {version}")
-        section.facts.update(bundle=bindings.version, exact_bundle=bindings.exact)
-    features = features_of(version, trust_newer=trust_newer)
-    width = max(map(len, VERIFIED_HOSTS)) + 2
-    for index, (feature, verified) in enumerate(VERIFIED_HOSTS.items()):
+        newest = max(OUTLINES, key=lambda v: parse_version(v) or (0, 0, 0))
+        if features.bundle is None:
+            how = "none (this Muse is older than every bundle)"
+        elif bindings.exact:
+            how = f"MSP {bindings.version} (its own)"
+        elif bindings.version == newest:
+            how = f"MSP {bindings.version} (the newest: this Muse is newer than every bundle)"
+        else:
+            how = f"MSP {bindings.version} (the nearest older one)"
+        section.line("bindings", f"{how} for Muse {version}")
+        section.facts.update(bundle=features.bundle, exact_bundle=bindings.exact)
+    width = max(map(len, NEEDS)) + 2
+    for index, feature in enumerate(NEEDS):
         enabled = features.has(feature) and not on_exec
-        versions = ", ".join(sorted(verified))
         description = FEATURE_DESCRIPTIONS.get(feature, feature)
-        state = "on " if enabled else "off"
+        why = "" if enabled or on_exec else f" ({_why_off(feature, features)})"
+        if enabled and feature in VERIFIED_HOSTS and version not in VERIFIED_HOSTS[feature]:
+            why = f" (on because {ENV_TRUST_NEWER}=1 trusts newer hosts)"
         section.line(
             "features" if index == 0 else "",
-            f"{feature:<{width}}{state}  {description} (verified: {versions})",
+            f"{feature:<{width}}{'on ' if enabled else 'off'}  {description}{why}",
         )
-        newer = not on_exec and newer_than_verified(feature, version)
-        if newer and not enabled:
-            section.line(
-                "",
-                f"{'':<{width}}      this Muse is newer than every verified one; set "
-                f"{ENV_TRUST_NEWER}=1 to turn it on",
-            )
-        elif newer:
-            trusted = f"on because {ENV_TRUST_NEWER}=1 trusts newer hosts"
-            section.line("", f"{'':<{width}}      {trusted}")
         section.facts[feature] = {
             "enabled": enabled,
-            "verified": sorted(verified),
-            "newerThanVerified": newer,
+            "verified": sorted(VERIFIED_HOSTS.get(feature, ())),
+            "withdrawn": feature in features.withdrawn,
             "trustNewer": trust_newer,
         }
     return section
@@ -377,7 +396,7 @@ def _ready_text(doctor: Doctor, sections: list[Section]) -> str:
     version = doctor.host_version
     features = next((s for s in sections if s.name == "features"), None)
     found = features.facts if features else {}
-    off = sum(1 for name in VERIFIED_HOSTS if name in found and not found[name]["enabled"])
+    off = sum(1 for name in NEEDS if name in found and not found[name]["enabled"])
     if doctor.backend is not None and doctor.backend.exec:
         caveat = " through the legacy exec backend, without MSP features"
     elif version is None:

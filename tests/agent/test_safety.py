@@ -55,8 +55,8 @@ def _offered(**values: str) -> SafetyChoices:
     return choices
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2"])
-def test_every_verified_version_offers_all_five_controls(version: str) -> None:
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.9.0"])
+def test_every_version_declaring_the_approval_mode_offers_all_five_controls(version: str) -> None:
     assert offered_controls(ALL_FLAGS, features_of(version, trust_newer=False)) == frozenset(
         CONTROLS
     )
@@ -67,11 +67,10 @@ def test_a_control_is_offered_only_when_serve_help_lists_its_flag() -> None:
         frozenset({"--disable-shell"}), features_of("1.2.1", trust_newer=False)
     )
     assert offer == {"shell", "approvalPolicy"}
-    # An unverified version gets no approval policy unless newer hosts are trusted.
+    # A Muse older than every bundle declares no approval mode muse-acp knows of.
     assert "approvalPolicy" not in offered_controls(
-        ALL_FLAGS, features_of("1.9.0", trust_newer=False)
+        ALL_FLAGS, features_of("1.0.3", trust_newer=True)
     )
-    assert "approvalPolicy" in offered_controls(ALL_FLAGS, features_of("1.9.0", trust_newer=True))
 
 
 def test_the_options_list_only_offered_controls_after_mode_model_and_effort() -> None:
@@ -117,7 +116,7 @@ def test_an_unoffered_control_is_refused_saying_why() -> None:
     with pytest.raises(RpcError) as caught:
         apply_safety(SafetyChoices(offer=frozenset({"shell"})), "approvalPolicy", "allowAll")
     assert caught.value.code == INVALID_PARAMS
-    assert "not verified for session/setApprovalMode" in caught.value.message
+    assert "does not offer session/setApprovalMode" in caught.value.message
     assert caught.value.data == {
         "failure": {
             "kind": "safetyControlUnavailable",

@@ -23,6 +23,8 @@ from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
 pytestmark = pytest.mark.anyio
 
 VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2")
+"""The versions muse-acp deletes sessions on: 1.4.4 has no session/delete and is refused (see
+``test_stable_1_4_4``)."""
 NATIVE = {"1.4.2"}
 """Versions whose Muse deletes a session itself (MSP ``session/delete``)."""
 

@@ -15,8 +15,8 @@ from .harness import WAIT, Agent, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2")
-TIERED = "1.4.2"
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+TIERED = ("1.4.2", "1.4.4")
 """The versions whose catalog names each model's tiers."""
 EVERY = ["default", "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]
 SPARK = ["default", "minimal", "low", "medium", "high", "xhigh"]
@@ -79,7 +79,7 @@ async def test_effort_values_follow_the_model_and_a_lacking_effort_is_dropped(
             response = await agent.prompt(session, "with the faster model")
         reasoning = agent.client.text(session, "agent_thought_chunk")[thought:]
     assert response.stop_reason == "end_turn"
-    if version != TIERED:
+    if version not in TIERED:
         assert _values(menu) == _values(deep) == _values(fast) == EVERY
         assert _current(fast) == "max"
         assert LACKS_MAX not in said
@@ -113,7 +113,7 @@ async def test_an_effort_chosen_before_the_catalog_is_checked_before_it_is_sent(
     assert _values(chosen) == EVERY
     assert response.stop_reason == "end_turn"
     assert len(world.host_requests("model/list")) == 1
-    if version != TIERED:
+    if version not in TIERED:
         assert _turn_effort(agent) == "ultra"
         assert _current(options) == "ultra"
         return
@@ -133,7 +133,7 @@ async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
     tmp_path: Path, version: str
 ) -> None:
     # The effort was stored while Muse offered every effort; then Muse was updated.
-    world = make_world(tmp_path, "1.3.0" if version == TIERED else version)
+    world = make_world(tmp_path, "1.3.0" if version in TIERED else version)
     async with running_agent(world) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
@@ -149,7 +149,7 @@ async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
             said = agent.client.text(session)
             response = await agent.prompt(session, "after the update")
     assert response.stop_reason == "end_turn"
-    if version != TIERED:
+    if version not in TIERED:
         assert _current(options) == "max"
         assert _turn_effort(agent) == "max"
         assert _stored_effort(tmp_path, session) == "max"
@@ -187,7 +187,7 @@ async def test_a_model_another_client_chose_takes_its_own_efforts(
             options = _last_options(agent, session)
             said = agent.client.text(session)
             await agent.prompt(session, "on the other client's model")
-    if version != TIERED:
+    if version not in TIERED:
         assert _current(options) == "max"
         assert _turn_effort(agent) == "max"
         return

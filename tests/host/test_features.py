@@ -8,11 +8,14 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
+from unittest.mock import patch
 
 import pytest
 
+from muse_acp.host import features
+from muse_acp.host.bindings import bindings_for
 from muse_acp.host.client import open_host
-from muse_acp.host.features import NO_FEATURES, features_of
+from muse_acp.host.features import NEEDS, NO_FEATURES, Needs, features_of
 from muse_acp.host.versions import Feature
 from tests.agent_wire.harness import WAIT, make_world
 from tests.agent_wire.test_host_versions import VERSIONS
@@ -22,43 +25,57 @@ DECIDER: Final = "muse_acp.host.features"
 """The one module that may ask the version gate."""
 GATE: Final = "supports"
 
-EVERY: Final[frozenset[Feature]] = frozenset(
-    {
-        "storedOutput",
-        "mcpOverlay",
-        "nativeApprovalPolicy",
-        "planSkill",
-        "goals",
-        "taskControl",
-        "planUsage",
-    }
+DECLARED_FROM_1_1: Final[frozenset[Feature]] = frozenset(
+    {"nativeApprovalPolicy", "mcpOverlay", "turnForkBoundary"}
 )
-# What each version offers as verified; with trust in newer hosts a version also gets every
-# feature whose verified hosts are all older than it.
+FROM_1_3: Final[frozenset[Feature]] = frozenset(
+    {"nativeApprovalPolicy", "goals", "taskControl", "planUsage", "turnForkBoundary"}
+)
+# What each version offers without trust in newer hosts: what its bundle declares, less what a
+# known behaviour turns off (stored output and the settings overlay only where verified; the
+# Plan skill from 1.4.0; Muse's own delete on 1.4.1-1.4.2; a chosen fork turn off on 1.4.3-4).
 VERIFIED: Final[dict[str, frozenset[Feature]]] = {
-    "1.1.1": frozenset({"nativeApprovalPolicy", "mcpOverlay"}),
-    "1.2.1": frozenset({"nativeApprovalPolicy", "mcpOverlay", "storedOutput"}),
-    "1.3.0": frozenset({"nativeApprovalPolicy", "goals", "taskControl", "planUsage"}),
-    "1.4.2": frozenset({"nativeApprovalPolicy", "goals", "taskControl", "planUsage", "planSkill"}),
+    "1.1.1": DECLARED_FROM_1_1,
+    "1.2.1": DECLARED_FROM_1_1 | {"storedOutput"},
+    "1.3.0": FROM_1_3,
+    "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete"},
+    "1.4.4": FROM_1_3 - {"turnForkBoundary"} | frozenset[Feature]({"planSkill"}),
 }
+# Trust in newer hosts adds only the verified-only features to a host newer than all of theirs.
 TRUSTED: Final[dict[str, frozenset[Feature]]] = {
     "1.1.1": VERIFIED["1.1.1"],
     "1.2.1": VERIFIED["1.2.1"],
     "1.3.0": VERIFIED["1.3.0"] | {"storedOutput", "mcpOverlay"},
-    "1.4.2": EVERY,
+    "1.4.2": VERIFIED["1.4.2"] | {"storedOutput", "mcpOverlay"},
+    "1.4.4": VERIFIED["1.4.4"] | {"storedOutput", "mcpOverlay"},
 }
+NEWEST: Final = FROM_1_3 | {"planSkill"}
+"""A host newer than every bundle: the newest bundle's declarations, no Muse delete."""
 TABLE: Final = [
     *((version, False, VERIFIED[version]) for version in VERSIONS),
     *((version, True, TRUSTED[version]) for version in VERSIONS),
-    # Newer than every verified host: nothing unless trusted, then everything.
-    ("1.9.0", False, frozenset()),
-    ("1.9.0", True, EVERY),
-    # Older, in between, or not known: only what it is newer than every verified host of.
-    ("1.0.0", True, frozenset()),
-    ("1.2.0", True, frozenset()),
-    ("1.3.1", False, frozenset()),
-    ("1.3.1", True, frozenset({"storedOutput", "mcpOverlay"})),
+    ("1.9.0", False, NEWEST),
+    ("1.9.0", True, NEWEST | {"storedOutput", "mcpOverlay"}),
+    # Older than every bundle, or not known: nothing.
+    ("1.0.3", True, frozenset()),
     (None, True, frozenset()),
+    # In between: the nearest older bundle, less the known behaviours of the version.
+    ("1.2.0", True, DECLARED_FROM_1_1 - {"mcpOverlay"}),
+    ("1.3.1", False, FROM_1_3),
+    ("1.3.1", True, FROM_1_3 | {"storedOutput", "mcpOverlay"}),
+    ("1.4.0", False, FROM_1_3 | {"planSkill"}),
+    ("1.4.1", False, FROM_1_3 | {"planSkill"}),
+    ("1.4.3", False, NEWEST - {"turnForkBoundary"}),
+    ("1.4.5", False, NEWEST),
+]
+BUNDLE_READ: Final = [
+    ("1.1.1", "1.1.1"),
+    ("1.2.0", "1.1.1"),
+    ("1.3.0", "1.3.0"),
+    ("1.4.4", "1.4.2"),
+    ("7.0.0", "1.4.2"),
+    ("1.0.3", None),
+    (None, None),
 ]
 
 
@@ -69,7 +86,33 @@ def test_each_version_offers_exactly_its_features(
     features = features_of(version, trust_newer=trust_newer)
     assert features.version == version
     assert features.offered == offered
-    assert {feature for feature in EVERY if features.has(feature)} == offered
+    assert {feature for feature in NEEDS if features.has(feature)} == offered
+
+
+@pytest.mark.parametrize(("version", "bundle"), BUNDLE_READ)
+def test_a_host_is_read_with_its_bundle_else_the_nearest_older_one(
+    version: str | None, bundle: str | None
+) -> None:
+    assert features_of(version, trust_newer=False).bundle == bundle
+
+
+def test_a_feature_needing_a_capability_is_on_only_where_the_handshake_granted_it() -> None:
+    needs = Needs(methods=frozenset({"usage/read"}), capabilities=frozenset({"feedback"}))
+    bindings = bindings_for("1.4.2")
+    assert needs.declared_by(bindings)
+    with patch.object(features, "NEEDS", {**features.NEEDS, "planUsage": needs}):
+        assert features_of("1.4.2", trust_newer=False, granted=frozenset({"feedback"})).has(
+            "planUsage"
+        )
+        granted = frozenset({"userShell"})
+        assert not features_of("1.4.2", trust_newer=False, granted=granted).has("planUsage")
+
+
+def test_what_a_known_behaviour_turns_off_is_withdrawn_not_merely_absent() -> None:
+    # Withdrawn: declared by the bundle, off on this host, so muse-acp refuses it up front.
+    assert {"sessionDelete", "turnForkBoundary"} <= features_of("1.4.4", trust_newer=True).withdrawn
+    assert "sessionDelete" not in features_of("1.3.0", trust_newer=True).withdrawn
+    assert not features_of("1.4.2", trust_newer=True).withdrawn
 
 
 def test_an_unknown_muse_offers_nothing() -> None:

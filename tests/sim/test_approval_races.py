@@ -15,7 +15,8 @@ from .validation import VERSIONS, bundle
 
 pytestmark = pytest.mark.anyio
 
-PROTECTED = "1.4.2"
+PROTECTED = ("1.4.2", "1.4.4")
+"""Versions with protected-write approvals and the stage race (1.4.4 as played on 1.4.2's)."""
 """The version with protected writes and the stage race."""
 
 
@@ -63,7 +64,7 @@ async def test_a_protected_write_asks_once_scoped_choices_on_1_4_2(
         else:
             answer = session_wide["result"]
         after = await sim.until_method("turn/completed")
-    protected = version == PROTECTED
+    protected = version in PROTECTED
     assert labels(frames)[-3:] == ["item/started", "approval/requested", "request approval/request"]
     tool = item_of(frames[-3])
     assert (tool["tool"], tool["args"]) == (
@@ -114,7 +115,7 @@ async def test_allow_all_never_skips_a_protected_write(tmp_path: Path, version: 
             await sim.call("approval/decide", decide(session_id, approval_id, 0, "abort"))
             frames += await sim.until_method("turn/completed")
     asks = [f for f in frames if f.get("method") == "approval/requested"]
-    assert len(asks) == (1 if version == PROTECTED else 0)
+    assert len(asks) == (1 if version in PROTECTED else 0)
     tool = [
         item_of(f)
         for f in frames
@@ -142,7 +143,7 @@ async def test_a_bare_protected_write_leaves_out_the_view_cursor_on_1_4_2(
     assert request == requested
     assert pending["approvals"][0]["approvalId"] == approval_id
     assert "viewCursor" in pending["approvals"][0]  # the session's log keeps it
-    if version != PROTECTED:
+    if version not in PROTECTED:
         assert "viewCursor" in requested
         assert requested["protectedWrite"] is False
         assert bare == []
@@ -252,4 +253,4 @@ async def test_the_stage_race_of_1_4_2(tmp_path: Path, version: str) -> None:
     async with sim_served(tmp_path, version) as sim:
         await sim.initialize()
         session_id = await sim.start()
-        await (_race if version == PROTECTED else _no_race)(sim, session_id)
+        await (_race if version in PROTECTED else _no_race)(sim, session_id)

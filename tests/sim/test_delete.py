@@ -1,4 +1,5 @@
-"""``session/delete``: only on versions whose bundle has it, experimental, refused while
+"""``session/delete``: only on versions that have it (their bundle declares it and, played on
+an older bundle, they do not withdraw it: 1.4.4), experimental, refused while
 another host holds the session, reported by ``session/deleteCompleted``."""
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ from typing import Any
 
 import pytest
 
+from muse_acp.sim.options.versions import HOST_VERSIONS
 from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.profile import load_profile
 
 from .harness import labels, sim_served
-from .validation import VERSIONS, bundle
+from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +24,8 @@ def delete(session_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "version", [v for v in VERSIONS if "session/delete" not in bundle(v).HOST_REQUESTS]
+    "version",
+    [v for v in VERSIONS if not load_profile(HOST_VERSIONS[v]).serves("session/delete")],
 )
 async def test_older_hosts_do_not_know_session_delete(tmp_path: Path, version: str) -> None:
     async with sim_served(tmp_path, version) as sim:

@@ -15,7 +15,7 @@ from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-STATUS_VERSIONS = ("1.3.0", "1.4.2")
+STATUS_VERSIONS = ("1.3.0", "1.4.2", "1.4.4")
 """The versions whose bundle publishes ``session/statusChanged``."""
 
 

@@ -1,6 +1,7 @@
 """Checking a simulator frame against the bundle of the very version it plays.
 
-``check_frame`` validates one frame with the generated models of ``bundle(version)``: a
+``check_frame`` validates one frame with the generated models of ``bundle(version)`` (a version
+played without a bundle of its own: the bundle it is played on); a
 notification must be one that version publishes, with params its model accepts; a host request
 likewise; an answer must fit the result model of the method it answers (errors: ``ErrorData``).
 It is strict where the models are lenient: a member the version's model does not know is a
@@ -17,17 +18,17 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from muse_acp.host.bindings import bindings_for
-from muse_acp_wire.msp_bundles import BUNDLES
+from muse_acp.sim.options.versions import HOST_VERSIONS, PLAYED_ON_OLDER
 
-VERSIONS = tuple(BUNDLES)
+VERSIONS = tuple(HOST_VERSIONS)
 """Every version muse-sim plays, oldest first."""
 
 
 @cache
 def bundle(version: str) -> ModuleType:
-    """The generated module of ``version``'s own bundle."""
+    """The generated module of ``version``'s own bundle, or of the one it is played on."""
     bindings = bindings_for(version)
-    assert bindings.version == version, f"no bundle of its own for {version}"
+    assert bindings.version == version or version in PLAYED_ON_OLDER, f"no bundle for {version}"
     return bindings.models()
 
 

@@ -131,7 +131,11 @@ class MspHost:
         self.info = info
         self._lane = lane
         self.bindings: Bindings = bindings_for(info.server_info.version)
-        self.features: HostFeatures = features_of(info.server_info.version, trust_newer=trust_newer)
+        self.features: HostFeatures = features_of(
+            info.server_info.version,
+            trust_newer=trust_newer,
+            granted=frozenset(info.granted_capabilities or ()),
+        )
         self.connection: Connection | None = None
         self.dead = anyio.Event()
         self._listeners: dict[str, Listening] = {}

@@ -3,7 +3,7 @@
 Contract: ``run_goal`` answers with one agent message and never starts a turn itself. ``/goal``
 (or ``/goal show``) shows the goal Muse last announced, with no host involved. ``/goal set
 TEXT``, ``pause``, ``resume`` and ``clear`` send the matching ``goal/*`` command on a Muse
-verified for goals (``features``: ``goals``), and the reply shows the new goal; an older Muse
+offering goals (``features``: ``goals``), and the reply shows the new goal; an older Muse
 gets nothing and the reply names the version needed. Anything else lists the forms.
 
 Errors: failing to start or reach the host is an error of the prompt; a refusal or failure of
@@ -23,8 +23,7 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.goal_state import goal_text, goal_update
 from muse_acp.agent.turns.work import SessionWork
-from muse_acp.host.features import HostFeatures
-from muse_acp.host.versions import VERIFIED_HOSTS
+from muse_acp.host.features import HostFeatures, first_declaring
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
@@ -133,7 +132,7 @@ async def _features(ctx: AgentContext, session: AcpSession) -> HostFeatures:
 
 
 def _too_old(version: str | None) -> str:
-    oldest = min(VERIFIED_HOSTS["goals"], key=lambda v: tuple(int(p) for p in v.split(".")))
+    oldest = first_declaring("goals")
     found = f"this Muse is {clip(version, 40)}" if version else "this Muse's version is not known"
     return (
         f"Goal controls need Muse {oldest} or newer, and {found}, so nothing was changed. "

@@ -2,7 +2,7 @@
 
 Contract: in the ``plan`` mode (``config_options.MODES``) the session's host runs with
 ``--disable-write --disable-shell``, whatever the model attempts. Each prompt's turn is led by
-Muse's ``bundled:plan`` skill on hosts verified for it (``planSkill``), else by
+Muse's ``bundled:plan`` skill on hosts offering it (``planSkill``), else by
 ``PLANNING_PREAMBLE`` (``planning_input``). The plan is shown as Muse writes it, as a streamed
 agent message (its plans are prose; no plan entries are invented). The mode is left only by an
 explicit mode change: nothing here switches it back. ``/plan TEXT`` enters plan mode (stored and

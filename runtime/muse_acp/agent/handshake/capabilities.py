@@ -2,13 +2,14 @@
 
 Contract: capabilities are advertised honestly: images and embedded context but not audio,
 HTTP MCP servers only when they reach the installed Muse (never SSE), sessions that can be
-loaded, listed, resumed, closed, forked and deleted (delete on every MSP host, see
-``deletion``), and logout. Muse extensions appear in the response ``_meta`` only when the
-client asked for them and, for stored output and task control, only on a host version verified
-to serve them. Both ``_meta`` blocks go through their generated models, so an opt-in the
-extension schema refuses is refused here (-32602). ``_meta["muse/backend"]`` says which backend
-serves the connection and why; on the legacy exec backend sessions can only be created and
-closed, and no extension is negotiated (``not_on_exec``).
+loaded, listed, resumed, closed, forked and deleted (delete on every MSP host except one that
+withdrew Muse's ``session/delete``, see ``deletion``), and logout. Muse extensions appear in
+the response ``_meta`` only when the client asked for them and, for stored output and task
+control, only on a host offering them (``host.features``). Both ``_meta`` blocks go through
+their generated models, so an opt-in the extension schema refuses is refused here (-32602).
+``_meta["muse/backend"]`` says which backend serves the connection and why; on the legacy exec
+backend sessions can only be created and closed, and no extension is negotiated
+(``not_on_exec``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class Negotiated:
     """JetBrains AIR ``agentFileChangeReport`` (see ``file_change_report``)."""
     exec_backend: bool = False
     """The legacy exec backend serves the connection: no MSP feature is offered."""
+    delete_withdrawn: bool = False
+    """The installed Muse withdrew ``session/delete`` (see ``deletion``): delete is not
+    advertised."""
 
     @property
     def any_steering(self) -> bool:
@@ -144,6 +148,7 @@ def negotiate(
         tasks_asked=on_msp and meta.muse_async_tasks is not None,
         tasks=on_msp and meta.muse_async_tasks is not None and features.has("taskControl"),
         exec_backend=not on_msp,
+        delete_withdrawn="sessionDelete" in features.withdrawn,
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
     )
 
@@ -219,8 +224,9 @@ def initialize_response(
             resume=acp.SessionResumeCapabilities(),
             close=acp.SessionCloseCapabilities(),
             fork=acp.SessionForkCapabilities(),
-            delete=acp.SessionDeleteCapabilities(),
         )
+        if not negotiated.delete_withdrawn:
+            sessions.delete = acp.SessionDeleteCapabilities()
     response = acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=acp.AgentCapabilities(

@@ -9,7 +9,7 @@ Muse has. A host that refuses the policy fails the start (``preparing``), naming
 the user can choose another before the next prompt; nothing was submitted. ``set_back`` sets a
 Muse that another client left in ``allowAll`` back to the session's policy (or Muse's default)
 when the safety rule refuses ``allowAll`` (see ``execution``); where the policy cannot be set
-(the version is not verified for it), the turn is refused, saying how to resolve it.
+(the Muse does not offer it), the turn is refused, saying how to resolve it.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ async def set_back(host: MspHost, session_id: str, choices: SafetyChoices, budge
         )
         raise failure.error(
             "muse-acp did not run this prompt: another Muse client set Muse to allow every "
-            "action unasked, this session's sandbox is disabled, and this Muse's version is not "
-            "verified for setting the approval policy back. Enable the sandbox, or set Muse's "
+            "action unasked, this session's sandbox is disabled, and this Muse does not offer "
+            "setting the approval policy back. Enable the sandbox, or set Muse's "
             "approval mode back in that client, then send the prompt again.",
             INVALID_REQUEST,
         )

@@ -1,7 +1,9 @@
 """``session/delete``: a session leaves muse-acp's list and records, and Muse where it can.
 
-Contract: on a Muse with a native ``session/delete`` (1.4.2 on, on an experimental host of its
-own) the agent waits for ``session/deleteCompleted``; on an older Muse it records a tombstone
+Contract: on a Muse with a native ``session/delete`` (feature ``sessionDelete``: 1.4.1 and 1.4.2,
+on an experimental host of its own) the agent waits for ``session/deleteCompleted``; a Muse
+that withdrew it (1.4.3 on) is refused up front (``withdrawn.delete_withdrawn``), never told
+"deleted" for a session it keeps; on an older Muse it records a tombstone
 (``tombstones``) so the session is never listed, loaded, resumed or forked through muse-acp
 again. Either way the session's preferences are removed and its copy here closed, its hosts
 reaped, before the answer. The legacy exec backend refuses it.
@@ -25,12 +27,13 @@ import anyio
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
+from muse_acp.agent.errors.withdrawn import delete_withdrawn
 from muse_acp.agent.handshake.capabilities import not_on_exec
 from muse_acp.agent.hosting.hosts import PROCESS_EXIT_BUDGET, HostKeeper, ask
 from muse_acp.agent.options.preferences import SessionPreferences
 from muse_acp.agent.sessions.history import read_row
 from muse_acp.agent.sessions.session import AcpSession, check_session_id, shown_id
-from muse_acp.host.bindings import bindings_for, error_kind
+from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RESOURCE_NOT_FOUND, RequestContext, RpcError
@@ -143,6 +146,9 @@ async def handle_delete(
 ) -> acp.DeleteSessionResponse:
     if await ctx.on_exec():
         raise not_on_exec("session/delete")
+    installed = await ctx.startup.installed()
+    if "sessionDelete" in installed.withdrawn:
+        raise delete_withdrawn(installed.version)
     session_id = check_session_id(params.session_id)
     known = ctx.sessions.get(session_id)  # open, or closed with its hosts perhaps still going
     live = known if known is not None and not known.closed else None
@@ -201,8 +207,7 @@ async def _delete_in_muse(
     ctx: AgentContext, session_id: str, cwd: str, known: AcpSession | None
 ) -> bool:
     """Delete the session in Muse (True), or make sure no other process holds it (False)."""
-    binary = await ctx.hosting.muse()
-    native = bindings_for(binary.version).serves("session/delete")
+    native = (await ctx.startup.installed()).has("sessionDelete")
     if known is not None:
         # This agent's own hosts may hold the session's lease (its execution host, or the one
         # that forked it): they go first.
@@ -218,7 +223,7 @@ async def _delete_in_muse(
     try:
         host = await keeper.obtain(cwd)
         async with keeper.holding(host):
-            granted = native and host.info.experimental_api
+            granted = native and host.info.experimental_api and host.features.has("sessionDelete")
             if granted and await delete_natively(host, session_id, ctx.config.deadlines.submit):
                 return True
             await _hold_once(ctx, host, session_id)

@@ -28,6 +28,7 @@ from muse_acp.agent.announcements.catalog import refresh_menu
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.commands import commands
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.withdrawn import fork_boundary_broken
 from muse_acp.agent.errors.workspace import QUOTED_PATH_LIMIT, check_workspace, same_directory
 from muse_acp.agent.handshake.capabilities import not_on_exec
 from muse_acp.agent.hosting.hosts import ask
@@ -337,6 +338,9 @@ async def handle_fork(
     cwd = check_workspace(params.cwd, params.additional_directories)
     servers = await _mcp_servers(ctx, params.mcp_servers)
     cut = _fork_boundary(params)
+    installed = await ctx.startup.installed()
+    if cut is not None and "turnForkBoundary" in installed.withdrawn:
+        raise fork_boundary_broken(installed.version)
     _refuse_busy(ctx, source_id, "fork")
     live = ctx.sessions.get(source_id)
     # The fork stays held by the host that made it: that host is closed right after, and the

@@ -79,7 +79,7 @@ class SafetyControl:
         """Why an installed Muse that does not offer this control cannot apply it."""
         if self.flag is not None:
             return f"its `muse serve --help` does not list {self.flag}"
-        return "its version is not verified for session/setApprovalMode"
+        return "it does not offer session/setApprovalMode"
 
 
 _ON_OFF: Final = (("enabled", "Enabled", None), ("disabled", "Disabled", None))

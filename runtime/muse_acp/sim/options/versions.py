@@ -1,7 +1,9 @@
 """The Muse host versions muse-sim can impersonate, and how one is chosen.
 
 Contract: muse-sim plays every version that has an MSP bundle (``muse_acp_wire.msp_bundles``),
-so a bundle added to ``spec/msp/`` is playable with no edit here. ``MUSE_SIM_VERSION`` names
+so a bundle added to ``spec/msp/`` is playable with no edit here, and the versions of
+``PLAYED_ON_OLDER`` that have no bundle yet, on the nearest older bundle's surface (what they
+do differently lives in ``state.profile.VERSION_FACTS``). ``MUSE_SIM_VERSION`` names
 the simulated host (default: the newest verified release in ``DEFAULT_VERSION``, else the newest
 bundle); ``resolve_version`` returns its ``HostVersion`` or raises ``UnsupportedVersion`` with a
 message fit for the user. A version's release build comes from ``RELEASE_BUILDS`` (the builds
@@ -18,6 +20,7 @@ from typing import Final, NamedTuple
 __all__ = [
     "DEFAULT_VERSION",
     "HOST_VERSIONS",
+    "PLAYED_ON_OLDER",
     "VERSION_ENV",
     "HostVersion",
     "UnsupportedVersion",
@@ -30,9 +33,18 @@ VERSION_ENV: Final = "MUSE_SIM_VERSION"
 DEFAULT_VERSION: Final = "1.2.1"
 
 RELEASE_BUILDS: Final[Mapping[str, str]] = MappingProxyType(
-    {"1.1.1": "R2514.1", "1.2.1": "R2847.1", "1.3.0": "R3401.1", "1.4.2": "R4684.1"}
+    {
+        "1.1.1": "R2514.1",
+        "1.2.1": "R2847.1",
+        "1.3.0": "R3401.1",
+        "1.4.2": "R4684.1",
+        "1.4.4": "R5419.1",
+    }
 )
 """The release build real hosts of each version report after the version."""
+
+PLAYED_ON_OLDER: Final = ("1.4.4",)
+"""Versions played without a bundle of their own: Muse's stable channel since 2026-10-10."""
 
 
 class HostVersion(NamedTuple):
@@ -51,7 +63,10 @@ class HostVersion(NamedTuple):
 
 
 HOST_VERSIONS: Final[Mapping[str, HostVersion]] = MappingProxyType(
-    {version: HostVersion(version, RELEASE_BUILDS.get(version, "R0.1")) for version in BUNDLES}
+    {
+        version: HostVersion(version, RELEASE_BUILDS.get(version, "R0.1"))
+        for version in (*BUNDLES, *(v for v in PLAYED_ON_OLDER if v not in BUNDLES))
+    }
 )
 
 

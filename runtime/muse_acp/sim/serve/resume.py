@@ -9,7 +9,8 @@ Contract:
   or as the durable events after ``cursor``, sent once the result is written (-32011 for a
   cursor the session never had); then every pending request is sent again as it stands.
 * ``session/fork`` makes a new session, held by this process, with the items of the source's
-  completed turns (up to ``cutPoint``; -32023 when that is not one of its turns); any stored
+  completed turns (up to ``cutPoint``; -32023 when that is not one of its turns, or, on a
+  version that breaks earlier cuts as 1.4.4 does, not its last one); any stored
   session can be forked, including one another process holds. ``session/started`` precedes
   the result; ``session/listChanged`` follows it on a connection that streams the session list.
 """
@@ -139,7 +140,9 @@ class SessionContinuations:
         explicit = params.cut_point is not None
         if params.cut_point is not None:
             last = params.cut_point.last_turn_id
-            if last not in turns:
+            # Some versions refuse any cut but the newest turn (see VersionFacts).
+            latest_only = ctx.profile.facts.fork_after_last_turn_only
+            if last not in turns or (latest_only and last != turns[-1]):
                 raise errors.host_error(
                     f"turn {last} is not a completed turn of session {params.session_id}",
                     ErrorData(

@@ -4,8 +4,11 @@ Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simu
 its fingerprint, method tables and features read off what its own bundle publishes
 (``muse_acp.host.bindings``), never off a list of version strings. Facts a bundle does not carry
 live in ``VERSION_FACTS``, one row per version; a version without a row takes the nearest older
-row, so a bundle added to ``spec/msp/`` is playable with no edit here. Frames are built with the
-vocabulary models; feature flags say which later additions an older host leaves out.
+row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played without
+a bundle of its own (``options.versions.PLAYED_ON_OLDER``) serves the nearest older bundle's
+surface with its own row's fingerprint, less the methods and notifications its row withdraws.
+Frames are built with the vocabulary models; feature flags say which later additions an older
+host leaves out.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ class VersionFacts:
     stage_race: bool = False
     """After the first stage of a multi-stage shell approval is decided, the host may settle the
     next stage itself and move on without sending an ``approval/updated`` for it."""
+    fingerprint: str | None = None
+    """The schema fingerprint the version reports, for a version played on an older bundle."""
+    withdrawn: frozenset[str] = frozenset()
+    """Methods and notifications of that older bundle the version no longer has."""
+    fork_after_last_turn_only: bool = False
+    """``session/fork`` refuses a cut after any turn but the last (``forkBoundaryInvalid``),
+    although the schema allows one."""
 
 
 VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
@@ -48,6 +58,18 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             granted_unasked=("sessionListStream",),
             protected_writes=True,
             stage_race=True,
+        ),
+        # Played on the 1.4.2 surface: the official 1.4.4 declarations (stable fingerprint
+        # below) no longer have session/delete, and forks cut after an earlier turn fail there
+        # (meta-models/muse-code-sdk#97).
+        "1.4.4": VersionFacts(
+            grantable=("userShell", "sessionMcp", "sessionListStream", "feedback"),
+            granted_unasked=("sessionListStream",),
+            protected_writes=True,
+            stage_race=True,
+            fingerprint="sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a",
+            withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
+            fork_after_last_turn_only=True,
         ),
     }
 )
@@ -117,13 +139,18 @@ class HostProfile:
 def load_profile(version: HostVersion) -> HostProfile:
     """The profile of ``version``; raises ``KeyError`` for a version without a bundle."""
     bindings = bindings_for(version.version)
-    if bindings.version != version.version:
+    own = VERSION_FACTS.get(version.version)
+    on_older = own is not None and own.fingerprint is not None
+    if bindings.version != version.version and not on_older:
         raise KeyError(version.version)
+    facts = facts_for(version.version)
     return HostProfile(
         version=version,
-        fingerprint=bindings.fingerprint,
-        host_requests=bindings.host_requests,
-        client_notifications=bindings.client_notifications,
+        fingerprint=facts.fingerprint or bindings.fingerprint,
+        host_requests=MappingProxyType(
+            {m: c for m, c in bindings.host_requests.items() if m not in facts.withdrawn}
+        ),
+        client_notifications=bindings.client_notifications - facts.withdrawn,
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
         titles="title" in bindings.fields("Session"),
@@ -133,5 +160,5 @@ def load_profile(version: HostVersion) -> HostProfile:
         cache_totals="cache_read_tokens" in bindings.fields("CumulativeTokenUsage"),
         session_cost="cost" in bindings.fields("CumulativeTokenUsage"),
         effort_tiers="reasoning_effort_variants" in bindings.fields("ModelInfo"),
-        facts=facts_for(version.version),
+        facts=facts,
     )

@@ -1,0 +1,41 @@
+"""Requests refused up front because the installed Muse is known to lack or break what they need
+(``HostFeatures.withdrawn``, from ``host.versions.KNOWN_BEHAVIOURS``).
+
+Contract: each error is a host failure (``data.failure.source`` ``host``, not retryable) raised
+before anything reaches Muse, so nothing changed; its message says what the user can do instead.
+"""
+
+from __future__ import annotations
+
+from muse_acp.agent.errors.failures import Failure
+from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from muse_acp.text import clip
+
+__all__ = ["delete_withdrawn", "fork_boundary_broken"]
+
+
+def _muse(version: str | None) -> str:
+    return f"Muse {clip(version, 40)}" if version else "this Muse"
+
+
+def delete_withdrawn(version: str | None) -> RpcError:
+    """``session/delete`` on a Muse without Muse's own ``session/delete`` (gone from 1.4.3)."""
+    failure = Failure("deleteUnavailable", "host", retryable=False, phase="deleting")
+    return failure.error(
+        f"{_muse(version)} cannot delete sessions (Muse offered session/delete only in 1.4.1 "
+        "and 1.4.2), so nothing was deleted and the session is still listed. Close it to put it "
+        "away here; Muse keeps it in its own session store until you remove it there.",
+        METHOD_NOT_FOUND,
+    )
+
+
+def fork_boundary_broken(version: str | None) -> RpcError:
+    """A fork cut after a chosen turn, on a Muse that fails such forks (1.4.3 and 1.4.4)."""
+    failure = Failure("forkBoundaryUnavailable", "host", retryable=False, phase="reading")
+    return failure.error(
+        f"{_muse(version)} cannot fork a session after a chosen turn: it refuses such forks "
+        "although its protocol allows them (a known defect of Muse 1.4.3 and 1.4.4), so no "
+        "fork was made. Fork without choosing a turn to copy the whole conversation (the same "
+        "as choosing its last turn), or update Muse to fork at an earlier turn.",
+        INVALID_PARAMS,
+    )

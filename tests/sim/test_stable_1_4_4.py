@@ -1,0 +1,58 @@
+"""Muse 1.4.4 as muse-sim plays it: its own version, build and official schema fingerprint on
+the 1.4.2 surface, without ``session/delete``, and a fork cut after an earlier turn refused with
+``forkBoundaryInvalid`` as a real 1.4.4 host refuses it (a cut after the last turn still works).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from muse_acp.sim.state.ids import new_uuid7
+
+from .harness import SimPeer, sim_process, sim_served
+
+pytestmark = pytest.mark.anyio
+
+OFFICIAL_1_4_4_FINGERPRINT = (
+    "sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a"
+)
+"""The stable-surface fingerprint Muse publishes for 1.4.4."""
+
+
+async def test_1_4_4_reports_its_version_build_and_fingerprint(tmp_path: Path) -> None:
+    async with sim_process(tmp_path, version="1.4.4") as sim:
+        result = await sim.initialize()
+    assert result["serverInfo"] == {"name": "muse", "version": "1.4.4"}
+    assert result["userAgent"].startswith("muse-sim/1.4.4-R5419.1 ")
+    assert result["schema"] == {"version": 1, "fingerprint": OFFICIAL_1_4_4_FINGERPRINT}
+
+
+async def _fork_at(sim: SimPeer, source: str, turn_id: str) -> dict[str, object]:
+    response, _ = await sim.request(
+        "session/fork",
+        {"commandId": new_uuid7(), "sessionId": source, "cutPoint": {"lastTurnId": turn_id}},
+    )
+    return response
+
+
+@pytest.mark.parametrize(("version", "earlier_refused"), [("1.4.2", False), ("1.4.4", True)])
+async def test_a_fork_cut_after_an_earlier_turn_is_refused_on_1_4_4_only(
+    tmp_path: Path, version: str, earlier_refused: bool
+) -> None:
+    async with sim_served(tmp_path, version) as sim:
+        await sim.initialize()
+        source = await sim.start()
+        first = await sim.turn(source, "first", reasoningEffort="none")
+        last = await sim.turn(source, "second", reasoningEffort="none")
+        earlier = await _fork_at(sim, source, first[-1]["params"]["turnId"])
+        latest = await _fork_at(sim, source, last[-1]["params"]["turnId"])
+    assert "result" in latest, latest
+    if earlier_refused:
+        error = earlier["error"]
+        assert isinstance(error, dict)
+        assert error["code"] == -32023
+        assert error["data"]["kind"] == "forkBoundaryInvalid"
+    else:
+        assert "result" in earlier, earlier
