@@ -120,7 +120,7 @@ async def test_a_prompt_sent_while_the_kept_turn_waits_is_refused_saying_why(
         with anyio.fail_after(WAIT):
             after = await agent.prompt(session, "and now?")
     assert refused.value.code == -32600
-    assert "asks for your answer" in str(refused.value)
+    assert "waiting for your answer" in str(refused.value)
     assert "session/cancel" in str(refused.value)
     assert after.stop_reason == "end_turn"
     [start] = world.host_requests("turn/start")[-1:]

@@ -36,17 +36,21 @@ __all__ = ["WAITING_TURN", "claim", "early_events", "follow_kept", "take_up", "t
 logger: Final = logging.getLogger("muse_acp.agent")
 
 WAITING_TURN: Final = (
-    "a turn Muse kept from before the session was opened, which asks for your answer to its "
-    "approval or question"
+    "a turn Muse kept from before the session was opened (it may be waiting for your answer to "
+    "an approval or a question)"
 )
 """The activity of a taken-up turn, as a refused prompt names it."""
 
 
 def claim(session: AcpSession, row: msp.Session) -> SessionWork | None:
-    """Occupy ``session`` with the turn Muse reports in progress in ``row``, if any."""
+    """Occupy ``session`` with the turn Muse reports in progress in ``row``, if any. Until the
+    turn is found asking the user, a prompt waits for it (often Muse has just closed it: a
+    cancel or a close was settling when the session was opened)."""
     if row.active_turn_id is None or not session.on_host:
         return None
-    return session.begin(WAITING_TURN)
+    work = session.begin(WAITING_TURN)
+    work.ending = lambda: True
+    return work
 
 
 def early_events() -> tuple[list[tuple[str, WireModel]], EventListener]:
