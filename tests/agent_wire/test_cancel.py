@@ -93,10 +93,10 @@ async def test_cancel_withdraws_a_pending_permission_request(world: World) -> No
         assert world.host_requests("approval/decide") == []
 
 
-LATE_STREAM = "sim:stream 30000"
-"""Text deltas for seconds on end: the host streams long past the cancel budget (0.2 s here;
-thirty thousand deltas take seconds even on an idle machine)."""
-DEAF_HOST = "hang-ack:turn/cancel"
+LATE_STREAM = "sim:stream 3000"
+"""Text deltas for seconds on end (a millisecond apart, ``DEAF_HOST``): the host streams long
+past the cancel budget (0.2 s here), on a fast machine as on a slow one."""
+DEAF_HOST = "hang-ack:turn/cancel,slow:1"
 """A host that never acts on ``turn/cancel`` (it never even answers it) and keeps streaming."""
 
 
