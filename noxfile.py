@@ -55,17 +55,18 @@ BYTECODE_ENV = {"PYTHONDONTWRITEBYTECODE": ""}
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite on four workers (``nox -s tests -- ARGS`` passes ARGS to pytest).
+    """Run the test suite on six workers (``nox -s tests -- ARGS`` passes ARGS to pytest).
 
-    Four workers on a two-core machine, because many tests spend most of their time waiting for
-    a deadline to pass (a host that hangs must be given up on); two more workers fill that time.
+    Six workers on a two-core machine, because most tests spend most of their time waiting: for
+    a deadline to pass (a host that hangs must be given up on) or for the processes of the
+    subprocess tier; the in-process tier costs little CPU, and four more workers fill that time.
     Work stealing lets an idle worker take tests queued for a busy one, so the run does not end
     with one worker finishing a long queue alone. The twenty slowest tests are listed at the end,
     so a test that grows slow shows in CI's log before it nears its timeout.
     """
     session.install("-e", ".[dev,codegen]")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
-    args = session.posargs or ["-n", "4", "--dist", "worksteal", "--durations=20"]
+    args = session.posargs or ["-n", "6", "--dist", "worksteal", "--durations=20"]
     session.run("pytest", *args, env=BYTECODE_ENV)
 
 
@@ -78,7 +79,7 @@ def coverage(session: nox.Session) -> None:
     """
     session.install("-e", ".[dev,codegen]", "pytest-cov>=7")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
-    args = session.posargs or ["-n", "4", "--dist", "worksteal"]
+    args = session.posargs or ["-n", "6", "--dist", "worksteal"]
     session.run("pytest", "--cov", "--cov-report=term", *args, env=BYTECODE_ENV)
 
 
