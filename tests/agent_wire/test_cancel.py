@@ -137,8 +137,7 @@ async def test_nothing_of_a_turn_follows_its_answer_when_the_cancel_budget_settl
     world = make_world(tmp_path, version=version)
     world.extra_env.update(MUSE_SIM_FAULTS=DEAF_HOST, MUSE_ACP_CANCEL_TIMEOUT="0.2")
     attempts = 20
-    # Twenty hosts stream at once: as processes, as they would for a user.
-    async with running_agent(world, process=True) as agent:
+    async with running_agent(world) as agent:
         sessions: list[str] = []
         for _ in range(attempts):
             session = await agent.new_session()
