@@ -98,9 +98,7 @@ async def test_a_client_that_stops_reading_is_not_muse_going_silent(
     tmp_path: Path, version: str
 ) -> None:
     world = make_world(tmp_path, version=version)
-    async with raw_agent(
-        world, {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}"}, process=True
-    ) as agent:
+    async with raw_agent(world, {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}"}) as agent:
         await agent.initialize()
         session = await agent.new_session()
         agent.stop_reading()
@@ -126,7 +124,7 @@ async def test_a_cancel_while_the_client_stopped_reading_answers_cancelled(
 ) -> None:
     world = make_world(tmp_path, version=version)
     budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": "1"}
-    async with raw_agent(world, budgets, process=True) as agent:
+    async with raw_agent(world, budgets) as agent:
         await agent.initialize()
         session = await agent.new_session()
         agent.stop_reading()
@@ -159,7 +157,7 @@ async def test_a_cancel_while_a_large_edit_waits_on_the_client_answers_cancelled
     world = make_world(tmp_path, version=version)
     (world.workspace / "big.txt").write_text("filler line\n" * 30000 + "uniqueword\n")
     budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": "1"}
-    async with raw_agent(world, budgets, process=True) as agent:
+    async with raw_agent(world, budgets) as agent:
         await agent.initialize()
         session = await agent.new_session()
         agent.stop_reading()

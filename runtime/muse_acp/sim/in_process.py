@@ -7,7 +7,8 @@ it, so the command's environment alone decides what it plays): ``--version``, ``
 served over two pipes by the code of ``muse-sim serve`` (``serve.host.serve_streams``). A crash
 the host would die of ends that host alone, with the exit status and stderr lines the process
 would leave (``faults.EXIT_HOOK``). Closing its stdin ends it as the end of input ends a
-process; one still running ``EXIT_GRACE`` seconds later is cancelled, as SIGTERM would end it.
+process; one still running ``EXIT_GRACE`` seconds later is cancelled, as SIGTERM would end it,
+and one that still runs ``TERMINATE_GRACE`` seconds after has its pipes shut under it (SIGKILL).
 Everything else (another executable, ``exec``, ``--replay``, a stderr flood, a legacy version)
 is started as a real process (``host.launch.SUBPROCESSES``).
 """
@@ -29,7 +30,7 @@ from typing import Final, NoReturn
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT
+from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT, TERMINATE_GRACE
 from muse_acp.host.launch import (
     STDERR_LINE_LIMIT,
     STDERR_TAIL_LINES,
@@ -103,6 +104,7 @@ class ServedHost:
         self._stdout = FdReceiveStream(stdout, pollable=True)
         self._tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._returncode: int | None = None
+        self._killed = False
         self.exited = anyio.Event()
 
     @property
@@ -166,13 +168,24 @@ class ServedHost:
             first = crashed.exceptions[0]
             status = first.status if isinstance(first, _Crashed) else 1
         except* Exception:
-            # What would kill the process: its traceback is the last thing it says.
-            logger.exception("muse-sim failed")
-            self._stderr(["muse-sim: an unexpected error ended the host (see the log)"])
-            status = 1
+            if self._killed:
+                status = -signal.SIGKILL  # its pipes were shut under it (``kill``)
+            else:
+                # What would kill the process: its traceback is the last thing it says.
+                logger.exception("muse-sim failed")
+                self._stderr(["muse-sim: an unexpected error ended the host (see the log)"])
+                status = 1
         finally:
             EXIT_HOOK.reset(token)
             self.end(status)
+
+    def kill(self) -> None:
+        """End a host that cancellation did not end (a frame it must finish is stuck on a full
+        pipe): its waits on its pipes fail at once, as SIGKILL would end them."""
+        self._killed = True
+        for fd in (self._host_in, self._host_out):
+            with suppress(OSError):
+                anyio.notify_closing(fd)
 
     def release(self) -> None:
         """Close the client's side of the pipes, once the host ended."""
@@ -242,7 +255,11 @@ class SimLauncher:
                         await host.stdin.aclose()
                         with anyio.move_on_after(EXIT_GRACE):
                             await host.exited.wait()
-                        tasks.cancel_scope.cancel()
+                        tasks.cancel_scope.cancel()  # SIGTERM
+                        with anyio.move_on_after(TERMINATE_GRACE):
+                            await host.exited.wait()
+                        if not host.exited.is_set():
+                            host.kill()  # SIGKILL
         finally:
             host.release()
 
