@@ -1,4 +1,5 @@
-"""The client against a real ``muse-acp serve`` child whose Muse host is ``muse-sim``."""
+"""The client against ``muse-acp serve`` whose Muse host is ``muse-sim``: served in process
+through the code of ``serve``, and once as the child the client starts itself."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from muse_acp.client import (
     PermissionHandler,
     allow_once,
     connect,
+    connect_streams,
     decode_page,
     extensions,
     message_text,
@@ -26,6 +28,7 @@ from muse_acp.rpc import RESOURCE_NOT_FOUND
 from muse_acp.sim.model.outputs import BINARY_UNIT, TEXT_UNIT, pattern_chunks
 from muse_acp.sim.options.versions import RELEASE_BUILDS
 from muse_acp_wire import acp
+from tests.in_process import agent_task
 
 from .conftest import LiveSetup, live_setup
 
@@ -36,9 +39,20 @@ BUDGET: Final = 60.0
 
 
 @asynccontextmanager
-async def live_agent(setup: LiveSetup, **options: Any) -> AsyncIterator[AgentConnection]:
+async def live_agent(
+    setup: LiveSetup, *, process: bool = False, **options: Any
+) -> AsyncIterator[AgentConnection]:
+    """The client connected to the agent: served in this process over pipes
+    (``tests.in_process``), or, with ``process``, a ``muse-acp serve`` child it starts itself."""
     with anyio.fail_after(BUDGET):
-        async with connect(env=setup.env, cwd=setup.workspace, **options) as agent:
+        if process:
+            async with connect(env=setup.env, cwd=setup.workspace, **options) as agent:
+                yield agent
+            return
+        async with (
+            agent_task(setup.env) as served,
+            connect_streams(served.stdout, served.stdin, **options) as agent,
+        ):
             yield agent
 
 
@@ -64,7 +78,7 @@ def card_text(update: Card) -> str:
 
 
 async def test_initialize_describes_muse_acp_and_what_its_sessions_can_do(live: LiveSetup) -> None:
-    async with live_agent(live) as agent:
+    async with live_agent(live, process=True) as agent:
         response = agent.initialize_response
     assert response.protocol_version == 1
     assert response.agent_info is not None
