@@ -247,16 +247,9 @@ async def raw_agent(
     if not process:
         async with (
             agent_task(environment, log=world.stderr) as task,
-            anyio.create_task_group() as tasks,
+            _driving(task, world) as agent,
         ):
-            agent = RawAgent(task, world, tasks)
-            tasks.start_soon(agent.read_stdout)
-            try:
-                yield agent
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await _stop(agent)
-                tasks.cancel_scope.cancel()
+            yield agent
         return
     with world.stderr.open("ab") as stderr:
         spawned = await anyio.open_process(
@@ -267,15 +260,23 @@ async def raw_agent(
             env=environment,
             cwd=world.root,
         )
-        async with spawned, anyio.create_task_group() as tasks:
-            agent = RawAgent(spawned, world, tasks)
-            tasks.start_soon(agent.read_stdout)
-            try:
-                yield agent
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await _stop(agent)
-                tasks.cancel_scope.cancel()
+        async with spawned, _driving(spawned, world) as agent:
+            yield agent
+
+
+@asynccontextmanager
+async def _driving(process: Process | AgentTask, world: World) -> AsyncIterator[RawAgent]:
+    """The raw client of ``process``, reading its stdout until the block ends, then stopping it
+    (``_stop``)."""
+    async with anyio.create_task_group() as tasks:
+        agent = RawAgent(process, world, tasks)
+        tasks.start_soon(agent.read_stdout)
+        try:
+            yield agent
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(agent)
+            tasks.cancel_scope.cancel()
 
 
 async def _stop(agent: RawAgent) -> None:
