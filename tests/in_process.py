@@ -96,8 +96,8 @@ async def _client_streams(
 
 async def _serve(env: Mapping[str, str], agent_in: int, agent_out: int) -> None:
     """The agent on its two pipe ends until its input ends; the ends are closed after."""
-    startup = Startup(load_config(env), env, SimLauncher())
     try:
+        startup = Startup(load_config(env), env, SimLauncher())
         async with open_stdio(read_fd=agent_in, write_fd=agent_out) as (receive, send):
             await serve_streams(startup, receive, send)
     finally:

@@ -12,26 +12,48 @@ from muse_acp.host.client import HostEnded, open_host
 from muse_acp.host.launch import SUBPROCESSES
 from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.launcher import SimWorld, write_launcher
+from tests.robust.faults_harness import wait_until
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 20.0
 
 
-async def test_a_short_command_keeps_only_its_limit_and_says_more_came() -> None:
-    done = await SUBPROCESSES.run(
-        ["sh", "-c", "head -c 100000 /dev/zero; echo oops >&2"],
-        cwd=None,
-        env=None,
-        budget=WAIT,
-        limit=1000,
-    )
-    assert (done.status, len(done.stdout), done.stderr, done.overflowed) == (
-        0,
-        1000,
-        b"oops\n",
-        True,
-    )
+async def test_a_short_command_over_its_output_limit_is_stopped_there() -> None:
+    with anyio.fail_after(WAIT):
+        done = await SUBPROCESSES.run(
+            ["sh", "-c", "echo started >&2; cat /dev/zero"],
+            cwd=None,
+            env=None,
+            budget=WAIT,
+            limit=1000,
+        )
+    assert (done.status, len(done.stdout), done.overflowed) == (None, 1000, True)
+    assert done.stderr == b"started\n"
+
+
+async def test_a_short_command_that_leaves_something_running_ends_with_its_status() -> None:
+    with anyio.fail_after(WAIT):
+        done = await SUBPROCESSES.run(
+            ["sh", "-c", "sleep 60 & echo $!; echo going >&2; exit 3"],
+            cwd=None,
+            env=None,
+            budget=WAIT,
+            limit=1000,
+        )
+    assert (done.status, done.stderr, done.overflowed) == (3, b"going\n", False)
+    left = int(done.stdout)
+    # Gone with the command's group (at most a zombie its new parent has yet to reap).
+    await wait_until(lambda: _dead(left), WAIT)
+
+
+def _dead(pid: int) -> bool:
+    """``pid`` is gone, or a zombie its new parent has yet to reap."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return raw[raw.rindex(")") + 2 :].startswith("Z")
 
 
 async def test_a_short_command_over_its_budget_is_stopped_and_has_no_status() -> None:

@@ -43,6 +43,8 @@ STDERR_TAIL_LINES: Final = 40
 """Lines of a host's stderr kept for error reports."""
 STDERR_LINE_LIMIT: Final = 400
 """Characters of each such line kept."""
+OUTPUT_AFTER_EXIT: Final = 1.0
+"""Seconds a short command's output may take to arrive after the command exited."""
 
 
 def log_host_stderr(line: str) -> None:
@@ -84,7 +86,8 @@ class Completed:
     stdout: bytes
     stderr: bytes
     overflowed: bool = False
-    """An output exceeded the ``limit``; only its first ``limit`` bytes are kept."""
+    """An output exceeded the ``limit``: the command was stopped there (``status`` None) and
+    only the first ``limit`` bytes of that output are kept."""
 
 
 class Launcher(Protocol):
@@ -106,17 +109,17 @@ class Launcher(Protocol):
 
 
 async def _collect(stream: ByteReceiveStream | None, sink: bytearray, limit: int) -> bool:
-    """Read ``stream`` to its end, keeping ``limit`` bytes; True when more came."""
-    more = False
+    """Read ``stream`` into ``sink`` until it ends or exceeds ``limit`` bytes (True: it did, and
+    only ``limit`` bytes are kept)."""
     if stream is None:
-        return more
+        return False
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         async for chunk in stream:
             room = limit - len(sink)
-            if len(chunk) > room:
-                more = True
             sink += chunk[: max(room, 0)]
-    return more
+            if len(chunk) > room:
+                return True
+    return False
 
 
 class Subprocesses:
@@ -159,23 +162,37 @@ class Subprocesses:
         status: int | None = None
         try:
             with anyio.move_on_after(budget):
-                async with anyio.create_task_group() as readers:
+                async with anyio.create_task_group() as running:
+                    read = anyio.Event()
 
-                    async def read(stream: ByteReceiveStream | None, sink: bytearray) -> None:
-                        overflowed.append(await _collect(stream, sink, limit))
+                    async def one(stream: ByteReceiveStream | None, sink: bytearray) -> None:
+                        if await _collect(stream, sink, limit):
+                            overflowed.append(True)
+                            running.cancel_scope.cancel()  # stopped there, not read on
 
-                    readers.start_soon(read, process.stdout, stdout)
-                    readers.start_soon(read, process.stderr, stderr)
-                status = await process.wait()
+                    async def collect() -> None:
+                        async with anyio.create_task_group() as both:
+                            both.start_soon(one, process.stdout, stdout)
+                            both.start_soon(one, process.stderr, stderr)
+                        read.set()
+
+                    running.start_soon(collect)
+                    finished = await process.wait()
+                    # What is still in the pipes arrives at once; something the command left
+                    # running that holds them open is not waited for (its group goes below).
+                    with anyio.move_on_after(OUTPUT_AFTER_EXIT):
+                        await read.wait()
+                    status = finished
+                    running.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                if process.returncode is None:
-                    # Overran its time: the whole group goes, and the child is reaped.
-                    with suppress(ProcessLookupError, PermissionError):
-                        os.killpg(process.pid, signal.SIGKILL)
+                # The command's whole group goes, whether it overran its budget or left
+                # something behind, and the command itself is reaped.
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
                 await process.aclose()
-        return Completed(status, bytes(stdout), bytes(stderr), any(overflowed))
+        return Completed(status, bytes(stdout), bytes(stderr), bool(overflowed))
 
 
 SUBPROCESSES: Final[Launcher] = Subprocesses()

@@ -181,11 +181,18 @@ class ServedHost:
 
     def kill(self) -> None:
         """End a host that cancellation did not end (a frame it must finish is stuck on a full
-        pipe): its waits on its pipes fail at once, as SIGKILL would end them."""
+        pipe), as SIGKILL ends a process: its pipe ends become the null device (its writes go
+        nowhere, its reads end), which also closes the pipes for its client, and any wait on
+        them wakes."""
         self._killed = True
-        for fd in (self._host_in, self._host_out):
-            with suppress(OSError):
-                anyio.notify_closing(fd)
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            for fd in (self._host_in, self._host_out):
+                with suppress(OSError):
+                    anyio.notify_closing(fd)
+                    os.dup2(null, fd)
+        finally:
+            os.close(null)
 
     def release(self) -> None:
         """Close the client's side of the pipes, once the host ended."""
@@ -279,6 +286,11 @@ class SimLauncher:
         stdout, stderr = io.StringIO(), io.StringIO()
         # These commands neither wait nor read input: they run to their end here, at once.
         with redirect_stdout(stdout), redirect_stderr(stderr):
-            status = main(arguments, environ=env)
+            try:
+                status = main(arguments, environ=env)
+            except Exception:
+                # A process would die of it, with its traceback on stderr and status 1.
+                logger.exception("muse-sim %s failed", " ".join(arguments))
+                status = 1
         out, err = stdout.getvalue().encode(), stderr.getvalue().encode()
         return Completed(status, out[:limit], err[:limit], max(len(out), len(err)) > limit)

@@ -115,10 +115,10 @@ async def list_skills(
         ) from None
     except OSError as error:
         raise SkillsUnavailable(f"`muse skills list` could not be started ({error})") from None
-    if done.status is None:
-        raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds")
     if done.overflowed:
         raise SkillsUnavailable(f"the listing exceeds {SKILLS_OUTPUT_LIMIT} bytes")
+    if done.status is None:
+        raise SkillsUnavailable(f"`muse skills list` took over {budget:g} seconds")
     if done.status != 0:
         raise SkillsUnavailable(
             f"`muse skills list` exited with status {done.status}; run it in a terminal to see why"
