@@ -137,27 +137,11 @@ async def serving_agent(
             assert not waited.cancelled_caught, f"the agent did not stop within {STOP_WAIT:g}s"
 
 
-class _ClientStdin(FdSendStream):
-    """The client's end of the agent's input: closing it is the agent's end of input."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(fd, pollable=True)
-        self.fd = fd
-
-    async def aclose(self) -> None:
-        await super().aclose()
-        if self.fd >= 0:
-            with suppress(OSError):
-                anyio.notify_closing(self.fd)
-                os.close(self.fd)
-            self.fd = -1
-
-
 class AgentTask:
     """The agent served in process, seen as the raw client sees a process: its stdin and
     stdout, an exit status (0 once it stopped) and ``kill`` (cancels it)."""
 
-    def __init__(self, stdin: _ClientStdin, stdout: FdReceiveStream, scope: anyio.CancelScope):
+    def __init__(self, stdin: FdSendStream, stdout: FdReceiveStream, scope: anyio.CancelScope):
         self.stdin = stdin
         self.stdout = stdout
         self._scope = scope
@@ -190,7 +174,11 @@ async def agent_task(
     for fd in (client_in, client_out):
         os.set_blocking(fd, False)
     scope = anyio.CancelScope()
-    agent = AgentTask(_ClientStdin(client_out), FdReceiveStream(client_in, pollable=True), scope)
+    agent = AgentTask(
+        FdSendStream(client_out, pollable=True, owned=True),
+        FdReceiveStream(client_in, pollable=True),
+        scope,
+    )
 
     async def serve() -> None:
         try:

@@ -193,3 +193,32 @@ async def test_writes_that_never_block_still_let_other_tasks_run() -> None:
             assert os.read(read_fd, 1000) == b"{}\n" * 100
     assert seen_by_other_task
     assert 0 < seen_by_other_task[0] <= WRITES_PER_YIELD
+
+
+async def test_closing_an_owned_pipe_end_is_its_readers_end_of_input() -> None:
+    read, write = os.pipe()
+    for fd in (read, write):
+        os.set_blocking(fd, False)
+    stream = FdSendStream(write, pollable=True, owned=True)
+    reader = FdReceiveStream(read, pollable=True)
+    try:
+        await stream.send(b"last words\n")
+        await stream.aclose()
+        await stream.aclose()  # idempotent: the descriptor is closed once
+        with anyio.fail_after(WAIT):
+            assert await reader.receive() == b"last words\n"
+            with pytest.raises(anyio.EndOfStream):
+                await reader.receive()
+    finally:
+        os.close(read)
+
+
+async def test_closing_a_stream_that_does_not_own_its_descriptor_leaves_it_open() -> None:
+    read, write = os.pipe()
+    try:
+        await FdSendStream(write, pollable=False).aclose()
+        os.write(write, b"still open")
+        assert os.read(read, 100) == b"still open"
+    finally:
+        os.close(read)
+        os.close(write)

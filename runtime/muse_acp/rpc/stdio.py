@@ -20,7 +20,7 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Final
 
 import anyio
@@ -86,11 +86,14 @@ class FdReceiveStream(ByteReceiveStream):
 
 
 class FdSendStream(ByteSendStream):
-    """Writes a file descriptor; ``pollable`` selects event-loop polling over worker threads."""
+    """Writes a file descriptor; ``pollable`` selects event-loop polling over worker threads;
+    ``owned``: closing the stream closes the descriptor (a pipe's write end, whose closing is its
+    reader's end of input), waking any task still waiting on it first."""
 
-    def __init__(self, fd: int, *, pollable: bool) -> None:
+    def __init__(self, fd: int, *, pollable: bool, owned: bool = False) -> None:
         self._fd = fd
         self._pollable = pollable
+        self._owned = owned
         self._closed = False
         self._broken = False
         self._unyielded = 0
@@ -134,6 +137,10 @@ class FdSendStream(ByteSendStream):
             await checkpoint()
 
     async def aclose(self) -> None:
+        if self._owned and not self._closed:
+            with suppress(OSError):
+                anyio.notify_closing(self._fd)
+                os.close(self._fd)
         self._closed = True
 
 

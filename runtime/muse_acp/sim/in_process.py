@@ -62,23 +62,6 @@ class _Crashed(BaseException):
         self.status = status
 
 
-class _ClosingSend(FdSendStream):
-    """A pipe's write end whose closing is the reader's end of input."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(fd, pollable=True)
-        self._fd_open = fd
-
-    async def aclose(self) -> None:
-        await super().aclose()
-        self.close_fd()
-
-    def close_fd(self) -> None:
-        if self._fd_open >= 0:
-            _close_fd(self._fd_open)
-            self._fd_open = -1
-
-
 def _close_fd(fd: int) -> None:
     """Close ``fd``, first waking any task still waiting on it (it then sees it closed)."""
     with suppress(OSError):
@@ -99,7 +82,7 @@ class ServedHost:
     def __init__(self) -> None:
         self._host_in, stdin = _pipe()
         stdout, self._host_out = _pipe()
-        self._stdin = _ClosingSend(stdin)
+        self._stdin = FdSendStream(stdin, pollable=True, owned=True)
         self._stdout_fd = stdout
         self._stdout = FdReceiveStream(stdout, pollable=True)
         self._tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -194,9 +177,9 @@ class ServedHost:
         finally:
             os.close(null)
 
-    def release(self) -> None:
+    async def release(self) -> None:
         """Close the client's side of the pipes, once the host ended."""
-        self._stdin.close_fd()
+        await self._stdin.aclose()
         _close_fd(self._stdout_fd)
 
 
@@ -268,7 +251,8 @@ class SimLauncher:
                         if not host.exited.is_set():
                             host.kill()  # SIGKILL
         finally:
-            host.release()
+            with anyio.CancelScope(shield=True):
+                await host.release()
 
     async def run(
         self,
