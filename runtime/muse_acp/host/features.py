@@ -92,10 +92,12 @@ class HostFeatures:
 NO_FEATURES: Final = HostFeatures(None, frozenset())
 
 
+_OLDEST_BUNDLE: Final = min(filter(None, map(parse_version, OUTLINES)))
+
+
 def _bundle_of(version: str | None) -> Bindings | None:
     wanted = parse_version(version)
-    oldest = min(filter(None, map(parse_version, OUTLINES)))
-    if wanted is None or wanted < oldest:
+    if wanted is None or wanted < _OLDEST_BUNDLE:
         return None
     return bindings_for(version)
 

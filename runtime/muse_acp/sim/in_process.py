@@ -43,7 +43,13 @@ from muse_acp.rpc.stdio import FdReceiveStream, FdSendStream
 from muse_acp.sim.cli import ServeRefused, build_parser, main, serve_options
 from muse_acp.sim.launcher import launcher_text
 from muse_acp.sim.options.exec_args import legacy_version
-from muse_acp.sim.options.faults import EXIT_HOOK, exit_now
+from muse_acp.sim.options.faults import (
+    EXIT_HOOK,
+    FAULTS_ENV,
+    FaultSyntaxError,
+    exit_now,
+    parse_faults,
+)
 from muse_acp.sim.options.settings import ServeOptions
 from muse_acp.tasks import task_group
 
@@ -212,14 +218,15 @@ class SimLauncher:
             return None
         try:
             args = build_parser().parse_args(list(argv[1:]))
-            options = serve_options(args, environ)
-        except SystemExit:
+            flood = parse_faults(environ.get(FAULTS_ENV, "")).stderr_flood
+        except (SystemExit, FaultSyntaxError):
             return None  # ``--help`` or a usage error: the process tells it best
+        if args.replay is not None or flood:
+            return None  # decided before ``serve_options``, which records the start
+        try:
+            return serve_options(args, environ)
         except ServeRefused as exc:
             return f"muse-sim: {exc}"
-        if options.replay is not None or options.faults.stderr_flood:
-            return None
-        return options
 
     @asynccontextmanager
     async def serve(
