@@ -50,6 +50,8 @@ def claim(session: AcpSession, row: msp.Session) -> SessionWork | None:
         return None
     work = session.begin(WAITING_TURN)
     work.ending = lambda: True
+    # Finding out takes a host's start and a resume: bounded by the startup budget.
+    work.ending_within = session.hosting.config.deadlines.startup
     return work
 
 
@@ -120,6 +122,7 @@ async def follow_kept(
         session.turn = turn
         if alone:
             work.ending = lambda: turn.acknowledged.is_set() and not _asking(turn)
+            work.ending_within = None
         try:
             with work.running(turn):
                 return await turn.rejoin(turn_id, early)

@@ -183,11 +183,13 @@ class AcpSession:
         return work
 
     async def admit_prompt(self, arrival: int) -> SessionWork:
-        """``begin`` a prompt, first waiting (at most the cancel budget) for cancelled work or
-        work that is ending on its own."""
+        """``begin`` a prompt, first waiting (at most the cancel budget, or the work's own
+        ``ending_within``) for cancelled work or work that is ending on its own."""
         current = self.work
         if current is not None and (current.cancel_requested or current.ending()):
-            with anyio.move_on_after(self.hosting.config.deadlines.cancel):
+            cancel = self.hosting.config.deadlines.cancel
+            within = cancel if current.cancel_requested else current.ending_within or cancel
+            with anyio.move_on_after(within):
                 await current.finished.wait()
         return self.begin("a prompt", arrival)
 

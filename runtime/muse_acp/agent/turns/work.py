@@ -55,6 +55,8 @@ class SessionWork:
         """Where the work makes its change; the request that runs it sets its own."""
         self.ending: Callable[[], bool] = lambda: False
         """True while the work is about to end on its own (a prompt then waits for it)."""
+        self.ending_within: float | None = None
+        """Seconds a prompt waits for such work to end (None: the cancel budget)."""
 
     def cancel(self) -> None:
         """Stop the work (idempotent); returns at once, the work ends soon after."""
