@@ -255,7 +255,7 @@ def test_a_live_session_takes_only_what_others_stored() -> None:
 async def test_deleting_a_session_removes_its_lock_file_too(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.save_user_title(SESSION, "Gone soon")
-    await Tombstones(store).forget(SESSION, hide=False)
+    await Tombstones(store).forget(SESSION)
     assert list(store.directory.iterdir()) == []
 
 

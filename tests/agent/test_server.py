@@ -74,7 +74,8 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
         ({"muse/output": 1}, "1.2.1", Negotiated(output=True, mcp_http=True)),
         ({"muse/output": 1}, "1.1.1", Negotiated(mcp_http=True)),
         ({"muse/output": 1}, "1.3.0", Negotiated()),
-        ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True)),
+        # Only 1.4.1 and 1.4.2 delete sessions: delete is advertised there alone.
+        ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True, delete=True)),
         ({"muse/output": 1}, None, Negotiated()),
         ({"muse/steering": 1}, "1.1.1", Negotiated(steering=True, mcp_http=True)),
         (
@@ -129,12 +130,15 @@ def test_the_response_advertises_exactly_what_was_negotiated() -> None:
         "audio": False,
         "embeddedContext": True,
     }
-    assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close", "fork", "delete"}
+    assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close", "fork"}
     assert [m["id"] for m in bare["authMethods"]] == ["meta-api-key"]
 
     full = initialize_response(
-        Negotiated(output=True, steering=True, compatible_steering=True, terminal_auth=True)
+        Negotiated(
+            output=True, steering=True, compatible_steering=True, terminal_auth=True, delete=True
+        )
     ).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    assert "delete" in full["agentCapabilities"]["sessionCapabilities"]
     assert full["_meta"] == {
         "muse/output": {"version": 1, "method": "_muse/readOutput", "maxLengthBytes": 1048576},
         "muse/steering": {"version": 1, "method": "_muse/steer"},

@@ -1,10 +1,8 @@
-"""What muse-acp keeps of a deleted session: its preference file goes, and a tombstone hides a
-session Muse kept; both on disk as private files, and every failure said with its path."""
+"""What muse-acp keeps of a deleted session: its preference file goes; and a tombstone an
+earlier release wrote still hides its session; every failure said with its path."""
 
 from __future__ import annotations
 
-import json
-import stat
 from pathlib import Path
 
 import anyio
@@ -25,14 +23,13 @@ def _stores(tmp_path: Path) -> tuple[PreferenceStore, Tombstones]:
     return preferences, Tombstones(preferences)
 
 
-async def test_hiding_records_a_private_tombstone_and_removes_the_preferences(
+async def test_a_tombstone_an_earlier_release_wrote_still_hides_its_session(
     tmp_path: Path,
 ) -> None:
-    preferences, tombstones = _stores(tmp_path)
-    preferences.save_user_title(SESSION, "Mine")
-    preferences.save_user_title(OTHER, "Kept")
+    _, tombstones = _stores(tmp_path)
+    tombstones.directory.mkdir(parents=True)
+    tombstones.path_for(SESSION).write_text('{"schemaVersion": 1, "deletedAt": "x"}\n')
     with anyio.fail_after(10):
-        await tombstones.forget(SESSION, hide=True)
         hidden = await tombstones.hidden([SESSION, OTHER, "unknown"])
         with pytest.raises(RpcError) as raised:
             await tombstones.refuse(SESSION)
@@ -40,26 +37,21 @@ async def test_hiding_records_a_private_tombstone_and_removes_the_preferences(
     assert hidden == {SESSION}
     assert raised.value.code == RESOURCE_NOT_FOUND
     assert "was deleted" in raised.value.message
-    assert not preferences.path_for(SESSION).exists()
-    assert preferences.load(OTHER).user_title == "Kept"
-    path = tombstones.path_for(SESSION)
-    document = json.loads(path.read_text())
-    assert document["schemaVersion"] == 1
-    assert document["deletedAt"].endswith("Z")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(tombstones.directory.stat().st_mode) == 0o700
-    assert Tombstones(PreferenceStore(tmp_path / "data")).path_for(SESSION).exists()
 
 
-async def test_forgetting_without_hiding_leaves_no_tombstone(tmp_path: Path) -> None:
+async def test_forgetting_removes_the_preferences_and_leaves_no_tombstone(
+    tmp_path: Path,
+) -> None:
     preferences, tombstones = _stores(tmp_path)
     preferences.save_user_title(SESSION, "Mine")
+    preferences.save_user_title(OTHER, "Kept")
     with anyio.fail_after(10):
-        await tombstones.forget(SESSION, hide=False)
-        await tombstones.forget(OTHER, hide=False)  # nothing stored: nothing to do
+        await tombstones.forget(SESSION)
+        await tombstones.forget("0190b5c2-7a1e-7c3d-9f00-00000000000b")  # nothing stored
         hidden = await tombstones.hidden([SESSION, OTHER])
     assert hidden == frozenset()
     assert not preferences.path_for(SESSION).exists()
+    assert preferences.load(OTHER).user_title == "Kept"
     assert not tombstones.directory.exists()
 
 
@@ -69,7 +61,7 @@ async def test_an_id_that_cannot_name_a_file_is_refused_and_creates_nothing(
     _, tombstones = _stores(tmp_path)
     for bad in ("../escape", ".hidden", "a/b", ""):
         with pytest.raises(RpcError) as raised:
-            await tombstones.forget(bad, hide=True)
+            await tombstones.forget(bad)
         assert raised.value.code == INVALID_PARAMS
     assert not (tmp_path / "data").exists()
     assert not (tmp_path / "escape.json").exists()
@@ -87,25 +79,11 @@ async def test_an_unreadable_record_is_an_error_not_a_deleted_session_shown_agai
     assert str(tombstones.directory) in raised.value.message
 
 
-async def test_a_tombstone_that_cannot_be_written_deletes_nothing(tmp_path: Path) -> None:
-    preferences, tombstones = _stores(tmp_path)
-    preferences.save_user_title(SESSION, "Mine")
-    tombstones.directory.write_text("not a directory")
-    with anyio.fail_after(10), pytest.raises(RpcError) as raised:
-        await tombstones.forget(SESSION, hide=True)
-    assert raised.value.code == INTERNAL_ERROR
-    assert "nothing was deleted" in raised.value.message
-    assert str(tombstones.path_for(SESSION)) in raised.value.message
-    assert preferences.load(SESSION).user_title == "Mine"
-
-
 async def test_a_preference_file_that_cannot_be_removed_is_named(tmp_path: Path) -> None:
     preferences, tombstones = _stores(tmp_path)
     preferences.path_for(SESSION).mkdir(parents=True)  # unlink refuses a directory
     with anyio.fail_after(10), pytest.raises(RpcError) as raised:
-        await tombstones.forget(SESSION, hide=True)
+        await tombstones.forget(SESSION)
     assert raised.value.code == INTERNAL_ERROR
     assert str(preferences.path_for(SESSION)) in raised.value.message
     assert "remove that file yourself" in raised.value.message
-    with anyio.fail_after(10):
-        assert await tombstones.hidden([SESSION]) == {SESSION}

@@ -1,6 +1,7 @@
-"""``session/delete`` over the wire, on every Muse version muse-sim plays: the session leaves
-``session/list`` and muse-acp's records for good (and Muse's store where Muse can delete it),
-and nothing is deleted when the session is busy here, held elsewhere or unknown."""
+"""``session/delete`` over the wire, on the Muse versions that have it: the session leaves Muse's
+store, ``session/list`` and muse-acp's records for good, and nothing is deleted when the session
+is busy here, held elsewhere or unknown. Every other version refuses it up front
+(``test_stable_1_4_4``)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,8 @@ from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2")
-"""The versions muse-acp deletes sessions on: 1.4.4 has no session/delete and is refused (see
-``test_stable_1_4_4``)."""
-NATIVE = {"1.4.2"}
-"""Versions whose Muse deletes a session itself (MSP ``session/delete``)."""
+VERSIONS = ("1.4.2",)
+"""The versions muse-sim plays whose Muse has ``session/delete`` (1.4.1 and 1.4.2)."""
 
 
 async def delete(agent: Agent, session_id: str) -> schema.DeleteSessionResponse:
@@ -63,6 +61,12 @@ def initialize_result(agent: Agent) -> dict[str, Any]:
     return result
 
 
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    """A Muse that has ``session/delete``."""
+    return make_world(tmp_path, version=VERSIONS[-1])
+
+
 def in_muse(world: World, session_id: str) -> bool:
     return Store(world.sim_home).read_meta(session_id) is not None
 
@@ -97,13 +101,13 @@ async def test_a_deleted_session_leaves_the_list_for_good(tmp_path: Path, versio
         assert (await load_refused(agent, doomed)).code == -32002
     assert capabilities["delete"] == {}
     assert in_muse(world, kept)
-    assert in_muse(world, doomed) is (version not in NATIVE)
+    assert not in_muse(world, doomed)
     deletes = world.host_requests("session/delete")
-    assert [f["params"]["sessionId"] for f in deletes] == ([doomed] if version in NATIVE else [])
+    assert [f["params"]["sessionId"] for f in deletes] == [doomed]
     assert not preference_file(world, doomed).exists()
 
 
-@pytest.mark.parametrize("version", ["1.2.1", "1.4.2"])
+@pytest.mark.parametrize("version", VERSIONS)
 async def test_preferences_are_gone_and_a_restart_does_not_bring_the_session_back(
     tmp_path: Path, version: str
 ) -> None:
@@ -164,7 +168,7 @@ async def test_an_unknown_or_already_deleted_session_is_not_found(world: World) 
     assert shape.code == -32602
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.4.2"])
+@pytest.mark.parametrize("version", VERSIONS)
 async def test_a_session_another_process_holds_is_not_deleted(tmp_path: Path, version: str) -> None:
     world = make_world(tmp_path, version=version)
     async with running_agent(world) as agent:

@@ -1,6 +1,6 @@
 """What muse-acp does on Muse 1.4.4 (the stable channel) where 1.4.4 differs from what its
 declarations suggest, on every version muse-sim plays: ``session/delete`` is advertised and
-served only where Muse has it (refused up front on 1.4.4, nothing hidden or reported deleted),
+served only where Muse has it (refused up front elsewhere, nothing hidden or reported deleted),
 and a fork cut after an earlier turn works where Muse can make one and is refused up front,
 saying what to do instead, on 1.4.4. The features 1.4.4 declares (goals, task control, plan
 usage, the Plan skill, the approval policy) are covered on 1.4.4 by the tests of each feature.
@@ -23,8 +23,8 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-NO_DELETE = ("1.4.4",)
-"""Versions without Muse's session/delete (gone from 1.4.3)."""
+NO_DELETE = ("1.1.1", "1.2.1", "1.3.0", "1.4.4")
+"""Versions without Muse's session/delete (it exists in 1.4.1 and 1.4.2 only)."""
 NO_EARLIER_FORK = ("1.4.4",)
 """Versions that fail a fork cut after an earlier turn (1.4.3 and 1.4.4)."""
 

@@ -32,7 +32,7 @@ TIMINGS: Final[tuple[float | None, ...]] = (None, 0.002, 0.010)
 
 CANCELLED: Final = -32800
 STOPPABLE: Final = frozenset({"1.3.0", "1.4.2", "1.4.4"})
-NO_DELETE: Final = frozenset({"1.4.4"})
+NO_DELETE: Final = frozenset({"1.1.1", "1.2.1", "1.3.0", "1.4.4"})
 """Muse versions that serve workflow/cancel (``_muse/task``) and goal/set (``/goal``)."""
 STATUS_LABELS: Final[Mapping[str, str]] = {
     "mode": "Mode",

@@ -11,20 +11,31 @@ from muse_acp.agent.errors.failures import Failure
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from muse_acp.text import clip
 
-__all__ = ["delete_withdrawn", "fork_boundary_broken"]
+__all__ = ["delete_not_served", "delete_unavailable", "fork_boundary_broken"]
 
 
 def _muse(version: str | None) -> str:
     return f"Muse {clip(version, 40)}" if version else "this Muse"
 
 
-def delete_withdrawn(version: str | None) -> RpcError:
-    """``session/delete`` on a Muse without Muse's own ``session/delete`` (gone from 1.4.3)."""
+def delete_unavailable(version: str | None) -> RpcError:
+    """``session/delete`` on a Muse without Muse's own ``session/delete`` (1.4.1 and 1.4.2 only)."""
     failure = Failure("deleteUnavailable", "host", retryable=False, phase="deleting")
     return failure.error(
-        f"{_muse(version)} cannot delete sessions (Muse offered session/delete only in 1.4.1 "
-        "and 1.4.2), so nothing was deleted and the session is still listed. Close it to put it "
+        f"{_muse(version)} cannot delete sessions (Muse has session/delete only in 1.4.1 and "
+        "1.4.2), so nothing was deleted and the session is still listed. Close it to put it "
         "away here; Muse keeps it in its own session store until you remove it there.",
+        METHOD_NOT_FOUND,
+    )
+
+
+def delete_not_served(version: str | None) -> RpcError:
+    """A Muse that has ``session/delete`` but did not serve it to this connection."""
+    failure = Failure("deleteUnavailable", "host", retryable=False, phase="deleting")
+    return failure.error(
+        f"{_muse(version)} did not serve session/delete to muse-acp (it is part of Muse's "
+        "experimental API, which this host did not open), so nothing was deleted and the "
+        "session is still listed. Delete it in Muse itself, or close it to put it away here.",
         METHOD_NOT_FOUND,
     )
 

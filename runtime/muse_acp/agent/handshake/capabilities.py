@@ -2,8 +2,8 @@
 
 Contract: capabilities are advertised honestly: images and embedded context but not audio,
 HTTP MCP servers only when they reach the installed Muse (never SSE), sessions that can be
-loaded, listed, resumed, closed, forked and deleted (delete on every MSP host except one that
-withdrew Muse's ``session/delete``, see ``deletion``), and logout. Muse extensions appear in
+loaded, listed, resumed, closed, forked and deleted (delete only on a Muse with its own
+``session/delete``, see ``deletion``), and logout. Muse extensions appear in
 the response ``_meta`` only when the client asked for them and, for stored output and task
 control, only on a host offering them (``host.features``). Both ``_meta`` blocks go through
 their generated models, so an opt-in the extension schema refuses is refused here (-32602).
@@ -91,9 +91,9 @@ class Negotiated:
     """JetBrains AIR ``agentFileChangeReport`` (see ``file_change_report``)."""
     exec_backend: bool = False
     """The legacy exec backend serves the connection: no MSP feature is offered."""
-    delete_withdrawn: bool = False
-    """The installed Muse withdrew ``session/delete`` (see ``deletion``): delete is not
-    advertised."""
+    delete: bool = False
+    """The installed Muse has its own ``session/delete`` (see ``deletion``): only then is
+    delete advertised."""
 
     @property
     def any_steering(self) -> bool:
@@ -148,7 +148,7 @@ def negotiate(
         tasks_asked=on_msp and meta.muse_async_tasks is not None,
         tasks=on_msp and meta.muse_async_tasks is not None and features.has("taskControl"),
         exec_backend=not on_msp,
-        delete_withdrawn="sessionDelete" in features.withdrawn,
+        delete=on_msp and features.has("sessionDelete"),
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
     )
 
@@ -225,7 +225,7 @@ def initialize_response(
             close=acp.SessionCloseCapabilities(),
             fork=acp.SessionForkCapabilities(),
         )
-        if not negotiated.delete_withdrawn:
+        if negotiated.delete:
             sessions.delete = acp.SessionDeleteCapabilities()
     response = acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,

@@ -1,18 +1,18 @@
-"""``session/delete``: a session leaves muse-acp's list and records, and Muse where it can.
+"""``session/delete``: a session leaves Muse's store, muse-acp's list and its records.
 
-Contract: on a Muse with a native ``session/delete`` (feature ``sessionDelete``: 1.4.1 and 1.4.2,
-on an experimental host of its own) the agent waits for ``session/deleteCompleted``; a Muse
-that withdrew it (1.4.3 on) is refused up front (``withdrawn.delete_withdrawn``), never told
-"deleted" for a session it keeps; on an older Muse it records a tombstone
-(``tombstones``) so the session is never listed, loaded, resumed or forked through muse-acp
-again. Either way the session's preferences are removed and its copy here closed, its hosts
-reaped, before the answer. The legacy exec backend refuses it.
+Contract: only a Muse with its own ``session/delete`` deletes (feature ``sessionDelete``: 1.4.1
+and 1.4.2, on an experimental host of its own); the agent waits for ``session/deleteCompleted``
+and then removes the session's preferences and closes its copy here, its hosts reaped, before
+the answer. Every other Muse is refused up front (``withdrawn.delete_unavailable``), and so is
+a host that does not serve it after all (``delete_not_served``): a session Muse keeps is never
+answered "deleted". A session muse-acp never got Muse to store loses only muse-acp's records.
+Tombstones that older releases of muse-acp wrote still hide their sessions (``tombstones``).
+The legacy exec backend refuses it.
 
 Errors, with nothing deleted: a session busy here (-32600); an unknown, workspace-less or
-already deleted session (-32002); a session another Muse process holds (``sessionInUse``; on an
-older Muse the agent takes the lease itself first). Host calls go through ``hosts.ask`` in the
-``deleting`` phase. The first read may be withdrawn by a cancel; the deletion is the request's
-commit.
+already deleted session (-32002); a session another Muse process holds (``sessionInUse``). Host
+calls go through ``hosts.ask`` in the ``deleting`` phase. The first read may be withdrawn by a
+cancel; the deletion is the request's commit.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import anyio
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
-from muse_acp.agent.errors.withdrawn import delete_withdrawn
+from muse_acp.agent.errors.withdrawn import delete_not_served, delete_unavailable
 from muse_acp.agent.handshake.capabilities import not_on_exec
 from muse_acp.agent.hosting.hosts import PROCESS_EXIT_BUDGET, HostKeeper, ask
 from muse_acp.agent.options.preferences import SessionPreferences
@@ -128,14 +128,6 @@ def _refusal(session_id: str, error: RpcError) -> RpcError | None:
     return None
 
 
-def _lease_refusal(session_id: str, error: RpcError) -> RpcError | None:
-    """What Muse's refusal to hand the session's lease over means here."""
-    kind = error_kind(error)
-    if kind == "sessionNotFound":
-        return _not_found(session_id)
-    return _held(session_id) if kind == "sessionInUse" else None
-
-
 def _directory(*candidates: str | None) -> str:
     """The first of ``candidates`` that is a directory a host can start in (else this one)."""
     return next((c for c in candidates if c and os.path.isdir(c)), os.getcwd())
@@ -146,10 +138,10 @@ async def handle_delete(
 ) -> acp.DeleteSessionResponse:
     if await ctx.on_exec():
         raise not_on_exec("session/delete")
-    installed = await ctx.startup.installed()
-    if "sessionDelete" in installed.withdrawn:
-        raise delete_withdrawn(installed.version)
     session_id = check_session_id(params.session_id)
+    installed = await ctx.startup.installed()
+    if not installed.has("sessionDelete"):
+        raise delete_unavailable(installed.version)
     known = ctx.sessions.get(session_id)  # open, or closed with its hosts perhaps still going
     live = known if known is not None and not known.closed else None
     # Claims the session (-32600 while a prompt runs), so nothing starts on it meanwhile.
@@ -176,20 +168,18 @@ async def _delete(
     here = known.cwd if known is not None else None
     row = await _muse_row(ctx, session_id, _directory(here, kept.created_cwd))
     if row is None:
-        if known is None and kept == SessionPreferences():
+        if (known is None or known.closed) and kept == SessionPreferences():
             raise _not_found(session_id)
         # Muse has nothing to delete (created here and never prompted, or only muse-acp's
         # records are left): the records go.
         async with rctx.commit():
-            await ctx.tombstones.forget(session_id, hide=False)
+            await ctx.tombstones.forget(session_id)
         return
     if not row.workspace_root:
         raise _not_found(session_id)
     async with rctx.commit():  # from here the deletion is made whole, whoever cancels
-        natively = await _delete_in_muse(
-            ctx, session_id, _directory(here, row.workspace_root), known
-        )
-        await ctx.tombstones.forget(session_id, hide=not natively)
+        await _delete_in_muse(ctx, session_id, _directory(here, row.workspace_root), known)
+        await ctx.tombstones.forget(session_id)
 
 
 async def _muse_row(ctx: AgentContext, session_id: str, cwd: str) -> msp.Session | None:
@@ -205,9 +195,8 @@ async def _muse_row(ctx: AgentContext, session_id: str, cwd: str) -> msp.Session
 
 async def _delete_in_muse(
     ctx: AgentContext, session_id: str, cwd: str, known: AcpSession | None
-) -> bool:
-    """Delete the session in Muse (True), or make sure no other process holds it (False)."""
-    native = (await ctx.startup.installed()).has("sessionDelete")
+) -> None:
+    """Delete the session in Muse, on an experimental host of its own."""
     if known is not None:
         # This agent's own hosts may hold the session's lease (its execution host, or the one
         # that forked it): they go first.
@@ -218,16 +207,16 @@ async def _delete_in_muse(
         f"deletion host of {session_id}",
         ctx.hosting,
         idle=ctx.config.deadlines.submit,
-        experimental=native,
+        experimental=True,
     )
     try:
         host = await keeper.obtain(cwd)
         async with keeper.holding(host):
-            granted = native and host.info.experimental_api and host.features.has("sessionDelete")
-            if granted and await delete_natively(host, session_id, ctx.config.deadlines.submit):
-                return True
-            await _hold_once(ctx, host, session_id)
-            return False
+            served = host.info.experimental_api and host.features.has("sessionDelete")
+            if not served or not await delete_natively(
+                host, session_id, ctx.config.deadlines.submit
+            ):
+                raise delete_not_served(host.version)
     finally:
         keeper.close()
         # Reaped before the answer, so nothing that follows races it for the lease.
@@ -275,7 +264,7 @@ async def delete_natively(host: MspHost, session_id: str, budget: float) -> bool
         except TimeoutError:
             raise failures.deadline_exceeded("deleting", budget) from None
     except _NotServed:
-        logger.info("this Muse does not delete sessions; muse-acp hides %s instead", session_id)
+        logger.info("this Muse does not serve session/delete after all (%s)", session_id)
         return False
     except _Missing:
         raise _not_found(session_id) from None
@@ -287,17 +276,3 @@ async def delete_natively(host: MspHost, session_id: str, budget: float) -> bool
     if outcomes[0].outcome == "failed":
         raise outcome_failure(session_id, outcomes[0])
     return True
-
-
-async def _hold_once(ctx: AgentContext, host: MspHost, session_id: str) -> None:
-    """Take the session's lease on ``host`` (released when it closes): refused while another
-    process holds it."""
-    await ask(
-        host,
-        "session/resume",
-        msp.SessionResumeParams(command_id=new_uuid7(), session_id=session_id, exclude_items=True),
-        msp.SessionHistoryResult,
-        phase="deleting",
-        budget=ctx.config.deadlines.startup,
-        refusal=partial(_lease_refusal, session_id),
-    )

@@ -1,12 +1,11 @@
-"""What muse-acp keeps of a session it deleted: nothing of its own, and, where Muse kept the
-session, a tombstone that hides it.
+"""What muse-acp keeps of a session it deleted: nothing of its own; and the tombstones earlier
+releases wrote for sessions they hid rather than deleted.
 
-Contract: ``forget(session_id, hide=...)`` removes the session's preference and lock files and,
-with ``hide`` (a Muse without a native ``session/delete`` keeps the session), first writes a
-tombstone ``<data_dir>/deleted/<session_id>.json``, so a failure half way never shows a deleted
-session again. A session with a tombstone is never listed (``hidden``) and never loaded,
-resumed, forked or deleted again (``refuse``: ``deleted_error``, -32002). Files are made private
-like preference files, in a worker thread within ``preferences.IO_TIMEOUT``.
+Contract: ``forget(session_id)`` removes the session's preference and lock files. A session
+with a tombstone ``<data_dir>/deleted/<session_id>.json`` (earlier releases hid sessions a Muse
+without ``session/delete`` kept) is never listed (``hidden``) and never loaded, resumed, forked
+or deleted again (``refuse``: ``deleted_error``, -32002): a user who deleted it does not see it
+come back. File work runs in a worker thread within ``preferences.IO_TIMEOUT``.
 
 Errors: ``INTERNAL_ERROR`` naming the directory when it cannot be read (a deleted session must
 not reappear silently), or the file that cannot be written or removed.
@@ -14,18 +13,15 @@ not reappear silently), or the file that cannot be written or removed.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TypeVar
 
 import anyio
 
 from muse_acp.agent.options.preference_files import remove_document
-from muse_acp.agent.options.preferences import IO_TIMEOUT, SCHEMA_VERSION, PreferenceStore
+from muse_acp.agent.options.preferences import IO_TIMEOUT, PreferenceStore
 from muse_acp.agent.sessions.session import shown_id
 from muse_acp.rpc import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RpcError
 
@@ -93,19 +89,16 @@ class Tombstones:
         if session_id in await self.hidden([session_id]):
             raise deleted_error(session_id)
 
-    async def forget(self, session_id: str, *, hide: bool) -> None:
-        """Remove the session's preference file, with ``hide`` after recording its tombstone.
+    async def forget(self, session_id: str) -> None:
+        """Remove the session's preference file.
 
         Raises:
             RpcError: ``INVALID_PARAMS`` for an unusable id, ``INTERNAL_ERROR`` when a file
                 cannot be written or removed in time.
         """
         preferences = self._preferences.path_for(session_id)
-        tombstone = self.path_for(session_id)
 
         def work() -> None:
-            if hide:
-                self._write(tombstone)
             try:
                 remove_document(preferences)  # and its lock file, once no write is under way
             except OSError as error:
@@ -122,28 +115,6 @@ class Tombstones:
                 INTERNAL_ERROR,
                 f"forgetting the deleted session did not finish within {IO_TIMEOUT:g} s; check "
                 f"that {self._preferences.data_dir} is on a responsive file system",
-            ) from None
-
-    def _write(self, path: Path) -> None:
-        stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        data = json.dumps({"schemaVersion": SCHEMA_VERSION, "deletedAt": stamp}) + "\n"
-        try:
-            # Only directories created here get 0700; an existing one keeps its owner's mode.
-            self._preferences.data_dir.parent.mkdir(parents=True, exist_ok=True)
-            for directory in (self._preferences.data_dir, self.directory):
-                with contextlib.suppress(FileExistsError):
-                    directory.mkdir(mode=0o700)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-            fd = os.open(path, flags, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-        except OSError as error:
-            raise _unwritable(
-                path,
-                f"written ({error.strerror or error}), so nothing was deleted; check that the "
-                "directory is writable, then delete the session again",
             ) from None
 
     def _unreadable(self, reason: str) -> RpcError:
