@@ -85,7 +85,7 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
 
     from muse_acp.sim.options.accounts import API_KEY_ENV
     from muse_acp.sim.options.faults import FAULTS_ENV, FaultSyntaxError, parse_faults
-    from muse_acp.sim.options.mcp_settings import SettingsError, capture_settings, read_mcp_settings
+    from muse_acp.sim.options.mcp_settings import SettingsError, capture_settings, read_settings
     from muse_acp.sim.options.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
     from muse_acp.sim.options.settings import CAPTURE_ENV, ServeOptions, resolve_home
 
@@ -93,10 +93,10 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
         version = resolve_version(env)
         faults = parse_faults(env.get(FAULTS_ENV, ""))
         quirks = parse_quirks(env.get(QUIRKS_ENV, ""))
-        settings_mcp = read_mcp_settings(env)
+        settings = read_settings(env)
     except (UnsupportedVersion, FaultSyntaxError, QuirkSyntaxError, SettingsError) as exc:
         raise ServeRefused(str(exc)) from None
-    capture_settings(env, settings_mcp)
+    capture_settings(env, settings.servers, settings.default_profile)
     capture = env.get(CAPTURE_ENV, "")
     return ServeOptions(
         home=resolve_home(env),
@@ -112,7 +112,8 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
         env_api_key=bool(env.get(API_KEY_ENV, "").strip()),
         capture=Path(capture).absolute() if capture else None,
         replay=Path(args.replay) if args.replay is not None else None,
-        settings_mcp=settings_mcp,
+        settings_mcp=settings.servers,
+        default_profile=settings.default_profile,
     )
 
 

@@ -3,20 +3,22 @@
 Contract: ``ready()`` returns a host serving the session with its mode's flags and chosen model,
 reusing the running one unless the flags changed. Starting attaches the session
 (``session/resume``, else ``session/start`` under the minted id), passes its MCP servers (in the
-request, or a ``mcp_overlay``) and sets its approval policy (``approval_policy``). Before every
-turn the safety rule holds (``safety.check_runnable``): a Muse left in ``allowAll`` with the
-sandbox disabled is set back (``secure``) or the turn is refused. A ``HostKeeper`` keeps the
-host; a successor never starts before its predecessor was reaped. ``confirm_model`` asks a
-running host for a new model at once.
+request, or a ``mcp_overlay``), gives it an interactive permission profile in place of a saved
+``:auto-review`` (the same overlay, ``permission_profile``) and sets its approval policy
+(``approval_policy``). Before every turn the safety rule holds (``safety.check_runnable``): a
+Muse left in ``allowAll`` with the sandbox disabled is set back (``secure``) or the turn is
+refused. A ``HostKeeper`` keeps the host; a successor never starts before its predecessor was
+reaped. ``confirm_model`` asks a running host for a new model at once.
 
-Errors: ACP failures of the ``starting`` or ``preparing`` phase, nothing submitted; a model Muse
+Errors: ACP failures of the ``starting`` or ``preparing`` phase, nothing submitted (a session
+Muse cannot run under its saved profile: ``permission_profile.profile_refusal``); a model Muse
 refuses is a ``ModelRefusal`` naming the model that stays (``confirmed_model``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Final, Protocol
@@ -25,8 +27,14 @@ import anyio
 
 from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting.approval_policy import apply_policy, set_back
-from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, Refusal, ask
-from muse_acp.agent.hosting.mcp_overlay import overlay_root, read_user_settings, settings_overlay
+from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, Refusal, SetupFailure, ask
+from muse_acp.agent.hosting.mcp_overlay import (
+    UserSettings,
+    overlay_root,
+    read_user_settings,
+    settings_overlay,
+)
+from muse_acp.agent.hosting.permission_profile import interactive, profile_refusal
 from muse_acp.agent.mcp.mcp_config import session_config
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec, delivery, startup_failure
 from muse_acp.agent.options.config_options import MODES, ModelChoice, SessionSettings, host_flags
@@ -188,20 +196,27 @@ class ExecutionHost:
 
     async def _route_servers(self, servers: tuple[McpServerSpec, ...]) -> None:
         """Set up the next host to get ``servers`` the way its Muse takes them
-        (``mcp_servers.delivery``): per session, or in a settings overlay made for it."""
+        (``mcp_servers.delivery``): per session, or in a settings overlay made for it; the
+        overlay is made without servers too when the user's settings save ``:auto-review``."""
         keeper, hosting = self.keeper, self._hosting
         keeper.requested, keeper.environment, self._mcp_overlay = (), None, False
-        if not servers:
-            return
-        route = delivery(servers, hosting.startup.expected(await hosting.muse()))
+        route = None
+        if servers:
+            route = delivery(servers, hosting.startup.expected(await hosting.muse()))
         if route == "native":
             keeper.requested = (SESSION_MCP,)
-            return
-        user = await read_user_settings(hosting.environ)
-        self._mcp_overlay = True
-        keeper.environment = partial(
-            settings_overlay, overlay_root(hosting.config.data_dir), servers, user
-        )
+        if route == "overlay":
+            user: UserSettings | None = await read_user_settings(hosting.environ)
+            self._mcp_overlay = True
+        else:
+            user = await _profile_to_replace(hosting.environ)
+        if user is not None:
+            keeper.environment = partial(
+                settings_overlay,
+                overlay_root(hosting.config.data_dir),
+                servers if self._mcp_overlay else (),
+                user,
+            )
 
     async def _attach(self, host: MspHost) -> str | None:
         """Attach the session; Muse's approval mode for it, when the result reports one."""
@@ -251,7 +266,9 @@ class ExecutionHost:
             return _NotOnHost(error.code, error.message, error.data)
         if kind == "sessionInUse":
             return failures.session_in_use(method, self._session.session_id)
-        return startup_failure(error, self._mcp_attached)
+        return profile_refusal(error, method, self._session.session_id) or startup_failure(
+            error, self._mcp_attached
+        )
 
     async def confirm_model(self, choice: ModelChoice, shown: str, kept: str) -> None:
         """Have a running host switch the session to ``choice`` now, so the change is confirmed
@@ -292,6 +309,18 @@ class ExecutionHost:
             refusal=refusal,
         )
         self._model_applied = self.confirmed_model = choice
+
+
+async def _profile_to_replace(environ: Mapping[str, str]) -> UserSettings | None:
+    """The user's settings when they save a profile a host must not get (``interactive``), else
+    None. Settings that cannot be read or used are left to Muse, which reads them itself: without
+    MCP servers to carry, no overlay of them is needed."""
+    try:
+        user = await read_user_settings(environ)
+    except SetupFailure as failure:
+        logger.debug("the permission profile was not looked at: %s", failure.message)
+        return None
+    return user if interactive(user.document) is not None else None
 
 
 def _auto(settings: SessionSettings) -> bool:

@@ -1,13 +1,16 @@
-"""The settings overlay: the editor's MCP servers for a Muse host that does not take them per
-session (``mcp_servers.delivery`` says which host gets them this way).
+"""The settings overlay: a host's private view of the user's Muse settings, carrying the
+editor's MCP servers for a Muse that does not take them per session (``mcp_servers.delivery``
+says which host gets them this way) and an interactive permission profile in place of a saved
+``:auto-review`` (``permission_profile``), with or without servers.
 
 Contract: ``read_user_settings`` reads the user's ``muse/settings.json`` off the event loop
 within ``SETTINGS_TIMEOUT`` seconds, only if it is a regular file. ``settings_overlay`` makes,
 for one host process, a private config home under ``overlay_root`` whose settings are the user's
-plus the editor's servers, everything else linked to the user's own files (only read, never
-written), and yields the host's environment; the overlay is removed when the block ends.
-``sweep`` removes overlays whose process no longer runs. Secret values go into the overlay's
-settings file only, never into a log line or a message.
+with the profile made interactive and the editor's servers added, everything else (credentials
+included) linked to the user's own files, only read, never written nor copied, and yields the
+host's environment; the overlay is removed when the block ends. ``sweep`` removes overlays whose
+process no longer runs. Secret values go into the overlay's settings file only, never into a log
+line or a message.
 
 Errors: a settings file that is unreadable, not a regular file or not a JSON object, or an
 overlay that cannot be made in time, is a ``SetupFailure`` saying what to fix; an overlay that
@@ -33,6 +36,7 @@ import anyio
 
 from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting.hosts import SetupFailure
+from muse_acp.agent.hosting.permission_profile import interactive, overlay_failed
 from muse_acp.agent.hosting.private_files import (
     RUN_DIR,
     off_loop,
@@ -92,8 +96,9 @@ def user_config_home(environ: Mapping[str, str]) -> Path:
     return Path(home) / ".config"
 
 
-def _refused(problem: str) -> SetupFailure:
-    error = failures.settings_overlay_failed(problem)
+def _refused(problem: str, *, servers: bool = True) -> SetupFailure:
+    """The failure of an overlay that carries ``servers``, else one only for the profile."""
+    error = failures.settings_overlay_failed(problem) if servers else overlay_failed(problem)
     return SetupFailure(error.code, error.message, error.data)
 
 
@@ -144,6 +149,9 @@ async def read_user_settings(environ: Mapping[str, str]) -> UserSettings:
 
 
 def _settings(user: dict[str, Any], servers: Sequence[McpServerSpec], path: Path) -> bytes:
+    user = interactive(user) or user
+    if not servers:
+        return json.dumps(user, indent=2).encode()
     config = session_config(servers)
     ours = (
         {}
@@ -215,8 +223,8 @@ async def settings_overlay(
     user: UserSettings,
     environ: Mapping[str, str],
 ) -> AsyncIterator[Mapping[str, str]]:
-    """A private config home carrying ``servers`` for one host, from the ``user``'s settings
-    (see the module contract). Its file work runs in a worker thread, within
+    """A private config home carrying ``servers`` (if any) for one host, from the ``user``'s
+    settings (see the module contract). Its file work runs in a worker thread, within
     ``SETTINGS_TIMEOUT`` seconds to make it and as much to remove it.
 
     Raises:
@@ -239,17 +247,22 @@ async def settings_overlay(
             raise _refused(
                 f"its private settings file could not be written under {root} within "
                 f"{SETTINGS_TIMEOUT:g}s (its file system does not answer; check muse-acp's "
-                "data directory)."
+                "data directory).",
+                servers=bool(servers),
             ) from None
         elif isinstance(error, OSError):
             raise _refused(
                 f"its private settings file could not be written under {root} "
-                f"({error.strerror or error})."
+                f"({error.strerror or error}).",
+                servers=bool(servers),
             ) from None
         else:
             raise
     logger.debug(
-        "settings overlay %s carries MCP servers %s", overlay.name, [s.name for s in servers]
+        "settings overlay %s carries MCP servers %s%s",
+        overlay.name,
+        [s.name for s in servers],
+        " and an interactive permission profile" if interactive(user.document) else "",
     )
     try:
         yield {**environ, CONFIG_HOME_ENV: str(overlay)}

@@ -1,4 +1,5 @@
-"""The MCP servers of Muse's settings file, as muse-sim reads them when ``serve`` starts.
+"""Muse's settings file, as muse-sim reads it when ``serve`` starts: MCP servers and the
+default permission profile.
 
 Contract: real Muse reads ``$XDG_CONFIG_HOME/muse/settings.json`` at startup, MCP servers
 included (``mcpServers``, or the older ``mcp_servers``; the canonical key wins a name both
@@ -7,10 +8,12 @@ never reads the real ``~/.config``, so a developer's own Muse settings cannot le
 No file is no servers; a file that is not a JSON object, or servers that are not MCP server
 entries, stop ``serve`` with a message (``SettingsError``), as a host that cannot read its
 settings does not start. The servers are started with each session as ``mcp`` says, like the
-session's own. ``capture_settings`` appends, when ``MUSE_SIM_SETTINGS_CAPTURE`` names a file (a
-test's own), what was read: the servers and the owner-only permissions of the settings file and
-of the config home, so a test can see what reached the host without reading its overlay.
-Light on imports: only ``serve`` uses it, before the models are loaded.
+session's own. ``read_settings`` also returns ``permissions.default_profile`` (None when the
+file names none), the profile new sessions get (``commands.check_profile`` says which one a
+session cannot get). ``capture_settings`` appends, when ``MUSE_SIM_SETTINGS_CAPTURE`` names a
+file (a test's own), what was read: the servers, the profile and the owner-only permissions of
+the settings file and of the config home, so a test can see what reached the host without
+reading its overlay. Light on imports: only ``serve`` uses it, before the models are loaded.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-__all__ = ["SETTINGS_CAPTURE_ENV", "SettingsError", "capture_settings", "read_mcp_settings"]
+__all__ = [
+    "SETTINGS_CAPTURE_ENV",
+    "MuseSettings",
+    "SettingsError",
+    "capture_settings",
+    "read_mcp_settings",
+    "read_settings",
+]
 
 SETTINGS_CAPTURE_ENV: Final = "MUSE_SIM_SETTINGS_CAPTURE"
 _KEYS: Final = ("mcp_servers", "mcpServers")
@@ -33,24 +43,51 @@ class SettingsError(ValueError):
     """Muse's settings file cannot be read; the message says which file and why."""
 
 
+class MuseSettings(NamedTuple):
+    """What ``serve`` takes from Muse's settings file."""
+
+    servers: Mapping[str, Any]
+    """The MCP servers, by name, unparsed (``mcp`` parses them)."""
+    default_profile: str | None
+    """``permissions.default_profile``: the permission profile new sessions get (None: none)."""
+
+
+_NONE: Final = MuseSettings(MappingProxyType({}), None)
+
+
 def _path(env: Mapping[str, str]) -> Path | None:
     home = env.get("XDG_CONFIG_HOME", "")
     return Path(home) / "muse" / "settings.json" if home else None
 
 
 def read_mcp_settings(env: Mapping[str, str]) -> Mapping[str, Any]:
-    """The MCP servers of the settings file, by name, unparsed (``mcp`` parses them).
+    """The MCP servers of the settings file (``read_settings``).
+
+    Raises:
+        SettingsError: the file is unreadable or not a settings object.
+    """
+    return read_settings(env).servers
+
+
+def _default_profile(settings: Mapping[str, Any]) -> str | None:
+    permissions = settings.get("permissions")
+    profile = permissions.get("default_profile") if isinstance(permissions, dict) else None
+    return profile if isinstance(profile, str) else None
+
+
+def read_settings(env: Mapping[str, str]) -> MuseSettings:
+    """The MCP servers and the default permission profile of the settings file.
 
     Raises:
         SettingsError: the file is unreadable or not a settings object.
     """
     path = _path(env)
     if path is None:
-        return MappingProxyType({})
+        return _NONE
     try:
         settings = json.loads(path.read_bytes())
     except FileNotFoundError:
-        return MappingProxyType({})
+        return _NONE
     except (OSError, ValueError) as exc:
         raise SettingsError(f"cannot read settings file {path}: {exc}") from None
     if not isinstance(settings, dict):
@@ -63,24 +100,27 @@ def read_mcp_settings(env: Mapping[str, str]) -> Mapping[str, Any]:
         if not isinstance(table, dict):
             raise SettingsError(f"settings file {path}: {key} is not an object")
         servers.update(table)
-    return MappingProxyType(servers)
+    return MuseSettings(MappingProxyType(servers), _default_profile(settings))
 
 
 def _mode(path: Path) -> str:
     return oct(stat.S_IMODE(os.stat(path).st_mode))
 
 
-def capture_settings(env: Mapping[str, str], servers: Mapping[str, Any]) -> None:
+def capture_settings(
+    env: Mapping[str, str], servers: Mapping[str, Any], default_profile: str | None = None
+) -> None:
     """Record what was read for a test (see the module contract)."""
     target = env.get(SETTINGS_CAPTURE_ENV, "")
     path = _path(env)
-    if not target or path is None or not servers:
+    if not target or path is None or not (servers or default_profile):
         return
     record = {
         "configHome": str(path.parent.parent),
         "configHomeMode": _mode(path.parent.parent),
         "settingsMode": _mode(path),
         "mcpServers": dict(servers),
+        "defaultProfile": default_profile,
     }
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as handle:

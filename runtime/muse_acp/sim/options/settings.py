@@ -63,6 +63,8 @@ class ServeOptions:
     """A transcript to play back instead of simulating a host."""
     settings_mcp: Mapping[str, Any] = field(default_factory=dict)
     """The MCP servers of Muse's settings file, unparsed (see ``mcp_settings``)."""
+    default_profile: str | None = None
+    """The permission profile Muse's settings file gives new sessions (None: it names none)."""
 
     def safety_flags(self) -> tuple[str, ...]:
         """The safety flags ``serve`` was given, in ``serve --help`` order, the sandbox network

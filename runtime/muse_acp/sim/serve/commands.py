@@ -2,7 +2,9 @@
 
 Contract, per method (every one a command with a UUIDv7 ``commandId``): ``session/start``
 makes a session held by this process (a retained id is ``session_id_conflict``; ``mcp`` checks
-``config.mcpServers``); ``session/setModel``, ``session/setApprovalMode``, ``session/rename`` and
+``config.mcpServers``) under the settings file's default permission profile, refused (-32603, as
+``check_profile`` says) when that is ``:auto-review``, whose reviewer ``serve`` does not run;
+``session/setModel``, ``session/setApprovalMode``, ``session/rename`` and
 ``session/setReasoningEffort`` change a setting and announce it where the version publishes the
 notification; ``session/delete`` (experimental, where the schema has it) removes the session's
 durable state and reports ``session/deleteCompleted`` after the acknowledgement. Errors as real
@@ -45,11 +47,23 @@ from muse_acp_wire.msp import (
     SessionStartResult,
 )
 
-__all__ = ["SessionCommands"]
+__all__ = ["AUTO_REVIEW", "SessionCommands", "check_profile"]
 
 DEFAULT_MODE: Final = "promptUnmatched"
+AUTO_REVIEW: Final = ":auto-review"
+"""The built-in permission profile whose automated reviewer ``serve`` does not run."""
 SLUG: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _MODEL_IDS: Final = frozenset(model.model_id for model in MODELS)
+
+
+def check_profile(profile: str | None) -> None:
+    """Refuse to compose a session under ``profile`` when this host cannot run it.
+
+    Raises:
+        RpcError: -32603, the profile needs the automated reviewer.
+    """
+    if profile == AUTO_REVIEW:
+        raise errors.reviewer_unavailable(profile)
 
 
 class SessionCommands:
@@ -102,6 +116,7 @@ class SessionCommands:
         if session_id in ctx.sessions or ctx.store.exists(session_id):
             raise errors.command_rejected("session/start", params.command_id, "session_id_conflict")
         check_session_mcp(ctx, "session/start", params.config)
+        check_profile(ctx.options.default_profile)
         provider = params.provider_id or "meta"
         now = rfc3339_now()
         meta = SessionMeta(
@@ -112,6 +127,7 @@ class SessionCommands:
             provider_id=provider,
             model_id=params.model_id or (None if provider == "echo" else DEFAULT_MODEL),
             approval_mode=params.approval_mode or DEFAULT_MODE,
+            permission_profile=ctx.options.default_profile,
         )
         session = ctx.adopt(meta)
         await session.announce(self.ctx.profile)

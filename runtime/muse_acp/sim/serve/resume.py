@@ -3,7 +3,9 @@
 Contract:
 
 * ``session/resume`` checks ``config.mcpServers`` as ``mcp`` says, then holds a stored session
-  (-32020 unknown, -32021 held by another process; resuming one this process holds is allowed).
+  (-32020 unknown, -32603 created under a profile ``commands.check_profile`` refuses, as
+  ``muse exec`` leaves one, -32021 held by another process; resuming one this process holds is
+  allowed).
   A turn left unfinished by a host that died is taken up when it waits only on the user
   (``adoption``), else closed (``recovery``). History comes inline, excluded (``excludeItems``),
   or as the durable events after ``cursor``, sent once the result is written (-32011 for a
@@ -11,7 +13,8 @@ Contract:
 * ``session/fork`` makes a new session, held by this process, with the items of the source's
   completed turns (up to ``cutPoint``; -32023 when that is not one of its turns, or, on a
   version that breaks earlier cuts as 1.4.4 does, not its last one); any stored
-  session can be forked, including one another process holds. ``session/started`` precedes
+  session can be forked, including one another process holds; the fork keeps the source's
+  permission profile. ``session/started`` precedes
   the result; ``session/listChanged`` follows it on a connection that streams the session list.
 """
 
@@ -26,6 +29,7 @@ import anyio
 from muse_acp.rpc import RawJson, RequestContext, RequestRoute, encode_message
 from muse_acp.sim.model.adoption import adopt
 from muse_acp.sim.model.recovery import reconcile
+from muse_acp.sim.serve.commands import check_profile
 from muse_acp.sim.serve.mcp import check_session_mcp
 from muse_acp.sim.serve.reads import history, pending_requests
 from muse_acp.sim.state import errors
@@ -74,6 +78,8 @@ class SessionContinuations:
     ) -> SessionHistoryResult:
         ctx = self.ctx
         check_session_mcp(ctx, "session/resume", params.config)
+        if params.session_id not in ctx.sessions:
+            check_profile(ctx.meta_of(params.session_id).permission_profile)
         session = ctx.load(params.session_id)
         answered = ctx.answered(request)
         if session.fold.active_turn is not None and session.runner is None:
@@ -171,6 +177,7 @@ class SessionContinuations:
             turn_count=len(turns),
             forked_from=origin,
             reasoning_effort=source.meta.reasoning_effort,
+            permission_profile=source.meta.permission_profile,
         )
         session = ctx.adopt(meta)
         for item in source.fold.turn_items(turns):

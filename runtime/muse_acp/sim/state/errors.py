@@ -4,8 +4,9 @@ Contract: every error muse-sim puts on the wire carries ``data.kind``. Handlers 
 here (``host_error`` and the named constructors, which take their codes from the generated error
 registry); ``with_kind`` gives a kind to any error that reached the host layer without one (the
 JSON-RPC runtime's own errors carry none), so no error leaves the host kind-less. Messages are
-short lower-case sentences of muse-sim's own that name the offending id; nothing internal (no
-exception text, no traceback) is ever included.
+short lower-case sentences of muse-sim's own that name the offending id (but for
+``reviewer_unavailable``, which clients recognise by its text and so reads as real hosts');
+nothing internal (no exception text, no traceback) is ever included.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "method_not_found",
     "not_initialized",
     "parse_error",
+    "reviewer_unavailable",
     "session_in_use",
     "session_not_found",
     "session_not_loaded",
@@ -113,6 +115,16 @@ def invalid_params(message: str) -> RpcError:
 
 def internal(message: str = "internal error") -> RpcError:
     return host_error(message, ErrorData(kind="internal", retryable=False))
+
+
+def reviewer_unavailable(profile: str) -> RpcError:
+    """No session can run under ``profile`` on this host: it needs Muse's automated reviewer,
+    which ``serve`` does not run. Worded as real hosts word it, since clients recognise it so."""
+    return host_error(
+        "internal error: compose session permission profile: permission profile "
+        f"'{profile}' cannot be used: the automated reviewer is unavailable on this host",
+        ErrorData(kind="internal", retryable=False),
+    )
 
 
 def backpressured(capacity: int) -> RpcError:

@@ -54,6 +54,8 @@ class SessionMeta:
     reasoning_effort: str | None = None
     active_turn_id: str | None = None
     """The turn in progress, as last recorded by the lease holder (for list rows)."""
+    permission_profile: str | None = None
+    """The permission profile the session was created under (None: none was named)."""
 
 
 @dataclass(frozen=True, slots=True)
