@@ -174,8 +174,7 @@ async def test_a_cancel_answers_the_running_prompt_and_every_queued_one_cancelle
             await prompts.send(tasks, *QUEUED)
             assert prompts.answers == []
             await agent.conn.cancel(session_id=prompts.session)
-        # The session is free again: the next prompt runs as usual.
-        async with anyio.create_task_group() as tasks:
+            # Sent while the cancel settles: it waits for the cancelled turn, then runs.
             await prompts.send(tasks, "after the cancel")
 
     agent, prompts = await _with_a_held_turn(tmp_path, version, steps)
@@ -185,6 +184,7 @@ async def test_a_cancel_answers_the_running_prompt_and_every_queued_one_cancelle
         **dict.fromkeys(QUEUED, "cancelled"),
         "after the cancel": "end_turn",
     }
+    assert prompts.answers[-1] == ("after the cancel", "end_turn")
     assert _started(agent) == ["first prompt", "after the cancel"], "queued ones never ran"
     assert _replies(agent, prompts.session, prompts)[-1] == "after the cancel"
 
