@@ -9,6 +9,7 @@ import pytest
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.sessions.session import MAX_CLOSED_KEPT
+from muse_acp.agent.turns.prompt_queue import MAX_QUEUED
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.rpc import INVALID_REQUEST, RESOURCE_NOT_FOUND, RpcError
 
@@ -40,15 +41,18 @@ def test_work_that_runs_refuses_more_and_says_what_runs(tmp_path: Path) -> None:
     assert raised.value.data == {"busy": "a prompt", "state": "running"}
 
 
-async def test_a_prompt_waits_for_work_being_cancelled_then_runs(tmp_path: Path) -> None:
+async def test_a_prompt_behind_a_prompt_being_cancelled_queues_and_runs_when_it_ends(
+    tmp_path: Path,
+) -> None:
     session = add_session(_context(tmp_path), "s-1")
     first = session.begin("a prompt")
     first.cancel()
-    admitted: list[str] = []
+    admitted: list[bool] = []
 
     async def second() -> None:
         work = await session.admit_prompt(arrival=3)
-        admitted.append(work.activity)
+        admitted.append(await session.wait_turn(work))
+        assert session.work is work
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tasks:
@@ -56,17 +60,46 @@ async def test_a_prompt_waits_for_work_being_cancelled_then_runs(tmp_path: Path)
             await anyio.wait_all_tasks_blocked()
             assert admitted == []
             session.end(first)
-    assert admitted == ["a prompt"]
+    assert admitted == [True]
 
 
-async def test_a_prompt_behind_a_cancel_that_never_settles_is_refused_within_the_budget(
+async def test_a_prompt_behind_a_change_being_cancelled_that_never_settles_is_refused(
     tmp_path: Path,
 ) -> None:
     session = add_session(_context(tmp_path, cancel=0.1), "s-1")
-    session.begin("a prompt").cancel()
+    session.begin("a configuration change").cancel()
     with anyio.fail_after(5), pytest.raises(RpcError) as raised:
         await session.admit_prompt(arrival=3)
-    assert raised.value.data == {"busy": "a prompt", "state": "being cancelled"}
+    assert raised.value.data == {"busy": "a configuration change", "state": "being cancelled"}
+
+
+async def test_queued_prompts_run_in_arrival_order_and_a_cancel_empties_the_queue(
+    tmp_path: Path,
+) -> None:
+    session = add_session(_context(tmp_path), "s-1")
+    running = session.begin("a prompt", arrival=1)
+    queued = [await session.admit_prompt(arrival=n) for n in (2, 3, 4)]
+    session.end(running)
+    assert session.work is queued[0]
+    session.cancel(arrival=5)
+    assert [work.cancel_requested for work in queued] == [True, True, True]
+    with anyio.fail_after(5):
+        assert [await session.wait_turn(work) for work in queued] == [True, False, False]
+    session.end(queued[0])
+    assert session.work is None
+
+
+async def test_a_full_queue_refuses_the_next_prompt_saying_so(tmp_path: Path) -> None:
+    session = add_session(_context(tmp_path), "s-1")
+    session.begin("a prompt", arrival=1)
+    for arrival in range(2, 2 + MAX_QUEUED):
+        await session.admit_prompt(arrival)
+    with pytest.raises(RpcError) as raised:
+        await session.admit_prompt(arrival=100)
+    assert raised.value.code == INVALID_REQUEST
+    assert f"already has {MAX_QUEUED} prompts waiting" in raised.value.message
+    assert "session/cancel" in raised.value.message
+    assert raised.value.data == {"busy": "a prompt", "state": "running", "queued": MAX_QUEUED}
 
 
 def test_closing_stops_the_work_and_the_session_stays_known_as_closed(tmp_path: Path) -> None:

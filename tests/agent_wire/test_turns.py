@@ -82,18 +82,6 @@ async def test_auth_failures_use_the_auth_required_code(world: World) -> None:
     assert raised.value.code == -32000
 
 
-async def test_a_second_prompt_while_one_runs_is_refused(world: World) -> None:
-    async with running_agent(world) as agent:
-        session = await agent.new_session()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(agent.prompt, session, "sim:plan\nsim:hold")
-            await agent.client.wait_for(session, "plan")
-            with pytest.raises(acp.RequestError) as raised:
-                await agent.prompt(session, "again")
-            assert raised.value.code == -32600
-            await agent.conn.cancel(session_id=session)
-
-
 async def test_a_prompt_on_an_unknown_session_is_not_found(world: World) -> None:
     async with running_agent(world) as agent:
         with pytest.raises(acp.RequestError) as raised:

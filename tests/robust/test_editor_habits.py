@@ -78,17 +78,6 @@ async def test_a_prompt_sent_right_after_a_cancel_runs_once_the_cancel_settled(
     assert len(faulty.world.host_requests("turn/start")) == 2
 
 
-async def test_a_prompt_while_a_turn_runs_uncancelled_is_refused_with_why(
-    faulty: FaultWorld,
-) -> None:
-    async with holding_turn(faulty) as (agent, session, first):
-        refused = await agent.prompt_text(session, "too early")
-        await agent.send(cancel_frame(session))
-        await agent.response(first)
-    assert refused["error"]["code"] == -32600
-    assert refused["error"].get("data"), "the refusal says why in data"
-
-
 async def test_resume_while_a_prompt_runs_is_refused_like_load_and_fork(
     faulty: FaultWorld,
 ) -> None:

@@ -1,14 +1,18 @@
 """``session/prompt`` and ``session/cancel``: where a user's prompt becomes a Muse turn.
 
 Contract: nothing reaches Muse until every check passed, in this order: a requested file-change
-report is well-formed (-32602, ``file_change_report``), the session is open (-32002) and idle
-(-32600; a prompt behind one being cancelled first waits, within the cancel budget), and the
-content acceptable (-32602, ``prompt_content``). A local command (``commands``) then runs
-without a model turn; anything else runs a turn on the session's execution host until it
-settles (``turn``), or one ``muse exec`` run on the legacy backend (``exec_turn``).
-Cancellation is ordered by arrival: ``session/cancel`` stops the running work and any prompt
-that arrived before it; ``$/cancel_request`` answers REQUEST_CANCELLED once the turn settled. A
-requested file-change report is sent after the turn settled and before the answer.
+report is well-formed (-32602, ``file_change_report``), the session is open (-32002) and free
+for a prompt, and the content acceptable (-32602, ``prompt_content``). A prompt sent while
+another prompt runs or is being cancelled waits in the session's queue (``prompt_queue``; -32600
+once full) and runs when its turn comes, answered with its own stop reason; behind other work
+(a settings change, a kept turn asking the user) it is refused (-32600) unless that work is
+about to end. A local command (``commands``) then runs without a model turn; anything else runs
+a turn on the session's execution host until it settles (``turn``), or one ``muse exec`` run on
+the legacy backend (``exec_turn``). Cancellation is ordered by arrival: ``session/cancel``
+stops the running work and every prompt that arrived before it, queued ones answered
+``cancelled`` at once; ``$/cancel_request`` answers REQUEST_CANCELLED once the turn settled, at
+once for a queued prompt, which leaves the queue alone. A requested file-change report is sent
+after the turn settled and before the answer.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ async def handle_prompt(
 ) -> acp.PromptResponse:
     report_id = file_change_report.requested(ctx.negotiated.file_change_report, params.field_meta)
     session = ctx.sessions.require(params.session_id)
-    work = await session.admit_prompt(rctx.arrival)
+    work = await session.admit_prompt(rctx.arrival)  # the session's now, or queued
     work.commit = rctx.commit  # a local command's change, made whole or not at all
     edited: set[str] = set()
     withdrawn = False
@@ -47,11 +51,13 @@ async def handle_prompt(
         withdrawn = True
         work.cancel()
 
-    rctx.on_cancel(withdraw)
+    rctx.on_cancel(withdraw)  # before any wait: a queued prompt withdrawn leaves the queue
     try:
         parts = convert_prompt(params.prompt)
         command = commands.recognise(params.prompt)
-        if await ctx.on_exec():  # the legacy exec backend: a run per prompt, no local commands
+        if not await session.wait_turn(work):
+            stop: acp.StopReason = "cancelled"  # cancelled while queued: it never ran
+        elif await ctx.on_exec():  # the legacy exec backend: a run per prompt, no commands
             stop = await run_exec_turn(ctx, session, work, parts)
         elif command is not None:
             stop = await commands.run(ctx, session, work, command)

@@ -1,14 +1,16 @@
 """ACP sessions as the agent holds them: each owns its work, its hosts and its queues.
 
 Contract: an ``AcpSession`` owns everything that runs on its behalf: its execution host, its
-lease-free read host, its steering queue and the one ``SessionWork`` that occupies it; nothing
-about a session lives anywhere else. ``begin`` and ``admit_prompt`` claim it for new work or
-refuse (-32600, saying what occupies it); ``cancel(arrival)`` stops what runs and what arrived
-before ``arrival``; ``reading(budget)`` lends a host to a read; ``close()`` closes both hosts
-and leaves the session registered as closed, so later requests get a clear error. Updates for
-the client go through the session's ``outlet``, where the user's own title wins. A session's
-execution host starts only once the host it must follow (``after``) is gone, so the two never
-race for Muse's session lease.
+lease-free read host, its steering queue, the one ``SessionWork`` that occupies it and the
+prompts queued behind it (``prompt_queue``); nothing about a session lives anywhere else.
+``begin`` claims it for new work or refuses (-32600, saying what occupies it); ``admit_prompt``
+claims it for a prompt, or queues the prompt behind the prompt that occupies it (``wait_turn``),
+and ``end`` hands it to the next queued prompt; ``cancel(arrival)`` stops what runs and what
+arrived before ``arrival``, queued prompts included; ``reading(budget)`` lends a host to a read;
+``close()`` closes both hosts and leaves the session registered as closed, so later requests
+get a clear error. Updates for the client go through the session's ``outlet``, where the user's
+own title wins. A session's execution host starts only once the host it must follow (``after``)
+is gone, so the two never race for Muse's session lease.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from muse_acp.agent.sessions.outlet import UpdateOutlet
 from muse_acp.agent.translation.goal_state import GoalSeen
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.usage import PlanUse, TokenUse
+from muse_acp.agent.turns.prompt_queue import PromptQueue
 from muse_acp.agent.turns.steering_queue import SteeringQueue, SteerTarget
 from muse_acp.agent.turns.work import CancellableTurn, SessionWork
 from muse_acp.host.client import MspHost
@@ -43,6 +46,7 @@ from muse_acp_wire import acp
 
 __all__ = [
     "MAX_CLOSED_KEPT",
+    "PROMPT",
     "READ_HOST_IDLE",
     "AcpSession",
     "ClientLink",
@@ -59,6 +63,9 @@ process for no longer than this."""
 
 MAX_CLOSED_KEPT: Final = 256
 """Closed sessions remembered as closed; older ones are forgotten (memory stays bounded)."""
+
+PROMPT: Final = "a prompt"
+"""The activity of a prompt's work (a model turn or a local command)."""
 
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 _ID_SHOWN: Final = 100
@@ -136,6 +143,8 @@ class AcpSession:
     running: RunningWork = field(init=False, default_factory=RunningWork)
     """Workflows and background tasks Muse runs for the session, by card (``_muse/task``)."""
     steering: SteeringQueue = field(init=False)
+    prompts: PromptQueue = field(init=False, default_factory=PromptQueue)
+    """Prompts waiting for the prompt that occupies the session (``prompt_queue``)."""
     outlet: UpdateOutlet = field(init=False, repr=False)
     """The one way the session's updates reach the client (``outlet``)."""
 
@@ -183,27 +192,54 @@ class AcpSession:
         return work
 
     async def admit_prompt(self, arrival: int) -> SessionWork:
-        """``begin`` a prompt, first waiting (at most the cancel budget, or the work's own
-        ``ending_within``) for cancelled work or work that is ending on its own."""
+        """Claim the session for a prompt, or queue the prompt behind the prompt that occupies
+        it, running or being cancelled (``wait_turn`` then waits for its turn). Behind other
+        work it first waits (at most the cancel budget, or the work's own ``ending_within``)
+        for work that is cancelled or ending on its own, and is refused as ``begin`` refuses.
+
+        Raises:
+            RpcError: INVALID_REQUEST when other work occupies the session, or when the queue
+                is full.
+        """
         current = self.work
-        if current is not None and (current.cancel_requested or current.ending()):
-            cancel = self.hosting.config.deadlines.cancel
-            within = cancel if current.cancel_requested else current.ending_within or cancel
-            with anyio.move_on_after(within):
-                await current.finished.wait()
-        return self.begin("a prompt", arrival)
+        if current is not None and current.activity != PROMPT:
+            if current.cancel_requested or current.ending():
+                cancel = self.hosting.config.deadlines.cancel
+                within = cancel if current.cancel_requested else current.ending_within or cancel
+                with anyio.move_on_after(within):
+                    await current.finished.wait()
+            current = self.work
+        if current is None or current.activity != PROMPT:
+            return self.begin(PROMPT, arrival)
+        work = SessionWork(PROMPT, arrival)
+        if 0 < arrival < self.cancelled_through:
+            work.cancel()  # a cancel that arrived after this prompt already stopped it
+        else:
+            self.prompts.join(work, self.session_id, current)
+        return work
+
+    async def wait_turn(self, work: SessionWork) -> bool:
+        """Wait until the session is ``work``'s (True at once when it already is), or until
+        ``work``, queued, is cancelled (False: it never ran and never will)."""
+        if self.work is work:
+            return True
+        return await self.prompts.wait(work)
 
     def end(self, work: SessionWork) -> None:
-        """Release the session from ``work`` (which is then finished)."""
+        """Release the session from ``work`` (which is then finished, and out of the queue),
+        handing it to the next queued prompt, if one waits."""
         work.finish()
+        self.prompts.leave(work)
         if self.work is work:
-            self.work = None
+            self.work = self.prompts.call_next()
 
     def cancel(self, arrival: int = 0) -> None:
-        """Stop whatever runs, and work that arrived before ``arrival`` but has not begun."""
+        """Stop whatever runs, and every prompt (queued, or not yet admitted) and other work
+        that arrived before ``arrival`` (0: everything queued)."""
         self.cancelled_through = max(self.cancelled_through, arrival)
         if self.work is not None:
             self.work.cancel()
+        self.prompts.cancel(arrival)
 
     @asynccontextmanager
     async def reading(self, budget: float) -> AsyncIterator[MspHost]:
