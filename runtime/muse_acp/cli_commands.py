@@ -1,6 +1,6 @@
-"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``login``
-and ``--version``, with the options ``cli`` documents. Loaded by ``cli.main`` only when the
-command line needs parsing.
+"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``login``,
+``install`` / ``uninstall`` (``editors``) and ``--version``, with the options ``cli`` documents.
+Loaded by ``cli.main`` only when the command line needs parsing.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Final
 
@@ -26,8 +27,10 @@ __all__ = [
     "default",
     "demo",
     "doctor",
+    "install",
     "login",
     "serve",
+    "uninstall",
 ]
 
 app = typer.Typer(
@@ -257,3 +260,72 @@ def login(ctx: typer.Context, muse: MuseOption = None) -> None:
         print(f"muse-acp: {error.message}", file=sys.stderr)
         raise typer.Exit(2) from None
     os.execv(binary, [binary, "login"])
+
+
+class EditorName(StrEnum):
+    zed = "zed"
+    jetbrains = "jetbrains"
+
+
+EditorArgument = Annotated[
+    EditorName, typer.Argument(help="The editor: zed or jetbrains.", show_default=False)
+]
+SettingsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings",
+        metavar="PATH",
+        help="The settings file to change (default: the editor's own; "
+        "Zed: settings.json, JetBrains: ~/.jetbrains/acp.json).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+NameOption = Annotated[
+    str, typer.Option("--name", metavar="NAME", help="The agent's name in the editor.")
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print the change as a diff; change nothing.")
+]
+
+
+@app.command()
+def install(
+    editor: EditorArgument,
+    settings: SettingsOption = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME=VALUE",
+            help="An environment variable for muse-acp in the editor (repeatable; replaces the "
+            "entry's env when given, e.g. MUSE_ACP_MUSE_BIN=/usr/local/bin/muse).",
+            show_default=False,
+        ),
+    ] = None,
+    name: NameOption = "Muse Code",
+    dry_run: DryRunOption = False,
+) -> None:
+    """Add muse-acp to an editor's agents, by absolute path (or update its entry)."""
+    from muse_acp.editors.commands import parse_env, run_install
+
+    try:
+        variables = parse_env(env) if env else None
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--env") from None
+    raise typer.Exit(
+        run_install(editor.value, settings=settings, env=variables, name=name, dry_run=dry_run)
+    )
+
+
+@app.command()
+def uninstall(
+    editor: EditorArgument,
+    settings: SettingsOption = None,
+    name: NameOption = "Muse Code",
+    dry_run: DryRunOption = False,
+) -> None:
+    """Remove muse-acp's entry from an editor's agents, leaving the rest of the file as it was."""
+    from muse_acp.editors.commands import run_uninstall
+
+    raise typer.Exit(run_uninstall(editor.value, settings=settings, name=name, dry_run=dry_run))
