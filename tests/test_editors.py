@@ -235,3 +235,20 @@ def test_the_command_line_finds_zeds_file_and_refuses_bad_input(tmp_path: Path) 
     gone = runner.invoke(app, ["uninstall", "zed", "--settings", str(written)])
     assert gone.exit_code == 0, gone.output
     assert jsonc.parse(written.read_text()).value == {}
+
+
+def test_jetbrains_mcp_flags_are_written_into_our_entry_only(tmp_path: Path) -> None:
+    path = fixture(tmp_path, "jetbrains-acp.installed.json")
+    runner = CliRunner()
+    args = ["install", "jetbrains", "--settings", str(path), "--custom-mcp", "--no-idea-mcp"]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    document = jsonc.parse(path.read_text()).value
+    ours = document["agent_servers"].pop("Muse Code")
+    assert (ours["use_custom_mcp"], ours["use_idea_mcp"]) == (True, False)
+    before = jsonc.parse((FIXTURES / "jetbrains-acp.installed.json").read_text()).value
+    before["agent_servers"].pop("Muse Code")
+    assert document == before  # the file's default_mcp_settings and other agents untouched
+    refused = runner.invoke(app, ["install", "zed", "--settings", str(path), "--idea-mcp"])
+    assert refused.exit_code == 2
+    assert "only JetBrains IDEs read them" in refused.output

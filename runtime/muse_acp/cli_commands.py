@@ -303,6 +303,23 @@ def install(
             show_default=False,
         ),
     ] = None,
+    custom_mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--custom-mcp/--no-custom-mcp",
+            help="JetBrains: pass the MCP servers configured in the IDE to muse-acp "
+            "(use_custom_mcp; default: the file's default_mcp_settings).",
+            show_default=False,
+        ),
+    ] = None,
+    idea_mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--idea-mcp/--no-idea-mcp",
+            help="JetBrains: pass the IDE's own MCP server to muse-acp (use_idea_mcp).",
+            show_default=False,
+        ),
+    ] = None,
     name: NameOption = "Muse Code",
     dry_run: DryRunOption = False,
 ) -> None:
@@ -313,8 +330,16 @@ def install(
         variables = parse_env(env) if env else None
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--env") from None
+    flags = {"use_custom_mcp": custom_mcp, "use_idea_mcp": idea_mcp}
+    extra: dict[str, object] = {key: value for key, value in flags.items() if value is not None}
+    if extra and editor is not EditorName.jetbrains:
+        raise typer.BadParameter(
+            "only JetBrains IDEs read them", param_hint="--custom-mcp/--idea-mcp"
+        )
     raise typer.Exit(
-        run_install(editor.value, settings=settings, env=variables, name=name, dry_run=dry_run)
+        run_install(
+            editor.value, settings=settings, env=variables, name=name, dry_run=dry_run, extra=extra
+        )
     )
 
 

@@ -81,6 +81,7 @@ def run_install(
     env: dict[str, str] | None = None,
     name: str,
     dry_run: bool = False,
+    extra: dict[str, object] | None = None,
     how: Launch | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
@@ -91,7 +92,7 @@ def run_install(
     how = how or launch()
     try:
         old = read_settings(path)
-        new = installed(editor, old, path, how, env, name)
+        new = installed(editor, old, path, how, env, name, extra)
         status = _apply(path, old, new, dry_run, out, f'Added "{name}" (muse-acp) to')
     except (SettingsError, OSError) as error:
         return _failed(error, err)

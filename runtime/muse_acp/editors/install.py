@@ -70,9 +70,11 @@ def installed(
     how: Launch,
     env: Mapping[str, str] | None,
     name: str,
+    extra: Mapping[str, object] | None = None,
 ) -> str:
-    """The settings text with muse-acp's entry ``name`` added or brought up to date."""
-    owned = entry(editor, how)
+    """The settings text with muse-acp's entry ``name`` added or brought up to date, with the
+    ``extra`` members given (JetBrains' MCP flags)."""
+    owned = {**entry(editor, how), **(extra or {})}
     if text is None or not text.strip():
         document = {SERVERS: {name: {**owned, "env": dict(env or {})}}}
         return jsonc.render(document, "", "  ") + "\n"
