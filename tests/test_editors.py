@@ -177,6 +177,20 @@ def test_a_file_we_cannot_understand_is_left_alone_with_where_it_went_wrong(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
 
 
+def test_an_object_holding_only_comments_gets_the_entry_after_them(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = '// mine\n{\n  // nothing yet\n  "agent_servers": {\n    // none\n  }\n}\n'
+    path.write_text(original)
+    assert install(path, env={})[0] == 0
+    assert path.read_text() == (
+        '// mine\n{\n  // nothing yet\n  "agent_servers": {\n    // none\n    "Muse Code": {\n'
+        '      "type": "custom",\n      "command": "/opt/muse-acp/bin/muse-acp",\n'
+        '      "args": ["serve"],\n      "env": {}\n    }\n  }\n}\n'
+    )
+    assert uninstall(path)[0] == 0
+    assert path.read_text() == original
+
+
 def test_comment_marks_inside_strings_are_text() -> None:
     text = '{"url": "https://a.invalid//x/*y*/", // a comment\n "n": [1, 2,],}'
     assert jsonc.parse(text).value == {"url": "https://a.invalid//x/*y*/", "n": [1, 2]}

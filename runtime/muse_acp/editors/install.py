@@ -2,7 +2,7 @@
 
 Contract: ``installed`` and ``uninstalled`` are pure: from a settings text (None for no file)
 they give the new text, changing only muse-acp's entry under ``agent_servers`` (``jsonc`` keeps
-every other byte; an ``agent_servers`` left empty goes too). An entry already there keeps the
+every other byte; an ``agent_servers`` left blank goes too). An entry already there keeps the
 members muse-acp does not own, and its ``env`` unless one is given. Running either twice
 changes nothing the second time. ``write_settings`` replaces the file atomically (a temporary
 file beside it, flushed to disk, renamed over it, with the old file's mode, or owner-only for a
@@ -110,8 +110,8 @@ def uninstalled(text: str | None, path: Path, name: str) -> str | None:
         return text
     text = jsonc.remove_member(text, servers, name)
     left = _servers(_parsed(text, path), path)
-    if left is not None and not left.members:
-        # Nothing but muse-acp's entry was there: leave the file as it was before install.
+    if left is not None and not text[left.start + 1 : left.end - 1].strip():
+        # Nothing but muse-acp's entry was there, not even a comment: as before install.
         text = jsonc.remove_member(text, _parsed(text, path), SERVERS)
     return text
 

@@ -257,12 +257,12 @@ def set_member(text: str, node: Node, key: str, value: Any) -> str:
         rendered = render(value, indent, unit, newline)
         return text[: existing.value.start] + rendered + text[existing.value.end :]
     if not node.members:
+        # After whatever comments the empty object holds, before its closing brace.
         outer = _indent_of(text, node.start)
         rendered = render(value, outer + unit, unit, newline)
         line = f"{newline}{outer}{unit}{json.dumps(key, ensure_ascii=False)}: {rendered}"
-        inside = text[node.start + 1 : node.end - 1]
-        closing = newline + outer if not inside.strip() else inside.rstrip(" \t") + newline + outer
-        return text[: node.start + 1] + line + closing + text[node.end - 1 :]
+        inside = text[node.start + 1 : node.end - 1].rstrip(" \t\r\n")
+        return text[: node.start + 1] + inside + line + newline + outer + text[node.end - 1 :]
     last = node.members[-1]
     indent = _indent_of(text, last.key_start)
     rendered = render(value, indent, unit, newline)
