@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 from typer.testing import CliRunner
 
 from muse_acp.cli_commands import app
 from muse_acp.editors import jsonc
 from muse_acp.editors.commands import run_install, run_uninstall
-from muse_acp.editors.install import BACKUP_SUFFIX
+from muse_acp.editors.install import BACKUP_SUFFIX, installed, uninstalled
 from muse_acp.editors.targets import Editor, Launch, launch, settings_path
 
 FIXTURES: Final = Path(__file__).resolve().parent / "fixtures" / "editors"
@@ -266,3 +267,49 @@ def test_jetbrains_mcp_flags_are_written_into_our_entry_only(tmp_path: Path) -> 
     refused = runner.invoke(app, ["install", "zed", "--settings", str(path), "--idea-mcp"])
     assert refused.exit_code == 2
     assert "only JetBrains IDEs read them" in refused.output
+
+
+_GAPS: Final = st.sampled_from(["", " ", "\n", "\n  ", "\t", " // note\n", " /* note */ "])
+_SCALARS: Final = st.sampled_from(["1", '"s"', "true", "null", '"a//b/*c*/"', "-2.5e3"])
+
+
+@st.composite
+def _object(draw: st.DrawFn, values: st.SearchStrategy[str], names: str, least: int = 0) -> str:
+    """An object as someone writes it: any gaps and comments, maybe a trailing comma."""
+    members = [
+        f'{draw(_GAPS)}"{names}{i}"{draw(_GAPS)}:{draw(_GAPS)}{draw(values)}'
+        for i in range(draw(st.integers(least, 3)))
+    ]
+    trailing = "," if bool(members) and draw(st.booleans()) else ""
+    return "{" + ",".join(members) + trailing + draw(_GAPS) + "}"
+
+
+_VALUES: Final = st.recursive(_SCALARS, lambda inner: _object(inner, "k"), max_leaves=6)
+
+
+@st.composite
+def _settings(draw: st.DrawFn) -> str:
+    """A settings file with other members and maybe other agents (not one without a member,
+    whose blanks ``install`` may lay out anew)."""
+    body = draw(_object(_VALUES, "k"))[1:-1]
+    if draw(st.booleans()):
+        agents = draw(_object(_VALUES, "Agent ", least=1))
+        servers = f'{draw(_GAPS)}"agent_servers"{draw(_GAPS)}:{draw(_GAPS)}{agents}'
+        body = f"{servers},{body}" if body.strip() else servers
+    assume('"' in body)
+    text = f"{draw(_GAPS)}{{{body}}}{draw(_GAPS)}\n"
+    return text.replace("\n", "\r\n") if draw(st.booleans()) else text
+
+
+@settings(max_examples=300, deadline=None)
+@given(_settings(), st.sampled_from(["zed", "jetbrains"]))
+def test_install_then_uninstall_gives_any_settings_text_back(text: str, editor: Editor) -> None:
+    path = Path("settings.json")
+    added = installed(editor, text, path, HOW, ENV, "Muse Code")
+    assert installed(editor, added, path, HOW, None, "Muse Code") == added
+    document = jsonc.parse(added).value
+    assert document["agent_servers"].pop("Muse Code")["env"] == ENV
+    if not document["agent_servers"]:
+        del document["agent_servers"]
+    assert document == jsonc.parse(text).value
+    assert uninstalled(added, path, "Muse Code") == text

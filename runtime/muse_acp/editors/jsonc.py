@@ -7,7 +7,8 @@ and ``remove_member`` return a new text that differs from the old one only insid
 they edit: every other byte, comments and layout included, stays as it was. A member is added
 after the object's last one, on its own lines, indented as its siblings, with a trailing comma
 when the last member had one; a member on lines of its own is removed with its lines, so
-removing what ``set_member`` added gives the original text back. ``render`` writes a value as
+removing what ``set_member`` added gives the original text back (an object that had no
+member may keep a line break before its brace). ``render`` writes a value as
 ``set_member`` inserts it: objects one member a line, arrays of scalars on one line.
 """
 
@@ -261,8 +262,12 @@ def set_member(text: str, node: Node, key: str, value: Any) -> str:
         outer = _indent_of(text, node.start)
         rendered = render(value, outer + unit, unit, newline)
         line = f"{newline}{outer}{unit}{json.dumps(key, ensure_ascii=False)}: {rendered}"
-        inside = text[node.start + 1 : node.end - 1].rstrip(" \t\r\n")
-        return text[: node.start + 1] + inside + line + newline + outer + text[node.end - 1 :]
+        inside = text[node.start + 1 : node.end - 1]
+        content = inside.rstrip(" \t\r\n")
+        tail = inside[len(content) :]
+        if "\n" not in tail:  # the brace closes on the line that opens or comments it
+            tail = newline + outer
+        return text[: node.start + 1] + content + line + tail + text[node.end - 1 :]
     last = node.members[-1]
     indent = _indent_of(text, last.key_start)
     rendered = render(value, indent, unit, newline)
