@@ -15,6 +15,7 @@ from typing import Annotated, Final
 import typer
 
 from muse_acp import __version__
+from muse_acp.editors.targets import DEFAULT_NAME
 from muse_acp.serving import CommonOptions, serve_with
 
 __all__ = [
@@ -320,7 +321,7 @@ def install(
             show_default=False,
         ),
     ] = None,
-    name: NameOption = "Muse Code",
+    name: NameOption = DEFAULT_NAME,
     dry_run: DryRunOption = False,
 ) -> None:
     """Add muse-acp to an editor's agents, by absolute path (or update its entry)."""
@@ -347,7 +348,7 @@ def install(
 def uninstall(
     editor: EditorArgument,
     settings: SettingsOption = None,
-    name: NameOption = "Muse Code",
+    name: NameOption = DEFAULT_NAME,
     dry_run: DryRunOption = False,
 ) -> None:
     """Remove muse-acp's entry from an editor's agents, leaving the rest of the file as it was."""

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
-__all__ = ["DEFAULT_NAME", "EDITORS", "Editor", "Launch", "entry", "launch", "settings_path"]
+__all__ = ["DEFAULT_NAME", "Editor", "Launch", "entry", "launch", "settings_path"]
 
 Editor: TypeAlias = Literal["zed", "jetbrains"]
-EDITORS: Final[tuple[Editor, ...]] = ("zed", "jetbrains")
 DEFAULT_NAME: Final = "Muse Code"
 """The entry's key in ``agent_servers``: the name the editor shows."""
 
