@@ -95,9 +95,26 @@ def test_muse_sim_is_ready_with_the_bundle_and_features_of_its_version(
     assert "verdict       ready" in out
 
 
-def test_a_muse_without_a_credential_is_not_ready_and_says_how_to_sign_in(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4"])
+def test_muse_sim_not_signed_in_is_ready_and_said_to_be_the_simulator(
+    version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # README's trial: `MUSE_ACP_MUSE_BIN=muse-sim muse-acp doctor` on a fresh machine. The
+    # simulator's turns work unsigned, so the doctor says so instead of NOT READY.
+    assert run_doctor(str(sim_wrapper(tmp_path, version))) == 0
+    out = capsys.readouterr().out
+    assert re.search(
+        r"^  credential +none, as a real Muse reports before `muse login`; ", out, re.M
+    )
+    assert "`muse-sim login` plays signing in" in out
+    assert re.search(r"^  verdict +ready: .*\(muse-sim, the Muse simulator: ", out, re.M), out
+
+
+def test_a_muse_without_a_credential_is_not_ready_and_says_how_to_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The simulator standing in for a real Muse: its handshake no longer names it.
+    monkeypatch.setattr("muse_acp.doctor.SIMULATOR_AGENT", "not-muse-sim/")
     wrapper = sim_wrapper(tmp_path, "1.2.1")
     assert run_doctor(str(wrapper)) == 1
     out = capsys.readouterr().out

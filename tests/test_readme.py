@@ -8,8 +8,10 @@ every link resolves, and the facts below are checked against the code they descr
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
 import re
+import shlex
 import sys
 import tomllib
 from dataclasses import fields
@@ -18,10 +20,12 @@ from typing import Any, Final
 
 import anyio
 import pytest
+from typer.testing import CliRunner
 
 from muse_acp import __version__
 from muse_acp.agent.commands.commands import BUILTINS
 from muse_acp.agent.routes import REQUESTS
+from muse_acp.cli_commands import app
 from muse_acp.client import connect
 from muse_acp.config import Deadlines
 
@@ -125,6 +129,52 @@ def test_the_jetbrains_snippet_has_the_shape_jetbrains_reads() -> None:
     assert set(entry) <= JETBRAINS_MEMBERS
     check_launch(entry)
     assert Path(entry["command"]).is_absolute()
+    # The MCP flags JetBrains reads are shown, and what they do with muse-acp is said.
+    flags = {"use_idea_mcp", "use_custom_mcp"}
+    assert flags <= set(entry)
+    assert all(isinstance(entry[flag], bool) for flag in flags)
+    after = README[README.index('"use_idea_mcp"', where) :][:900]
+    assert all(f"`{flag}`" in after for flag in flags)
+    assert "`default_mcp_settings`" in after
+    assert "for that session only" in after
+
+
+def _sh_lines() -> list[str]:
+    return [line for _, body in blocks("sh") for line in body.splitlines()]
+
+
+def test_no_command_block_installs_the_unpublished_package_by_name() -> None:
+    # muse-acp is not on PyPI yet: by-name installs are prose for later, never a command to
+    # paste; what README gives runs the wheel the build makes.
+    by_name = re.compile(r"^(uvx|pipx (run|install)|uv tool install) muse-acp\b")
+    assert [line for line in _sh_lines() if by_name.match(line)] == []
+    assert re.search(r"not on PyPI\s+yet", README)
+    wheel = f"muse_acp-{__version__}-py3-none-any.whl"
+    globs = set(re.findall(r"dist/(muse_acp-\*\.whl)", "\n".join(_sh_lines())))
+    assert globs
+    assert all(fnmatch.fnmatch(wheel, pattern) for pattern in globs)
+
+
+def test_the_install_commands_readme_gives_run(tmp_path: Path) -> None:
+    runner = CliRunner()
+    lines = [line for line in _sh_lines() if re.match(r"muse-acp (un)?install ", line)]
+    assert {line.split()[1] for line in lines} == {"install", "uninstall"}
+    for number, line in enumerate(lines):
+        words = shlex.split(
+            line.replace('"$(command -v muse)"', "/usr/local/bin/muse"), comments=True
+        )
+        settings = tmp_path / f"settings-{number}.json"
+        settings.write_text("{}\n")
+        done = runner.invoke(app, [*words[1:], "--settings", str(settings), "--dry-run"])
+        assert done.exit_code == 0, (line, done.output)
+        assert settings.read_text() == "{}\n"
+
+
+def test_the_acpx_section_says_how_to_stop_a_turn() -> None:
+    acpx = [line for line in _sh_lines() if line.startswith("acpx ")]
+    agents = {line.split(" cancel ")[0] for line in acpx if " cancel " in line}
+    assert agents == {"acpx --agent 'muse-acp serve'"}
+    assert re.search(r"Ctrl-C stops acpx,\s+not the turn", README)
 
 
 @pytest.mark.anyio

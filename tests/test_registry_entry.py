@@ -1,10 +1,13 @@
 """The ACP registry entry (``agent.json``, ``icon.svg``) against the registry's published rules.
 
 The ACP registry lists one folder per agent, named by its id, holding ``agent.json`` and a
-required ``icon.svg``. Its agent schema (JSON Schema draft 7) and the checks its build applies
-on top are restated here as facts: required members, the id and version patterns, distribution
-shapes, no ``latest`` pins, a package pin equal to the entry's version, and an icon that is a
-square 16x16 SVG drawn only in ``currentColor`` with no comments.
+required ``icon.svg``. Its agent schema (JSON Schema draft 7) is restated as our own file,
+tests/fixtures/registry/agent.schema.json, and the checks its build applies on top as facts
+here: required members, the id and version patterns, distribution shapes, no ``latest`` pins, a
+package pin equal to the entry's version, and an icon that is a square 16x16 SVG drawn only in
+``currentColor`` with no comments. Its auth check starts the agent, sends ``initialize`` as a
+client with terminal sign-in, and wants at least one method of type ``agent`` (the type of a
+method without one) or ``terminal``; strict clients refuse any other type in the list.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import anyio
 import jsonschema
 import pytest
 
 from muse_acp import __version__
+from tests.in_process import serving_agent
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 PLATFORMS: Final = [
@@ -31,62 +36,30 @@ PLATFORMS: Final = [
     "windows-aarch64",
     "windows-x86_64",
 ]
-_STRINGS: Final = {"type": "array", "items": {"type": "string"}}
-_ENV: Final = {"type": "object", "additionalProperties": {"type": "string"}}
-PACKAGE_DISTRIBUTION: Final = {
-    "type": "object",
-    "required": ["package"],
-    "properties": {
-        "package": {"type": "string", "minLength": 1},
-        "args": _STRINGS,
-        "env": _ENV,
-    },
-    "additionalProperties": False,
-}
-REGISTRY_SCHEMA: Final[dict[str, Any]] = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "type": "object",
-    "required": ["id", "name", "version", "description", "distribution", "license_url"],
-    "properties": {
-        "id": {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
-        "name": {"type": "string", "minLength": 1},
-        "version": {"type": "string", "pattern": r"^[0-9]+\.[0-9]+\.[0-9]+$"},
-        "description": {"type": "string", "minLength": 1},
-        "repository": {"type": "string"},
-        "website": {"type": "string"},
-        "authors": _STRINGS,
-        "license": {"type": "string"},
-        "license_url": {"type": "string"},
-        "icon": {"type": "string"},
-        "distribution": {
-            "type": "object",
-            "minProperties": 1,
-            "properties": {
-                "binary": {
-                    "type": "object",
-                    "minProperties": 1,
-                    "propertyNames": {"enum": PLATFORMS},
-                    "additionalProperties": {
-                        "type": "object",
-                        "required": ["archive", "cmd"],
-                        "properties": {
-                            "archive": {"type": "string"},
-                            "sha256": {"type": "string", "pattern": "^[a-fA-F0-9]{64}$"},
-                            "cmd": {"type": "string"},
-                            "args": _STRINGS,
-                            "env": _ENV,
-                        },
-                        "additionalProperties": False,
-                    },
-                },
-                "npx": PACKAGE_DISTRIBUTION,
-                "uvx": PACKAGE_DISTRIBUTION,
-            },
-            "additionalProperties": False,
+SCHEMA_FILE: Final = ROOT / "tests" / "fixtures" / "registry" / "agent.schema.json"
+"""The registry's agent schema, restated in our own file (draft 7), ``license_url`` included,
+which its newer revisions require."""
+REGISTRY_SCHEMA: Final[dict[str, Any]] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+TAKEN_IDS: Final = frozenset({"muse-acp"})
+"""Registry ids that name other projects (``muse-acp`` is BrokkAi's Rust adapter)."""
+REGISTRY_INITIALIZE: Final = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": 1,
+        "clientInfo": {"name": "ACP Registry Validator", "version": "1.0.0"},
+        "clientCapabilities": {
+            "terminal": True,
+            "fs": {"readTextFile": True, "writeTextFile": True},
+            "_meta": {"terminal_output": True, "terminal-auth": True},
         },
     },
 }
-"""The registry's agent schema, including ``license_url``, which its newer revisions require."""
+"""What the registry's auth check sends: the client it plays declares terminal sign-in."""
+AUTH_TYPES: Final = frozenset({"agent", "terminal"})
+"""The auth method types ACP defines, the only ones the registry's check (and strict clients)
+accept."""
 
 URI_MEMBERS: Final = ("repository", "website", "license_url")
 ICON_SIZE: Final = 16
@@ -181,9 +154,16 @@ def test_the_uvx_distribution_runs_this_package_as_an_acp_server() -> None:
     assert pinned == entry()["version"] == __version__
 
 
+def test_the_entry_has_an_id_of_its_own_that_says_what_it_is() -> None:
+    # The registry wants a unique id equal to the entry's folder; ``muse-acp`` is taken. The
+    # package keeps its name: the id is the registry's, the package name PyPI's.
+    assert entry()["id"] not in TAKEN_IDS
+    assert entry()["id"] == "muse-code-python"
+    assert "muse" in entry()["name"].lower()
+
+
 def test_the_entry_agrees_with_the_package_metadata() -> None:
     meta = project()
-    assert entry()["id"] == meta["name"]
     assert entry()["license"] == meta["license"]
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").lstrip().startswith("Apache License")
     urls = meta["urls"]
@@ -208,3 +188,44 @@ def test_the_icon_passes_the_registry_icon_check() -> None:
 )
 def test_the_icon_check_refuses_what_the_registry_refuses(svg: str, problem: str) -> None:
     assert problem in icon_problems(svg)
+
+
+def auth_check(methods: list[dict[str, Any]]) -> list[str]:
+    """What the registry's auth check (and a strict client) would refuse in ``methods``."""
+    types = [method.get("type") or "agent" for method in methods]
+    problems = [f"type {kind!r}" for kind in types if kind not in AUTH_TYPES]
+    if not methods:
+        problems.append("no auth methods")
+    problems += [f"no id in {method}" for method in methods if not method.get("id")]
+    return problems
+
+
+def test_the_auth_check_refuses_what_the_registry_refuses() -> None:
+    assert auth_check([{"id": "a", "name": "A", "type": "env_var", "vars": []}]) == [
+        "type 'env_var'"
+    ]
+    assert auth_check([]) == ["no auth methods"]
+    assert (
+        auth_check([{"id": "a", "name": "A"}, {"id": "b", "name": "B", "type": "terminal"}]) == []
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("terminal_sign_in", [True, False])
+async def test_the_agent_passes_the_registry_auth_check(
+    tmp_path: Path, terminal_sign_in: bool
+) -> None:
+    # As the registry's check runs it: a scratch home, its short environment, no Muse at all.
+    env = {"HOME": str(tmp_path), "PATH": str(tmp_path), "TERM": "dumb"}
+    request = json.loads(json.dumps(REGISTRY_INITIALIZE))
+    if not terminal_sign_in:  # a client that runs no terminal sign-in still gets a method
+        request["params"]["clientCapabilities"].pop("_meta")
+    async with serving_agent(env) as (reader, writer):
+        writer.write(json.dumps(request).encode() + b"\n")
+        await writer.drain()
+        with anyio.fail_after(30):
+            response = json.loads(await reader.readline())
+    methods = response["result"]["authMethods"]
+    assert auth_check(methods) == []
+    kinds = [method.get("type") or "agent" for method in methods]
+    assert kinds == (["terminal", "agent"] if terminal_sign_in else ["agent"])

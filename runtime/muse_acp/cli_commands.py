@@ -1,6 +1,6 @@
-"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``login``
-and ``--version``, with the options ``cli`` documents. Loaded by ``cli.main`` only when the
-command line needs parsing.
+"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``login``,
+``install`` / ``uninstall`` (``editors``) and ``--version``, with the options ``cli`` documents.
+Loaded by ``cli.main`` only when the command line needs parsing.
 """
 
 from __future__ import annotations
@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Final
 
 import typer
 
 from muse_acp import __version__
+from muse_acp.editors.targets import DEFAULT_NAME
 from muse_acp.serving import CommonOptions, serve_with
 
 __all__ = [
@@ -26,8 +28,10 @@ __all__ = [
     "default",
     "demo",
     "doctor",
+    "install",
     "login",
     "serve",
+    "uninstall",
 ]
 
 app = typer.Typer(
@@ -257,3 +261,97 @@ def login(ctx: typer.Context, muse: MuseOption = None) -> None:
         print(f"muse-acp: {error.message}", file=sys.stderr)
         raise typer.Exit(2) from None
     os.execv(binary, [binary, "login"])
+
+
+class EditorName(StrEnum):
+    zed = "zed"
+    jetbrains = "jetbrains"
+
+
+EditorArgument = Annotated[
+    EditorName, typer.Argument(help="The editor: zed or jetbrains.", show_default=False)
+]
+SettingsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings",
+        metavar="PATH",
+        help="The settings file to change (default: the editor's own; "
+        "Zed: settings.json, JetBrains: ~/.jetbrains/acp.json).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+NameOption = Annotated[
+    str, typer.Option("--name", metavar="NAME", help="The agent's name in the editor.")
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print the change as a diff; change nothing.")
+]
+
+
+@app.command()
+def install(
+    editor: EditorArgument,
+    settings: SettingsOption = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME=VALUE",
+            help="An environment variable for muse-acp in the editor (repeatable; replaces the "
+            "entry's env when given, e.g. MUSE_ACP_MUSE_BIN=/usr/local/bin/muse).",
+            show_default=False,
+        ),
+    ] = None,
+    custom_mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--custom-mcp/--no-custom-mcp",
+            help="JetBrains: pass the MCP servers configured in the IDE to muse-acp "
+            "(use_custom_mcp; default: the file's default_mcp_settings).",
+            show_default=False,
+        ),
+    ] = None,
+    idea_mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--idea-mcp/--no-idea-mcp",
+            help="JetBrains: pass the IDE's own MCP server to muse-acp (use_idea_mcp).",
+            show_default=False,
+        ),
+    ] = None,
+    name: NameOption = DEFAULT_NAME,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Add muse-acp to an editor's agents, by absolute path (or update its entry)."""
+    from muse_acp.editors.commands import parse_env, run_install
+
+    try:
+        variables = parse_env(env) if env else None
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--env") from None
+    flags = {"use_custom_mcp": custom_mcp, "use_idea_mcp": idea_mcp}
+    extra: dict[str, object] = {key: value for key, value in flags.items() if value is not None}
+    if extra and editor is not EditorName.jetbrains:
+        raise typer.BadParameter(
+            "only JetBrains IDEs read them", param_hint="--custom-mcp/--idea-mcp"
+        )
+    raise typer.Exit(
+        run_install(
+            editor.value, settings=settings, env=variables, name=name, dry_run=dry_run, extra=extra
+        )
+    )
+
+
+@app.command()
+def uninstall(
+    editor: EditorArgument,
+    settings: SettingsOption = None,
+    name: NameOption = DEFAULT_NAME,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Remove muse-acp's entry from an editor's agents, leaving the rest of the file as it was."""
+    from muse_acp.editors.commands import run_uninstall
+
+    raise typer.Exit(run_uninstall(editor.value, settings=settings, name=name, dry_run=dry_run))

@@ -5,9 +5,10 @@ executable, the backend, the MSP handshake, the features of the host's version, 
 prints their findings to stdout, one section per check, then a one-line verdict; with
 ``as_json`` the same findings are one JSON document. A check that finds a blocking problem ends
 the run there. It returns 0 when the adapter can serve ACP with that executable, else 1 with
-what to install or set. The handshake's ``muse serve`` runs in a scratch folder within
-``HANDSHAKE_TIMEOUT`` seconds and is always reaped. More checks are added by appending to
-``CHECKS``.
+what to install or set. muse-sim (its handshake says so) is ready while not signed in, as its
+turns need no credential, and the verdict names it. The handshake's ``muse serve`` runs in a
+scratch folder within ``HANDSHAKE_TIMEOUT`` seconds and is always reaped. More checks are added
+by appending to ``CHECKS``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ __all__ = [
     "CHECKS",
     "FEATURE_DESCRIPTIONS",
     "HANDSHAKE_TIMEOUT",
+    "SIMULATOR_AGENT",
     "Account",
     "Doctor",
     "Section",
@@ -84,6 +86,9 @@ FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
 
 HANDSHAKE_TIMEOUT: Final = 30.0
 """Seconds the executable's ``serve`` may take to answer ``initialize`` during the doctor."""
+
+SIMULATOR_AGENT: Final = "muse-sim/"
+"""How muse-sim's handshake ``userAgent`` begins: the simulator says what it is."""
 
 _LABEL_WIDTH: Final = 14
 
@@ -127,6 +132,12 @@ class Doctor:
         if self.environ.get(ENV_MUSE_BIN):
             return ENV_MUSE_BIN
         return "PATH"
+
+    @property
+    def simulator(self) -> bool:
+        """The host is muse-sim, which runs turns whether or not it is signed in."""
+        info = self.host_info
+        return info is not None and info.user_agent.startswith(SIMULATOR_AGENT)
 
     @property
     def host_version(self) -> str | None:
@@ -367,6 +378,14 @@ def _sign_in(doctor: Doctor) -> Section:
     elif isinstance(account, str):
         section.line("credential", f"unknown: {account}")
         section.facts.update(ok=None, error=account)
+    elif account.credential_required and account.state == "loggedOut" and doctor.simulator:
+        # The simulator's turns need no credential; only what it reports is Muse's.
+        section.line(
+            "credential",
+            "none, as a real Muse reports before `muse login`; muse-sim, the simulator, runs "
+            "turns without one (`muse-sim login` plays signing in)",
+        )
+        section.facts.update(ok=None, state=account.state, simulator=True)
     elif account.credential_required and account.state == "loggedOut":
         section.line("credential", "NONE: Muse has no credential, so every turn would fail")
         section.facts.update(ok=False, state=account.state)
@@ -405,6 +424,8 @@ def _ready_text(doctor: Doctor, sections: list[Section]) -> str:
         caveat = f"; {off} version-gated feature(s) are off for Muse {version}"
     else:
         caveat = ""
+    if doctor.simulator:
+        caveat += " (muse-sim, the Muse simulator: scripted turns, no model, no account)"
     return f"muse-acp can serve ACP with this Muse executable{caveat}."
 
 

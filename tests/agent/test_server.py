@@ -131,7 +131,15 @@ def test_the_response_advertises_exactly_what_was_negotiated() -> None:
         "embeddedContext": True,
     }
     assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close", "fork"}
-    assert [m["id"] for m in bare["authMethods"]] == ["meta-api-key"]
+    # Only ACP's own method types: an agent-handled check (no "type") for every client.
+    assert bare["authMethods"] == [
+        {
+            "id": "muse-account",
+            "name": "Muse sign-in",
+            "description": "Checks that Muse has a credential: an account signed in with "
+            "`muse login`, or META_API_KEY exported to muse-acp.",
+        }
+    ]
 
     full = initialize_response(
         Negotiated(
@@ -144,7 +152,8 @@ def test_the_response_advertises_exactly_what_was_negotiated() -> None:
         "muse/steering": {"version": 1, "method": "_muse/steer"},
         "steering": {"supported": True},
     }
-    assert [m["id"] for m in full["authMethods"]] == ["muse-login", "meta-api-key"]
+    assert [m["id"] for m in full["authMethods"]] == ["muse-login", "muse-account"]
+    assert [m.get("type") for m in full["authMethods"]] == ["terminal", None]
 
 
 def test_form_elicitation_and_terminal_auth_are_read_from_client_capabilities() -> None:

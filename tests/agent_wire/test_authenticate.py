@@ -53,7 +53,8 @@ async def test_sign_in_is_checked_with_muse_before_and_after_muse_login(
 ) -> None:
     world = make_world(tmp_path, version=version)
     async with running_agent(world) as agent:
-        refused = await _refused(agent, "muse-login")
+        # The method every client is offered.
+        refused = await _refused(agent, "muse-account")
         assert refused.code == -32000
         assert "`muse login`" in str(refused)
         assert "META_API_KEY" in str(refused)
@@ -61,7 +62,7 @@ async def test_sign_in_is_checked_with_muse_before_and_after_muse_login(
         assert (failure["kind"], failure["phase"]) == ("authRequired", "authenticating")
 
         await _muse_login(world)
-        meta = await _authenticate(agent, "muse-login")
+        meta = await _authenticate(agent, "muse-account")
         assert meta == {
             "muse/account": {
                 "state": "accountLogin",

@@ -2,11 +2,21 @@
 
 Contract: capabilities are advertised honestly: images and embedded context but not audio,
 HTTP MCP servers only when they reach the installed Muse (never SSE), sessions that can be
+<<<<<<< HEAD
 loaded, listed, resumed, closed, forked and deleted (delete only on a Muse with its own
 ``session/delete``, see ``deletion``), and logout. Muse extensions appear in
 the response ``_meta`` only when the client asked for them and, for stored output and task
 control, only on a host offering them (``host.features``). Both ``_meta`` blocks go through
 their generated models, so an opt-in the extension schema refuses is refused here (-32602).
+=======
+loaded, listed, resumed, closed, forked and deleted (delete on every MSP host except one that
+withdrew Muse's ``session/delete``, see ``deletion``), and logout. Auth methods are of the
+types ACP defines only: ``muse-login`` (terminal) for a client that runs terminal sign-in, then
+``muse-account`` (agent-handled) for every client. Muse extensions appear in the response
+``_meta`` only when the client asked for them and, for stored output and task control, only on
+a host offering them (``host.features``). Both ``_meta`` blocks go through their generated
+models, so an opt-in the extension schema refuses is refused here (-32602).
+>>>>>>> install
 ``_meta["muse/backend"]`` says which backend serves the connection and why; on the legacy exec
 backend sessions can only be created and closed, and no extension is negotiated
 (``not_on_exec``).
@@ -29,6 +39,7 @@ from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_va
 from muse_acp_wire import acp_handshake as acp
 
 __all__ = [
+    "ACCOUNT_CHECK_METHOD",
     "MAX_OUTPUT_READ",
     "PROTOCOL_VERSION",
     "InitializeParams",
@@ -40,6 +51,9 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
+ACCOUNT_CHECK_METHOD: Final = "muse-account"
+"""The agent-handled auth method every client is offered: ``authenticate`` checks Muse's
+credential."""
 
 
 def schema_maximum(model: type[BaseModel], member: str) -> int:
@@ -184,13 +198,15 @@ def _auth_methods(negotiated: Negotiated) -> list[Any]:
                 ).model_dump(mode="json", by_alias=True),
             )
         )
+    # Agent-handled (no "type", as ACP's stable schema spells it): ``authenticate`` asks Muse
+    # whether it has a credential. Every client gets it; an exported META_API_KEY is one such
+    # credential, so no env_var method (no ACP schema has that type) is offered for it.
     methods.append(
-        acp.AuthMethodEnvVar(
-            type="env_var",
-            id="meta-api-key",
-            name="META_API_KEY",
-            description="Use an API key exported as META_API_KEY in the agent's environment.",
-            vars=[acp.AuthEnvVar(name="META_API_KEY", label="API key", secret=True)],
+        acp.AuthMethodAgent(
+            id=ACCOUNT_CHECK_METHOD,
+            name="Muse sign-in",
+            description="Checks that Muse has a credential: an account signed in with "
+            "`muse login`, or META_API_KEY exported to muse-acp.",
         )
     )
     return methods

@@ -1,18 +1,18 @@
 """``authenticate`` and ``logout``.
 
 Muse owns its credentials; ``authenticate`` checks that the chosen method works, it never signs
-in itself. ``meta-api-key`` first needs ``META_API_KEY`` exported to the agent (-32000 at once
-otherwise). Then either method asks Muse which credential it would use (``account.read_account``,
+in itself. ``muse-account`` is offered to every client; ``muse-login`` (the terminal method)
+and ``meta-api-key`` (no longer offered: no ACP schema has its ``env_var`` type) are accepted
+too. ``meta-api-key`` first needs ``META_API_KEY`` exported to the agent (-32000 at once
+otherwise). Then each method asks Muse which credential it would use (``account.read_account``,
 MSP ``account/read`` on a short-lived host of its own) and answers as ``account.account_meta``
 says: success carries ``_meta["muse/account"]`` (the credential's kind and label, never the
 credential), a Muse with no credential is -32000 with how to sign in, and ``meta-api-key`` while
-Muse uses another credential is -32000 saying what it uses. A host that cannot be started or
-does not answer in time fails with the mapped host failure. Only where Muse cannot be asked (the
-legacy exec backend, or a Muse without ``account/read``) does ``authenticate`` succeed on the
-first check alone, without ``muse/account``.
-
-``logout`` closes every adapter session and host, then runs Muse's public ``muse logout`` (see
-``account``). An exported ``META_API_KEY`` cannot be removed by logging out; callers are told so.
+Muse uses another credential is -32000 saying what it uses. A host failure is the mapped one.
+Only where Muse cannot be asked (the legacy exec backend, or a Muse without ``account/read``)
+does ``authenticate`` succeed on the first check alone, without ``muse/account``. ``logout``
+closes every session and host, then runs ``muse logout`` (see ``account``); an exported
+``META_API_KEY`` cannot be removed by logging out, and callers are told so.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from muse_acp.agent.commands.account import (
     run_muse_logout,
 )
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.handshake.capabilities import ACCOUNT_CHECK_METHOD
 from muse_acp.redact import redact
 from muse_acp.rpc import AUTH_REQUIRED, INVALID_PARAMS, RequestContext, RpcError
 from muse_acp.text import clip
@@ -35,8 +36,8 @@ from muse_acp_wire import acp
 
 __all__ = ["AUTH_METHODS", "handle_authenticate", "handle_logout"]
 
-AUTH_METHODS: Final = frozenset({"muse-login", API_KEY_METHOD})
-"""Every ``authenticate`` method id the agent may advertise."""
+AUTH_METHODS: Final = frozenset({ACCOUNT_CHECK_METHOD, "muse-login", API_KEY_METHOD})
+"""Every ``authenticate`` method id the agent accepts."""
 
 
 async def handle_authenticate(
