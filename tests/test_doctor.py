@@ -114,7 +114,7 @@ def test_a_muse_without_a_credential_is_not_ready_and_says_how_to_sign_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The simulator standing in for a real Muse: its handshake no longer names it.
-    monkeypatch.setattr("muse_acp.doctor.SIMULATOR_AGENT", "not-muse-sim/")
+    monkeypatch.setattr("muse_acp.doctor.findings.SIMULATOR_AGENT", "not-muse-sim/")
     wrapper = sim_wrapper(tmp_path, "1.2.1")
     assert run_doctor(str(wrapper)) == 1
     out = capsys.readouterr().out

@@ -2,24 +2,15 @@
 
 Contract: capabilities are advertised honestly: images and embedded context but not audio,
 HTTP MCP servers only when they reach the installed Muse (never SSE), sessions that can be
-<<<<<<< HEAD
 loaded, listed, resumed, closed, forked and deleted (delete only on a Muse with its own
-``session/delete``, see ``deletion``), and logout. Muse extensions appear in
-the response ``_meta`` only when the client asked for them and, for stored output and task
-control, only on a host offering them (``host.features``). Both ``_meta`` blocks go through
-their generated models, so an opt-in the extension schema refuses is refused here (-32602).
-=======
-loaded, listed, resumed, closed, forked and deleted (delete on every MSP host except one that
-withdrew Muse's ``session/delete``, see ``deletion``), and logout. Auth methods are of the
-types ACP defines only: ``muse-login`` (terminal) for a client that runs terminal sign-in, then
-``muse-account`` (agent-handled) for every client. Muse extensions appear in the response
-``_meta`` only when the client asked for them and, for stored output and task control, only on
-a host offering them (``host.features``). Both ``_meta`` blocks go through their generated
-models, so an opt-in the extension schema refuses is refused here (-32602).
->>>>>>> install
-``_meta["muse/backend"]`` says which backend serves the connection and why; on the legacy exec
-backend sessions can only be created and closed, and no extension is negotiated
-(``not_on_exec``).
+``session/delete``, see ``deletion``), and logout. Auth methods are of ACP's types only:
+``muse-login`` (terminal) for a client that runs terminal sign-in, then ``muse-account``
+(agent-handled) for every client. Muse extensions appear in ``_meta`` only when the client
+asked for them and, for stored output and task control, only on a host offering them
+(``host.features``); both ``_meta`` blocks go through their generated models (-32602 for an
+opt-in the extension schema refuses). ``_meta["muse/backend"]`` says which backend serves the
+connection and why; on the legacy exec backend sessions can only be created and closed, and no
+extension is negotiated (``not_on_exec``).
 """
 
 from __future__ import annotations

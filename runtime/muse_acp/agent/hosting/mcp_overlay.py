@@ -8,13 +8,10 @@ within ``SETTINGS_TIMEOUT`` seconds, only if it is a regular file. ``settings_ov
 for one host process, a private config home under ``overlay_root`` whose settings are the user's
 with the profile made interactive and the editor's servers added, everything else (credentials
 included) linked to the user's own files, only read, never written nor copied, and yields the
-host's environment; the overlay is removed when the block ends. ``sweep`` removes overlays whose
-process no longer runs. Secret values go into the overlay's settings file only, never into a log
-line or a message.
-
-Errors: a settings file that is unreadable, not a regular file or not a JSON object, or an
-overlay that cannot be made in time, is a ``SetupFailure`` saying what to fix; an overlay that
-cannot be removed in time is left to the next start's sweep.
+host's environment; the overlay is removed when the block ends, else by ``sweep`` at the next
+start. Secrets go into the overlay's settings file only. Errors: a settings file unreadable,
+not a regular file or not a JSON object, or an overlay not made in time, is a ``SetupFailure``
+saying what to fix.
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ settings does not start. The servers are started with each session as ``mcp`` sa
 session's own. ``read_settings`` also returns ``permissions.default_profile`` (None when the
 file names none), the profile new sessions get (``commands.check_profile`` says which one a
 session cannot get). ``capture_settings`` appends, when ``MUSE_SIM_SETTINGS_CAPTURE`` names a
-file (a test's own), what was read: the servers, the profile and the owner-only permissions of
-the settings file and of the config home, so a test can see what reached the host without
-reading its overlay. Light on imports: only ``serve`` uses it, before the models are loaded.
+file (a test's own), what was read (servers, profile, the files' permissions), so a test sees
+what reached the host. Light on imports: ``serve`` uses it before the models are loaded.
 """
 
 from __future__ import annotations

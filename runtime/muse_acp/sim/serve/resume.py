@@ -1,21 +1,17 @@
 """Commands that hand a session's history back: ``session/resume`` and ``session/fork``.
 
-Contract:
-
-* ``session/resume`` checks ``config.mcpServers`` as ``mcp`` says, then holds a stored session
-  (-32020 unknown, -32603 created under a profile ``commands.check_profile`` refuses, as
-  ``muse exec`` leaves one, -32021 held by another process; resuming one this process holds is
-  allowed).
-  A turn left unfinished by a host that died is taken up when it waits only on the user
-  (``adoption``), else closed (``recovery``). History comes inline, excluded (``excludeItems``),
-  or as the durable events after ``cursor``, sent once the result is written (-32011 for a
-  cursor the session never had); then every pending request is sent again as it stands.
-* ``session/fork`` makes a new session, held by this process, with the items of the source's
-  completed turns (up to ``cutPoint``; -32023 when that is not one of its turns, or, on a
-  version that breaks earlier cuts as 1.4.4 does, not its last one); any stored
-  session can be forked, including one another process holds; the fork keeps the source's
-  permission profile. ``session/started`` precedes
-  the result; ``session/listChanged`` follows it on a connection that streams the session list.
+Contract: ``session/resume`` checks ``config.mcpServers`` as ``mcp`` says, then holds a stored
+session (-32020 unknown, -32603 created under a profile ``commands.check_profile`` refuses,
+-32021 held by another process; resuming one this process holds is allowed). A turn left
+unfinished by a host that died is taken up when it waits only on the user (``adoption``), else
+closed (``recovery``). History comes inline, excluded (``excludeItems``), or as the durable
+events after ``cursor``, sent once the result is written (-32011 for a cursor the session never
+had); then every pending request is sent again as it stands. ``session/fork`` makes a new
+session, held by this process, with the items of the source's completed turns (up to
+``cutPoint``; -32023 when that is not one of its turns, or, on a version that breaks earlier
+cuts as 1.4.4 does, not its last one); any stored session can be forked, even one another
+process holds; the fork keeps the source's permission profile. ``session/started`` precedes
+the result; ``session/listChanged`` follows it on a connection that streams the session list.
 """
 
 from __future__ import annotations
