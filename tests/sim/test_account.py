@@ -10,7 +10,8 @@ import pytest
 
 from muse_acp.sim.options.accounts import CREDENTIALS_FILE, LOGIN_LABEL, login, logout
 
-from .harness import sim_process, sim_served
+from .harness import sim_served
+from .runs import sim_process
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio

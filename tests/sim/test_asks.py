@@ -10,7 +10,8 @@ import pytest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_2_1
 
-from .harness import Frame, SimProcess, item_of, labels, sim_process
+from .harness import Frame, item_of, labels
+from .runs import SimProcess, sim_process
 
 pytestmark = pytest.mark.anyio
 

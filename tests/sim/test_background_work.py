@@ -9,7 +9,8 @@ import pytest
 from muse_acp.sim.options.faults import FaultSyntaxError, parse_faults
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import item_of, sim_process
+from .harness import item_of
+from .runs import sim_process
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import SimProcess, agent_texts, item_of, labels, sim_process
+from .harness import agent_texts, item_of, labels
+from .runs import SimProcess, sim_process
 
 pytestmark = pytest.mark.anyio
 

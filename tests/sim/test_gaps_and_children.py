@@ -10,7 +10,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import Frame, agent_texts, item_of, labels, sim_process, sim_served
+from .harness import Frame, agent_texts, item_of, labels, sim_served
+from .runs import sim_process
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio

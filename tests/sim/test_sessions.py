@@ -9,7 +9,8 @@ import pytest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_2_1
 
-from .harness import SimProcess, labels, sim_process
+from .harness import labels
+from .runs import SimProcess, sim_process
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import SimPeer, sim_process, sim_served
+from .harness import SimPeer, sim_served
+from .runs import sim_process
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,8 @@ import pytest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
-from .harness import Frame, agent_texts, item_of, labels, sim_process
+from .harness import Frame, agent_texts, item_of, labels
+from .runs import sim_process
 
 pytestmark = pytest.mark.anyio
 
