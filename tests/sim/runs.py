@@ -20,12 +20,13 @@ import functools
 import os
 import sys
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.abc import ByteReceiveStream, Process
 
 from muse_acp.host.launch import HostProcess
 from muse_acp.sim.in_process import SimLauncher
@@ -46,35 +47,27 @@ async def _drain(stream: ByteReceiveStream | None, sink: bytearray) -> None:
         pass
 
 
-class SimRun(SimPeer):
+class SimRun(SimPeer, ABC):
     """A ``muse-sim serve`` command running, as a process or served in process: its exit
     status and what it wrote to stderr, besides the frames."""
 
-    def __init__(
-        self,
-        stdout: ByteReceiveStream,
-        stdin: ByteSendStream,
-        version: str,
-        *,
-        strict: bool,
-    ) -> None:
-        super().__init__(stdout, stdin, version, strict=strict)
-        self._stdin = stdin
-
     @property
+    @abstractmethod
     def diagnostics(self) -> str:
-        raise NotImplementedError
+        """What the host wrote to stderr."""
 
+    @abstractmethod
     async def _wait(self) -> int:
-        raise NotImplementedError
+        """The exit status, once the host has ended."""
 
+    @abstractmethod
     def _kill(self) -> None:
-        raise NotImplementedError
+        """End a host that outlived the end of its input by ``WAIT`` seconds."""
 
     async def close(self) -> int:
         """Close stdin and wait for the exit status (killing the host if it lingers)."""
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self._stdin.aclose()
+            await self._send_stream.aclose()
         with anyio.move_on_after(WAIT):
             return await self._wait()
         self._kill()
@@ -91,7 +84,7 @@ class SimRun(SimPeer):
 
     async def rest_after_close(self) -> list[bytes]:
         """Close stdin, then every line the host writes before its output ends."""
-        await self._stdin.aclose()
+        await self._send_stream.aclose()
         return await self.rest()
 
     async def exited(self) -> int:
