@@ -8,7 +8,7 @@ relative imports are resolved; a package counts as its ``__init__`` module.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set as AbstractSet
 from pathlib import Path
 
 __all__ = ["cycles", "import_graph", "mentioned", "modules"]
@@ -49,7 +49,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     }
 
 
-def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+def cycles(graph: Mapping[str, AbstractSet[str]]) -> list[list[str]]:
     """The circles of ``graph``: its strongly connected components of two or more modules."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

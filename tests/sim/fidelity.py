@@ -28,7 +28,8 @@ import anyio
 from pydantic import ValidationError
 
 from .captures import Recorded
-from .harness import Frame, SimProcess
+from .harness import Frame
+from .runs import SimRun
 from .shapes import ID, compare, ids_in, kind_key, same_variant
 
 ANSWER_WAIT: Final = 30.0
@@ -85,7 +86,7 @@ class Replayer:
         self,
         report: Report,
         frames: list[Recorded],
-        sim: SimProcess,
+        sim: SimRun,
         wire: ModuleType,
         *,
         ordered: bool,

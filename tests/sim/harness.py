@@ -1,28 +1,24 @@
-"""Driving a simulated host, frame by frame: a real ``muse-sim serve`` subprocess or one
-served in process.
+"""Driving a simulated host, frame by frame.
 
-``sim_process`` starts ``python -m muse_acp.sim serve`` with its own state directory, drains its
-stderr, and yields a ``SimProcess`` that sends frames and reads them back in order.
-``sim_served`` serves the same host in process over memory streams (faster; not for faults that
-end the process) and yields a ``SimPeer`` with the same interface. With ``strict`` (always, in
-process) every frame read is checked against the bundle of the simulated version (see
-``validation``); what does not fit is collected in ``violations``, which must be empty when the
-block ends (a test that expects a violation removes it). Every wait is bounded by ``WAIT``
-seconds.
+A ``SimPeer`` is a client's end of one host connection: it sends frames and reads them back in
+order. ``sim_served`` serves a host of the given version in process over memory streams, with
+``ServeOptions`` members for settings, and yields a ``SimPeer`` that checks every frame it
+reads against the bundle of that version (see ``validation``); what does not fit is collected
+in ``violations``, which must be empty when the block ends (a test that expects a violation
+removes it). ``runs`` starts a host from a ``muse-sim serve`` command line instead. Every wait
+is bounded by ``WAIT`` seconds.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from muse_acp.rpc import FrameReader, OversizedFrame, encode_message, memory_stream_pair
 from muse_acp.sim.options.faults import Faults
@@ -65,16 +61,6 @@ def agent_texts(frames: list[Frame]) -> list[str]:
         if frame.get("method") == "item/completed"
         and frame["params"]["item"]["kind"] == "agentMessage"
     ]
-
-
-async def _drain(stream: ByteReceiveStream | None, sink: bytearray) -> None:
-    if stream is None:
-        return
-    try:
-        async for chunk in stream:
-            sink += chunk
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
 
 
 class SimPeer:
@@ -210,84 +196,6 @@ class SimPeer:
 
     async def reply(self, host_request: Frame, result: Mapping[str, Any] | None = None) -> None:
         await self.send({"jsonrpc": "2.0", "id": host_request["id"], "result": result or {}})
-
-
-class SimProcess(SimPeer):
-    """One running simulator process (see the module docstring)."""
-
-    def __init__(
-        self, process: Process, stderr: bytearray, version: str, *, strict: bool = False
-    ) -> None:
-        assert process.stdout is not None
-        assert process.stdin is not None
-        super().__init__(process.stdout, process.stdin, version, strict=strict)
-        self.process = process
-        self.stderr = stderr
-
-    @property
-    def diagnostics(self) -> str:
-        return self.stderr.decode("utf-8", "replace")
-
-    async def close(self) -> int:
-        """Close stdin and wait for the exit status (killing the process if it lingers)."""
-        assert self.process.stdin is not None
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self.process.stdin.aclose()
-        with anyio.move_on_after(WAIT):
-            return await self.process.wait()
-        self.process.kill()
-        return await self.process.wait()
-
-    async def rest(self) -> list[bytes]:
-        """Every line still to come before the process's output ends."""
-        lines: list[bytes] = []
-        with anyio.fail_after(WAIT):
-            async for line in self.reader:
-                assert isinstance(line, bytes), "unexpected oversized frame"
-                lines.append(line)
-        return lines
-
-    async def rest_after_close(self) -> list[bytes]:
-        """Close stdin, then every line the process writes before its output ends."""
-        assert self.process.stdin is not None
-        await self.process.stdin.aclose()
-        return await self.rest()
-
-    async def exited(self) -> int:
-        """Wait for the process to end by itself."""
-        with anyio.fail_after(WAIT):
-            return await self.process.wait()
-
-
-def sim_env(home: Path, version: str, extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MUSE_SIM_")}
-    env.update(MUSE_SIM_HOME=str(home), MUSE_SIM_VERSION=version)
-    env.update(extra or {})
-    return env
-
-
-@asynccontextmanager
-async def sim_process(
-    home: Path,
-    *args: str,
-    version: str = "1.2.1",
-    env: Mapping[str, str] | None = None,
-    strict: bool = False,
-) -> AsyncIterator[SimProcess]:
-    """Run ``muse-sim serve *args`` with ``home`` as its state directory."""
-    command = [sys.executable, "-m", "muse_acp.sim", "serve", *args]
-    stderr = bytearray()
-    process = await anyio.open_process(command, env=sim_env(home, version, env))
-    async with process, anyio.create_task_group() as group:
-        group.start_soon(_drain, process.stderr, stderr)
-        sim = SimProcess(process, stderr, version, strict=strict)
-        try:
-            yield sim
-        finally:
-            with anyio.CancelScope(shield=True):
-                await sim.close()
-            group.cancel_scope.cancel()
-    assert sim.violations == [], sim.violations
 
 
 class _Watched(ByteSendStream):

@@ -10,7 +10,8 @@ import pytest
 
 from muse_acp.sim.options.accounts import CREDENTIALS_FILE, LOGIN_LABEL, login, logout
 
-from .harness import sim_process, sim_served
+from .harness import sim_served
+from .runs import sim_hosted
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
@@ -60,9 +61,7 @@ async def test_an_unusable_credential_file_is_no_credential(tmp_path: Path, cont
 async def test_an_exported_key_wins_and_is_never_shown(tmp_path: Path) -> None:
     key = "mk-sim-test-0123456789abcdef"
     login(tmp_path)
-    async with sim_process(
-        tmp_path, version="1.4.2", env={"META_API_KEY": key}, strict=True
-    ) as sim:
+    async with sim_hosted(tmp_path, version="1.4.2", env={"META_API_KEY": key}, strict=True) as sim:
         await sim.initialize(experimentalApi=True)
         found = await sim.call("account/read")
     assert found == {"state": "envKey", "label": "META_API_KEY", "credentialRequired": True}

@@ -10,7 +10,8 @@ import pytest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_2_1
 
-from .harness import Frame, SimProcess, item_of, labels, sim_process
+from .harness import Frame, item_of, labels
+from .runs import SimRun, sim_hosted
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,7 @@ RAN = [
 ]
 
 
-async def ask_approval(sim: SimProcess, session_id: str, directive: str) -> list[Frame]:
+async def ask_approval(sim: SimRun, session_id: str, directive: str) -> list[Frame]:
     await sim.turn_start(session_id, directive, reasoningEffort="none")
     return await sim.until_method("approval/request")
 
@@ -49,7 +50,7 @@ def decide(session_id: str, approval_id: str, index: int, choice: str) -> dict[s
     }
 
 
-async def _single_stage(sim: SimProcess, session_id: str) -> None:
+async def _single_stage(sim: SimRun, session_id: str) -> None:
     asked = await ask_approval(sim, session_id, "sim:approve ls -la")
     await sim.reply(asked[-1])
     requested = asked[-2]["params"]
@@ -99,7 +100,7 @@ async def _single_stage(sim: SimProcess, session_id: str) -> None:
     }
 
 
-async def _staged(sim: SimProcess, session_id: str) -> None:
+async def _staged(sim: SimRun, session_id: str) -> None:
     asked = await ask_approval(sim, session_id, "sim:stages 3 echo a && ls; pwd")
     approval_id = asked[-2]["params"]["approvalId"]
     first, _ = await sim.request(
@@ -143,7 +144,7 @@ async def _staged(sim: SimProcess, session_id: str) -> None:
     assert [entry["resolution"]["kind"] for entry in evidence] == ["allowOnce"] * 3
 
 
-async def _abort_and_allow_session(sim: SimProcess, session_id: str) -> None:
+async def _abort_and_allow_session(sim: SimRun, session_id: str) -> None:
     asked = await ask_approval(sim, session_id, "sim:approve rm -rf build\nafter")
     approval_id = asked[-2]["params"]["approvalId"]
     aborted, _ = await sim.request("approval/decide", decide(session_id, approval_id, 0, "abort"))
@@ -168,7 +169,7 @@ async def _abort_and_allow_session(sim: SimProcess, session_id: str) -> None:
     assert [e["resolution"]["kind"] for e in resolved["stageEvidence"]] == ["policyAmendment"] * 2
 
 
-async def _approval_modes(sim: SimProcess) -> None:
+async def _approval_modes(sim: SimRun) -> None:
     denied_session = await sim.start(approvalMode="denyUnmatched")
     await sim.next()  # session/approvalModeChanged follows the start result
     denied = await sim.turn(
@@ -194,7 +195,7 @@ async def _approval_modes(sim: SimProcess) -> None:
 async def test_approvals_settle_stage_by_stage_or_all_at_once(tmp_path: Path) -> None:
     """One stage allowed once; three stages one by one (with stale and invalid decisions);
     abort and allow-for-session; and the approval modes that decide without the client."""
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await _single_stage(sim, session_id)
@@ -204,7 +205,7 @@ async def test_approvals_settle_stage_by_stage_or_all_at_once(tmp_path: Path) ->
 
 
 async def test_a_question_is_asked_and_its_answer_reported(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "sim:ask", reasoningEffort="none")
@@ -276,7 +277,7 @@ async def test_a_question_is_asked_and_its_answer_reported(tmp_path: Path) -> No
 
 
 async def test_a_cancelled_question_and_a_client_without_dialogs(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize(userInputDialogs=False)
         session_id = await sim.start()
         await sim.turn_start(session_id, "sim:ask", reasoningEffort="none")

@@ -9,7 +9,8 @@ import pytest
 from muse_acp.sim.options.faults import FaultSyntaxError, parse_faults
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import item_of, sim_process
+from .harness import item_of
+from .runs import sim_hosted
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_workflow_reports_after_its_turn_and_stops_on_workflow_cancel(
     tmp_path: Path,
 ) -> None:
-    async with sim_process(tmp_path, version="1.3.0") as sim:
+    async with sim_hosted(tmp_path, version="1.3.0") as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "sim:workflow Check the links")
@@ -45,7 +46,7 @@ async def test_a_workflow_reports_after_its_turn_and_stops_on_workflow_cancel(
 
 
 async def test_a_background_task_stops_on_task_stop(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, version="1.4.2") as sim:
+    async with sim_hosted(tmp_path, version="1.4.2") as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "sim:background make watch")
@@ -63,7 +64,7 @@ async def test_a_background_task_stops_on_task_stop(tmp_path: Path) -> None:
 
 
 async def test_older_hosts_complete_a_workflow_themselves(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, version="1.2.1") as sim:
+    async with sim_hosted(tmp_path, version="1.2.1") as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn(session_id, "sim:workflow Check the links")
@@ -87,7 +88,7 @@ def test_the_stray_request_fault_names_a_method() -> None:
 
 async def test_a_stray_request_is_sent_mid_turn_and_the_turn_waits(tmp_path: Path) -> None:
     env = {"MUSE_SIM_FAULTS": "stray-request:tool/consent"}
-    async with sim_process(tmp_path, env=env) as sim:
+    async with sim_hosted(tmp_path, env=env) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "hello")

@@ -12,7 +12,8 @@ import pytest
 
 from muse_acp.sim.cli import main
 
-from .harness import WAIT, sim_env
+from .harness import WAIT
+from .runs import sim_env
 
 
 def run(home: Path, *args: str, version: str = "1.2.1") -> subprocess.CompletedProcess[str]:

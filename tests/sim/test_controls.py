@@ -9,7 +9,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import SimProcess, agent_texts, item_of, labels, sim_process
+from .harness import agent_texts, item_of, labels
+from .runs import SimRun, sim_hosted
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +24,7 @@ def steer(session_id: str, turn_id: str, text: str) -> dict[str, Any]:
     }
 
 
-async def holding(sim: SimProcess, session_id: str, text: str = "sim:hold") -> str:
+async def holding(sim: SimRun, session_id: str, text: str = "sim:hold") -> str:
     """Start a turn that holds; returns its id once it has been acknowledged."""
     request_id, turn_id = await sim.turn_start(session_id, text, reasoningEffort="none")
     await sim.until(lambda frame: frame.get("id") == request_id)
@@ -31,7 +32,7 @@ async def holding(sim: SimProcess, session_id: str, text: str = "sim:hold") -> s
 
 
 async def test_steering_releases_a_held_turn_unless_it_asks_to_hold(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         turn_id = await holding(sim, session_id, "sim:hold\nbye")
@@ -60,7 +61,7 @@ async def test_steering_releases_a_held_turn_unless_it_asks_to_hold(tmp_path: Pa
 
 
 async def test_cancel_and_interrupt_end_the_turn_after_their_answer(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         turn_id = await holding(sim, session_id)
@@ -107,7 +108,7 @@ async def test_cancel_and_interrupt_end_the_turn_after_their_answer(tmp_path: Pa
 
 
 async def test_busy_sessions_queue_steer_or_replace_new_turns(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         turn_id = await holding(sim, session_id)

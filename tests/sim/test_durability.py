@@ -12,7 +12,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import Frame, SimPeer, SimProcess, item_of, labels, sim_process, sim_served
+from .harness import Frame, SimPeer, item_of, labels, sim_served
+from .runs import SimProcess, sim_hosted, sim_process
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
@@ -46,7 +47,7 @@ def number(cursor: str) -> int:
     return int(cursor.rsplit(":", 1)[1])
 
 
-async def read_output(sim: SimProcess, session_id: str, item: Frame, **extra: Any) -> Frame:
+async def read_output(sim: SimPeer, session_id: str, item: Frame, **extra: Any) -> Frame:
     params = {
         "sessionId": session_id,
         "itemId": item["itemId"],
@@ -58,7 +59,7 @@ async def read_output(sim: SimProcess, session_id: str, item: Frame, **extra: An
 
 
 async def test_a_second_host_reads_what_the_holder_writes(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as holder, sim_process(tmp_path) as reader:
+    async with sim_hosted(tmp_path) as holder, sim_hosted(tmp_path) as reader:
         await holder.initialize()
         await reader.initialize()
         session_id = await holder.start(workspace="/projects/one")
@@ -115,7 +116,7 @@ async def test_a_second_host_reads_what_the_holder_writes(tmp_path: Path) -> Non
     assert page["nextCursor"] is None
 
 
-async def _paging(sim: SimProcess) -> None:
+async def _paging(sim: SimPeer) -> None:
     session_id = await sim.start()
     await sim.turn(session_id, "a b c")
     await sim.turn(session_id, "d e f")
@@ -168,12 +169,12 @@ async def _paging(sim: SimProcess) -> None:
 
 
 async def test_a_restarted_host_resumes_where_the_log_ends(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as first:
+    async with sim_hosted(tmp_path) as first:
         await first.initialize()
         session_id = await first.start()
         before = await first.turn(session_id, "remember this", reasoningEffort="none")
         assert await first.close() == 0
-    async with sim_process(tmp_path) as second:
+    async with sim_hosted(tmp_path) as second:
         await second.initialize()
         unknown = await second.error(
             "session/resume", {"commandId": new_uuid7(), "sessionId": new_uuid7()}
@@ -214,8 +215,9 @@ async def test_resuming_after_a_lost_host_closes_a_turn_not_waiting_on_the_user(
     tmp_path: Path,
 ) -> None:
     """A turn taken up where its host left it only when it waits on the user (see
-    ``test_resumed_asks``); one the model was working on is closed as lost."""
-    async with sim_process(tmp_path) as first:
+    ``test_resumed_asks``); one the model was working on is closed as lost. The host that
+    crashes is a process: it leaves its files as they are when it dies, nothing cleaned up."""
+    async with sim_hosted(tmp_path) as first:
         await first.initialize()
         session_id = await first.start()
         request_id, _ = await first.turn_start(session_id, "sim:hold", reasoningEffort="none")
@@ -231,7 +233,7 @@ async def test_resuming_after_a_lost_host_closes_a_turn_not_waiting_on_the_user(
             )
         )
         assert await crashing.exited() != 0
-    async with sim_process(tmp_path) as last:
+    async with sim_hosted(tmp_path) as last:
         await last.initialize()
         resumed, closed_crash = await last.request(
             "session/resume",
@@ -246,7 +248,7 @@ async def test_resuming_after_a_lost_host_closes_a_turn_not_waiting_on_the_user(
     assert resumed["result"]["history"]["noneReason"] == "excluded"
 
 
-async def _stored_output(sim: SimProcess) -> None:
+async def _stored_output(sim: SimPeer) -> None:
     session_id = await sim.start()
     frames = await sim.turn(
         session_id, "sim:search é\nsim:binary 30\nsim:unavailable 5", reasoningEffort="none"
@@ -283,7 +285,7 @@ async def _stored_output(sim: SimProcess) -> None:
 async def test_history_pages_and_stored_output_ranges(tmp_path: Path) -> None:
     """``view/page`` in both directions with its errors; ``item/readOutput`` ranges that
     respect UTF-8, binary output as base64, and unreadable references."""
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         await _paging(sim)
         await _stored_output(sim)

@@ -1,12 +1,18 @@
 """``muse-sim exec --json``: the records it writes fit the project's schema for them, and its
-directives, flags, exit statuses and the legacy version behave as documented."""
+directives, flags, exit statuses and the legacy version behave as documented.
+
+What a run writes is checked on runs of the CLI's ``main`` in this process (``run_here``);
+exit statuses, signals and the legacy version on runs of the executable (``run``).
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +21,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from muse_acp.host.binary import EXEC_FLAGS
+from muse_acp.sim.cli import main
 
-from .harness import WAIT, sim_env
+from .harness import WAIT
+from .runs import sim_env
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "spec" / "exec" / "exec.schema.json").read_text()
@@ -57,12 +65,26 @@ def run(home: Path, *args: str, version: str = "1.2.1") -> subprocess.CompletedP
     )
 
 
+def run_here(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``run`` as the CLI's ``main`` in this process, for runs that neither crash nor wait for
+    a signal (the handlers ``exec`` sets are put back afterwards)."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with redirect_stdout(stdout), redirect_stderr(stderr):
+            status = main(list(args), environ=sim_env(home, "1.2.1", None))
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    return subprocess.CompletedProcess(args, status, stdout.getvalue(), stderr.getvalue())
+
+
 def test_the_schema_is_valid() -> None:
     Draft202012Validator.check_schema(SCHEMA)
 
 
 def test_exec_help_lists_every_flag_the_backend_may_pass(tmp_path: Path) -> None:
-    done = run(tmp_path, "exec", "--help")
+    done = run_here(tmp_path, "exec", "--help")
     assert done.returncode == 0
     for flag in EXEC_FLAGS:
         assert flag in done.stdout
@@ -78,7 +100,7 @@ def test_the_legacy_version_has_exec_but_no_serve(tmp_path: Path) -> None:
 
 
 def test_a_tool_turn_writes_intents_results_and_the_reply(tmp_path: Path) -> None:
-    done = run(tmp_path, "exec", "--json", "hello\nsim:bash 20\nsim:search needle\nsim:plan")
+    done = run_here(tmp_path, "exec", "--json", "hello\nsim:bash 20\nsim:search needle\nsim:plan")
     assert done.returncode == 0
     found = records(done.stdout)
     kinds = [r["payload_type"] for r in found]
@@ -105,26 +127,27 @@ def test_a_tool_turn_writes_intents_results_and_the_reply(tmp_path: Path) -> Non
 def test_failures_end_with_a_terminal_reason_and_status(
     tmp_path: Path, directive: str, status: int, reason: str
 ) -> None:
-    done = run(tmp_path, "exec", "--json", directive)
+    done = run_here(tmp_path, "exec", "--json", directive)
     assert done.returncode == status
     last = records(done.stdout)[-1]
     assert last["payload_type"] == "run.terminal.failed"
     assert reason in last["payload"]["reason"]
 
 
-def test_usage_errors_and_a_crash_have_their_statuses(tmp_path: Path) -> None:
+def test_usage_errors_a_failure_and_a_crash_have_their_statuses(tmp_path: Path) -> None:
     assert run(tmp_path, "exec", "no json flag").returncode == 2
     assert run(tmp_path, "exec", "--json", "--image", "/nowhere.png", "x").returncode == 2
     assert run(tmp_path, "exec", "--json", "--bogus", "x").returncode == 2
+    assert run(tmp_path, "exec", "--json", "sim:fail modelError").returncode == 1
     assert run(tmp_path, "exec", "--json", "sim:crash").returncode == 101
 
 
 def test_approvals_wait_unless_disabled(tmp_path: Path) -> None:
-    allowed = run(tmp_path, "exec", "--json", "--disable-approval", "sim:approve make")
+    allowed = run_here(tmp_path, "exec", "--json", "--disable-approval", "sim:approve make")
     assert allowed.returncode == 0
     result = next(r for r in records(allowed.stdout) if r["payload_type"] == "tool.result")
     assert json.loads(result["payload"]["text"])["command"] == "make"
-    refused = run(tmp_path, "exec", "--json", "--disable-shell", "sim:bash 5")
+    refused = run_here(tmp_path, "exec", "--json", "--disable-shell", "sim:bash 5")
     result = next(r for r in records(refused.stdout) if r["payload_type"] == "tool.result")
     assert result["payload"]["correlation_facts"]["outcome"] == "rejected"
 

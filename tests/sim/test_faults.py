@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
@@ -13,9 +15,14 @@ import pytest
 from muse_acp.sim.options.faults import Faults, FaultSyntaxError, parse_faults
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import labels, sim_process
+from .harness import labels
+from .runs import SimRun, sim_hosted, sim_process
 
 pytestmark = pytest.mark.anyio
+
+
+Runner = Callable[..., AbstractAsyncContextManager[SimRun]]
+"""``sim_hosted`` or ``sim_process``."""
 
 
 def faults(text: str) -> dict[str, str]:
@@ -41,21 +48,21 @@ def test_malformed_fault_lists_are_refused(text: str) -> None:
 
 
 async def _exits_at_startup(home: Path) -> None:
-    async with sim_process(home, env=faults("exit:startup")) as sim:
+    async with sim_hosted(home, env=faults("exit:startup")) as sim:
         assert await sim.exited() == 1
         assert await sim.rest() == []
         assert "exit:startup" in sim.diagnostics
 
 
 async def _exits_at_handshake(home: Path) -> None:
-    async with sim_process(home, env=faults("exit:handshake")) as sim:
+    async with sim_hosted(home, env=faults("exit:handshake")) as sim:
         await sim.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
         assert await sim.exited() == 1
         assert await sim.rest() == []
 
 
 async def _exits_before_turn_start_is_answered(home: Path) -> None:
-    async with sim_process(home, env=faults("exit-before-ack:turn/start")) as sim:
+    async with sim_hosted(home, env=faults("exit-before-ack:turn/start")) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "hello")
@@ -64,7 +71,7 @@ async def _exits_before_turn_start_is_answered(home: Path) -> None:
 
 
 async def _exits_when_a_request_arrives(home: Path, point: str, method: str) -> None:
-    async with sim_process(home, env=faults(f"exit:{point}")) as sim:
+    async with sim_hosted(home, env=faults(f"exit:{point}")) as sim:
         await sim.initialize()
         session_id = await sim.start()
         request_id, turn_id = await sim.turn_start(session_id, "sim:hold", reasoningEffort="none")
@@ -83,17 +90,25 @@ async def _exits_when_a_request_arrives(home: Path, point: str, method: str) -> 
         assert all(answer.get("id") != 99 for answer in answers)
 
 
-async def _exits_when_a_question_is_asked(home: Path) -> None:
-    async with sim_process(home, env=faults("exit:userInput")) as sim:
+async def _exits_when_a_question_is_asked(home: Path, run: Runner = sim_hosted) -> None:
+    async with run(home, env=faults("exit:userInput")) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "sim:ask", reasoningEffort="none")
         frames = await sim.until_method("userInput/requested")
         assert await sim.exited() == 1
+        assert await sim.rest() == []
+        assert "injected fault exit:userInput: exiting" in sim.diagnostics
         assert labels(frames)[-2:] == ["request userInput/request", "userInput/requested"]
 
 
-async def test_exit_faults_end_the_process_where_they_say(tmp_path: Path) -> None:
+async def test_an_exit_fault_ends_the_process_once_what_it_wrote_is_out(tmp_path: Path) -> None:
+    # The process exits at once (nothing is flushed on the way out): what it wrote before, the
+    # question and its notice, must already be on its stdout.
+    await _exits_when_a_question_is_asked(tmp_path, sim_process)
+
+
+async def test_exit_faults_end_the_host_where_they_say(tmp_path: Path) -> None:
     async with anyio.create_task_group() as group:
         group.start_soon(_exits_at_startup, tmp_path / "startup")
         group.start_soon(_exits_at_handshake, tmp_path / "handshake")
@@ -106,7 +121,7 @@ async def test_exit_faults_end_the_process_where_they_say(tmp_path: Path) -> Non
 
 
 async def test_a_hung_handshake_leaves_the_host_otherwise_responsive(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, env=faults("hang:handshake")) as sim:
+    async with sim_hosted(tmp_path, env=faults("hang:handshake")) as sim:
         await sim.send(
             {
                 "jsonrpc": "2.0",
@@ -124,7 +139,7 @@ async def test_a_hung_handshake_leaves_the_host_otherwise_responsive(tmp_path: P
 
 async def test_turn_start_faults_around_its_acknowledgement(tmp_path: Path) -> None:
     combined = faults("malformed:turn/start,oversized:turn/start,exit-after-ack:turn/start")
-    async with sim_process(tmp_path, env=combined) as sim:
+    async with sim_hosted(tmp_path, env=combined) as sim:
         await sim.initialize()
         session_id = await sim.start()
         request_id, _ = await sim.turn_start(session_id, "hello")
@@ -160,7 +175,7 @@ async def test_a_stderr_flood_precedes_serving_and_a_hung_turn_start_stays_unans
 
 
 async def test_slow_hosts_pace_their_events(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, env=faults("slow:40")) as sim:
+    async with sim_hosted(tmp_path, env=faults("slow:40")) as sim:
         await sim.initialize()
         session_id = await sim.start()
         began = anyio.current_time()
@@ -173,7 +188,7 @@ async def test_slow_hosts_pace_their_events(tmp_path: Path) -> None:
 async def test_a_refused_command_is_rejected_and_leaves_the_session_as_it_was(
     tmp_path: Path,
 ) -> None:
-    async with sim_process(tmp_path, env=faults("refuse:session/setModel")) as sim:
+    async with sim_hosted(tmp_path, env=faults("refuse:session/setModel")) as sim:
         await sim.initialize()
         session_id = await sim.start()
         params = {

@@ -30,7 +30,7 @@ from .captures import (
     read_transcript,
 )
 from .fidelity import Replayer, Report
-from .harness import sim_process
+from .runs import sim_hosted
 from .shapes import ids_in, kind_key
 
 pytestmark = pytest.mark.anyio
@@ -132,7 +132,7 @@ async def _replay_connection(
     if name in STORED_KEY:
         home.mkdir(parents=True, exist_ok=True)
         (home / CREDENTIALS_FILE).write_text(json.dumps({"state": "apiKey"}), encoding="utf-8")
-    async with sim_process(home, version=version) as sim:
+    async with sim_hosted(home, version=version) as sim:
         replayer = Replayer(
             report,
             connection,

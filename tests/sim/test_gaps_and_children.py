@@ -10,7 +10,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import Frame, agent_texts, item_of, labels, sim_process, sim_served
+from .harness import Frame, agent_texts, item_of, labels, sim_served
+from .runs import sim_hosted, sim_process
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
@@ -70,7 +71,7 @@ def alive(pid: int) -> bool:
 
 
 async def test_a_spawned_child_holds_the_turn_until_it_ends(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, version="1.4.2", strict=True) as sim:
+    async with sim_hosted(tmp_path, version="1.4.2", strict=True) as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "sim:spawn 0.2", reasoningEffort="none")
@@ -107,7 +108,7 @@ async def test_stopping_the_turn_kills_the_spawned_child(tmp_path: Path, stop: s
 
 
 async def test_a_host_that_loses_its_client_kills_its_child(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, version="1.2.1") as sim:
+    async with sim_hosted(tmp_path, version="1.2.1") as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "sim:spawn 60", reasoningEffort="none")

@@ -13,7 +13,8 @@ from muse_acp.sim.state.profile import facts_for
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
 from .captures import REPO_ROOT
-from .harness import SimProcess, labels, sim_process, sim_served
+from .harness import SimPeer, labels, sim_served
+from .runs import sim_hosted
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +40,7 @@ INITIALIZE_MEMBERS = [
 async def test_initialize_reports_the_simulated_host_in_real_member_order(
     tmp_path: Path, version: str, fingerprint: str
 ) -> None:
-    async with sim_process(tmp_path, version=version) as sim:
+    async with sim_hosted(tmp_path, version=version) as sim:
         result = await sim.initialize(experimentalApi=True, requestedCapabilities=["bogus"])
     assert list(result) == INITIALIZE_MEMBERS
     assert result["serverInfo"] == {"name": "muse", "version": version}
@@ -53,7 +54,7 @@ async def test_initialize_reports_the_simulated_host_in_real_member_order(
 
 
 async def test_no_session_log_makes_sessions_ephemeral(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, "--no-session-log") as sim:
+    async with sim_hosted(tmp_path, "--no-session-log") as sim:
         result = await sim.initialize()
         session_id = await sim.start()
         read = await sim.call("session/read", {"sessionId": session_id})
@@ -63,7 +64,7 @@ async def test_no_session_log_makes_sessions_ephemeral(tmp_path: Path) -> None:
 
 
 async def test_calls_before_the_handshake_finishes_are_not_initialized(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         early = await sim.error("model/list")
         await sim.call("initialize", {"clientInfo": {"name": "sim_tests", "version": "1"}})
         before_initialized = await sim.error("model/list")
@@ -85,7 +86,7 @@ async def test_calls_before_the_handshake_finishes_are_not_initialized(tmp_path:
     ]
 
 
-async def _unreadable_frames(sim: SimProcess) -> None:
+async def _unreadable_frames(sim: SimPeer) -> None:
     await sim.send_raw(b'{"jsonrpc":"2.0","id":5,"method":')
     parse = await sim.next()
     await sim.send_raw(b'[{"jsonrpc":"2.0","id":6,"method":"model/list"}]')
@@ -112,7 +113,7 @@ async def _unreadable_frames(sim: SimProcess) -> None:
     assert bad_id["error"]["data"] == {"kind": "invalidRequest"}
 
 
-async def _oversized_line(sim: SimProcess) -> None:
+async def _oversized_line(sim: SimPeer) -> None:
     await sim.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"' + b"x" * (10 * 1024 * 1024) + b'"}')
     refused = await sim.next()
     models = await sim.call("model/list")
@@ -122,7 +123,7 @@ async def _oversized_line(sim: SimProcess) -> None:
     assert models["models"]
 
 
-async def _error_kinds(sim: SimProcess) -> None:
+async def _error_kinds(sim: SimPeer) -> None:
     unknown = await sim.error("nope/nope", {})
     missing = await sim.error("turn/start", {"commandId": new_uuid7()})
     not_an_object = await sim.error("session/list", [])  # type: ignore[arg-type]
@@ -140,7 +141,7 @@ async def _error_kinds(sim: SimProcess) -> None:
     assert no_session["data"]["kind"] == "sessionNotFound"
 
 
-async def _command_ids(sim: SimProcess) -> None:
+async def _command_ids(sim: SimPeer) -> None:
     error = await sim.error("session/start", {"commandId": "5f0c1f2e-0f0a-4c6e-9d4e-1b2c3d4e5f60"})
     assert error == {
         "code": -32602,
@@ -154,7 +155,7 @@ async def test_unusable_frames_and_bad_requests_are_answered_with_a_kind(
 ) -> None:
     """Parse errors, batches and bad envelopes (``id: null`` when unreadable), oversized
     lines, unknown methods, invalid params, unknown sessions and non-UUIDv7 command ids."""
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await _unreadable_frames(sim)
         await sim.initialize()
         await _oversized_line(sim)
@@ -165,7 +166,7 @@ async def test_unusable_frames_and_bad_requests_are_answered_with_a_kind(
 async def test_a_replayed_command_id_returns_the_first_answer_without_effects(
     tmp_path: Path,
 ) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         params = {"commandId": new_uuid7(), "sessionId": new_uuid7(), "workspaceRoot": "/p"}
         first, before_first = await sim.request("session/start", params)
@@ -179,7 +180,7 @@ async def test_a_replayed_command_id_returns_the_first_answer_without_effects(
 
 async def test_a_fifth_command_in_flight_is_backpressured(tmp_path: Path) -> None:
     env = {"MUSE_SIM_FAULTS": "hang-ack:session/setModel"}
-    async with sim_process(tmp_path, env=env) as sim:
+    async with sim_hosted(tmp_path, env=env) as sim:
         await sim.initialize()
         session_id = await sim.start()
         model = {"modelId": "muse-spark-1.2"}
@@ -207,7 +208,7 @@ async def test_a_fifth_command_in_flight_is_backpressured(tmp_path: Path) -> Non
 
 async def test_the_capture_file_records_every_request_line_as_received(tmp_path: Path) -> None:
     capture = tmp_path / "capture.ndjson"
-    async with sim_process(tmp_path, env={"MUSE_SIM_CAPTURE": str(capture)}) as sim:
+    async with sim_hosted(tmp_path, env={"MUSE_SIM_CAPTURE": str(capture)}) as sim:
         await sim.send_raw(
             b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", '
             b'"params": {"clientInfo": {"name": "a", "version": "1"}}}'

@@ -10,7 +10,8 @@ import pytest
 
 from muse_acp.sim.options.quirks import NO_QUIRKS, Quirks, QuirkSyntaxError, parse_quirks
 
-from .harness import WAIT, item_of, labels, sim_env, sim_served
+from .harness import WAIT, item_of, labels, sim_served
+from .runs import sim_env
 from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio

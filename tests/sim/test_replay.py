@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from .captures import official_transcripts
-from .harness import sim_process
+from .runs import sim_process
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import Frame, SimProcess, agent_texts, item_of, label, sim_process
+from .harness import Frame, SimPeer, agent_texts, item_of, label
+from .runs import sim_hosted
 from .test_approval_races import decide
 from .validation import VERSIONS
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.anyio
 async def _left_waiting(home: Path, version: str, text: str, asked: str) -> tuple[str, Frame]:
     """A session whose turn asks the user (``asked`` is the notification), left waiting by a
     host that went away; returns its id and the ask's params."""
-    async with sim_process(home, version=version, strict=True) as first:
+    async with sim_hosted(home, version=version, strict=True) as first:
         await first.initialize()
         session_id = await first.start()
         await first.turn_start(session_id, text, reasoningEffort="none")
@@ -30,7 +31,7 @@ async def _left_waiting(home: Path, version: str, text: str, asked: str) -> tupl
     return session_id, params
 
 
-async def _resume(sim: SimProcess, session_id: str) -> tuple[Frame, Frame]:
+async def _resume(sim: SimPeer, session_id: str) -> tuple[Frame, Frame]:
     """Resume ``session_id``; returns the result and the first host request that follows."""
     await sim.initialize()
     result = await sim.call("session/resume", {"commandId": new_uuid7(), "sessionId": session_id})
@@ -53,7 +54,7 @@ async def test_a_pending_approval_is_sent_again_and_its_answer_completes_the_tur
     session_id, asked = await _left_waiting(
         tmp_path, version, "sim:approve ls -la", "approval/requested"
     )
-    async with sim_process(tmp_path, version=version, strict=True) as second:
+    async with sim_hosted(tmp_path, version=version, strict=True) as second:
         result, request = await _resume(second, session_id)
         await second.reply(request)
         approval_id = asked["approvalId"]
@@ -80,7 +81,7 @@ async def test_a_pending_question_is_sent_again_and_its_answer_completes_the_tur
     tmp_path: Path, version: str
 ) -> None:
     session_id, asked = await _left_waiting(tmp_path, version, "sim:ask", "userInput/requested")
-    async with sim_process(tmp_path, version=version, strict=True) as second:
+    async with sim_hosted(tmp_path, version=version, strict=True) as second:
         result, request = await _resume(second, session_id)
         await second.reply(request)
         answer = {
@@ -106,7 +107,7 @@ async def test_a_taken_up_turn_is_cancelled_like_any_other(tmp_path: Path, versi
     session_id, asked = await _left_waiting(
         tmp_path, version, "sim:approve ls", "approval/requested"
     )
-    async with sim_process(tmp_path, version=version, strict=True) as second:
+    async with sim_hosted(tmp_path, version=version, strict=True) as second:
         _, request = await _resume(second, session_id)
         await second.reply(request)
         cancel: dict[str, Any] = {
@@ -125,7 +126,7 @@ async def test_a_taken_up_turn_is_cancelled_like_any_other(tmp_path: Path, versi
 
 
 async def test_a_second_resume_by_the_same_host_sends_the_request_again(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, strict=True) as sim:
+    async with sim_hosted(tmp_path, strict=True) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "sim:ask", reasoningEffort="none")

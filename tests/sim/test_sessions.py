@@ -9,7 +9,8 @@ import pytest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_2_1
 
-from .harness import SimProcess, labels, sim_process
+from .harness import labels
+from .runs import SimRun, sim_hosted
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +36,7 @@ async def test_sessions_start_announced_and_rename_only_on_1_2_1(
 ) -> None:
     """``session/started`` precedes the start result; 1.2.1 announces an explicit mode, and
     only 1.2.1 renames sessions (to slugs) and reads stored output."""
-    async with sim_process(tmp_path, version=version) as sim:
+    async with sim_hosted(tmp_path, version=version) as sim:
         await sim.initialize()
         session_id = new_uuid7()
         command_id = new_uuid7()
@@ -82,7 +83,7 @@ async def test_sessions_start_announced_and_rename_only_on_1_2_1(
     assert bad_id["code"] == -32602
 
 
-async def _settings(sim: SimProcess) -> None:
+async def _settings(sim: SimRun) -> None:
     session_id = await sim.start()
     model_ack, before_model = await sim.request(
         "session/setModel",
@@ -148,7 +149,7 @@ async def _settings(sim: SimProcess) -> None:
     assert read["session"]["approvalMode"]["mode"] == "onRequest"
 
 
-async def _rename(sim: SimProcess, session_id: str, version: str) -> None:
+async def _rename(sim: SimRun, session_id: str, version: str) -> None:
     rename = {"commandId": new_uuid7(), "sessionId": session_id, "name": "my session"}
     spaced = await sim.error("session/rename", rename)
     if version == "1.1.1":
@@ -169,7 +170,7 @@ async def _rename(sim: SimProcess, session_id: str, version: str) -> None:
     assert read["session"]["name"] == "fix-42"
 
 
-async def _listing(sim: SimProcess) -> None:
+async def _listing(sim: SimRun) -> None:
     created = [await sim.start(workspace="/ws/a" if i % 2 else "/ws/b") for i in range(5)]
     await sim.turn(created[0], "touch", reasoningEffort="none")
     pages = []
@@ -195,7 +196,7 @@ async def _listing(sim: SimProcess) -> None:
     assert bad_cursor["code"] == -32602
 
 
-async def _forking(sim: SimProcess) -> None:
+async def _forking(sim: SimRun) -> None:
     source = await sim.start()
     first = await sim.turn(source, "first", reasoningEffort="none")
     await sim.turn(source, "second", reasoningEffort="none")
@@ -240,7 +241,7 @@ async def _forking(sim: SimProcess) -> None:
 
 async def test_session_settings_listing_and_forking(tmp_path: Path) -> None:
     """Model, approval mode and effort changes with their events; list paging; forks."""
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         await _listing(sim)
         await _settings(sim)

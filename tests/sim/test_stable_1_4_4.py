@@ -11,7 +11,8 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import SimPeer, sim_process, sim_served
+from .harness import SimPeer, sim_served
+from .runs import sim_hosted
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +23,7 @@ OFFICIAL_1_4_4_FINGERPRINT = (
 
 
 async def test_1_4_4_reports_its_version_build_and_fingerprint(tmp_path: Path) -> None:
-    async with sim_process(tmp_path, version="1.4.4") as sim:
+    async with sim_hosted(tmp_path, version="1.4.4") as sim:
         result = await sim.initialize()
     assert result["serverInfo"] == {"name": "muse", "version": "1.4.4"}
     assert result["userAgent"].startswith("muse-sim/1.4.4-R5419.1 ")

@@ -12,7 +12,8 @@ import pytest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire import msp_1_1_1, msp_1_2_1
 
-from .harness import Frame, agent_texts, item_of, labels, sim_process
+from .harness import Frame, agent_texts, item_of, labels
+from .runs import sim_hosted
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +55,7 @@ def durable_numbers(frames: list[Frame]) -> list[int]:
 
 
 async def test_a_plain_prompt_is_echoed_after_a_reasoning_summary(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "one two three four five six seven")
@@ -106,7 +107,7 @@ async def test_a_plain_prompt_is_echoed_after_a_reasoning_summary(tmp_path: Path
 
 async def test_tool_directives_run_in_order_and_images_are_echoed(tmp_path: Path) -> None:
     """Search, web search and plan steps, an image echo, and stored output references."""
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         request_id, _ = await sim.turn_start(
@@ -194,7 +195,7 @@ async def test_bash_output_streams_exactly_n_bytes_with_a_bounded_visible_head(
     tmp_path: Path, version: str
 ) -> None:
     size = 20_000
-    async with sim_process(tmp_path, version=version) as sim:
+    async with sim_hosted(tmp_path, version=version) as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, f"sim:bash {size}", reasoningEffort="none")
@@ -229,7 +230,7 @@ async def test_bash_output_streams_exactly_n_bytes_with_a_bounded_visible_head(
 
 
 async def test_failure_directives_end_the_turn_and_unknown_ones_are_text(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "sim:fail modelError\nnever echoed")
@@ -251,8 +252,8 @@ async def test_failure_directives_end_the_turn_and_unknown_ones_are_text(tmp_pat
     assert agent_texts(unknown) == ["sim:bash lots\nsim:teleport"]
 
 
-async def test_a_crash_directive_ends_the_process_mid_turn(tmp_path: Path) -> None:
-    async with sim_process(tmp_path) as sim:
+async def test_a_crash_directive_ends_the_host_mid_turn(tmp_path: Path) -> None:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         await sim.turn_start(session_id, "sim:plan\nsim:crash\nsim:bash 5")
@@ -266,7 +267,7 @@ async def test_a_crash_directive_ends_the_process_mid_turn(tmp_path: Path) -> No
 async def test_a_stream_directive_sends_one_agent_message_as_exactly_n_deltas(
     tmp_path: Path,
 ) -> None:
-    async with sim_process(tmp_path) as sim:
+    async with sim_hosted(tmp_path) as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "sim:stream 5", reasoningEffort="none")
@@ -291,7 +292,7 @@ async def test_the_flags_directive_reports_the_serve_flags_and_they_are_honoured
     tmp_path: Path, version: str
 ) -> None:
     flags = ("--disable-write", "--disable-shell", "--disable-sandbox", "--sandbox-network=enabled")
-    async with sim_process(tmp_path, *flags, version=version) as sim:
+    async with sim_hosted(tmp_path, *flags, version=version) as sim:
         await sim.initialize()
         session_id = await sim.start()
         frames = await sim.turn(session_id, "sim:flags\nsim:bash 5\nsim:edit a.py x y")
