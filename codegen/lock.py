@@ -26,7 +26,8 @@ LOCK_VERSION: Final = 1
 _DEFAULT_PROVENANCE: Final = {
     "acp": (
         "Written for muse-acp from the Agent Client Protocol v1 specification "
-        "(schema release 1.21.0); covers the subset muse-acp speaks."
+        "(schema release 1.25.0, with the plan operations and subagent sessions of the "
+        "unstable schema); covers the subset muse-acp speaks."
     ),
     "extensions": "Written for muse-acp: the Muse extensions muse-acp negotiates over ACP.",
     "exec": (

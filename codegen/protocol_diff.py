@@ -1,8 +1,10 @@
-"""A readable protocol diff between two MSP schema bundles (``python -m codegen diff OLD NEW``).
+"""A readable protocol diff between two schema bundles (``python -m codegen diff OLD NEW``).
 
-Maintainers read it when a new Muse release is exported into ``spec/msp/<version>/``: which
-methods, notifications, types, members, union variants, enum values, errors and capabilities
-were added, removed or changed. Member types are summarised, not dumped, so the diff stays short.
+Maintainers read it when a new Muse release is exported into ``spec/msp/<version>/``, or when
+``spec/acp`` moves to a newer ACP release: which methods, notifications, types, members, union
+variants (and the members of inline variants), enum values, errors and capabilities were added,
+removed or changed. Member types are summarised, not dumped, so the diff stays short. A bundle is
+a folder holding one ``<protocol>.schema.json`` (``msp`` or ``acp``) or that file itself.
 """
 
 from __future__ import annotations
@@ -12,17 +14,54 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from codegen.prepass import SchemaError
+
 JsonObject = dict[str, Any]
 
 
+PROTOCOLS = ("msp", "acp")
+"""The bundle files a folder may hold, by protocol, in the order they are looked for."""
+
+
+def bundle_file(path: Path) -> Path:
+    """The schema file of a bundle given as its folder or as the file itself.
+
+    Raises:
+        SchemaError: nothing at ``path`` is a bundle.
+    """
+    if path.is_file():
+        return path
+    for protocol in PROTOCOLS:
+        if (path / f"{protocol}.schema.json").is_file():
+            return path / f"{protocol}.schema.json"
+    names = " or ".join(f"{protocol}.schema.json" for protocol in PROTOCOLS)
+    raise SchemaError(f"{path} is neither a schema file nor a folder holding {names}")
+
+
 def load_bundle(path: Path) -> JsonObject:
-    bundle_path = path / "msp.schema.json" if path.is_dir() else path
-    loaded: JsonObject = json.loads(bundle_path.read_text(encoding="utf-8"))
+    bundle_path = bundle_file(path)
+    try:
+        loaded: JsonObject = json.loads(bundle_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SchemaError(f"{bundle_path} could not be read as JSON: {exc}") from exc
     return loaded
 
 
-def _label(path: Path) -> str:
-    return path.name if path.is_dir() else path.parent.name
+def _protocol(path: Path) -> str:
+    """``MSP`` or ``ACP`` from the bundle file's name (``acp.schema.json``), else ``Schema``."""
+    name = bundle_file(path).name.split(".", 1)[0]
+    return name.upper() if name in PROTOCOLS else "Schema"
+
+
+def _labels(old: Path, new: Path) -> tuple[str, str]:
+    """Short names for the two sides: the version folder (``1.2.1``), else the paths given."""
+
+    def short(path: Path) -> str:
+        return path.name if path.is_dir() else path.parent.name
+
+    if short(old) != short(new):
+        return short(old), short(new)
+    return old.as_posix(), new.as_posix()
 
 
 def summarise(schema: Any) -> str:
@@ -98,27 +137,38 @@ def _variants(definition: JsonObject) -> dict[str, Any]:
     return {}
 
 
+def _compare_members(old: JsonObject, new: JsonObject, indent: str) -> list[str]:
+    """Added, removed, retyped and newly (not) required members of one object schema."""
+    old_props, new_props = old.get("properties", {}), new.get("properties", {})
+    old_req, new_req = set(old.get("required", [])), set(new.get("required", []))
+    members: list[str] = []
+    for prop in new_props:
+        need = "required" if prop in new_req else "optional"
+        if prop not in old_props:
+            members.append(f"{indent}+ {prop}: {summarise(new_props[prop])} ({need})")
+        elif summarise(old_props[prop]) != summarise(new_props[prop]):
+            members.append(
+                f"{indent}~ {prop}: {summarise(old_props[prop])} -> {summarise(new_props[prop])}"
+            )
+        elif (prop in old_req) != (prop in new_req):
+            members.append(f"{indent}~ {prop}: now {need}")
+    members += [f"{indent}- {prop}" for prop in old_props if prop not in new_props]
+    return members
+
+
 def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
     lines = [f"  + {name}" for name in new if name not in old]
     lines += [f"  - {name}" for name in old if name not in new]
     for name in (n for n in new if n in old and new[n] != old[n]):
-        old_props, new_props = old[name].get("properties", {}), new[name].get("properties", {})
-        old_req, new_req = set(old[name].get("required", [])), set(new[name].get("required", []))
-        members: list[str] = []
-        for prop in new_props:
-            need = "required" if prop in new_req else "optional"
-            if prop not in old_props:
-                members.append(f"      + {prop}: {summarise(new_props[prop])} ({need})")
-            elif summarise(old_props[prop]) != summarise(new_props[prop]):
-                members.append(
-                    f"      ~ {prop}: {summarise(old_props[prop])} -> {summarise(new_props[prop])}"
-                )
-            elif (prop in old_req) != (prop in new_req):
-                members.append(f"      ~ {prop}: now {need}")
-        members += [f"      - {prop}" for prop in old_props if prop not in new_props]
+        members = _compare_members(old[name], new[name], "      ")
         old_variants, new_variants = _variants(old[name]), _variants(new[name])
         members += [f"      + variant {v}" for v in new_variants if v not in old_variants]
         members += [f"      - variant {v}" for v in old_variants if v not in new_variants]
+        # An inline variant (ACP's session updates) has members of its own that change.
+        for label in (v for v in new_variants if v in old_variants):
+            changed = _compare_members(old_variants[label], new_variants[label], "          ")
+            if changed:
+                members += [f"      ~ variant {label}", *changed]
         if not members:
             members.append("      ~ (description or constraints changed)")
         lines.append(f"  ~ {name}")
@@ -175,6 +225,7 @@ def diff_bundles(old_path: Path, new_path: Path) -> str:
             + [f"  - {c}" for c in sorted(old_caps - new_caps)],
         )
     )
-    header = f"MSP protocol diff: {_label(old_path)} -> {_label(new_path)}\n"
+    old_label, new_label = _labels(old_path, new_path)
+    header = f"{_protocol(new_path)} protocol diff: {old_label} -> {new_label}\n"
     body = "".join(f"\n{title}\n" + "\n".join(lines) + "\n" for title, lines in sections if lines)
     return header + (body or "\nno protocol differences\n")

@@ -129,12 +129,40 @@ class SessionConfigOptionsCapabilities(WireModel):
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
+class NoticeCapabilities(WireModel):
+    """Present (as an empty object) when the client shows notices."""
+
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class CompactionCapabilities(WireModel):
+    """Present (as an empty object) when the client shows compaction updates."""
+
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class PlanCapabilities(WireModel):
+    """Present (as an empty object) when the client takes plan_update and plan_removed."""
+
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class SubagentCapabilities(WireModel):
+    """Present (as an empty object) when the client takes child sessions (subagent_update)."""
+
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
 class ClientSessionCapabilities(WireModel):
     """Session features the client supports."""
 
     config_options: Annotated[
         SessionConfigOptionsCapabilities | None, Field(alias="configOptions")
     ] = None
+    notices: NoticeCapabilities | None = None
+    "The client shows notice updates."
+    compaction: CompactionCapabilities | None = None
+    "The client shows compaction_update and compaction_summary_chunk."
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -147,6 +175,10 @@ class ClientCapabilities(WireModel):
     terminal: bool | None = False
     "The client provides terminal/* methods."
     session: ClientSessionCapabilities | None = None
+    subagents: SubagentCapabilities | None = None
+    "The client takes child sessions."
+    plan: PlanCapabilities | None = None
+    "The client takes plan operations."
     auth: Annotated[AuthCapabilities | None, Field(validate_default=True)] = Field(
         default_factory=lambda: AuthCapabilities.model_validate({})
     )

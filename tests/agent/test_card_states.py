@@ -91,7 +91,7 @@ def test_output_after_the_end_is_not_shown_as_running() -> None:
     cards = TurnCards(SESSION)
     cards.sighting(CALL, _item("inProgress", 1))
     [running] = cards.streamed(CALL, "x" * CARD_TEXT_LIMIT_BYTES)
-    assert _wire(running)["status"] == "in_progress"
+    assert (_wire(running)["status"], _wire(running)["name"]) == ("in_progress", "bash")
     cards.sighting(CALL, _item("failed", 2))
     assert cards.streamed(CALL, "y" * CARD_TEXT_LIMIT_BYTES) == []
     assert cards.streamed("unknown", "z" * CARD_TEXT_LIMIT_BYTES) == []
@@ -164,6 +164,7 @@ def test_a_refusal_after_the_end_sends_the_failed_card_again_once(refusal: Any, 
         "sessionUpdate": "tool_call_update",
         "toolCallId": CALL,
         "title": "Rejected: bash",
+        "name": "bash",
         "status": "failed",
         "content": [{"type": "content", "content": {"type": "text", "text": text}}],
     }

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.handshake.capabilities import (
     Negotiated,
     initialize_response,
@@ -258,10 +259,14 @@ class RecordingSession:
         self.session_id = "exec-session"
         self.cwd = str(cwd)
         self.updates: list[acp.SessionUpdate] = []
+        self.notices: list[Notice] = []
 
     @property
     def outlet(self) -> RecordingSession:
         return self
+
+    async def tell(self, notice: Notice) -> None:
+        self.notices.append(notice)
 
     def send_nowait(self, update: Update) -> bool:
         return False
@@ -311,6 +316,10 @@ async def test_unreadable_lines_are_skipped_and_the_rest_relayed(tmp_path: Path)
     outcome, session = await run_turn(tmp_path, f"echo 'not json'\necho '{DELTA}'\nexit 0")
     assert outcome == "end_turn"
     assert [u.session_update for u in session.updates] == ["agent_message_chunk"]
+    # Told once, after the run: logged only for a plain client, a notice for one that opted in.
+    [notice] = session.notices
+    assert (notice.severity, notice.chat) == ("warning", False)
+    assert "wrote 1 line(s) of output muse-acp could not read" in notice.text
 
 
 @pytest.mark.anyio

@@ -87,6 +87,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_1",
+                "name": "bash",
                 "title": "bash",
                 "kind": "execute",
                 "status": "pending",
@@ -100,6 +101,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_1",
+                "name": "search",
                 "title": "search",
                 "kind": "search",
                 "status": "pending",
@@ -123,6 +125,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_1",
+                "name": "bash",
                 "title": "bash",
                 "kind": "execute",
                 "status": "pending",
@@ -139,6 +142,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_1",
+                "name": "bash",
                 "title": "bash",
                 "kind": "execute",
                 "status": "pending",
@@ -146,6 +150,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": "call_1",
+                "name": "bash",
                 "title": "Run the tests",
                 "status": "completed",
                 "content": [{"type": "content", "content": {"type": "text", "text": "ok\n"}}],
@@ -163,6 +168,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_1",
+                "name": "read_file",
                 "title": "read_file",
                 "kind": "read",
                 "status": "pending",
@@ -170,6 +176,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": "call_1",
+                "name": "read_file",
                 "title": "read_file: src/app.py",
                 "status": "completed",
                 "content": [
@@ -192,6 +199,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_9",
+                "name": "write_file",
                 "title": "write_file: notes.md",
                 "kind": "edit",
                 "status": "completed",
@@ -212,6 +220,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call",
                 "toolCallId": "call_1",
+                "name": "bash",
                 "title": "bash",
                 "kind": "execute",
                 "status": "pending",
@@ -219,6 +228,7 @@ TEXT_CASES: list[tuple[str, list[bytes], list[dict[str, Any]]]] = [
             {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": "call_1",
+                "name": "bash",
                 "status": "failed",
                 "content": [
                     {
@@ -318,6 +328,7 @@ def test_finish_fails_the_cards_still_open() -> None:
         {
             "sessionUpdate": "tool_call_update",
             "toolCallId": "b",
+            "name": "search",
             "status": "failed",
             "content": [
                 {

@@ -7,11 +7,13 @@ import json
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import anyio
 import pytest
 
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.sessions.outlet import UpdateOutlet
 from muse_acp.agent.sessions.session import AcpSession, ClientLink
 from muse_acp.agent.translation.goal_state import GoalSeen, goal_update
@@ -235,3 +237,38 @@ async def test_a_writer_that_cannot_take_a_chunk_at_once_gets_nothing_from_nowai
     with anyio.fail_after(5):
         await outlet.send(CHUNK)  # the caller's fallback: the awaited way
     assert [u.session_update for u in client.updates()] == ["agent_message_chunk"]
+
+
+WARNED: Final = Notice("warning", "Setting not stored", "This setting applies now but not later.")
+LOGGED: Final = Notice("error", "History replay was cut", "The rest is not shown.", chat=False)
+
+
+async def test_a_client_with_notices_gets_every_warning_as_a_notice(tmp_path: Path) -> None:
+    client = RecordingClient()
+    outlet = UpdateOutlet("outlet-session", client, _session(tmp_path), notices=True)
+    await outlet.tell(WARNED)
+    await outlet.tell(LOGGED)
+    assert [u.model_dump(by_alias=True, exclude_unset=True) for u in client.updates()] == [
+        {
+            "sessionUpdate": "notice",
+            "severity": "warning",
+            "title": "Setting not stored",
+            "description": "This setting applies now but not later.",
+        },
+        {
+            "sessionUpdate": "notice",
+            "severity": "error",
+            "title": "History replay was cut",
+            "description": "The rest is not shown.",
+        },
+    ]
+
+
+async def test_a_client_without_notices_gets_the_chat_text_or_nothing(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    await session.tell(WARNED)
+    await session.tell(LOGGED)  # only ever logged before notices: still not in the chat
+    (sent,) = _sent(session.client)
+    assert isinstance(sent, acp.AgentMessageChunkSessionUpdate)
+    assert isinstance(sent.content, acp.TextContentBlock)
+    assert sent.content.text == "This setting applies now but not later."

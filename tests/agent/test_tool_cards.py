@@ -97,6 +97,7 @@ def test_a_completed_bash_call_becomes_a_full_tool_call() -> None:
         "sessionUpdate": "tool_call",
         "toolCallId": "call-1",
         "title": "List the files",
+        "name": "bash",
         "kind": "execute",
         "status": "completed",
         "content": [{"type": "content", "content": {"type": "text", "text": "README.md\nsrc\n"}}],
@@ -110,6 +111,7 @@ def test_a_later_sighting_repeats_the_whole_card_as_an_update() -> None:
         "sessionUpdate": "tool_call_update",
         "toolCallId": "call-1",
         "title": "docs/a.md",
+        "name": "read_file",
         "kind": "read",
         "status": "in_progress",
         "locations": [{"path": "docs/a.md"}],
@@ -141,6 +143,27 @@ def test_the_tool_call_id_falls_back_to_the_item_id_and_can_be_pinned() -> None:
 )
 def test_tool_names_map_to_acp_kinds(tool: str, kind: str) -> None:
     assert _wire(tool_call(SESSION, _tool(tool)))["kind"] == kind
+
+
+@pytest.mark.parametrize(
+    ("wire", "name"),
+    [
+        ({"kind": "toolCall", "tool": "mcp__github__create_issue"}, "mcp__github__create_issue"),
+        ({"kind": "toolCall", "tool": "read_skill"}, "read_skill"),
+        ({"kind": "userShell", "commandId": "c", "commandText": "make"}, "userShell"),
+        (WORKFLOW, "workflow"),
+        (SUBAGENT, "subagent"),
+        ({"kind": "hookRun", "fallbackText": "hook ran"}, "hookRun"),
+    ],
+)
+def test_every_card_is_named_by_the_muse_tool_or_else_the_item_kind(
+    wire: dict[str, Any], name: str
+) -> None:
+    if wire["kind"] == "toolCall":
+        wire = {**wire, "callId": "call-1", "args": "{}"}
+    item = _item(wire)
+    assert _wire(tool_call(SESSION, item))["name"] == name
+    assert _wire(tool_call_update(SESSION, item))["name"] == name
 
 
 @pytest.mark.parametrize(
@@ -627,12 +650,13 @@ def test_a_user_shell_with_stored_output_is_announced_too() -> None:
     )
 
 
-def test_the_reference_update_carries_only_the_call_id_and_the_reference() -> None:
+def test_the_reference_update_carries_only_the_call_id_name_and_reference() -> None:
     update = output_reference_update(SESSION, _stored(mediaType=None), REFERENCES)
     assert update is not None
     assert _wire(update) == {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "call-1",
+        "name": "bash",
         "_meta": {
             OUTPUT_META_KEY: {
                 "sessionId": SESSION,

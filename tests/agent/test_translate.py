@@ -262,6 +262,7 @@ def test_a_tool_completed_without_a_start_is_announced_once_as_finished() -> Non
         {
             "sessionUpdate": "tool_call",
             "toolCallId": "call-1",
+            "name": "bash",
             "title": "Build",
             "kind": "execute",
             "status": "completed",
@@ -334,6 +335,7 @@ def test_a_tool_card_streams_output_and_ends_with_the_whole_card() -> None:
         {
             "sessionUpdate": "tool_call",
             "toolCallId": "call-1",
+            "name": "bash",
             "title": "Build",
             "kind": "execute",
             "status": "in_progress",
@@ -346,6 +348,7 @@ def test_a_tool_card_streams_output_and_ends_with_the_whole_card() -> None:
         {
             "sessionUpdate": "tool_call_update",
             "toolCallId": "call-1",
+            "name": "bash",
             "status": "in_progress",
             "content": [
                 {"type": "content", "content": {"type": "text", "text": "compiling\n" + "." * 1024}}
@@ -357,6 +360,7 @@ def test_a_tool_card_streams_output_and_ends_with_the_whole_card() -> None:
         {
             "sessionUpdate": "tool_call_update",
             "toolCallId": "call-1",
+            "name": "bash",
             "title": "Build",
             "kind": "execute",
             "status": "completed",

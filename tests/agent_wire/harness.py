@@ -118,6 +118,11 @@ class RecordingClient:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
+        self.nudge()
+
+    def nudge(self) -> None:
+        """Wake the waits: something arrived (also a raw frame the SDK's models cannot read,
+        such as a notice, which ``wait_until`` may be waiting for in ``Agent.frames``)."""
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -201,13 +206,14 @@ async def running_agent(
     world: World,
     client: RecordingClient | None = None,
     *,
-    capabilities: schema.ClientCapabilities | None = None,
+    capabilities: schema.ClientCapabilities | Mapping[str, Any] | None = None,
     process: bool = False,
 ) -> AsyncIterator[Agent]:
     """Serve the agent under the SDK client and initialize it: in this process by default
     (``tests.in_process``: the code of ``muse-acp serve`` on pipes, hosts played in process),
     or, with ``process``, as ``muse-acp serve`` processes with ``muse-sim`` processes for hosts
-    (for tests whose hosts work hard at once: in one process they would share one core)."""
+    (for tests whose hosts work hard at once: in one process they would share one core).
+    ``capabilities`` given as JSON go out as written (for members the SDK's models lack)."""
     client = client or RecordingClient()
     frames: list[tuple[str, dict[str, Any]]] = []
 
@@ -216,13 +222,24 @@ async def running_agent(
             "in" if getattr(event.direction, "value", event.direction) == "incoming" else "out"
         )
         frames.append((direction, event.message))
+        client.nudge()
 
     async with _connected(world, client, observe, process) as conn:
-        await conn.initialize(
-            protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=capabilities or schema.ClientCapabilities(),
-            client_info=schema.Implementation(name="muse-acp-tests", version="0"),
-        )
+        info = schema.Implementation(name="muse-acp-tests", version="0")
+        if isinstance(capabilities, Mapping):
+            params = {
+                "protocolVersion": acp.PROTOCOL_VERSION,
+                "clientCapabilities": dict(capabilities),
+                "clientInfo": info.model_dump(by_alias=True, exclude_none=True),
+            }
+            with anyio.fail_after(WAIT):
+                await conn._conn.send_request("initialize", params)
+        else:
+            await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=capabilities or schema.ClientCapabilities(),
+                client_info=info,
+            )
         yield Agent(conn, client, world, frames)
 
 

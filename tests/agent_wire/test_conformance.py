@@ -1,4 +1,6 @@
-"""Every frame the agent writes validates with the official ACP SDK's models.
+"""Every frame the agent writes validates with the official ACP SDK's models, and every
+``session/update`` with muse-acp's own ACP bundle too (the SDK's older models drop what ACP added
+since, such as the tool call ``name``).
 
 One scripted run touches every method the agent serves and every kind of update it sends; each
 response is checked with the SDK model for the method it answers, each request and notification
@@ -14,6 +16,8 @@ import anyio
 import pytest
 from acp import schema
 from pydantic import BaseModel
+
+from muse_acp_wire import acp as wire
 
 from .harness import WAIT, World, running_agent
 
@@ -50,6 +54,10 @@ def _check(frames: list[tuple[str, dict[str, Any]]]) -> int:
         if "method" in message:
             model = AGENT_MESSAGES[message["method"]]
             model.model_validate(message["params"])
+            if message["method"] == "session/update":
+                ours = wire.SessionNotification.model_validate(message["params"])
+                dumped = ours.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                assert dumped == message["params"]
         elif "error" in message:
             schema.Error.model_validate(message["error"])
         else:

@@ -147,6 +147,14 @@ async def test_a_tool_turn_shows_generic_cards(chosen: World) -> None:
     assert search.raw_input is None
     assert "needle" in search.content[0].content.text
     assert all(c.type == "content" for u in updates for c in u.content or [])
+    sent = [m["params"]["update"] for d, m in agent.frames if d == "in" and "params" in m]
+    cards = [u for u in sent if u.get("sessionUpdate") in ("tool_call", "tool_call_update")]
+    assert [(u["sessionUpdate"], u.get("name")) for u in cards] == [
+        ("tool_call", "bash"),
+        ("tool_call_update", "bash"),
+        ("tool_call", "search"),
+        ("tool_call_update", "search"),
+    ]
     _check(agent.frames)
 
 

@@ -45,7 +45,7 @@ def _texts(view: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_writes_and_edits_show_the_whole_file_before_and_after(
+async def test_writes_and_edits_show_the_whole_file_before_and_after_and_each_names_its_tool(
     tmp_path: Path, version: str
 ) -> None:
     world = make_world(tmp_path, version=version)
@@ -57,7 +57,8 @@ async def test_writes_and_edits_show_the_whole_file_before_and_after(
         with anyio.fail_after(WAIT):
             wrote = await agent.prompt(session, "sim:protected notes.txt")
             edited = await agent.prompt(session, "sim:edit notes.txt beta BETA")
-    assert (wrote.stop_reason, edited.stop_reason) == ("end_turn", "end_turn")
+            looked = await agent.prompt(session, "sim:bash 5000\nsim:search needle\nsim:web q")
+    assert (wrote.stop_reason, edited.stop_reason, looked.stop_reason) == ("end_turn",) * 3
     write_ask, edit_ask = agent.client.permission_requests
     write_diff = {"type": "diff", "path": path, "oldText": "alpha\nbeta\ngamma\n"}
     edit_diff = {**write_diff, "newText": "alpha\nBETA\ngamma\n"}
@@ -70,6 +71,11 @@ async def test_writes_and_edits_show_the_whole_file_before_and_after(
             assert view["content"][0] == diff, view
             assert view["locations"] == [{"path": path}]
         assert shown[-1][1]["status"] == "completed"
+    # Every view of every card, the permission request's included, carries Muse's tool name.
+    calls = [view["toolCallId"] for kind, view in views if view.get("sessionUpdate") == "tool_call"]
+    names = [{view.get("name") for _, view in _of(views, call)} for call in calls]
+    assert names == [{"write_file"}, {"edit_file"}, {"bash"}, {"search"}, {"web_search"}]
+    assert len(views) > 2 * len(calls), "every card was updated at least once"
     assert "wrote 20 bytes to notes.txt" in _texts(
         _of(views, write_ask.tool_call.tool_call_id)[-1][1]
     )

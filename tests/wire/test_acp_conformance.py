@@ -1,10 +1,13 @@
 """The ACP goldens checked against an independent oracle: the official ACP Python SDK's models.
 
 ``agent-client-protocol`` 0.12.1 (import name ``acp``) is generated from ACP schema 1.19 (its
-unstable variant), while muse-acp follows schema 1.21. Every valid ACP golden must validate with
+unstable variant), while muse-acp follows schema 1.25. Every valid ACP golden must validate with
 the SDK class named in ``SDK_MODELS`` and dump back to the same JSON. Where the SDK reads a
 golden differently because its schema is older, the entry records the reason and what the SDK
 writes instead, and the test checks exactly that difference, so a stale exception fails too.
+Update kinds the SDK does not know at all (notices, compaction, subagent sessions) must be
+refused by it, and are held instead to ``ACP_1_25_FACTS``: the members and requiredness the
+official schemas give them, restated here as data so that the spec cannot drift from them.
 The Muse extension goldens are not ACP messages; only the ACP content they embed (steering
 prompts) is checked here.
 """
@@ -19,7 +22,10 @@ from typing import Any, Final
 
 import acp.schema as sdk
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+from codegen.config import SPEC_DIR
+from muse_acp_wire import acp
 
 GOLDEN_DIR: Final = Path(__file__).resolve().parents[1] / "golden"
 
@@ -54,10 +60,59 @@ CUSTOM_CATEGORY: Final = Lag(
 )
 
 
+def _without(*paths: tuple[str, ...]) -> Callable[[Any], Any]:
+    """Maps a golden to a copy without the members at ``paths``."""
+
+    def strip(raw: Any) -> Any:
+        out = json.loads(json.dumps(raw))
+        for path in paths:
+            parent = out
+            for key in path[:-1]:
+                parent = parent[key]
+            del parent[path[-1]]
+        return out
+
+    return strip
+
+
+TOOL_NAME = Lag(
+    "Schema 1.22 added the tool call `name`; the SDK's 1.19 models lack it and drop it.",
+    _without(("update", "name")),
+)
+OPT_INS = Lag(
+    "The client capabilities `session.notices` and `session.compaction` (1.25) and "
+    "`subagents` (unstable) are unknown to the SDK's 1.19 models, which drop them.",
+    _without(
+        ("clientCapabilities", "session", "notices"),
+        ("clientCapabilities", "session", "compaction"),
+        ("clientCapabilities", "subagents"),
+    ),
+)
+UNKNOWN_TO_SDK: Final = "the SDK's 1.19 models have no such update kind"
+
+
 @dataclass(frozen=True, slots=True)
 class SdkCase:
     model: type[BaseModel]
     lag: Lag | None = None
+    refused: str | None = None
+    """Why the SDK cannot read the golden at all (it must then refuse it)."""
+
+
+ACP_1_25_FACTS: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
+    "notice": (frozenset({"severity", "title"}), frozenset({"description", "_meta"})),
+    "compaction_update": (
+        frozenset({"compactionId", "status"}),
+        frozenset({"summary", "error", "_meta"}),
+    ),
+    "compaction_summary_chunk": (frozenset({"compactionId", "content"}), frozenset({"_meta"})),
+    "subagent_update": (
+        frozenset({"sessionId"}),
+        frozenset({"title", "description", "capabilities", "state", "cwd", "additionalDirectories"})
+        | {"_meta"},
+    ),
+}
+"""Per update kind the SDK lacks: (required, optional) members in the official schemas."""
 
 
 SDK_MODELS: Final[dict[str, SdkCase]] = {
@@ -83,6 +138,7 @@ SDK_MODELS: Final[dict[str, SdkCase]] = {
     "elicitation_create_response_decline": SdkCase(sdk.DeclineElicitationResponse),
     "initialize_request": SdkCase(sdk.InitializeRequest),
     "initialize_request_minimal": SdkCase(sdk.InitializeRequest),
+    "initialize_request_opt_ins": SdkCase(sdk.InitializeRequest, OPT_INS),
     "initialize_response": SdkCase(sdk.InitializeResponse),
     "initialize_response_minimal": SdkCase(sdk.InitializeResponse),
     "logout_request": SdkCase(sdk.LogoutRequest),
@@ -123,16 +179,30 @@ SDK_MODELS: Final[dict[str, SdkCase]] = {
     "session_update_agent_message_chunk": SdkCase(sdk.SessionNotification),
     "session_update_agent_thought_chunk": SdkCase(sdk.SessionNotification),
     "session_update_available_commands_update": SdkCase(sdk.SessionNotification),
+    "session_update_compaction_summary_chunk": SdkCase(
+        sdk.SessionNotification, refused=UNKNOWN_TO_SDK
+    ),
+    "session_update_compaction_update": SdkCase(sdk.SessionNotification, refused=UNKNOWN_TO_SDK),
+    "session_update_compaction_update_failed": SdkCase(
+        sdk.SessionNotification, refused=UNKNOWN_TO_SDK
+    ),
     "session_update_config_option_update": SdkCase(sdk.SessionNotification, CUSTOM_CATEGORY),
     "session_update_current_mode_update": SdkCase(sdk.SessionNotification),
     "session_update_plan": SdkCase(sdk.SessionNotification),
+    "session_update_notice": SdkCase(sdk.SessionNotification, refused=UNKNOWN_TO_SDK),
     "session_update_plan_empty": SdkCase(sdk.SessionNotification),
+    "session_update_plan_removed": SdkCase(sdk.SessionNotification),
+    "session_update_plan_update_items": SdkCase(sdk.SessionNotification),
+    "session_update_plan_update_markdown": SdkCase(sdk.SessionNotification),
     "session_update_session_info_update": SdkCase(sdk.SessionNotification),
     "session_update_session_info_update_clear": SdkCase(sdk.SessionNotification),
     "session_update_session_info_update_meta_only": SdkCase(sdk.SessionNotification),
+    "session_update_subagent_update": SdkCase(sdk.SessionNotification, refused=UNKNOWN_TO_SDK),
     "session_update_tool_call": SdkCase(sdk.SessionNotification),
+    "session_update_tool_call_named": SdkCase(sdk.SessionNotification, TOOL_NAME),
     "session_update_tool_call_update": SdkCase(sdk.SessionNotification),
     "session_update_tool_call_update_meta_only": SdkCase(sdk.SessionNotification),
+    "session_update_tool_call_update_named": SdkCase(sdk.SessionNotification, TOOL_NAME),
     "session_update_usage_update": SdkCase(sdk.SessionNotification),
     "session_update_usage_update_without_cost": SdkCase(sdk.SessionNotification),
     "session_update_user_message_chunk": SdkCase(sdk.SessionNotification),
@@ -160,10 +230,33 @@ def test_every_valid_acp_golden_has_an_sdk_model() -> None:
 @pytest.mark.parametrize(("stem", "case"), sorted(SDK_MODELS.items()))
 def test_valid_acp_golden_reads_the_same_with_the_sdk(stem: str, case: SdkCase) -> None:
     raw = _load(GOLDEN_DIR / "acp" / "valid" / f"{stem}.json")
+    if case.refused is not None:
+        with pytest.raises(ValidationError):
+            case.model.model_validate(raw)
+        return
     expected = raw if case.lag is None else case.lag.sdk_dump(raw)
     if case.lag is not None:
         assert expected != raw, f"{stem}: the recorded SDK lag no longer applies"
     assert _dump(case.model.model_validate(raw)) == expected
+
+
+def test_update_kinds_the_sdk_lacks_have_the_members_of_acp_1_25() -> None:
+    spec = _load(SPEC_DIR / "acp" / "acp.schema.json")
+    updates = spec["$defs"]["SessionUpdate"]["oneOf"]
+    variants = {v["properties"]["sessionUpdate"]["const"]: v for v in updates}
+    refused = {
+        _load(GOLDEN_DIR / "acp" / "valid" / f"{stem}.json")["update"]["sessionUpdate"]
+        for stem, case in SDK_MODELS.items()
+        if case.refused is not None
+    }
+    assert refused == set(ACP_1_25_FACTS)
+    for kind, (required, optional) in ACP_1_25_FACTS.items():
+        variant = variants[kind]
+        assert set(variant["required"]) == required | {"sessionUpdate"}, kind
+        assert set(variant["properties"]) == required | optional | {"sessionUpdate"}, kind
+        model = acp.SESSION_UPDATE_VARIANTS[kind]
+        aliases = {f.alias or name for name, f in model.model_fields.items()}
+        assert aliases == required | optional | {"sessionUpdate"}, kind
 
 
 def _extension_prompts() -> list[tuple[str, Any]]:

@@ -44,6 +44,7 @@ ACP_VALID: Final[dict[str, type[WireModel]]] = {
     "elicitation_create_response_decline": acp.CreateElicitationResponse,
     "initialize_request": acp.InitializeRequest,
     "initialize_request_minimal": acp.InitializeRequest,
+    "initialize_request_opt_ins": acp.InitializeRequest,
     "initialize_response": acp.InitializeResponse,
     "initialize_response_minimal": acp.InitializeResponse,
     "logout_request": acp.LogoutRequest,
@@ -81,16 +82,26 @@ ACP_VALID: Final[dict[str, type[WireModel]]] = {
     "session_update_agent_message_chunk": acp.SessionNotification,
     "session_update_agent_thought_chunk": acp.SessionNotification,
     "session_update_available_commands_update": acp.SessionNotification,
+    "session_update_compaction_summary_chunk": acp.SessionNotification,
+    "session_update_compaction_update": acp.SessionNotification,
+    "session_update_compaction_update_failed": acp.SessionNotification,
     "session_update_config_option_update": acp.SessionNotification,
     "session_update_current_mode_update": acp.SessionNotification,
     "session_update_plan": acp.SessionNotification,
+    "session_update_notice": acp.SessionNotification,
     "session_update_plan_empty": acp.SessionNotification,
+    "session_update_plan_removed": acp.SessionNotification,
+    "session_update_plan_update_items": acp.SessionNotification,
+    "session_update_plan_update_markdown": acp.SessionNotification,
     "session_update_session_info_update": acp.SessionNotification,
     "session_update_session_info_update_clear": acp.SessionNotification,
     "session_update_session_info_update_meta_only": acp.SessionNotification,
+    "session_update_subagent_update": acp.SessionNotification,
     "session_update_tool_call": acp.SessionNotification,
+    "session_update_tool_call_named": acp.SessionNotification,
     "session_update_tool_call_update": acp.SessionNotification,
     "session_update_tool_call_update_meta_only": acp.SessionNotification,
+    "session_update_tool_call_update_named": acp.SessionNotification,
     "session_update_usage_update": acp.SessionNotification,
     "session_update_usage_update_without_cost": acp.SessionNotification,
     "session_update_user_message_chunk": acp.SessionNotification,
@@ -145,7 +156,11 @@ ACP_INVALID: Final[dict[str, type[WireModel]]] = {
     "session_update_available_commands_missing_description": acp.SessionNotification,
     "session_update_missing_kind": acp.SessionNotification,
     "session_update_missing_session_id": acp.SessionNotification,
+    "session_update_notice_bad_severity": acp.SessionNotification,
+    "session_update_notice_empty_title": acp.SessionNotification,
     "session_update_plan_bad_priority": acp.SessionNotification,
+    "session_update_plan_update_missing_plan_id": acp.SessionNotification,
+    "session_update_subagent_update_missing_session_id": acp.SessionNotification,
     "session_update_tool_call_bad_kind": acp.SessionNotification,
     "session_update_tool_call_bad_status": acp.SessionNotification,
     "session_update_tool_call_missing_title": acp.SessionNotification,
@@ -285,11 +300,17 @@ SESSION_UPDATE_KINDS: Final = frozenset(
         "tool_call",
         "tool_call_update",
         "plan",
+        "plan_update",
+        "plan_removed",
         "available_commands_update",
         "current_mode_update",
         "config_option_update",
         "session_info_update",
         "usage_update",
+        "notice",
+        "compaction_update",
+        "compaction_summary_chunk",
+        "subagent_update",
     }
 )
 CONTENT_BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource_link", "resource"})
@@ -386,7 +407,7 @@ def test_goldens_cover_every_update_kind_content_block_and_tool_call_content() -
         content
         for update in updates
         if update["sessionUpdate"] == "tool_call"
-        for content in update["content"]
+        for content in update.get("content", [])
     ]
     assert {content["type"] for content in contents} == TOOL_CALL_CONTENT_TYPES
 

@@ -173,6 +173,7 @@ class AgentContext:
                 host_title=host_title,
                 user_title=user_title,
                 after=after,
+                notices=self.negotiated.notices,
             )
         )
 

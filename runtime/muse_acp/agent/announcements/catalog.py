@@ -116,7 +116,7 @@ async def fit_session_effort(
         await ctx.preferences.write_settings(session.session_id, change)
     except RpcError as error:
         logger.warning("%s", error.message)
-    await session.say(dropped.sentence())
+    await session.tell(dropped.notice())
     if announce:
         await _announce(ctx, session)
 

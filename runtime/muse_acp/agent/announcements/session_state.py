@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Final
 
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.options.config_options import (
     MODES,
@@ -111,7 +112,7 @@ class SessionState:
         settings, dropped = fit_effort(replace(session.settings, model=reported), self._ctx.catalog)
         await self._adopt(settings)
         if dropped is not None:
-            await session.say(dropped.sentence())
+            await session.tell(dropped.notice())
         return [self._options()]
 
     async def _approval_mode(
@@ -151,10 +152,14 @@ class SessionState:
                     await execution.secure(host)
             except RpcError as error:
                 logger.warning("Muse's approval mode could not be set back: %s", error.message)
-                await self._session.say(
-                    "Another Muse client set Muse to allow every action unasked while this "
-                    "session's sandbox is disabled, and muse-acp could not set it back, so it "
-                    f"stopped this session's Muse host: {error.message}"
+                await self._session.tell(
+                    Notice(
+                        "error",
+                        "muse-acp stopped this session's Muse host: it allowed every action",
+                        "Another Muse client set Muse to allow every action unasked while this "
+                        "session's sandbox is disabled, and muse-acp could not set it back, so "
+                        f"it stopped this session's Muse host: {error.message}",
+                    )
                 )
 
     def _options(self) -> acp.ConfigOptionUpdateSessionUpdate:

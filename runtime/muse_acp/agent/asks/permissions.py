@@ -192,6 +192,8 @@ def permission_request(
         tool_call_id=tool_call_id, title=_title(view, raw_input), raw_input=raw_input
     )
     # Assigning marks a member as set; members left alone stay out of the dump.
+    if view.requested.tool_name:
+        tool_call.name = view.requested.tool_name
     if kind is not None:
         tool_call.kind = kind
     if card.status is not None:

@@ -72,6 +72,8 @@ class _Card:
     shown: acp.ToolCallStatus | None = None
     """The highest status the client was shown."""
     title: str = ""
+    name: str | None = None
+    """The tool's name as its last whole card gave it."""
     before: FileBefore | None = None
     asked_before: bool = False
     """Its file was (or is being) read, or will never be."""
@@ -127,6 +129,7 @@ class TurnCards:
         card.announced = True
         update.status = card.advance(update.status or "pending")
         card.title = update.title or card.title
+        card.name = update.name or card.name
         if (
             update.status == "completed"
             and card.refusal is None
@@ -150,7 +153,7 @@ class TurnCards:
         ):
             return []
         card.advance("in_progress")
-        return [output_progress_update(call_id, card.output)]
+        return [output_progress_update(call_id, card.output, card.name)]
 
     def wants_before(self, call_id: str, tool: str, args: str) -> str | None:
         """The path to read for this card's diff now, or None (see the module contract)."""
@@ -177,6 +180,7 @@ class TurnCards:
     def permission(self, call_id: str, tool: str, args: str) -> PermissionCard:
         """What the permission request for this card shows of it."""
         card = self._cards.setdefault(call_id, _Card())
+        card.name = card.name or tool or None
         status: acp.ToolCallStatus | None = None
         if card.shown is None:
             status = card.advance("pending")
@@ -197,12 +201,13 @@ class TurnCards:
         if not card.announced or card.shown != "failed":
             return []
         card.title = refused_title(card.title)
-        return [
-            acp.ToolCallUpdateSessionUpdate(
-                session_update="tool_call_update",
-                tool_call_id=call_id,
-                title=card.title,
-                status="failed",
-                content=[text_content(_REFUSALS[refusal])],
-            )
-        ]
+        update = acp.ToolCallUpdateSessionUpdate(
+            session_update="tool_call_update",
+            tool_call_id=call_id,
+            title=card.title,
+            status="failed",
+            content=[text_content(_REFUSALS[refusal])],
+        )
+        if card.name is not None:
+            update.name = card.name
+        return [update]

@@ -151,15 +151,21 @@ class OutputBuffer:
         return self._parts[0] if self._parts else ""
 
 
-def output_progress_update(call_id: str, output: OutputBuffer) -> acp.ToolCallUpdateSessionUpdate:
-    """A running tool card's kept text so far, as its only content."""
+def output_progress_update(
+    call_id: str, output: OutputBuffer, name: str | None = None
+) -> acp.ToolCallUpdateSessionUpdate:
+    """A running tool card's kept text so far, as its only content (with the tool's ``name``
+    when known)."""
     text = join_notes(output.text(), [cut_note(output.total_bytes)] if output.capped else [])
-    return acp.ToolCallUpdateSessionUpdate(
+    update = acp.ToolCallUpdateSessionUpdate(
         session_update="tool_call_update",
         tool_call_id=call_id,
         status="in_progress",
         content=[text_content(text)],
     )
+    if name is not None:
+        update.name = name  # assigned only when known: an unset member stays out of the dump
+    return update
 
 
 def cut_note(total_bytes: int) -> str:

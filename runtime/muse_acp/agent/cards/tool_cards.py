@@ -4,8 +4,10 @@ Contract: every ``toolCall``, ``userShell``, ``workflow`` and ``subagent`` item,
 kind this adapter does not know, is shown as one ACP tool call, rebuilt in full from the item's
 latest revision and its ``OutputBuffer``; nothing here keeps state. ``tool_call`` builds the first
 sighting and ``tool_call_update`` any later one, both with the whole card; the ``toolCallId``
-never changes. Editing tools show a diff (``file_changes``), a refused approval shows only why,
-and ``_meta["muse/output"]`` describes stored output under ``OutputPolicy.references``.
+never changes, and ``name`` is Muse's own tool name (``tool_name``: MCP tools as Muse names them,
+the item kind for work that is no tool call). Editing tools show a diff (``file_changes``), a
+refused approval shows only why, and ``_meta["muse/output"]`` describes stored output under
+``OutputPolicy.references``.
 Titles and text come from public item members only, never made up, and are bounded by
 ``TITLE_LIMIT_CHARS``, ``CARD_TEXT_LIMIT_BYTES`` and ``ARGS_LIMIT_BYTES``.
 """
@@ -55,6 +57,7 @@ __all__ = [
     "tool_call_update",
     "tool_kind",
     "tool_locations",
+    "tool_name",
     "tool_status",
 ]
 
@@ -124,6 +127,14 @@ def tool_call_id(item: CardItem) -> str:
     return item.item_id
 
 
+def tool_name(item: CardItem) -> str:
+    """The card's ``name``: the tool Muse called, verbatim, or else the item's kind
+    (``userShell``, ``subagent``, ``workflow``, an unknown kind)."""
+    if isinstance(item, msp.ToolCallItem) and item.tool:
+        return item.tool
+    return item.kind
+
+
 def kind_for_tool(tool: str) -> acp.ToolKind:
     """The ACP kind of a Muse tool name (for permission requests, which name only the tool)."""
     return _TOOL_KINDS.get(tool, "other")
@@ -157,6 +168,7 @@ def tool_call(
         session_update="tool_call",
         tool_call_id=call_id or tool_call_id(item),
         title=_title(item, args),
+        name=tool_name(item),
     )
     return _fill(update, session_id, item, args, output, policy, meta, facts)
 
@@ -177,6 +189,7 @@ def tool_call_update(
         session_update="tool_call_update",
         tool_call_id=call_id or tool_call_id(item),
         title=_title(item, args),
+        name=tool_name(item),
     )
     return _fill(update, session_id, item, args, output, policy, meta, facts)
 
@@ -196,6 +209,7 @@ def output_reference_update(
     return acp.ToolCallUpdateSessionUpdate(
         session_update="tool_call_update",
         tool_call_id=tool_call_id(item),
+        name=tool_name(item),
         field_meta=card_meta(None, reference),
     )
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Final
 
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.options.config_options import config_options
 from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
@@ -71,9 +72,8 @@ async def _enter(ctx: AgentContext, session: AcpSession, work: SessionWork) -> N
             await ctx.preferences.write_settings(session.session_id, change)
         except RpcError as error:
             logger.warning("%s", error.message)
-            await session.say(
-                f"Plan mode applies now but will not survive a restart: {error.message}"
-            )
+            text = f"Plan mode applies now but will not survive a restart: {error.message}"
+            await session.tell(Notice("warning", "Plan mode was not stored", text))
         await session.outlet.send(
             acp.CurrentModeUpdateSessionUpdate(
                 session_update="current_mode_update", current_mode_id=PLAN_MODE

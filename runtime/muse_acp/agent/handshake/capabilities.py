@@ -99,6 +99,9 @@ class Negotiated:
     delete: bool = False
     """The installed Muse has its own ``session/delete`` (see ``deletion``): only then is
     delete advertised."""
+    notices: bool = False
+    """The client shows ACP notices (``session.notices``): warnings go out as ``notice``
+    updates rather than chat text (``errors.notices``)."""
 
     @property
     def any_steering(self) -> bool:
@@ -138,6 +141,7 @@ def negotiate(
     compatible = meta.steering
     elicitation = capabilities.elicitation if capabilities else None
     auth = capabilities.auth if capabilities else None
+    session = capabilities.session if capabilities else None
     on_msp = backend is None or backend.backend == "msp"
     return Negotiated(
         output=on_msp and meta.muse_output is not None and features.has("storedOutput"),
@@ -155,6 +159,7 @@ def negotiate(
         exec_backend=not on_msp,
         delete=on_msp and features.has("sessionDelete"),
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
+        notices=session is not None and session.notices is not None,
     )
 
 

@@ -26,6 +26,7 @@ from typing import Final, Protocol
 import anyio
 
 from muse_acp.agent.errors import failures
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.approval_policy import apply_policy, set_back
 from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, Refusal, SetupFailure, ask
 from muse_acp.agent.hosting.mcp_overlay import (
@@ -68,8 +69,8 @@ class HostedSession(Protocol):
     mcp_servers: tuple[McpServerSpec, ...]
     """The editor's MCP servers, passed in ``config`` whenever the session is attached."""
 
-    async def say(self, text: str) -> None:
-        """Show ``text`` in the session's chat."""
+    async def tell(self, notice: Notice) -> None:
+        """Warn the session's user (``errors.notices``)."""
         ...
 
 
@@ -156,11 +157,15 @@ class ExecutionHost:
             except RpcError:
                 self.keeper.close()
                 raise
-        await self._session.say(
-            "Another Muse client set Muse to allow every action unasked while this session's "
-            "sandbox is disabled; muse-acp set Muse's approval policy back to "
-            f"{self.reported_mode!r}, so you are asked before Muse acts. Enable the sandbox "
-            "first if you want to grant everything unasked."
+        await self._session.tell(
+            Notice(
+                "warning",
+                "muse-acp set Muse's approval policy back: another client allowed every action",
+                "Another Muse client set Muse to allow every action unasked while this session's "
+                "sandbox is disabled; muse-acp set Muse's approval policy back to "
+                f"{self.reported_mode!r}, so you are asked before Muse acts. Enable the sandbox "
+                "first if you want to grant everything unasked.",
+            )
         )
         return True
 

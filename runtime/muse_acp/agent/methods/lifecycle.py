@@ -28,6 +28,7 @@ from muse_acp.agent.announcements.catalog import refresh_menu
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.commands import commands
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.errors.withdrawn import fork_boundary_broken
 from muse_acp.agent.errors.workspace import QUOTED_PATH_LIMIT, check_workspace, same_directory
 from muse_acp.agent.handshake.capabilities import not_on_exec
@@ -177,7 +178,8 @@ def _take_up_waiting(
 async def _tell(session: AcpSession, notes: list[str]) -> None:
     """Show the user, in the session's chat, what of the adapter's own records was unusable."""
     for note in notes:
-        await session.say(f"muse-acp could not use its own records of this session: {note}")
+        text = f"muse-acp could not use its own records of this session: {note}"
+        await session.tell(Notice("warning", "muse-acp could not use its records", text))
 
 
 def _title_of(row: msp.Session) -> str | None:

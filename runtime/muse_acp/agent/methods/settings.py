@@ -19,6 +19,7 @@ from functools import partial
 from typing import Final
 
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.options.config_options import (
     MODES,
     SessionSettings,
@@ -105,7 +106,7 @@ async def _remember(
             "This setting applies now but could not be stored, so it will not survive a "
             f"restart: {error.message}"
         )
-        rctx.after_response(partial(session.say, note))
+        rctx.after_response(partial(session.tell, Notice("warning", "Setting not stored", note)))
         return
     theirs = stored_elsewhere(session.settings, wrote, stored, ctx.catalog)
     if theirs != session.settings:
@@ -113,6 +114,13 @@ async def _remember(
             _change(session, theirs)
         except RpcError as error:  # another process's choices do not combine with this one's
             logger.warning("settings stored by another process are not taken: %s", error.message)
+            text = (
+                "Another muse-acp process stored settings for this session that do not combine "
+                f"with the ones chosen here, so they were not taken: {error.message}"
+            )
+            # Before notices this was only logged: a plain client still hears nothing of it.
+            notice = Notice("warning", "Settings from elsewhere not taken", text, chat=False)
+            rctx.after_response(partial(session.tell, notice))
 
 
 async def handle_set_mode(

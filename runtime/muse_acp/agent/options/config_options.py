@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, TypeGuard, get_args
 
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.options.efforts import EFFORTS, EffortTiers, effort_menu
 from muse_acp.agent.options.model_catalog import (
     ModelCatalog,
@@ -272,6 +273,11 @@ class EffortDropped:
             f"muse-acp does not send it: {self.applies}. Choose another level in the Reasoning "
             "effort setting if you want a different one."
         )
+
+    def notice(self) -> Notice:
+        """The warning that tells the user (``sentence`` as its text)."""
+        title = f"Reasoning effort {EFFORTS[self.effort]} is not sent to {self.model}"
+        return Notice("warning", title, self.sentence())
 
 
 def fit_effort(

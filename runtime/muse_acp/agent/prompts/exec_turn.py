@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors.failures import start_failed
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.exec_runs import exec_run
 from muse_acp.agent.options.config_options import SessionSettings
 from muse_acp.agent.sessions.session import AcpSession
@@ -41,7 +42,7 @@ from muse_acp.agent.turns.relay import TurnOutlet
 from muse_acp.agent.turns.work import SessionWork
 from muse_acp.children import ChildProcess, spawn_child
 from muse_acp.host.binary import HostUnavailable, MuseBinary
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.tasks import task_group
 from muse_acp.text import utf8_size
 from muse_acp_wire import acp, msp
@@ -264,7 +265,17 @@ class ExecTurn:
         for update in self._translator.finish(why):
             await self._send(update)
         if self._translator.unreadable:
-            logger.warning("muse exec wrote %d unreadable line(s)", self._translator.unreadable)
+            unreadable = self._translator.unreadable
+            logger.warning("muse exec wrote %d unreadable line(s)", unreadable)
+            text = (
+                f"`muse exec` wrote {unreadable} line(s) of output muse-acp could not read; "
+                "what they held is not shown."
+            )
+            # Before notices this was only logged: a plain client still hears nothing of it.
+            with suppress(ConnectionClosed):  # the client has gone: nobody to tell
+                await self._session.outlet.tell(
+                    Notice("warning", "Some of Muse's output was unreadable", text, chat=False)
+                )
         if self._failure is not None:
             raise self._failure
         if self.cancel_requested:

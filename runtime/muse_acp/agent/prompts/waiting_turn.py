@@ -20,6 +20,7 @@ from typing import Final
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.translate import TurnTranslator
@@ -149,9 +150,13 @@ async def take_up(ctx: AgentContext, session: AcpSession, work: SessionWork) -> 
         logger.info("session %s: taken-up turn %s ended: %s", session.session_id, turn_id, stop)
     except RpcError as error:
         if not session.closed and not work.cancel_requested:
-            await session.say(
-                "muse-acp could not take up the turn Muse had in progress in this session when "
-                f"it was opened: {error.message}"
+            await session.tell(
+                Notice(
+                    "error",
+                    "muse-acp could not take up the turn Muse had in progress",
+                    "muse-acp could not take up the turn Muse had in progress in this session "
+                    f"when it was opened: {error.message}",
+                )
             )
     finally:
         session.end(work)

@@ -9,7 +9,7 @@ completed messages, thoughts and tool cards in full (paths absolute against the 
 ``cwd``; no file is read, so editing tools show no diff), plans as ``plan``. Pages are
 translated and sent one at a time, so memory stays bounded by a page however long the session
 is; the number of pages read is bounded too, and hitting that bound is logged rather than
-silently ignored.
+silently ignored (and told as a notice to a client that shows notices).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Final, Protocol
 
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.tool_cards import output_reference_update
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.hosts import Refusal, ask
 from muse_acp.agent.sessions.outlet import UpdateOutlet
 from muse_acp.agent.translation.translate import TurnTranslator
@@ -116,6 +117,13 @@ async def replay_history(
         logger.warning(
             "history of %s exceeds %d pages; replay was cut", session.session_id, MAX_PAGES
         )
+        shown = MAX_PAGES * PAGE_SIZE
+        text = (
+            f"This session's history is longer than the {shown} events muse-acp replays; "
+            "the rest of it is not shown here, but Muse still has it."
+        )
+        # Before notices this was only logged: a plain client still hears nothing of it.
+        await session.outlet.tell(Notice("warning", "History replay was cut", text, chat=False))
     if output.references:
         for item in latest_outputs.values():
             reference = output_reference_update(session.session_id, item, output)

@@ -2,17 +2,17 @@
 
 Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
 updates in the order their sends begin, noting on the way out what the session keeps of them
-(``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it in the
-update), a usage update's context window and latest token, cost and plan figures, an announced
-goal. A usage update that would say exactly what the last one sent said is not sent again (Muse
-reports after each model step both its tokens and its context window, which often agree).
+(``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
+usage update's figures, an announced goal. A usage update identical to the last one sent is not
+sent again (Muse often reports the same tokens and context window twice).
 
 * ``send`` raises ``ConnectionClosed`` once the client has gone.
 * ``send_nowait`` is the delta lane's: a plain text chunk from its ``chunk_frames`` template,
   queued only when the writer takes it at once; False, nothing sent, otherwise.
 * ``send_unless_gone(update, write)`` is the turns' guard: after a send found the client gone no
-  further update is tried, and only that send returns True (the turn stops and says so once);
-  ``write`` wraps the wait (a turn's silence watch times it).
+  further update is tried, and only that send returns True; ``write`` wraps the wait.
+* ``tell(notice)`` alone decides how a warning reaches the user (``errors.notices``): a
+  ``notice`` update when the client set ``session.notices``, else as before notices existed.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from muse_acp.agent.errors.notices import Notice, notice_update
 from muse_acp.agent.translation.chunk_frames import (
     encoded_chunk,
     encoded_plain,
@@ -58,12 +59,29 @@ class SessionRecord(Protocol):
 class UpdateOutlet:
     """Sends one session's updates to the client (see the module contract)."""
 
-    __slots__ = ("_client", "_encoded_id", "_last_usage", "_record", "gone", "session_id")
+    __slots__ = (
+        "_client",
+        "_encoded_id",
+        "_last_usage",
+        "_notices",
+        "_record",
+        "gone",
+        "session_id",
+    )
 
-    def __init__(self, session_id: str, client: ClientWriter, record: SessionRecord) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        client: ClientWriter,
+        record: SessionRecord,
+        *,
+        notices: bool = False,
+    ) -> None:
         self.session_id = session_id
         self._client = client
         self._record = record
+        self._notices = notices
+        """The client set ``session.notices``: warnings go out as ``notice`` updates."""
         self._encoded_id = encoded_session_id(session_id)
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
@@ -115,6 +133,22 @@ class UpdateOutlet:
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),
         )
+
+    async def tell(self, notice: Notice) -> None:
+        """Show ``notice`` to the user as this client takes it (see the module contract).
+
+        Raises:
+            ConnectionClosed: the client has gone.
+        """
+        if self._notices:
+            await self.send(notice_update(notice))
+        elif notice.chat:
+            await self.send(
+                acp.AgentMessageChunkSessionUpdate(
+                    session_update="agent_message_chunk",
+                    content=acp.TextContentBlock(type="text", text=notice.text),
+                )
+            )
 
     async def send_unless_gone(
         self,

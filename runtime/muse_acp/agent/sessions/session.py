@@ -25,6 +25,7 @@ import anyio
 
 from muse_acp.agent.cards.output_reference import ProofCache
 from muse_acp.agent.errors import failures
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.execution import ExecutionHost
 from muse_acp.agent.hosting.hosts import Hosting, HostKeeper
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec
@@ -131,6 +132,8 @@ class AcpSession:
     """The account's subscription usage as Muse last reported it (Muse 1.3.0 and newer)."""
     goal: GoalSeen | None = None
     """The goal Muse last announced for the session (shown by ``/goal``); None: none seen."""
+    notices: bool = False
+    """The client set ``session.notices``: warnings go out as ``notice`` updates."""
     closed: bool = False
     work: SessionWork | None = None
     turn: RunningTurn | None = None
@@ -149,7 +152,7 @@ class AcpSession:
     """The one way the session's updates reach the client (``outlet``)."""
 
     def __post_init__(self) -> None:
-        self.outlet = UpdateOutlet(self.session_id, self.client, self)
+        self.outlet = UpdateOutlet(self.session_id, self.client, self, notices=self.notices)
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
         idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
         self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)
@@ -272,6 +275,11 @@ class AcpSession:
         self.reader.close()
 
     # -- the client -------------------------------------------------------------------------
+
+    async def tell(self, notice: Notice) -> None:
+        """Warn the user: a ``notice`` update, or chat text for a client without notices
+        (``UpdateOutlet.tell``)."""
+        await self.outlet.tell(notice)
 
     async def say(self, text: str) -> None:
         """Show ``text`` in the session's chat as a message of the agent."""

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, get_args
+from typing import Final, TypeVar, get_args
 
 from pydantic import ValidationError
 
@@ -80,6 +80,16 @@ class ExecFormatError(Exception):
 
 def _title(text: str) -> str:
     return clip(one_line(text, TITLE_LIMIT_CHARS * 4), TITLE_LIMIT_CHARS)
+
+
+_Card = TypeVar("_Card", acp.ToolCallSessionUpdate, acp.ToolCallUpdateSessionUpdate)
+
+
+def _named(update: _Card, name: str | None) -> _Card:
+    """``update`` with the tool's ``name`` when the run named it (never a made-up one)."""
+    if name:
+        update.name = name  # assigned only when known: an unset member stays out of the dump
+    return update
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,19 +213,23 @@ class ExecTranslator:
     def _intent(self, payload: exec_jsonl.SideEffectIntentPayload) -> list[acp.SessionUpdate]:
         if not payload.operation.startswith(TOOL_PREFIX):
             return []
-        tool = payload.operation.removeprefix(TOOL_PREFIX) or "tool"
+        named = payload.operation.removeprefix(TOOL_PREFIX)
+        tool = named or "tool"
         call_id = payload.idempotency_key.removeprefix(TOOL_PREFIX)
         if not call_id or call_id in self._seen:
             return []
         self._seen.add(call_id)
-        self._open[call_id] = tool
+        self._open[call_id] = named
         return [
-            acp.ToolCallSessionUpdate(
-                session_update="tool_call",
-                tool_call_id=call_id,
-                title=_title(tool),
-                kind=kind_for_tool(tool),
-                status="pending",
+            _named(
+                acp.ToolCallSessionUpdate(
+                    session_update="tool_call",
+                    tool_call_id=call_id,
+                    title=_title(tool),
+                    kind=kind_for_tool(tool),
+                    status="pending",
+                ),
+                named,
             )
         ]
 
@@ -223,7 +237,8 @@ class ExecTranslator:
         facts = payload.correlation_facts
         call_id = payload.call_id.removeprefix(TOOL_PREFIX) or "tool-result"
         announced = self._open.pop(call_id, None)
-        tool = (facts.tool_name if facts else None) or announced or "tool"
+        named = (facts.tool_name if facts else None) or announced
+        tool = named or "tool"
         outcome = facts.outcome if facts else None
         failed = outcome is not None and outcome.lower() not in _SUCCESS
         shown = _present(tool, payload.text)
@@ -243,6 +258,8 @@ class ExecTranslator:
             )
             if shown.title is not None:
                 update.title = shown.title
+        if named:
+            update.name = named
         # Assigning marks a member as set; members left alone stay out of the dump.
         update.status = "failed" if failed else "completed"
         if text:
@@ -256,13 +273,16 @@ class ExecTranslator:
     def finish(self, why: str) -> list[acp.SessionUpdate]:
         """Fail every card still open when the run ended, saying ``why`` it has no result."""
         updates: list[acp.SessionUpdate] = [
-            acp.ToolCallUpdateSessionUpdate(
-                session_update="tool_call_update",
-                tool_call_id=call_id,
-                status="failed",
-                content=[text_content(f"[Not completed: {why}.]")],
+            _named(
+                acp.ToolCallUpdateSessionUpdate(
+                    session_update="tool_call_update",
+                    tool_call_id=call_id,
+                    status="failed",
+                    content=[text_content(f"[Not completed: {why}.]")],
+                ),
+                named,
             )
-            for call_id in self._open
+            for call_id, named in self._open.items()
         ]
         self._open.clear()
         return updates

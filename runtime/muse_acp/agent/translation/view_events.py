@@ -8,11 +8,11 @@ not parse, so one bad event never hides the rest. ``missed_events`` pages forwar
 (which was delivered live), so nothing is lost and nothing is handled twice; it stops at the end
 of the view and after ``MAX_GAP_PAGES`` pages of ``GAP_PAGE_SIZE`` events (logged).
 
-A ``GapFiller`` keeps a turn's order across a gap: from the ``view/gap`` on, live events are
-held (up to ``limit``; beyond it they are handled at once, out of order but never lost) until
-the missed events have been handled, then the held ones follow in arrival order; a further gap
-met among the held events is filled in its turn the same way. A page that cannot be read is
-reported to ``on_failure`` (the turn fails), and live events stay held.
+A ``GapFiller`` keeps a turn's order across a gap: live events are held (up to ``limit``;
+beyond it handled at once, out of order but never lost) until the missed events were handled,
+then follow in arrival order; a further gap among them is filled the same way. A page that
+cannot be read goes to ``on_failure`` (the turn fails). A gap cut at its bound is also told as
+a notice (``errors.notices``: logged only, as before, for a client without notices).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import suppress
 from typing import Final
 
 from pydantic import ValidationError
 
-from muse_acp.rpc import RpcError
+from muse_acp.agent.errors.notices import Notice, NoticeOutlet
+from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
@@ -62,9 +64,10 @@ def read_event(event: msp.ViewEvent) -> WireModel | None:
 
 
 async def missed_events(
-    read_page: PageReader, gap: msp.ViewGapParams
+    read_page: PageReader, gap: msp.ViewGapParams, cut: list[int] | None = None
 ) -> AsyncIterator[tuple[str, WireModel]]:
-    """Yield the events between ``gap.after`` and ``gap.next`` (see the module contract).
+    """Yield the events between ``gap.after`` and ``gap.next`` (see the module contract); when
+    the gap is cut at its bound, the number of events read is appended to ``cut``.
 
     Raises:
         RpcError: a page could not be read (as ``read_page`` reports it).
@@ -91,6 +94,8 @@ async def missed_events(
         gap.after,
         MAX_GAP_PAGES * GAP_PAGE_SIZE,
     )
+    if cut is not None:
+        cut.append(MAX_GAP_PAGES * GAP_PAGE_SIZE)
 
 
 class GapFiller:
@@ -102,11 +107,13 @@ class GapFiller:
         handle: EventHandler,
         limit: int,
         on_failure: Callable[[RpcError], None],
+        notices: NoticeOutlet | None = None,
     ) -> None:
         self._read_page = read_page
         self._handle = handle
         self._limit = limit
         self._on_failure = on_failure
+        self._notices = notices
         self._backlog: deque[tuple[str, WireModel]] | None = None
 
     @property
@@ -137,8 +144,11 @@ class GapFiller:
 
     async def _fill(self, gap: msp.ViewGapParams) -> None:
         while True:
-            async for method, params in missed_events(self._read_page, gap):
+            cut: list[int] = []
+            async for method, params in missed_events(self._read_page, gap, cut):
                 await self._handle(method, params)
+            if cut:
+                await self._tell_cut(cut[0])
             backlog = self._backlog
             while backlog:
                 method, params = backlog.popleft()
@@ -149,3 +159,16 @@ class GapFiller:
             else:
                 self._backlog = None
                 return
+
+    async def _tell_cut(self, shown: int) -> None:
+        if self._notices is None:
+            return
+        text = (
+            f"Muse sent more than {shown} events while muse-acp could not follow the session "
+            "live; the first of them are shown and the rest of this stretch is not, though "
+            "Muse keeps them (load the session again to see its whole history)."
+        )
+        # Before notices this was only logged: a plain client still hears nothing of it.
+        notice = Notice("warning", "Part of this turn's output was not shown", text, chat=False)
+        with suppress(ConnectionClosed):  # the client has gone: nobody to tell
+            await self._notices.tell(notice)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from muse_acp.agent.cards.file_changes import capture_before
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp_wire import acp, msp
@@ -35,9 +36,12 @@ class StateObserver(Protocol):
 
 class TurnOutlet(Protocol):
     """A session's update outlet as its turns use it (``sessions.outlet.UpdateOutlet`` is one):
-    ``send_nowait`` for a relay's ``send_now``, ``send_unless_gone`` for everything else."""
+    ``send_nowait`` for a relay's ``send_now``, ``send_unless_gone`` for everything else,
+    ``tell`` for a warning (``errors.notices``)."""
 
     def send_nowait(self, update: Update) -> bool: ...
+
+    async def tell(self, notice: Notice) -> None: ...
 
     async def send_unless_gone(
         self,

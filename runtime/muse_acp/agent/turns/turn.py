@@ -3,8 +3,8 @@
 Contract: the host's events arrive in order through ``on_event`` (and text deltas through
 ``take_delta``) and are translated and sent at once (``relay``); approvals and questions go to
 ``interactions``. Events are held (at most ``MAX_HELD_EVENTS``) until the turn's id is known,
-then events of another turn are dropped, so one prompt never receives another's output. A
-``view/gap`` is filled by paging the missed range back (``view_events.GapFiller``).
+then events of another turn are dropped, so one prompt never receives another's output; a
+``view/gap`` is filled by paging the missed range back (``GapFiller``, which tells of a cut).
 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
@@ -28,8 +28,9 @@ from muse_acp.agent.cards.progress import active_turn_update
 from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting import hosts
 from muse_acp.agent.options.config_options import MODES, SessionSettings, turn_effort
-from muse_acp.agent.translation import event_kinds, view_events
+from muse_acp.agent.translation import event_kinds
 from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.translation.view_events import GapFiller
 from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
@@ -106,7 +107,7 @@ class ActiveTurn:
         self.acknowledged = anyio.Event()
         self.interactions = Interactions(self, translator.cards)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
-        self._gaps = view_events.GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail)
+        self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail, self._outlet)
         self._silence = SilenceWatch(
             options.deadlines.silence, self.interactions.waiting_on_client, session.session_id
         )
@@ -173,9 +174,8 @@ class ActiveTurn:
         self._explanation = self._explanation or error
 
     def fail(self, error: RpcError) -> None:
-        """Settle with ``error`` and ask the host to stop the turn (best effort); its state is
-        unknown now (the turn may still run or wait there). A cancel asked for earlier wins over
-        the error; a host that went away is reported by the turn itself (with how it ended)."""
+        """Settle with ``error`` and ask the host to stop the turn (best effort; its state is
+        unknown now). An earlier cancel wins; a host that went away is reported by the turn."""
         if self._settled.is_set():
             return
         self.host_unsettled = True
