@@ -129,7 +129,7 @@ def test_exec_advertises_new_and_close_only_and_says_which_backend() -> None:
     assert capabilities["promptCapabilities"]["image"] is True
     assert dumped["_meta"] == {"muse/backend": {"backend": "exec", "reason": "chosen"}}
     msp_report = acp.MuseBackendReport(backend="msp", reason="default")
-    on_msp = initialize_response(Negotiated(), msp_report).model_dump(
+    on_msp = initialize_response(Negotiated(delete=True), msp_report).model_dump(
         mode="json", by_alias=True, exclude_unset=True
     )
     assert set(on_msp["agentCapabilities"]["sessionCapabilities"]) == {
