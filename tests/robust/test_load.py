@@ -28,14 +28,11 @@ from tests.robust.faults_harness import (
     MARGIN,
     Budgets,
     Stopwatch,
-    agent_pid,
     announced_turn,
-    children,
     fault_world,
-    open_fds,
-    require_proc,
     wait_until,
 )
+from tests.robust.procs import agent_pid, children, open_fds, require_proc
 
 pytestmark = pytest.mark.anyio
 
@@ -258,7 +255,7 @@ async def test_sixty_four_busy_sessions_settle_every_prompt_exactly_and_leave_no
     tmp_path: Path,
 ) -> None:
     require_proc()
-    faulty = fault_world(tmp_path, BUDGETS)
+    faulty = fault_world(tmp_path, BUDGETS, process=True)
     faulty.world.extra_env["MUSE_SIM_FAULTS"] = f"slow:{SLOW_MS}"
     rng = random.Random(SEED)
     plans = [make_plan(index, rng) for index in range(SESSIONS)]
@@ -266,7 +263,7 @@ async def test_sixty_four_busy_sessions_settle_every_prompt_exactly_and_leave_no
     assert {turn.kind for plan in plans for turn in plan.turns} == set(EXPECTED_STOPS)
     watch = Stopwatch()
     async with running_agent(faulty.world, capabilities=STEERING, process=True) as agent:
-        pid = agent_pid(faulty.world)
+        pid = agent_pid(faulty.world.sim_home)
         assert children(pid) == [], "the agent runs no host before its first prompt"
         fds = open_fds(pid)
         with anyio.fail_after(TOTAL_BOUND):

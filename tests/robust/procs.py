@@ -1,0 +1,77 @@
+"""What ``/proc`` says of processes, with the standard library alone (Linux only).
+
+The robustness tests whose claims are about processes ask "is this process gone", "which
+processes has this one started" and "how many files does it hold" here; they call
+``require_proc`` first, which skips them where there is no ``/proc``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+__all__ = ["agent_pid", "children", "cmdline", "is_running", "open_fds", "require_proc"]
+
+PROC: Final = Path("/proc")
+
+
+def require_proc() -> None:
+    """Skip the calling test where there is no Linux ``/proc`` to observe processes with."""
+    if not (PROC / "self" / "stat").exists():
+        pytest.skip("process checks read /proc, which only Linux provides")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name, or None when it is gone."""
+    try:
+        raw = (PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # The command name is parenthesised and may itself hold spaces or parentheses.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def is_running(pid: int) -> bool:
+    """The process exists, running or as an unreaped zombie: either way it was left behind."""
+    return _stat_fields(pid) is not None
+
+
+def children(pid: int) -> list[int]:
+    """The processes (zombies included) whose parent is ``pid``."""
+    found = []
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def open_fds(pid: int) -> int:
+    """How many file descriptors ``pid`` holds open."""
+    return len(os.listdir(PROC / str(pid) / "fd"))
+
+
+def cmdline(pid: int) -> str:
+    """The command line of ``pid``, or "(gone)"."""
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return "(gone)"
+
+
+def agent_pid(sim_home: Path) -> int:
+    """The pid of the ``muse-acp serve`` process this test started for the world whose
+    simulator state is in ``sim_home``."""
+    marker = f"MUSE_SIM_HOME={sim_home}".encode()
+    for pid in children(os.getpid()):
+        try:
+            environ = (PROC / str(pid) / "environ").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        if marker in environ and "muse_acp serve" in cmdline(pid):
+            return pid
+    raise AssertionError("the muse-acp serve process of this test was not found")
