@@ -13,7 +13,7 @@ from typing import Final
 
 import pytest
 
-__all__ = ["agent_pid", "children", "cmdline", "is_running", "open_fds", "require_proc"]
+__all__ = ["children", "cmdline", "is_running", "open_fds", "require_proc"]
 
 PROC: Final = Path("/proc")
 
@@ -61,17 +61,3 @@ def cmdline(pid: int) -> str:
         return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except (FileNotFoundError, ProcessLookupError):
         return "(gone)"
-
-
-def agent_pid(sim_home: Path) -> int:
-    """The pid of the ``muse-acp serve`` process this test started for the world whose
-    simulator state is in ``sim_home``."""
-    marker = f"MUSE_SIM_HOME={sim_home}".encode()
-    for pid in children(os.getpid()):
-        try:
-            environ = (PROC / str(pid) / "environ").read_bytes().split(b"\0")
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        if marker in environ and "muse_acp serve" in cmdline(pid):
-            return pid
-    raise AssertionError("the muse-acp serve process of this test was not found")
