@@ -39,6 +39,8 @@ from .procs import cmdline, is_running
 from .rawagent import RawAgent, raw_agent
 
 __all__ = [
+    "DEADLINE",
+    "EXITED",
     "FIRST",
     "INTERNAL_ERROR",
     "MARGIN",
@@ -282,6 +284,10 @@ FIRST: Final = "the durable first words"
 """The first prompt of every test; its turn completed, so every fault must leave it loadable."""
 INTERNAL_ERROR: Final = -32603
 """The code of every failure of a turn, a read or a load."""
+EXITED: Final = ("exit code 1", "again; muse-acp starts a new Muse host")
+"""What a host-death error must say: how the host ended, and that trying again starts a new one."""
+DEADLINE: Final = ("did not respond in time", "history")
+"""What an error after a possibly submitted command must say: it timed out, check the history."""
 
 
 Budget = Callable[[Budgets], float]
