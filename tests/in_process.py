@@ -3,10 +3,11 @@
 ``serving_agent(env)`` serves the agent on two pipes of this process through the very code
 ``muse-acp serve`` runs on stdio (``agent.server.serve_streams`` over ``rpc.open_stdio``), with
 the configuration ``env`` gives and ``SimLauncher`` starting its hosts (a world's plain
-launcher is played in process; anything else is still a process). It yields the client's
+launcher is played in process; anything else is still a process; pass ``launcher`` to arm
+faults or see the hosts it served). It yields the client's
 asyncio streams, as the SDK's ``spawn_agent_process`` would; ``agent_task`` serves it for a raw
 client, as a process-like ``AgentTask``. The agent's log goes to ``log``
-at debug level, as ``MUSE_ACP_LOG=debug`` would send it to a process's stderr; the simulated
+at the level ``env``'s ``MUSE_ACP_LOG`` sets, as it would go to a process's stderr; the simulated
 hosts' own records stay out of it, as a host's stderr would. While it runs, ``env`` is the
 process environment, as it would be the agent's own. Leaving the block closes the
 agent's input and waits (bounded) until it has stopped, with every host reaped; an agent that
@@ -28,6 +29,7 @@ import anyio
 from muse_acp.agent.handshake.startup import Startup
 from muse_acp.agent.server import serve_streams
 from muse_acp.config import load_config
+from muse_acp.logs import resolve_level
 from muse_acp.redact import RedactingFilter
 from muse_acp.rpc import open_stdio
 from muse_acp.rpc.stdio import FdReceiveStream, FdSendStream
@@ -45,10 +47,11 @@ class _NotTheHosts(logging.Filter):
 
 
 @asynccontextmanager
-async def _agent_log(log: Path | None) -> AsyncIterator[None]:
+async def _agent_log(log: Path | None, env: Mapping[str, str]) -> AsyncIterator[None]:
     if log is None:
         yield
         return
+    chosen = resolve_level(None, env).upper()
     handler = logging.FileHandler(log, encoding="utf-8")
     handler.setFormatter(logging.Formatter("muse-acp %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(RedactingFilter())
@@ -56,7 +59,7 @@ async def _agent_log(log: Path | None) -> AsyncIterator[None]:
     logger = logging.getLogger("muse_acp")
     level = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
+    logger.setLevel(chosen)
     try:
         yield
     finally:
@@ -94,10 +97,12 @@ async def _client_streams(
     return reader, writer, reading
 
 
-async def _serve(env: Mapping[str, str], agent_in: int, agent_out: int) -> None:
+async def _serve(
+    env: Mapping[str, str], agent_in: int, agent_out: int, launcher: SimLauncher | None
+) -> None:
     """The agent on its two pipe ends until its input ends; the ends are closed after."""
     try:
-        startup = Startup(load_config(env), env, SimLauncher())
+        startup = Startup(load_config(env), env, launcher or SimLauncher())
         async with open_stdio(read_fd=agent_in, write_fd=agent_out) as (receive, send):
             await serve_streams(startup, receive, send)
     finally:
@@ -108,7 +113,7 @@ async def _serve(env: Mapping[str, str], agent_in: int, agent_out: int) -> None:
 
 @asynccontextmanager
 async def serving_agent(
-    env: Mapping[str, str], *, log: Path | None = None
+    env: Mapping[str, str], *, log: Path | None = None, launcher: SimLauncher | None = None
 ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
     """Serve the agent in process (see the module contract); yields the client's streams."""
     agent_in, client_out = os.pipe()
@@ -117,12 +122,12 @@ async def serving_agent(
 
     async def agent() -> None:
         try:
-            await _serve(env, agent_in, agent_out)
+            await _serve(env, agent_in, agent_out, launcher)
         finally:
             stopped.set()
 
     with _process_environment(env):
-        async with _agent_log(log), anyio.create_task_group() as tasks:
+        async with _agent_log(log, env), anyio.create_task_group() as tasks:
             reader, writer, reading = await _client_streams(client_in, client_out)
             tasks.start_soon(agent)
             try:
@@ -165,7 +170,7 @@ class AgentTask:
 
 @asynccontextmanager
 async def agent_task(
-    env: Mapping[str, str], *, log: Path | None = None
+    env: Mapping[str, str], *, log: Path | None = None, launcher: SimLauncher | None = None
 ) -> AsyncIterator[AgentTask]:
     """Serve the agent in process for a raw client (see ``AgentTask``); leaving the block closes
     its input and waits (bounded) until it has stopped."""
@@ -183,13 +188,13 @@ async def agent_task(
     async def serve() -> None:
         try:
             with scope:
-                await _serve(env, agent_in, agent_out)
+                await _serve(env, agent_in, agent_out, launcher)
         finally:
             agent.stopped.set()
 
     try:
         with _process_environment(env):
-            async with _agent_log(log), anyio.create_task_group() as tasks:
+            async with _agent_log(log, env), anyio.create_task_group() as tasks:
                 tasks.start_soon(serve)
                 try:
                     yield agent

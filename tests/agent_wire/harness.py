@@ -24,6 +24,7 @@ from acp.client.connection import ClientSideConnection
 from pydantic import TypeAdapter
 
 from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
+from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
 from muse_acp.sim.options.settings import CAPTURE_ENV
 from tests.in_process import serving_agent
@@ -208,12 +209,14 @@ async def running_agent(
     *,
     capabilities: schema.ClientCapabilities | Mapping[str, Any] | None = None,
     process: bool = False,
+    launcher: SimLauncher | None = None,
 ) -> AsyncIterator[Agent]:
     """Serve the agent under the SDK client and initialize it: in this process by default
-    (``tests.in_process``: the code of ``muse-acp serve`` on pipes, hosts played in process),
-    or, with ``process``, as ``muse-acp serve`` processes with ``muse-sim`` processes for hosts
-    (for tests whose hosts work hard at once: in one process they would share one core).
-    ``capabilities`` given as JSON go out as written (for members the SDK's models lack)."""
+    (``tests.in_process``: the code of ``muse-acp serve`` on pipes, hosts played in process by
+    ``launcher``, a fresh ``SimLauncher`` unless given), or, with ``process``, as ``muse-acp
+    serve`` processes with ``muse-sim`` processes for hosts (for tests whose hosts work hard at
+    once: in one process they would share one core). ``capabilities`` given as JSON go out as
+    written (for members the SDK's models lack)."""
     client = client or RecordingClient()
     frames: list[tuple[str, dict[str, Any]]] = []
 
@@ -224,7 +227,7 @@ async def running_agent(
         frames.append((direction, event.message))
         client.nudge()
 
-    async with _connected(world, client, observe, process) as conn:
+    async with _connected(world, client, observe, process, launcher) as conn:
         info = schema.Implementation(name="muse-acp-tests", version="0")
         if isinstance(capabilities, Mapping):
             params = {
@@ -245,10 +248,15 @@ async def running_agent(
 
 @asynccontextmanager
 async def _connected(
-    world: World, client: RecordingClient, observe: Callable[[Any], None], process: bool
+    world: World,
+    client: RecordingClient,
+    observe: Callable[[Any], None],
+    process: bool,
+    launcher: SimLauncher | None,
 ) -> AsyncIterator[ClientSideConnection]:
     if not process:
-        async with serving_agent(world.env(), log=world.stderr) as (reader, writer):
+        streams = serving_agent(world.env(), log=world.stderr, launcher=launcher)
+        async with streams as (reader, writer):
             conn = ClientSideConnection(
                 cast(acp.Client, client),
                 writer,

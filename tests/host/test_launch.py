@@ -126,3 +126,36 @@ async def test_a_host_in_process_ends_with_its_input_and_a_changed_launcher_is_a
         assert host.process.returncode == 0
     assert pids[0] == os.getpid()
     assert pids[1] != os.getpid()
+
+
+async def test_armed_faults_go_to_the_next_serve_alone_whether_played_or_a_process(
+    tmp_path: Path,
+) -> None:
+    world = SimWorld.make(tmp_path)
+    launcher = SimLauncher()
+
+    async def serve() -> None:
+        with anyio.fail_after(WAIT):
+            async with open_host(
+                str(world.muse_bin),
+                cwd=str(world.workspace),
+                env=world.env(),
+                startup_timeout=WAIT,
+                launcher=launcher,
+            ):
+                assert launcher.served[-1].held
+
+    launcher.arm("exit:handshake")
+    with pytest.raises(HostEnded) as ended:
+        await serve()
+    assert "injected fault exit:handshake" in ended.value.stderr_tail
+    assert launcher.armed is None
+    await serve()  # the faults went with the host that took them
+    # A stderr flood is played by a process: it takes the armed faults all the same.
+    flood = "stderr-flood:1000,exit:handshake"
+    launcher.arm(flood)
+    with pytest.raises(HostEnded) as ended:
+        await serve()
+    assert "injected fault exit:handshake" in ended.value.stderr_tail
+    served = [(s.armed, s.held, s.host.pid == os.getpid()) for s in launcher.served]
+    assert served == [("exit:handshake", False, True), (None, False, True), (flood, False, False)]

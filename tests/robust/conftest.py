@@ -8,11 +8,13 @@ needs one event loop for the whole module, hence ``anyio_backend`` is module-sco
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from tests.agent_wire.harness import World, make_world
 
+from .faults_harness import FaultWorld, fault_world
 from .rawagent import RawAgent, raw_agent
 
 
@@ -33,3 +35,9 @@ async def agent(world: World) -> AsyncIterator[RawAgent]:
         await running.initialize()
         yield running
         assert running.alive, f"the agent exited; stderr tail:\n{world.stderr_text()[-3000:]}"
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> FaultWorld:
+    """A fault world of this test alone, in process, with the default budgets."""
+    return fault_world(tmp_path)

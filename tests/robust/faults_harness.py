@@ -1,28 +1,27 @@
-"""Helpers for muse-acp's host-fault and load tests: armed faults, short budgets, /proc checks.
+"""Helpers for muse-acp's host-fault and load tests: armed faults, short budgets, outcomes.
 
-A ``FaultWorld`` is the wire tests' isolated ``World`` whose ``muse`` executable is a small
-wrapper around muse-sim. The wrapper appends the pid of every process it starts to a file
-(``exec`` keeps the pid, so it is the simulator's own) and hands ``MUSE_SIM_FAULTS`` to exactly
-one host: the first ``serve`` started after ``arm``. Every other host runs with the world's own
-environment, so one agent can meet a fault and then load the same session through a healthy
-host.
+A ``FaultWorld`` is the wire tests' isolated ``World`` whose hosts can be given faults: ``arm``
+hands a ``MUSE_SIM_FAULTS`` value to exactly one host, the first ``serve`` started after it.
+Every other host runs with the world's own environment, so one agent can meet a fault and then
+load the same session through a healthy host. By default the agent and its hosts run in this
+process (``SimLauncher`` takes the armed faults and lists the hosts it served); with
+``process`` they are processes, and the world's ``muse`` is a small wrapper around muse-sim
+that appends the pid of every process it starts to a file (``exec`` keeps the pid, so it is the
+simulator's own) and hands the armed faults over: for claims about processes (reaping, kills).
 
 ``Budgets`` sets the adapter's deadlines short, so a hang shows up in seconds; ``settled_error``
 times an operation that must fail, and a ``Fault`` says which error and which timing it must
 fail with. ``prepared`` yields an agent whose session has one durable turn and no host left
 running, and ``loads_with_history`` checks that this turn survives whatever happened since.
-The ``/proc`` helpers answer "is this process gone", "which processes has this one started"
-and "how many files does it hold" with the standard library alone (Linux only; tests call
-``require_proc`` to skip elsewhere). ``/proc`` has no change notification, so waiting on it
+Nothing signals that a process is gone from ``/proc`` (``procs``), so waiting for hosts to go
 is a poll with a deadline (``wait_until``).
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -32,10 +31,16 @@ import anyio
 import pytest
 from acp import schema
 
+from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.launcher import write_launcher
 from tests.agent_wire.harness import WAIT, Agent, World, failure_of, make_world, running_agent
 
+from .procs import cmdline, is_running
+from .rawagent import RawAgent, raw_agent
+
 __all__ = [
+    "DEADLINE",
+    "EXITED",
     "FIRST",
     "INTERNAL_ERROR",
     "MARGIN",
@@ -46,17 +51,12 @@ __all__ = [
     "FaultWorld",
     "Settled",
     "Stopwatch",
-    "agent_pid",
     "announced_turn",
-    "children",
     "fault_world",
     "host_saw",
-    "is_running",
     "loads_with_history",
-    "open_fds",
     "prepared",
     "read_budget",
-    "require_proc",
     "settled_error",
     "startup_budget",
     "submit_budget",
@@ -68,14 +68,7 @@ MARGIN: Final = 4.0
 room for a loaded two-core machine to start Python processes, never for a missed deadline."""
 POLL: Final = 0.05
 """Seconds between two looks at ``/proc`` (or a capture file) while waiting for a change."""
-PROC: Final = Path("/proc")
 ACTIVE_TURN: Final = "muse/activeTurnId"
-
-
-def require_proc() -> None:
-    """Skip the calling test where there is no Linux ``/proc`` to observe processes with."""
-    if not (PROC / "self" / "stat").exists():
-        pytest.skip("process checks read /proc, which only Linux provides")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +103,40 @@ _FIRED: Final = "fired-faults"
 
 @dataclass
 class FaultWorld:
-    """A ``World`` whose simulated hosts are recorded and can be given faults one at a time."""
+    """A ``World`` whose simulated hosts are seen and can be given faults one at a time: in
+    process (``launcher`` plays them and takes armed faults) or, with ``launcher`` None, as
+    muse-sim processes a wrapper records (for claims about processes: reaping, kills)."""
 
     world: World
     budgets: Budgets
+    launcher: SimLauncher | None
     pid_file: Path
     armed: Path
 
+    @property
+    def process(self) -> bool:
+        """The agent and its hosts run as processes."""
+        return self.launcher is None
+
+    def agent(
+        self, capabilities: schema.ClientCapabilities | None = None
+    ) -> AbstractAsyncContextManager[Agent]:
+        """``running_agent`` for this world, in its tier."""
+        return running_agent(
+            self.world, capabilities=capabilities, process=self.process, launcher=self.launcher
+        )
+
+    def raw_agent(
+        self, env: Mapping[str, str] | None = None
+    ) -> AbstractAsyncContextManager[RawAgent]:
+        """``raw_agent`` for this world (plus ``env``), in its tier."""
+        return raw_agent(self.world, env, process=self.process, launcher=self.launcher)
+
     def arm(self, faults: str) -> None:
         """Give ``faults`` (a ``MUSE_SIM_FAULTS`` value) to the next host that starts serving."""
+        if self.launcher is not None:
+            self.launcher.arm(faults)
+            return
         staged = self.armed.with_suffix(".staged")
         staged.write_text(faults)
         staged.replace(self.armed)  # the wrapper must never read half a fault list
@@ -126,14 +144,18 @@ class FaultWorld:
     @property
     def fired(self) -> bool:
         """A host took the armed faults."""
+        if self.launcher is not None:
+            return self.launcher.armed is None
         return not self.armed.exists()
 
     def faulted(self) -> list[int]:
-        """The pids of the hosts that took armed faults."""
+        """The pids of the hosts that took armed faults (processes only)."""
+        assert self.process, "in process, hosts have no pids of their own"
         return [int(path.suffix[1:]) for path in self.armed.parent.glob(f"{_FIRED}.*")]
 
     def pids(self) -> list[int]:
         """Every muse-sim process started so far (hosts, version probes, other commands)."""
+        assert self.process, "in process, hosts have no pids of their own"
         if not self.pid_file.exists():
             return []
         return [int(line) for line in self.pid_file.read_text().split()]
@@ -141,32 +163,49 @@ class FaultWorld:
     def running(self) -> list[int]:
         return [pid for pid in self.pids() if is_running(pid)]
 
+    def left(self, faulted: bool = False) -> list[str]:
+        """The hosts still there (only those that took armed faults, with ``faulted``): muse-sim
+        processes not yet exited and reaped, or in process hosts the agent still holds."""
+        if self.launcher is None:
+            pids = self.faulted() if faulted else self.running()
+            return [f"{pid}: {cmdline(pid)}" for pid in pids if is_running(pid)]
+        return [
+            f"host {number} (faults {served.armed})"
+            for number, served in enumerate(self.launcher.served)
+            if served.held and (served.armed is not None or not faulted)
+        ]
+
     async def all_exited(self, within: float) -> None:
-        """Wait until every recorded muse-sim process is gone (exited and reaped)."""
-        await wait_until(lambda: not self.running(), within, self.describe)
+        """Wait until every host is gone (see ``left``)."""
+        await wait_until(lambda: not self.left(), within, self.describe)
 
     def describe(self) -> str:
         """What is still running, and the end of the agent's log, for a failure message."""
-        alive = {pid: _cmdline(pid) for pid in self.running()}
-        return f"muse-sim processes still present: {alive}\n{self.world.stderr_text()[-3000:]}"
+        return f"muse-sim hosts still present: {self.left()}\n{self.world.stderr_text()[-3000:]}"
 
 
-def fault_world(root: Path, budgets: Budgets | None = None, version: str = "1.2.1") -> FaultWorld:
-    """A fresh isolated world under ``root`` whose ``muse`` records pids and takes armed faults."""
+def fault_world(
+    root: Path, budgets: Budgets | None = None, version: str = "1.2.1", *, process: bool = False
+) -> FaultWorld:
+    """A fresh isolated world under ``root``, in process or (``process``) with a ``muse`` that
+    records pids and takes armed faults."""
     budgets = budgets or Budgets()
     world = make_world(root, version)
     pid_file = root / "sim-pids"
     armed = root / "armed-faults"
-    prelude = _PRELUDE.format(
-        pids=shlex.quote(str(pid_file)),
-        armed=shlex.quote(str(armed)),
-        fired=shlex.quote(str(root / _FIRED)),
-    )
-    write_launcher(world.muse_bin, prelude=prelude)
+    if process:
+        prelude = _PRELUDE.format(
+            pids=shlex.quote(str(pid_file)),
+            armed=shlex.quote(str(armed)),
+            fired=shlex.quote(str(root / _FIRED)),
+        )
+        write_launcher(world.muse_bin, prelude=prelude)
     world.extra_env.update(budgets.env())
-    # Logging every line of a megabyte stderr flood at debug level would dominate run times.
-    world.extra_env["MUSE_ACP_LOG"] = "info"
-    return FaultWorld(world, budgets, pid_file, armed)
+    if process:
+        # The level a user runs at: what these tests call alarming in a log is judged there.
+        world.extra_env["MUSE_ACP_LOG"] = "info"
+    launcher = None if process else SimLauncher()
+    return FaultWorld(world, budgets, launcher, pid_file, armed)
 
 
 # -- outcomes and time ---------------------------------------------------------------------
@@ -238,60 +277,6 @@ async def wait_until(
     raise AssertionError(f"not within {within:g}s: {explain()}")
 
 
-# -- /proc ---------------------------------------------------------------------------------
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name, or None when it is gone."""
-    try:
-        raw = (PROC / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    # The command name is parenthesised and may itself hold spaces or parentheses.
-    return raw[raw.rindex(")") + 2 :].split()
-
-
-def is_running(pid: int) -> bool:
-    """The process exists, running or as an unreaped zombie: either way it was left behind."""
-    return _stat_fields(pid) is not None
-
-
-def children(pid: int) -> list[int]:
-    """The processes (zombies included) whose parent is ``pid``."""
-    found = []
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
-            if fields is not None and int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def open_fds(pid: int) -> int:
-    """How many file descriptors ``pid`` holds open."""
-    return len(os.listdir(PROC / str(pid) / "fd"))
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except (FileNotFoundError, ProcessLookupError):
-        return "(gone)"
-
-
-def agent_pid(world: World) -> int:
-    """The pid of the ``muse-acp serve`` process this test started for ``world``."""
-    marker = f"MUSE_SIM_HOME={world.sim_home}".encode()
-    for pid in children(os.getpid()):
-        try:
-            environ = (PROC / str(pid) / "environ").read_bytes().split(b"\0")
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        if marker in environ and "muse_acp serve" in _cmdline(pid):
-            return pid
-    raise AssertionError("the muse-acp serve process of this test was not found")
-
-
 # -- a prepared agent and the faults it meets ---------------------------------------------
 
 
@@ -299,6 +284,10 @@ FIRST: Final = "the durable first words"
 """The first prompt of every test; its turn completed, so every fault must leave it loadable."""
 INTERNAL_ERROR: Final = -32603
 """The code of every failure of a turn, a read or a load."""
+EXITED: Final = ("exit code 1", "again; muse-acp starts a new Muse host")
+"""What a host-death error must say: how the host ended, and that trying again starts a new one."""
+DEADLINE: Final = ("did not respond in time", "history")
+"""What an error after a possibly submitted command must say: it timed out, check the history."""
 
 
 Budget = Callable[[Budgets], float]
@@ -357,9 +346,9 @@ async def prepared(
 ) -> AsyncIterator[tuple[Agent, str]]:
     """An agent with a session whose first turn completed and whose host has idled away.
 
-    On exit the agent is stopped and every muse-sim process must be gone.
+    On exit the agent is stopped and every host must be gone.
     """
-    async with running_agent(faulty.world, capabilities=capabilities, process=True) as agent:
+    async with faulty.agent(capabilities) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             response = await agent.prompt(session, first)

@@ -23,6 +23,7 @@ from typing import Any, Final
 import anyio
 from anyio.abc import Process, TaskGroup
 
+from muse_acp.sim.in_process import SimLauncher
 from tests.agent_wire.harness import World
 from tests.in_process import AgentTask, agent_task
 
@@ -234,10 +235,15 @@ class RawAgent:
 
 @asynccontextmanager
 async def raw_agent(
-    world: World, env: Mapping[str, str] | None = None, *, process: bool = False
+    world: World,
+    env: Mapping[str, str] | None = None,
+    *,
+    process: bool = False,
+    launcher: SimLauncher | None = None,
 ) -> AsyncIterator[RawAgent]:
     """Serve the agent in ``world`` (plus ``env``) and yield its raw client: in this process
-    (``tests.in_process.agent_task``), or, with ``process``, as a ``muse-acp serve`` process
+    (``tests.in_process.agent_task``, hosts started by ``launcher`` when given), or, with
+    ``process``, as a ``muse-acp serve`` process
     (for what only a process shows: signals, its exit, and that its stdout carries nothing but
     frames).
 
@@ -246,7 +252,7 @@ async def raw_agent(
     environment = {**world.env(), "MUSE_ACP_IDLE_TIMEOUT": "600", **(env or {})}
     if not process:
         async with (
-            agent_task(environment, log=world.stderr) as task,
+            agent_task(environment, log=world.stderr, launcher=launcher) as task,
             _driving(task, world) as agent,
         ):
             yield agent

@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from .faults_harness import MARGIN, Budgets, FaultWorld, fault_world
-from .rawagent import EXTENSIONS, RawAgent, id_key, raw_agent
+from .rawagent import EXTENSIONS, RawAgent, id_key
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +36,7 @@ async def agent_with_session(
 ) -> AsyncIterator[tuple[RawAgent, str]]:
     """An initialized agent and a new session; with ``faults``, the host that will serve the
     session's first prompt takes them (a warm-up turn first uses up the executable's probes)."""
-    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
+    async with faulty.raw_agent(BUDGETS.env()) as agent:
         await agent.result(
             "initialize",
             {"protocolVersion": 1, "clientCapabilities": capabilities or EXTENSIONS},
@@ -144,7 +144,7 @@ async def test_a_prompt_after_a_cancel_that_outlived_its_budget_runs_at_once(
     faulty: FaultWorld,
 ) -> None:
     async with agent_with_session(faulty, faults="hang-ack:turn/cancel") as (agent, session):
-        assert faulty.running()
+        assert faulty.left(), "the warm-up host still runs"
         held = await agent.start_request(
             "session/prompt",
             {"sessionId": session, "prompt": [{"type": "text", "text": "sim:hold"}]},

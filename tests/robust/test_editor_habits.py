@@ -16,7 +16,7 @@ from typing import Final
 import pytest
 
 from .faults_harness import Budgets, FaultWorld, fault_world
-from .rawagent import EXTENSIONS, RawAgent, raw_agent
+from .rawagent import EXTENSIONS, RawAgent
 from .test_defects import cancel_frame, frames, prompt_frame, start_prompt
 
 pytestmark = pytest.mark.anyio
@@ -42,7 +42,7 @@ def _planned(agent: RawAgent, session: str) -> bool:
 async def holding_turn(faulty: FaultWorld) -> AsyncIterator[tuple[RawAgent, str, str]]:
     """An agent whose new session runs a turn that holds until cancelled, its plan already
     shown: the agent, the session and the key of the prompt's response."""
-    async with raw_agent(faulty.world, BUDGETS.env()) as agent:
+    async with faulty.raw_agent(BUDGETS.env()) as agent:
         await agent.result("initialize", {"protocolVersion": 1, "clientCapabilities": EXTENSIONS})
         session = await agent.new_session()
         key = await start_prompt(agent, session, "sim:plan\nsim:hold")

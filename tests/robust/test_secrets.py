@@ -7,6 +7,9 @@ stderr (logging at debug) or in a preference file, nor on stdout except where th
 prompt text is repeated back to it (the simulated model echoes a prompt, and loading a session
 replays it): a message chunk whose text is part of a prompt that was sent is that echo, and
 only such chunks are left out of the search. Every stdout line must be a JSON-RPC frame.
+
+The run of every method is a ``muse-acp serve`` process, so that its stdout and stderr are all
+the process writes; the other tests run the agent in this process.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 @pytest.fixture(scope="module")
 async def agent(world: World) -> AsyncIterator[RawAgent]:
     env = {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(fresh_data_dir(world))}
-    async with raw_agent(world, env, process=True) as running:
+    async with raw_agent(world, env) as running:
         await running.initialize()
         yield running
         assert running.alive, world.stderr_text()[-3000:]
@@ -219,9 +222,7 @@ async def test_preference_files_are_private_even_in_a_new_data_directory(
 ) -> None:
     world = make_world(tmp_path)
     data_dir = fresh_data_dir(world)
-    async with raw_agent(
-        world, {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(data_dir)}, process=True
-    ) as agent:
+    async with raw_agent(world, {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(data_dir)}) as agent:
         await agent.initialize()
         session_id = await agent.new_session()
         answer = await agent.prompt_text(session_id, "/rename A title of my own")
@@ -291,10 +292,15 @@ async def run_every_method(script: Script, world: World) -> None:
 
 
 async def test_a_run_of_every_method_writes_only_frames_and_never_a_secret(
-    agent: RawAgent, world: World
+    tmp_path: Path,
 ) -> None:
-    script = Script(agent)
-    await run_every_method(script, world)
+    world = make_world(tmp_path)
+    env = {**SECRET_ENV, "MUSE_ACP_DATA_DIR": str(fresh_data_dir(world))}
+    async with raw_agent(world, env, process=True) as agent:
+        await agent.initialize()
+        script = Script(agent)
+        await run_every_method(script, world)
+        assert agent.alive, world.stderr_text()[-3000:]
     assert problems_in(agent.lines) == []
     assert BEARER in b"\n".join(agent.lines).decode(), "the prompt's echo carries the token"
     stdout = "\n".join(without_echo(line, script) for line in agent.lines)
@@ -311,7 +317,7 @@ async def test_a_host_that_dies_quoting_secrets_is_reported_without_them(tmp_pat
     world = make_world(tmp_path)
     # muse-sim refuses a fault list it cannot parse by quoting the entry on stderr and exiting.
     env = {**SECRET_ENV, "MUSE_SIM_FAULTS": f"{LEAKY_TEXT} {CANARY} {OTHER_TOKEN}"}
-    async with raw_agent(world, env, process=True) as agent:
+    async with raw_agent(world, env) as agent:
         await agent.initialize()
         session_id = await agent.new_session()
         answer = await agent.prompt_text(session_id, "hello")

@@ -11,6 +11,10 @@ process; one still running ``EXIT_GRACE`` seconds later is cancelled, as SIGTERM
 and one that still runs ``TERMINATE_GRACE`` seconds after has its pipes shut under it (SIGKILL).
 Everything else (another executable, ``exec``, ``--replay``, a stderr flood, a legacy version)
 is started as a real process (``host.launch.SUBPROCESSES``).
+
+For fault tests, ``arm(faults)`` hands a ``MUSE_SIM_FAULTS`` value to the next ``serve`` alone
+(in process or not), in place of the environment's; ``served`` lists every ``serve`` started,
+with the faults it took and whether its client still holds it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import stat
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, redirect_stderr, redirect_stdout, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NoReturn
 
@@ -53,7 +58,7 @@ from muse_acp.sim.options.faults import (
 from muse_acp.sim.options.settings import ServeOptions
 from muse_acp.tasks import task_group
 
-__all__ = ["SimLauncher"]
+__all__ = ["Served", "SimLauncher"]
 
 logger: Final = logging.getLogger("muse_acp.sim")
 
@@ -195,11 +200,35 @@ def _check_folder(cwd: str) -> None:
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), cwd)
 
 
+@dataclass(eq=False)
+class Served:
+    """One ``serve`` a ``SimLauncher`` started: its host (in process or a process), the faults
+    armed for it (None: the environment's), and whether its client still holds it (once the
+    block ends the host has exited and is reaped)."""
+
+    host: HostProcess
+    armed: str | None
+    held: bool = True
+
+
 class SimLauncher:
     """Runs plain ``muse-sim`` launchers in process, anything else as a process."""
 
     def __init__(self) -> None:
         self._plain = launcher_text()
+        self._armed: str | None = None
+        self.served: list[Served] = []
+        """Every ``serve`` started, oldest first."""
+
+    def arm(self, faults: str) -> None:
+        """Give ``faults`` (a ``MUSE_SIM_FAULTS`` value) to the next ``serve`` that starts, in
+        place of its environment's, and to no other."""
+        self._armed = faults
+
+    @property
+    def armed(self) -> str | None:
+        """The faults armed and not yet taken by a ``serve``."""
+        return self._armed
 
     def plays(self, executable: str) -> bool:
         """``executable`` is a plain ``muse-sim`` launcher of this installation."""
@@ -230,6 +259,23 @@ class SimLauncher:
 
     @asynccontextmanager
     async def serve(
+        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None
+    ) -> AsyncIterator[HostProcess]:
+        armed, self._armed = self._armed, None
+        if armed is not None:
+            env = {**(os.environ if env is None else env), FAULTS_ENV: armed}
+        served: Served | None = None
+        try:
+            async with self._serve(argv, cwd=cwd, env=env) as host:
+                served = Served(host, armed)
+                self.served.append(served)
+                yield host
+        finally:
+            if served is not None:
+                served.held = False  # only now: leaving ``_serve`` ends and reaps the host
+
+    @asynccontextmanager
+    async def _serve(
         self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None
     ) -> AsyncIterator[HostProcess]:
         chosen = self._in_process_options(argv, env)
