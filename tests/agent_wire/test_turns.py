@@ -164,3 +164,23 @@ async def test_a_user_thinking_over_a_permission_is_not_host_silence(world: Worl
         with anyio.fail_after(WAIT):
             response = await agent.prompt(session, "sim:approve make install")
     assert response.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_host_slower_to_attach_than_the_idle_timeout_still_runs_the_prompt(
+    tmp_path: Path, version: str
+) -> None:
+    # The idle timer must not close a host while a turn is being prepared on it: here Muse
+    # takes longer to attach the session than the agent lets an unused host idle.
+    world = make_world(tmp_path, version=version)
+    world.extra_env.update(
+        MUSE_ACP_IDLE_TIMEOUT="0.3",
+        MUSE_SIM_FAULTS="slow-ack:session/start,ack-delay:900",
+    )
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "after a slow attach")
+    assert response.stop_reason == "end_turn"
+    assert "after a slow attach" in agent.client.text(session)
+    assert len(world.host_requests("initialize")) == 1, "one host served the prompt"

@@ -10,11 +10,8 @@ would leave (``faults.EXIT_HOOK``). Closing its stdin ends it as the end of inpu
 process; one still running ``EXIT_GRACE`` seconds later is cancelled, as SIGTERM would end it,
 and one that still runs ``TERMINATE_GRACE`` seconds after has its pipes shut under it (SIGKILL).
 Everything else (another executable, ``exec``, ``--replay``, a stderr flood, a legacy version)
-is started as a real process (``host.launch.SUBPROCESSES``).
-
-For fault tests, ``arm(faults)`` hands a ``MUSE_SIM_FAULTS`` value to the next ``serve`` alone
-(in process or not), in place of the environment's; ``served`` lists every ``serve`` started,
-with the faults it took and whether its client still holds it.
+is started as a real process (``host.launch.SUBPROCESSES``). ``arm(faults)`` hands a
+``MUSE_SIM_FAULTS`` value to the next ``serve`` alone; ``served`` lists every ``serve`` started.
 """
 
 from __future__ import annotations

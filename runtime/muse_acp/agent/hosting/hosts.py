@@ -3,12 +3,14 @@
 Contract: a ``HostKeeper`` keeps at most one ``muse serve`` process for one purpose (a session's
 execution or read host, the catalog host): ``start`` waits (at most ``PROCESS_EXIT_BUDGET``) until
 its previous process and that of the keeper it follows (``after``) are reaped, so no two race
-for Muse's session lease; ``holding`` keeps the idle timer off it; it closes after ``idle``
-seconds unheld, on ``close``, or when it dies. Its ``environment`` lasts exactly as long as each
-process. ``Hosting`` starts hosts (``opener``, at most ``MAX_CONCURRENT_STARTS`` at once) and
-owns no keeper. ``ask`` sends one MSP request within a budget and maps every failure to the ACP
-failure of the caller's phase: ``deadlineExceeded``, ``hostExited`` or ``hostRejected`` (or the
-caller's ``refusal``). Every host call of the agent goes through ``ask`` or ``asking``.
+for Muse's session lease; ``holding`` (one use of a host) and ``occupied`` (its owner's work,
+which may start and prepare a host for longer than ``idle``) keep the idle timer off it; it
+closes after ``idle`` seconds unheld and unoccupied, on ``close``, or when it dies. Its
+``environment`` lasts exactly as long as each process. ``Hosting`` starts hosts (``opener``, at
+most ``MAX_CONCURRENT_STARTS`` at once) and owns no keeper. ``ask`` sends one MSP request within
+a budget and maps every failure to the ACP failure of the caller's phase: ``deadlineExceeded``,
+``hostExited`` or ``hostRejected`` (or the caller's ``refusal``). Every host call of the agent
+goes through ``ask`` or ``asking``.
 """
 
 from __future__ import annotations
@@ -314,13 +316,17 @@ class HostKeeper:
     @asynccontextmanager
     async def holding(self, host: MspHost) -> AsyncIterator[MspHost]:
         """Mark ``host`` in use for the block, so the idle timer leaves it running."""
-        self._users += 1
-        self._activity.set()
+        self.occupied(True)
         try:
             yield host
         finally:
-            self._users -= 1
-            self._activity.set()
+            self.occupied(False)
+
+    def occupied(self, busy: bool) -> None:
+        """Work of the keeper's owner began (``busy``) or ended: while any runs, the idle timer
+        leaves the host alone, the one running and the one it starts and prepares."""
+        self._users += 1 if busy else -1
+        self._activity.set()
 
     @asynccontextmanager
     async def reading(self, cwd: str, budget: float) -> AsyncIterator[MspHost]:

@@ -191,7 +191,7 @@ class AcpSession:
         work = SessionWork(activity, arrival)
         if 0 < arrival < self.cancelled_through:
             work.cancel()  # a cancel that arrived after this request already stopped it
-        self.work = work
+        self._occupy(work)
         return work
 
     async def admit_prompt(self, arrival: int) -> SessionWork:
@@ -234,7 +234,15 @@ class AcpSession:
         work.finish()
         self.prompts.leave(work)
         if self.work is work:
-            self.work = self.prompts.call_next()
+            self._occupy(self.prompts.call_next())
+
+    def _occupy(self, work: SessionWork | None) -> None:
+        """Hand the session to ``work`` (None: free). While work occupies it, the execution
+        host does not idle out: starting and preparing it for a turn can outlast the idle
+        timer, and a host closed under a turn being prepared would fail the turn."""
+        if (work is None) != (self.work is None):
+            self.execution.keeper.occupied(work is not None)
+        self.work = work
 
     def cancel(self, arrival: int = 0) -> None:
         """Stop whatever runs, and every prompt (queued, or not yet admitted) and other work

@@ -56,6 +56,9 @@ class Faults:
     exits: frozenset[str] = frozenset()
     hangs: frozenset[str] = frozenset()
     hang_ack: frozenset[str] = frozenset()
+    slow_ack: frozenset[str] = frozenset()
+    ack_delay_ms: int = 0
+    """How long a ``slow-ack`` request waits for its answer."""
     exit_before_ack: frozenset[str] = frozenset()
     exit_after_ack: frozenset[str] = frozenset()
     refuse: frozenset[str] = frozenset()
@@ -105,6 +108,14 @@ def _hang_ack(f: Faults, arg: str) -> Faults:
     return replace(f, hang_ack=f.hang_ack | {_checked_method("hang-ack", arg)})
 
 
+def _slow_ack(f: Faults, arg: str) -> Faults:
+    return replace(f, slow_ack=f.slow_ack | {_checked_method("slow-ack", arg)})
+
+
+def _ack_delay(f: Faults, arg: str) -> Faults:
+    return replace(f, ack_delay_ms=_checked_count("ack-delay", arg, MAX_SLOW_MS))
+
+
 def _exit_before_ack(f: Faults, arg: str) -> Faults:
     method = _checked_method("exit-before-ack", arg)
     return replace(f, exit_before_ack=f.exit_before_ack | {method})
@@ -149,6 +160,8 @@ _PARSERS: Final[Mapping[str, Callable[[Faults, str], Faults]]] = MappingProxyTyp
         "exit": _exit,
         "hang": _hang,
         "hang-ack": _hang_ack,
+        "slow-ack": _slow_ack,
+        "ack-delay": _ack_delay,
         "exit-before-ack": _exit_before_ack,
         "exit-after-ack": _exit_after_ack,
         "refuse": _refuse,

@@ -196,6 +196,8 @@ class Host:
         try:
             if method in faults.hang_ack:
                 await anyio.sleep_forever()
+            if method in faults.slow_ack:
+                await anyio.sleep(faults.ack_delay_ms / 1000)
             result = await self.router.handle_request(method, params, request)
         finally:
             self._in_flight -= 1
