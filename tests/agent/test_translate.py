@@ -523,9 +523,22 @@ def test_replay_sends_user_messages_and_full_texts_of_every_turn() -> None:
     ]
 
 
-def test_compaction_items_render_nothing() -> None:
-    item = _item("compaction", "c-1", 1, "completed", trigger="auto", fallbackText="compacted")
-    assert _feed(_live(), started(item)) == []
+def test_compaction_items_become_compaction_updates_named_by_the_item() -> None:
+    item = _item("compaction", "c-1", 1, "inProgress", trigger="auto")
+    done = _item("compaction", "c-1", 2, "completed", trigger="auto", tokensBefore=9, tokensAfter=2)
+    assert _feed(_live(), started(item), completed(done)) == [
+        {"sessionUpdate": "compaction_update", "compactionId": "c-1", "status": "in_progress"},
+        {
+            "sessionUpdate": "compaction_summary_chunk",
+            "compactionId": "c-1",
+            "content": {
+                "type": "text",
+                "text": "Muse summarised this session's earlier history. "
+                "Context went from 9 to 2 tokens.",
+            },
+        },
+        {"sessionUpdate": "compaction_update", "compactionId": "c-1", "status": "completed"},
+    ]
 
 
 def test_the_todo_list_becomes_a_plan() -> None:

@@ -1,5 +1,5 @@
-"""``session/compact`` and ``goal/*`` as muse-sim serves them, checked against each version's
-own bundle (in process, strict)."""
+"""``session/compact``, ``sim:autocompact`` and ``goal/*`` as muse-sim serves them, checked
+against each version's own bundle (in process, strict)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,24 @@ async def test_compact_is_a_noop_without_history_then_records_a_compaction(
     assert completed["tokensAfter"] < completed["tokensBefore"]
     assert completed["itemId"] == started["itemId"]
     assert again["status"] == "noop"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_autocompact_is_a_compaction_muse_does_by_itself_in_the_turn(
+    tmp_path: Path, version: str
+) -> None:
+    async with sim_served(tmp_path, version) as sim:
+        session_id = await _ready(sim)
+        frames = await sim.turn(session_id, "sim:autocompact")
+    turn_id = next(f["params"]["turnId"] for f in frames if f.get("method") == "turn/started")
+    events = [f for f in frames if f.get("method") in ("item/started", "item/completed")]
+    items = [item_of(f) for f in events if item_of(f)["kind"] == "compaction"]
+    assert [(i["status"], i["trigger"], i["turnId"]) for i in items] == [
+        ("inProgress", "auto", turn_id),
+        ("completed", "auto", turn_id),
+    ]
+    assert items[1]["outcome"] == "compacted"
+    assert items[1]["tokensAfter"] < items[1]["tokensBefore"]
 
 
 @pytest.mark.parametrize("version", ["1.3.0", "1.4.2"])

@@ -174,6 +174,8 @@ class AgentContext:
                 user_title=user_title,
                 after=after,
                 notices=self.negotiated.notices,
+                compaction=self.negotiated.compaction,
+                plans=self.negotiated.plans,
             )
         )
 

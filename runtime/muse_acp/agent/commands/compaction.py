@@ -1,8 +1,11 @@
 """``/compact``: Muse's own compaction of the session's history, through ``session/compact``.
 
 Contract: ``run_compact`` sends ``session/compact`` to the session's execution host (started,
-and the session attached, when none runs) and never starts a turn. Its one agent message says
-how it went:
+and the session attached, when none runs) and never starts a turn. A client with
+``session.compaction`` is shown it as compaction updates (``translation.compactions``): the
+item's as Muse reports them, named by the item (by the command when Muse made no item: nothing
+to compact, refused, or not started within the wait); any other client gets one agent message
+that says how it went (``UpdateOutlet.show_compaction`` decides):
 
 * compacted: Muse accepted it and its ``compaction`` item completed within the submit budget,
   with the token counts before and after when Muse gave them;
@@ -16,7 +19,6 @@ A host that cannot be started is an error of the prompt, as for a turn.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Final
 
 import anyio
@@ -24,6 +26,13 @@ import anyio
 from muse_acp.agent.commands.session_commands import send_command, session_host
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.compactions import (
+    NOOP_REASONS,
+    compaction_failed,
+    compaction_started,
+    compaction_updates,
+    nothing_to_compact,
+)
 from muse_acp.agent.turns.work import SessionWork
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
@@ -35,7 +44,6 @@ from muse_acp_wire._base import WireModel
 __all__ = ["REASON_LIMIT", "compaction_text", "run_compact"]
 
 REASON_LIMIT: Final = 300
-_REASONS: Final = MappingProxyType({"no_compactable_history": "there is no history to compact yet"})
 
 
 async def run_compact(
@@ -47,12 +55,22 @@ async def run_compact(
         return "cancelled"
     finished = anyio.Event()
     items: list[msp.CompactionItem] = []
+    seen = False
 
     async def on_event(method: str, params: WireModel) -> None:
         item = params.item if isinstance(params, msp.ItemEventParams) else None
-        if isinstance(item, msp.CompactionItem) and item.status != "inProgress":
-            items.append(item)
+        nonlocal seen
+        if not isinstance(item, msp.CompactionItem):
+            return
+        seen = True
+        if item.status != "inProgress":
+            items.append(item)  # shown with the reply
             finished.set()
+        else:
+            await session.outlet.show_compaction(compaction_updates(item, why), None)
+
+    def why(text: str) -> str:
+        return _reason(ctx, text)
 
     params = msp.SessionCompactParams(command_id=new_uuid7(), session_id=session.session_id)
     async with work.commit():  # Muse compacts once asked
@@ -69,15 +87,21 @@ async def run_compact(
                 awaits=lambda ack: ack.status == "accepted",
             )
         except RpcError as error:
-            await session.say(f"Compaction failed: {_reason(ctx, error.message)}")
+            reason = _reason(ctx, error.message)
+            failed = compaction_failed(params.command_id, reason)
+            await session.outlet.show_compaction(failed, f"Compaction failed: {reason}")
             return "end_turn"
     if result.status == "noop":
         reason = result.reason or "it gave no reason"
-        await session.say(
-            f"Nothing was compacted: Muse says {_REASONS.get(reason, _reason(ctx, reason))}."
-        )
+        said = f"Muse says {NOOP_REASONS.get(reason, _reason(ctx, reason))}"
+        noop = nothing_to_compact(params.command_id, said)
+        await session.outlet.show_compaction(noop, f"Nothing was compacted: {said}.")
         return "end_turn"
-    await session.say(compaction_text(items[0] if items else None))
+    item = items[0] if items else None
+    updates = compaction_updates(item, why) if item is not None else []
+    if not seen:  # Muse made no item yet: the command names the compaction meanwhile
+        updates = compaction_started(params.command_id)
+    await session.outlet.show_compaction(updates, compaction_text(item))
     return "end_turn"
 
 

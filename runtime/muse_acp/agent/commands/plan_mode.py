@@ -4,7 +4,8 @@ Contract: in the ``plan`` mode (``config_options.MODES``) the session's host run
 ``--disable-write --disable-shell``, whatever the model attempts. Each prompt's turn is led by
 Muse's ``bundled:plan`` skill on hosts offering it (``planSkill``), else by
 ``PLANNING_PREAMBLE`` (``planning_input``). The plan is shown as Muse writes it, as a streamed
-agent message (its plans are prose; no plan entries are invented). The mode is left only by an
+agent message (its plans are prose; no plan entries are invented), and to a client that takes
+plan operations also as a Markdown plan (``translation.plans``). The mode is left only by an
 explicit mode change: nothing here switches it back. ``/plan TEXT`` enters plan mode (stored and
 announced inside the prompt's commit, before the turn: not at all when the prompt was withdrawn
 first) and plans ``TEXT``; ``/plan`` alone only enters the mode.
@@ -23,6 +24,7 @@ from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
 from muse_acp.agent.prompts.model_turn import run_turn
 from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.plans import PLAN_MODE, PLANNING_PREAMBLE
 from muse_acp.agent.turns.work import SessionWork
 from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
@@ -31,15 +33,7 @@ __all__ = ["PLANNING_PREAMBLE", "PLAN_MODE", "PLAN_SKILL", "planning_input", "ru
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
-PLAN_MODE: Final = "plan"
 PLAN_SKILL: Final = "bundled:plan"
-PLANNING_PREAMBLE: Final = (
-    "[Plan mode] Work out a plan for the request below and stop there. Read and search the "
-    "workspace as much as you need, but change nothing: writing files and running commands "
-    "are switched off for this session. Answer with the plan as numbered steps, each naming "
-    "the files it touches, then the risks and open questions."
-)
-"""Leads each turn in plan mode on a host without Muse's plan skill."""
 
 
 async def planning_input(

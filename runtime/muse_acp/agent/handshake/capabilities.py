@@ -102,6 +102,12 @@ class Negotiated:
     notices: bool = False
     """The client shows ACP notices (``session.notices``): warnings go out as ``notice``
     updates rather than chat text (``errors.notices``)."""
+    compaction: bool = False
+    """The client shows compactions (``session.compaction``): ``compaction_update`` and
+    ``compaction_summary_chunk`` rather than ``/compact``'s chat reply (``sessions.outlet``)."""
+    plans: bool = False
+    """The client takes plan operations (``plan``): ``plan_update`` and ``plan_removed`` by
+    ``planId`` rather than the legacy ``plan`` update (``translation.plans``)."""
 
     @property
     def any_steering(self) -> bool:
@@ -160,6 +166,8 @@ def negotiate(
         delete=on_msp and features.has("sessionDelete"),
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
         notices=session is not None and session.notices is not None,
+        compaction=session is not None and session.compaction is not None,
+        plans=capabilities is not None and capabilities.plan is not None,
     )
 
 

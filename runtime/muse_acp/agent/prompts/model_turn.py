@@ -27,6 +27,7 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
 from muse_acp.agent.prompts.waiting_turn import early_events, follow_kept
 from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.plans import PLAN_MODE
 from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp.agent.turns.background import keep_relaying
 from muse_acp.agent.turns.turn import ActiveTurn
@@ -69,7 +70,12 @@ async def run_turn(
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
     output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
-    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+    translator = TurnTranslator(
+        session_id=session.session_id,
+        output=output,
+        cwd=session.cwd,
+        plan_mode=session.settings.mode_id == PLAN_MODE,
+    )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     # Work that outlives the turn keeps updating its cards (``background``).
     keep_relaying(host, session.session_id, turn.relay)

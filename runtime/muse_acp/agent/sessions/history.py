@@ -6,10 +6,11 @@ items, within the read budget; ``refusal`` maps the host's errors as ``hosts.ask
 History is paged forward from the first event with ``view/page`` and translated with the same
 translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
 completed messages, thoughts and tool cards in full (paths absolute against the session's
-``cwd``; no file is read, so editing tools show no diff), plans as ``plan``. Pages are
-translated and sent one at a time, so memory stays bounded by a page however long the session
-is; the number of pages read is bounded too, and hitting that bound is logged rather than
-silently ignored (and told as a notice to a client that shows notices).
+``cwd``; no file is read, so editing tools show no diff), plans and compactions as the client
+takes them (the outlet decides, as live). Pages are translated and sent one at a time, so memory
+stays bounded by a page however long the session is; the number of pages read is bounded too,
+and hitting that bound is logged rather than silently ignored (and told as a notice to a client
+that shows notices).
 """
 
 from __future__ import annotations

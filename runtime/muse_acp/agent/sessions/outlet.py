@@ -13,11 +13,15 @@ sent again (Muse often reports the same tokens and context window twice).
   further update is tried, and only that send returns True; ``write`` wraps the wait.
 * ``tell(notice)`` alone decides how a warning reaches the user (``errors.notices``): a
   ``notice`` update when the client set ``session.notices``, else as before notices existed.
+* ``send`` alone decides what a client sees of compactions and plans: compaction updates
+  (``translation.compactions``) only with ``session.compaction``; plans as
+  ``plans.for_client`` says. ``show_compaction(updates, chat)`` is a compaction someone asked
+  for (``/compact``): ``updates`` with ``session.compaction``, else ``chat`` as an agent message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from muse_acp.agent.errors.notices import Notice, notice_update
@@ -27,7 +31,9 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain_notification,
     encoded_session_id,
 )
+from muse_acp.agent.translation.compactions import Compaction
 from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
+from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
 from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
@@ -61,9 +67,11 @@ class UpdateOutlet:
 
     __slots__ = (
         "_client",
+        "_compaction",
         "_encoded_id",
         "_last_usage",
         "_notices",
+        "_plans",
         "_record",
         "gone",
         "session_id",
@@ -76,12 +84,18 @@ class UpdateOutlet:
         record: SessionRecord,
         *,
         notices: bool = False,
+        compaction: bool = False,
+        plans: bool = False,
     ) -> None:
         self.session_id = session_id
         self._client = client
         self._record = record
         self._notices = notices
         """The client set ``session.notices``: warnings go out as ``notice`` updates."""
+        self._compaction = compaction
+        """The client set ``session.compaction``: it is sent compaction updates."""
+        self._plans = plans
+        """The client takes plan operations (``plans.for_client``)."""
         self._encoded_id = encoded_session_id(session_id)
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
@@ -110,6 +124,14 @@ class UpdateOutlet:
                 await self._client.notify("session/update", plain)
                 return
             update = update.model()
+        if isinstance(update, Compaction):
+            if not self._compaction:
+                return  # before compaction updates, a client was shown none
+        elif isinstance(update, acp.PlanSessionUpdate | acp.PlanUpdateSessionUpdate):
+            shown = for_client(update, plans=self._plans)
+            if shown is None:
+                return
+            update = shown
         record = self._record
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set
@@ -147,6 +169,24 @@ class UpdateOutlet:
                 acp.AgentMessageChunkSessionUpdate(
                     session_update="agent_message_chunk",
                     content=acp.TextContentBlock(type="text", text=notice.text),
+                )
+            )
+
+    async def show_compaction(self, updates: Sequence[Compaction], chat: str | None) -> None:
+        """Show a compaction the user asked for as this client takes it (see the module
+        contract); ``chat`` None: a client without compaction updates sees nothing.
+
+        Raises:
+            ConnectionClosed: the client has gone.
+        """
+        if self._compaction:
+            for update in updates:
+                await self.send(update)
+        elif chat is not None:
+            await self.send(
+                acp.AgentMessageChunkSessionUpdate(
+                    session_update="agent_message_chunk",
+                    content=acp.TextContentBlock(type="text", text=chat),
                 )
             )
 

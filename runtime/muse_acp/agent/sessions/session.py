@@ -134,6 +134,10 @@ class AcpSession:
     """The goal Muse last announced for the session (shown by ``/goal``); None: none seen."""
     notices: bool = False
     """The client set ``session.notices``: warnings go out as ``notice`` updates."""
+    compaction: bool = False
+    """The client set ``session.compaction`` (``outlet``)."""
+    plans: bool = False
+    """The client takes plan operations (``outlet``)."""
     closed: bool = False
     work: SessionWork | None = None
     turn: RunningTurn | None = None
@@ -152,7 +156,14 @@ class AcpSession:
     """The one way the session's updates reach the client (``outlet``)."""
 
     def __post_init__(self) -> None:
-        self.outlet = UpdateOutlet(self.session_id, self.client, self, notices=self.notices)
+        self.outlet = UpdateOutlet(
+            self.session_id,
+            self.client,
+            self,
+            notices=self.notices,
+            compaction=self.compaction,
+            plans=self.plans,
+        )
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
         idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
         self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)

@@ -7,8 +7,10 @@ synchronous and keeps only bounded state per item; built with ``replay=True`` it
 for ``session/load``. Live, events of another turn are dropped, so a cancelled turn's tail never
 reaches the next prompt. Text is sent once (deltas, then only what a snapshot adds); items that
 do work become tool cards kept in ``cards`` (``card_states.TurnCards``), whose status never goes
-back. Turn lifecycle, approvals and questions belong to the caller; docs/architecture.md
-describes the flow.
+back. Compaction items become compaction updates (``compactions``); a todo list, the legacy
+``plan``; each agent message a Plan mode turn completes, also a Markdown plan (``plans``: the
+outlet decides what each client sees of them). Turn lifecycle, approvals and questions belong to
+the caller; docs/architecture.md describes the flow.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.cards.progress import OutputBuffer, plan_update, usage_update
 from muse_acp.agent.cards.tool_cards import CardItem, tool_call_id
 from muse_acp.agent.options.titles import named_title
+from muse_acp.agent.translation.compactions import compaction_updates
 from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
 from muse_acp.agent.translation.goal_state import goal_update
+from muse_acp.agent.translation.plans import led_by_plan_mode, markdown_plan
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -161,8 +165,14 @@ class TurnTranslator:
         replay: bool = False,
         output: OutputPolicy = BASELINE_OUTPUT,
         cwd: str | None = None,
+        plan_mode: bool = False,
     ) -> None:
         self.session_id = session_id
+        self.plan_mode = plan_mode
+        """Live: the turn runs in Plan mode, so its answer is also the plan (``plans``)."""
+        self._plan_turn: str | None = None
+        """Replay: the turn whose recorded input shows it ran in Plan mode, while it is the
+        latest turn replayed."""
         self.turn_id = turn_id
         self.replay = replay
         self.output = output
@@ -238,20 +248,30 @@ class TurnTranslator:
         tracked.revision = item.revision
         tracked.ended = item.status != "inProgress"
         if isinstance(item, msp.AgentMessageItem):
-            return self._snapshot_part(tracked, item.item_id, 0, item.text, "agent")
+            said = self._snapshot_part(tracked, item.item_id, 0, item.text, "agent")
+            if item.status == "completed" and item.text.strip() and self._planning(item.turn_id):
+                said.append(markdown_plan(item.text))
+            return said
         if isinstance(item, msp.ReasoningItem):
             updates: list[Update] = []
             for part, text in enumerate(item.summary[:REASONING_PART_LIMIT]):
                 updates += self._snapshot_part(tracked, item.item_id, part, text, "reasoning")
             return updates
         if isinstance(item, msp.UserMessageItem):
+            if self.replay and not item.steered:  # a turn's own input, not a correction
+                self._plan_turn = item.turn_id if led_by_plan_mode(item.text) else None
             if not self.replay or item.retracted:
                 return []
             text = item.display_text or item.text
             return self._snapshot_part(tracked, item.item_id, 0, text, "user")
         if isinstance(item, msp.CompactionItem):
-            return []
+            return [*compaction_updates(item)]
         return [self._card_sighting(tracked, item)]
+
+    def _planning(self, turn_id: str | None) -> bool:
+        if not self.replay:
+            return self.plan_mode
+        return turn_id is not None and turn_id == self._plan_turn
 
     def _other_turn(self, turn_id: str | None) -> bool:
         if self.replay or self.turn_id is None or turn_id is None:

@@ -24,6 +24,7 @@ from muse_acp.sim.model.asks import (
     request_approval,
     split_stages,
 )
+from muse_acp.sim.model.compacting import auto_compact
 from muse_acp.sim.model.notices import (
     miss_events,
     name_session,
@@ -53,6 +54,7 @@ from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
     Approve,
     AskUser,
+    AutoCompact,
     Background,
     Crash,
     Directive,
@@ -259,6 +261,8 @@ class TurnRunner:
                 await self._hold()
             case Plan():
                 await turn.plan()
+            case AutoCompact():
+                await auto_compact(turn)
             case Flags():
                 flags = " ".join(self.ctx.options.safety_flags())
                 mode = self.session.meta.approval_mode

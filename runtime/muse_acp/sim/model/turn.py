@@ -28,6 +28,7 @@ from muse_acp.sim.state.catalog import effective_effort
 from muse_acp.sim.state.ids import new_uuid7, now_ms, rfc3339_now
 from muse_acp_wire.msp import (
     AgentMessageItem,
+    CompactionItem,
     CumulativeTokenUsage,
     ItemDeltaParams,
     ItemEventParams,
@@ -54,7 +55,14 @@ REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Reasoning tokens a model step reports per reasoning effort (``ultra`` counts as ``max``)."""
 
-Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | WorkflowItem
+Item: TypeAlias = (
+    UserMessageItem
+    | AgentMessageItem
+    | ReasoningItem
+    | ToolCallItem
+    | WorkflowItem
+    | CompactionItem
+)
 
 
 def estimate_tokens(text: str) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_STREAM_DELTAS",
     "Approve",
     "AskUser",
+    "AutoCompact",
     "Background",
     "Crash",
     "Directive",
@@ -202,6 +203,11 @@ class Crash:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoCompact:
+    """Muse compacts the session's history by itself mid-turn (``sim:autocompact``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Flags:
     """The model reports the host's safety flags and approval mode (``sim:flags``)."""
 
@@ -223,6 +229,7 @@ Directive: TypeAlias = (
     | Fail
     | Plan
     | Crash
+    | AutoCompact
     | Stream
     | ProtectedWrite
     | Edit
@@ -322,6 +329,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "fail": _text(Fail),
         "plan": _bare(Plan()),
         "crash": _bare(Crash()),
+        "autocompact": _bare(AutoCompact()),
         "stream": _stream,
         "stagerace": _text(lambda command: Approve(command, 3, race=True)),
         "protected": _text(ProtectedWrite),

@@ -6,7 +6,7 @@ compaction, or no item at all) is answered ``{status: "noop", reason:
 ``accepted`` and, once that answer is written, one ``compaction`` item (``trigger: "manual"``)
 is recorded and sent as ``item/started`` (in progress) then ``item/completed`` (``outcome:
 "compacted"``, token counts before and after, ``summarizedThrough``), owned by the running turn
-if there is one, else by no turn. Token figures are made up but consistent: after < before.
+if there is one, else by no turn (``compacting.compaction_items``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from muse_acp.rpc import RequestContext, RequestRoute
+from muse_acp.sim.model.compacting import compactable, compaction_items
 from muse_acp.sim.state.context import HostContext
-from muse_acp.sim.state.ids import new_uuid7, rfc3339_now
 from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     CompactionItem,
@@ -28,17 +28,6 @@ from muse_acp_wire.msp import (
 __all__ = ["NOTHING_TO_COMPACT", "Compaction", "compactable"]
 
 NOTHING_TO_COMPACT: Final = "no_compactable_history"
-STRATEGY: Final = "summary-v2"
-"""The strategy real hosts report for a manual compaction."""
-_TOKENS_PER_ITEM: Final = 1200
-
-
-def compactable(items: list[dict[str, Any]]) -> int:
-    """How many items a compaction would summarise: those after the latest compaction."""
-    count = 0
-    for item in items:
-        count = 0 if item.get("kind") == "compaction" else count + 1
-    return count
 
 
 class Compaction:
@@ -59,28 +48,9 @@ class Compaction:
             return SessionCompactResult(
                 command_id=params.command_id, status="noop", reason=NOTHING_TO_COMPACT
             )
-        before = count * _TOKENS_PER_ITEM
-        base: dict[str, Any] = {
-            "itemId": new_uuid7(),
-            "kind": "compaction",
-            "turnId": session.fold.active_turn,
-            "trigger": "manual",
-        }
-        started = {**base, "revision": 1, "status": "inProgress", "recordedAt": rfc3339_now()}
-        completed = {
-            **base,
-            "revision": 2,
-            "status": "completed",
-            "recordedAt": rfc3339_now(),
-            "outcome": "compacted",
-            "strategyId": STRATEGY,
-            "summarizedThrough": f"session:{session.session_id}:seq:{session.fold.head}",
-            "tokensBefore": before,
-            "tokensAfter": max(1, before // 5),
-        }
-        for method, item in (("item/started", started), ("item/completed", completed)):
-            build = _item_event(session, CompactionItem.model_validate(item))
-            _, body = session.record(method, build, item_id=item["itemId"])
+        items = compaction_items(session, "manual", session.fold.active_turn, count)
+        for method, item in zip(("item/started", "item/completed"), items, strict=True):
+            _, body = session.record(method, _item_event(session, item), item_id=item.item_id)
             self.ctx.send_after(request, method, body)
         return SessionCompactResult(command_id=params.command_id, status="accepted")
 
