@@ -2,19 +2,14 @@
 
 Contract: ``run_compact`` sends ``session/compact`` to the session's execution host (started,
 and the session attached, when none runs) and never starts a turn. A client with
-``session.compaction`` is shown it as compaction updates (``translation.compactions``): the
-item's as Muse reports them, named by the item (by the command when Muse made no item: nothing
-to compact, refused, or not started within the wait); any other client gets one agent message
-that says how it went (``UpdateOutlet.show_compaction`` decides):
-
-* compacted: Muse accepted it and its ``compaction`` item completed within the submit budget,
-  with the token counts before and after when Muse gave them;
-* accepted: Muse accepted it but did not finish within that wait (it goes on in the background);
-* noop: Muse had nothing to compact, with the reason it gave;
-* failed: Muse refused or failed the command, or the compaction item ended other than completed,
-  with Muse's reason (redacted, bounded).
-
-A host that cannot be started is an error of the prompt, as for a turn.
+``session.compaction`` is shown it as compaction updates (``translation.compactions``), named
+by Muse's item (else by the command: nothing to compact, refused, or not started within the
+wait); any other client gets one agent message saying how it went (``UpdateOutlet`` decides):
+compacted (the item completed within the submit budget, with the token counts before and after
+when Muse gave them), accepted (not finished within that wait: it goes on in the background),
+noop (nothing to compact, with Muse's reason) or failed (refused, or the item ended other than
+completed, with Muse's reason, redacted and bounded). A host that cannot be started is an error
+of the prompt, as for a turn.
 """
 
 from __future__ import annotations

@@ -3,20 +3,15 @@
 Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
 updates in the order their sends begin, noting on the way out what the session keeps of them
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
-usage update's figures, an announced goal. A usage update identical to the last one sent is not
-sent again (Muse often reports the same tokens and context window twice).
-
-* ``send`` raises ``ConnectionClosed`` once the client has gone.
-* ``send_nowait`` is the delta lane's: a plain text chunk from its ``chunk_frames`` template,
-  queued only when the writer takes it at once; False, nothing sent, otherwise.
-* ``send_unless_gone(update, write)`` is the turns' guard: after a send found the client gone no
-  further update is tried, and only that send returns True; ``write`` wraps the wait.
-* ``tell(notice)`` alone decides how a warning reaches the user (``errors.notices``): a
-  ``notice`` update when the client set ``session.notices``, else as before notices existed.
-* ``send`` alone decides what a client sees of compactions and plans: compaction updates
-  (``translation.compactions``) only with ``session.compaction``; plans as
-  ``plans.for_client`` says. ``show_compaction(updates, chat)`` is a compaction someone asked
-  for (``/compact``): ``updates`` with ``session.compaction``, else ``chat`` as an agent message.
+usage update's figures, an announced goal; a usage update identical to the last one sent is not
+sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait`` is the
+delta lane's (a plain text chunk queued only when the writer takes it at once, else False);
+``send_unless_gone(update, write)`` is the turns' guard (after a send found the client gone,
+only that send returns True). The outlet alone decides what the client's capabilities change:
+``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
+``send`` passes compaction updates only with ``session.compaction`` and plans as
+``plans.for_client`` says; ``show_compaction(updates, chat)`` (``/compact``) sends ``updates``
+with ``session.compaction``, else ``chat`` as an agent message.
 """
 
 from __future__ import annotations
