@@ -40,8 +40,10 @@ SERVER_REQUESTS: Final = {
 """Requests the host sends to the client. The declarations module's tables list only methods the
 host serves, so these come from the protocol's JSON Schema (its ``requests`` member); ingest
 adds each one whose params and result types the release declares."""
-CLIENT_SENT_NOTIFICATIONS: Final = frozenset({"initialized"})
-"""Notifications the client sends (the handshake's closing one); all others come from the host."""
+CLIENT_SENT_NOTIFICATIONS: Final = frozenset({"initialized", "userInput/engaged"})
+"""Notifications the client sends (the handshake's closing one, and the note that the user began
+on a timed question, from 1.4.4); all others come from the host. The declarations tables do not
+say which way a notification goes, so ingest knows these by name."""
 _WHEEL_NAME: Final = re.compile(r"^muse_code_msp-(?P<version>[^-]+)-")
 
 

@@ -5,17 +5,20 @@ models and members it declares) from its outline, so it can gate and route by ve
 creating only the models of the one vocabulary it reads frames with. The outline is read from
 the rendered bundle module itself, so it can never disagree with it: method tables, the error
 registry, every class's fields and whether each is required, and the tags of every variant
-table.
+table. A bundle that declares a tagged type as one class with a closed ``type`` member (as
+ingested bundles do) has that member's values as the tags of the table the union form would
+have (``TurnInputPart`` -> ``TURN_INPUT_PART_VARIANTS``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 
 from codegen.prepass import SchemaError
 
-__all__ = ["render_outlines"]
+__all__ = ["models_of", "render_outlines"]
 
 _HOST_REQUESTS = "HOST_REQUESTS"
 _CLIENT_REQUESTS = "CLIENT_REQUESTS"
@@ -59,7 +62,9 @@ def _field_name(statement: ast.AnnAssign) -> str | None:
     return statement.target.id if isinstance(statement.target, ast.Name) else None
 
 
-def _models(module: ast.Module) -> dict[str, dict[str, bool]]:
+def models_of(module: ast.Module) -> dict[str, dict[str, bool]]:
+    """Every class of ``module``: its fields (inherited ones too), each mapped to whether it is
+    required."""
     models: dict[str, dict[str, bool]] = {}
     for node in module.body:
         if not isinstance(node, ast.ClassDef):
@@ -74,6 +79,32 @@ def _models(module: ast.Module) -> dict[str, dict[str, bool]]:
                 fields[name] = isinstance(statement, ast.AnnAssign) and statement.value is None
         models[node.name] = fields
     return models
+
+
+def _upper_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+def _closed_tags(module: ast.Module) -> dict[str, list[str]]:
+    """``X_VARIANTS`` -> the values of class ``X``'s required ``type: Literal[...]`` member, when
+    it has more than one."""
+    found: dict[str, list[str]] = {}
+    for node in module.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for statement in node.body:
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and _field_name(statement) == "type"
+                and statement.value is None
+                and isinstance(statement.annotation, ast.Subscript)
+                and isinstance(statement.annotation.value, ast.Name)
+                and statement.annotation.value.id == "Literal"
+            ):
+                values = ast.literal_eval(statement.annotation.slice)
+                if isinstance(values, tuple):  # one value: an arm of a union, not a tagged type
+                    found[f"{_upper_snake(node.name)}_VARIANTS"] = sorted(str(t) for t in values)
+    return found
 
 
 def _outline(source: str) -> str:
@@ -95,9 +126,11 @@ def _outline(source: str) -> str:
         for name, value in values.items()
         if name.endswith("_VARIANTS")
     }
+    for name, tags in _closed_tags(module).items():
+        variants.setdefault(name, tags)
     errors = values.get("ERRORS")
     error_rows = ast.unparse(errors) if errors is not None else "()"
-    models = _models(module)
+    models = models_of(module)
     return (
         "BundleOutline(\n"
         f"version={ast.unparse(version)},\n"

@@ -14,9 +14,15 @@ BUNDLES: Final[Mapping[str, str]] = MappingProxyType(
         "1.2.1": "muse_acp_wire.msp_1_2_1",
         "1.3.0": "muse_acp_wire.msp_1_3_0",
         "1.4.2": "muse_acp_wire.msp_1_4_2",
+        "1.4.4": "muse_acp_wire.msp_1_4_4",
+        "1.4.6": "muse_acp_wire.msp_1_4_6",
+        "1.4.8": "muse_acp_wire.msp_1_4_8",
+        "1.4.9": "muse_acp_wire.msp_1_4_9",
+        "1.4.11": "muse_acp_wire.msp_1_4_11",
+        "1.4.13": "muse_acp_wire.msp_1_4_13",
     }
 )
 """Every MSP bundle, oldest first: host version to module name."""
 
 VOCABULARY_VERSION: Final = "1.4.2"
-"""The newest bundle, whose names ``muse_acp_wire.msp`` carries."""
+"""The bundle whose names ``muse_acp_wire.msp`` carries (``spec/msp-vocabulary.json``)."""

@@ -4808,6 +4808,11214 @@ OUTLINES: Final[Mapping[str, BundleOutline]] = MappingProxyType(
                 }
             ),
         ),
+        "1.4.4": BundleOutline(
+            version="1.4.4",
+            fingerprint="sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a",
+            host_requests=MappingProxyType(
+                {
+                    "approval/decide": True,
+                    "approval/listPending": False,
+                    "computerUseSettings/read": False,
+                    "computerUseSettings/update": False,
+                    "feedback/submit": False,
+                    "goal/clear": True,
+                    "goal/edit": True,
+                    "goal/pause": True,
+                    "goal/resume": True,
+                    "goal/set": True,
+                    "hook/list": False,
+                    "initialize": False,
+                    "item/readOutput": False,
+                    "media/upload": True,
+                    "model/list": False,
+                    "plugin/list": False,
+                    "session/compact": True,
+                    "session/fork": True,
+                    "session/list": False,
+                    "session/read": False,
+                    "session/rename": True,
+                    "session/resume": True,
+                    "session/setApprovalMode": True,
+                    "session/setModel": True,
+                    "session/setReasoningEffort": True,
+                    "session/sideChat": True,
+                    "session/start": True,
+                    "session/userShell": True,
+                    "skill/list": False,
+                    "skill/setActivation": True,
+                    "subagent/close": True,
+                    "subagent/followupTask": True,
+                    "subagent/interrupt": True,
+                    "subagent/readResult": True,
+                    "subagent/reopen": True,
+                    "subagent/resume": True,
+                    "subagent/sendMessage": True,
+                    "subagent/stop": True,
+                    "task/background": True,
+                    "task/stop": True,
+                    "task/stopAll": True,
+                    "turn/cancel": True,
+                    "turn/interrupt": True,
+                    "turn/start": True,
+                    "turn/steer": True,
+                    "turn/unqueue": True,
+                    "usage/read": False,
+                    "userInput/answer": True,
+                    "userInput/cancel": True,
+                    "userInput/clarify": True,
+                    "userInput/interrupt": True,
+                    "view/page": False,
+                    "view/subscribe": False,
+                    "view/unsubscribe": False,
+                    "workflow/cancel": True,
+                    "workflow/childControl": True,
+                    "workflow/pause": True,
+                }
+            ),
+            client_requests=frozenset(["approval/request", "userInput/request"]),
+            client_notifications=frozenset(
+                [
+                    "approval/requested",
+                    "approval/resolved",
+                    "approval/updated",
+                    "item/completed",
+                    "item/delta",
+                    "item/started",
+                    "item/updated",
+                    "session/approvalModeChanged",
+                    "session/branchChanged",
+                    "session/closed",
+                    "session/contextUsage",
+                    "session/goalChanged",
+                    "session/listChanged",
+                    "session/modelChanged",
+                    "session/modelRouteUnserved",
+                    "session/nameChanged",
+                    "session/reasoningEffortChanged",
+                    "session/started",
+                    "session/statusChanged",
+                    "session/todoListChanged",
+                    "session/tokenUsage",
+                    "session/viewHealthChanged",
+                    "skill/changed",
+                    "turn/completed",
+                    "turn/foregroundCompleted",
+                    "turn/retracted",
+                    "turn/retryScheduled",
+                    "turn/started",
+                    "turn/unqueued",
+                    "usage/changed",
+                    "userInput/requested",
+                    "userInput/settled",
+                    "view/gap",
+                ]
+            ),
+            errors=(
+                ErrorSpec(
+                    -32700, "parseError", False, "Error kind parseError; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32600,
+                    "invalidRequest",
+                    False,
+                    "Error kind invalidRequest; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32601,
+                    "methodNotFound",
+                    False,
+                    "Error kind methodNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32602,
+                    "invalidParams",
+                    False,
+                    "Error kind invalidParams; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32603, "internal", False, "Error kind internal; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32001, "overloaded", True, "Error kind overloaded; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32002,
+                    "inputTooLarge",
+                    False,
+                    "Error kind inputTooLarge; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32010,
+                    "capabilityRequired",
+                    False,
+                    "Error kind capabilityRequired; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32011, "notFound", False, "Error kind notFound; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32013, "interrupted", False, "Error kind interrupted; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32014, "cancelled", False, "Error kind cancelled; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32020,
+                    "sessionNotFound",
+                    False,
+                    "Error kind sessionNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32021,
+                    "sessionInUse",
+                    False,
+                    "Error kind sessionInUse; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32022,
+                    "sessionAmbiguous",
+                    False,
+                    "Error kind sessionAmbiguous; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32023,
+                    "forkBoundaryInvalid",
+                    False,
+                    "Error kind forkBoundaryInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32024,
+                    "sessionNotLoaded",
+                    False,
+                    "Error kind sessionNotLoaded; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32025,
+                    "sessionStreamMismatch",
+                    False,
+                    "Error kind sessionStreamMismatch; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32030,
+                    "commandRejected",
+                    False,
+                    "Error kind commandRejected; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32031, "backpressured", True, "Error kind backpressured; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32032,
+                    "skillNotFound",
+                    False,
+                    "Error kind skillNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32033,
+                    "computerUseUnavailable",
+                    False,
+                    "Error kind computerUseUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32038,
+                    "uploadNotFound",
+                    False,
+                    "Error kind uploadNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32040,
+                    "viewTruncated",
+                    False,
+                    "Error kind viewTruncated; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32041,
+                    "outputUnavailable",
+                    False,
+                    "Error kind outputUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32042,
+                    "boundaryPruned",
+                    False,
+                    "Error kind boundaryPruned; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32050,
+                    "approvalNotFound",
+                    False,
+                    "Error kind approvalNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32051,
+                    "approvalAlreadyResolved",
+                    False,
+                    "Error kind approvalAlreadyResolved; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32052,
+                    "approvalChoiceInvalid",
+                    False,
+                    "Error kind approvalChoiceInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32053,
+                    "approvalRequirementStale",
+                    False,
+                    "Error kind approvalRequirementStale; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32054,
+                    "approvalReviewerUnavailable",
+                    False,
+                    "Error kind approvalReviewerUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32055,
+                    "userInputNotFound",
+                    False,
+                    "Error kind userInputNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32056,
+                    "userInputAlreadySettled",
+                    False,
+                    "Error kind userInputAlreadySettled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32057,
+                    "userInputAnswerInvalid",
+                    False,
+                    "Error kind userInputAnswerInvalid; retrying will not help.",
+                ),
+            ),
+            models=MappingProxyType(
+                {
+                    "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+                    "ApprovalOrigin": MappingProxyType(
+                        {"kind": True, "command": False, "url": False}
+                    ),
+                    "ApprovalRequirementRef": MappingProxyType(
+                        {"approval_id": True, "source_index": True}
+                    ),
+                    "ApprovalResolutionSummary": MappingProxyType(
+                        {"decision": True, "resolved_by": True, "view_cursor": True}
+                    ),
+                    "ApprovalStageResolution": MappingProxyType(
+                        {"kind": True, "argv_prefix": False, "diagnostic": False}
+                    ),
+                    "ApprovalSubagentOrigin": MappingProxyType(
+                        {"child_run_id": True, "child_session_id": True, "subagent_id": True}
+                    ),
+                    "ApprovalSuggestedPrefix": MappingProxyType(
+                        {"argv_prefix": True, "label": True}
+                    ),
+                    "ClientCapabilities": MappingProxyType(
+                        {
+                            "experimental_api": False,
+                            "opt_out_notification_methods": False,
+                            "requested_capabilities": False,
+                            "user_input_dialogs": False,
+                        }
+                    ),
+                    "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+                    "ComputerUseBlockedApp": MappingProxyType(
+                        {"bundle_id": True, "locked": True, "prefix": False}
+                    ),
+                    "ComputerUseSettings": MappingProxyType(
+                        {"blocked_apps": True, "computer_control": True, "screenshots": True}
+                    ),
+                    "ComputerUseSettingsReadParams": MappingProxyType({"show_built_ins": False}),
+                    "ComputerUseSettingsUpdateParams": MappingProxyType(
+                        {
+                            "block_apps": False,
+                            "computer_control": False,
+                            "screenshots": False,
+                            "unblock_apps": False,
+                        }
+                    ),
+                    "ContextUsage": MappingProxyType(
+                        {"pressure": True, "used_tokens": True, "window_tokens": False}
+                    ),
+                    "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
+                    "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "output_tokens": True,
+                            "prompt_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
+                    "EffectiveApprovalModeState": MappingProxyType(
+                        {"last_command_id": True, "mode": True, "source": True}
+                    ),
+                    "FeedbackSubmitParams": MappingProxyType(
+                        {
+                            "classification": True,
+                            "note": True,
+                            "with_files": True,
+                            "attach_session_record": False,
+                            "client_artifacts_path": False,
+                            "session_id": False,
+                        }
+                    ),
+                    "FeedbackSubmitResult": MappingProxyType(
+                        {
+                            "bundle_path": True,
+                            "outcome": True,
+                            "session_record_attached": True,
+                            "session_record_truncated": True,
+                            "cause": False,
+                            "local_tracing_note": False,
+                            "retry_after_ms": False,
+                            "session_note": False,
+                            "task_id": False,
+                            "upload_id": False,
+                        }
+                    ),
+                    "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
+                    "ForkProvenance": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "cut_cursor": True,
+                            "cut_explicit": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Goal": MappingProxyType(
+                        {
+                            "objective": True,
+                            "percent_complete": True,
+                            "status": True,
+                            "current_work": False,
+                            "next_work": False,
+                        }
+                    ),
+                    "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": False}
+                    ),
+                    "GoalEditParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalSetParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "HookListParams": MappingProxyType({"session_id": True}),
+                    "InitializeParams": MappingProxyType(
+                        {"client_info": True, "capabilities": False}
+                    ),
+                    "ItemDeltaParams": MappingProxyType(
+                        {
+                            "delta": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "field": False,
+                        }
+                    ),
+                    "ItemReadOutputParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "output_ref": True,
+                            "session_id": True,
+                            "length_bytes": False,
+                            "offset_bytes": False,
+                        }
+                    ),
+                    "ItemReadOutputResult": MappingProxyType(
+                        {
+                            "byte_len": True,
+                            "content": True,
+                            "encoding": True,
+                            "eof": True,
+                            "media_type": True,
+                            "offset_bytes": True,
+                        }
+                    ),
+                    "MediaUploadParams": MappingProxyType(
+                        {
+                            "chunk_base64": True,
+                            "chunk_count": True,
+                            "chunk_index": True,
+                            "command_id": True,
+                            "media_type": True,
+                            "session_id": True,
+                            "total_bytes": True,
+                            "upload_id": True,
+                        }
+                    ),
+                    "MediaUploadResult": MappingProxyType({"upload_id": True}),
+                    "MessageAttachment": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "type": True,
+                            "attachment_id": False,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "ModelCost": MappingProxyType(
+                        {"cached": True, "currency": True, "input": True, "output": True}
+                    ),
+                    "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelSelection": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "display_label": False,
+                            "profile_id": False,
+                            "provider_id": False,
+                        }
+                    ),
+                    "ModelVisibleContent": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "path": True,
+                            "source_tool_name": True,
+                            "type": True,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "Notification": MappingProxyType(
+                        {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
+                    ),
+                    "PatchSummary": MappingProxyType(
+                        {"added": True, "files": True, "removed": True}
+                    ),
+                    "PendingApprovalPointer": MappingProxyType(
+                        {"approval_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PendingRequestPointer": MappingProxyType(
+                        {
+                            "kind": True,
+                            "view_cursor": True,
+                            "approval_id": False,
+                            "user_input_id": False,
+                        }
+                    ),
+                    "PendingUserInputPointer": MappingProxyType(
+                        {"user_input_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PluginListParams": MappingProxyType({"session_id": True}),
+                    "ReasoningEffortState": MappingProxyType(
+                        {"reasoning_effort": True, "source": True}
+                    ),
+                    "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+                    "RequestReceipt": MappingProxyType({}),
+                    "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+                    "ServerInfo": MappingProxyType({"name": True, "version": True}),
+                    "SessionCompactParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "SessionCompactResult": MappingProxyType(
+                        {"command_id": True, "status": True, "reason": False}
+                    ),
+                    "SessionForkParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "cut_point": False,
+                            "exclude_items": False,
+                        }
+                    ),
+                    "SessionListBranchFilter": MappingProxyType({"any_of": True}),
+                    "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
+                    "SessionListTextFilter": MappingProxyType(
+                        {"fields": True, "all_of": False, "any_of": False}
+                    ),
+                    "SessionReadParams": MappingProxyType(
+                        {"session_id": True, "exclude_items": False}
+                    ),
+                    "SessionRenameParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "SessionRenameResult": MappingProxyType(
+                        {"command_id": True, "status": True, "name": False}
+                    ),
+                    "SessionSetApprovalModeParams": MappingProxyType(
+                        {"command_id": True, "mode": True, "session_id": True}
+                    ),
+                    "SessionSetApprovalModeResult": MappingProxyType(
+                        {
+                            "apply_outcome": True,
+                            "command_id": True,
+                            "effective_mode": True,
+                            "status": True,
+                        }
+                    ),
+                    "SessionSetModelParams": MappingProxyType(
+                        {"command_id": True, "model": True, "session_id": True}
+                    ),
+                    "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionSetReasoningEffortParams": MappingProxyType(
+                        {"command_id": True, "reasoning_effort": True, "session_id": True}
+                    ),
+                    "SessionSetReasoningEffortResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionSideChatParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "SessionStatusChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "status": True,
+                            "view_cursor": True,
+                            "attention": False,
+                        }
+                    ),
+                    "SessionUserShellParams": MappingProxyType(
+                        {"command_id": True, "command_text": True, "session_id": True}
+                    ),
+                    "SessionUserShellResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionViewHealthChangedParams": MappingProxyType(
+                        {"health": True, "session_id": True, "none_reason": False}
+                    ),
+                    "SideProvenance": MappingProxyType(
+                        {"command_id": True, "cut_cursor": True, "session_id": True}
+                    ),
+                    "SkillChangedParams": MappingProxyType({"session_id": True}),
+                    "SkillListParams": MappingProxyType({"session_id": True}),
+                    "SkillSetActivationParams": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "scope": True,
+                            "selector": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "SkillSetActivationResult": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "previous": True,
+                            "scope": True,
+                            "selector": True,
+                            "status": True,
+                        }
+                    ),
+                    "SnapshotAnchor": MappingProxyType(
+                        {"boundary_cursor": True, "summarized_through": True}
+                    ),
+                    "StatusAttempt": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "operation": True,
+                            "system": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "max_attempts": False,
+                            "next_attempt": False,
+                            "retry_delay_ms": False,
+                        }
+                    ),
+                    "StatusChildren": MappingProxyType(
+                        {
+                            "active": True,
+                            "cancelled": True,
+                            "completed": True,
+                            "failed": True,
+                            "total": False,
+                        }
+                    ),
+                    "StatusProgress": MappingProxyType(
+                        {"current": True, "total": False, "unit": False}
+                    ),
+                    "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
+                    "StreamRef": MappingProxyType({"id": True, "kind": True}),
+                    "SubagentInputParams": MappingProxyType(
+                        {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubagentOwnerReasonParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "subagent_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "SubagentResult": MappingProxyType(
+                        {
+                            "artifact_refs": True,
+                            "evidence_refs": True,
+                            "summary": True,
+                            "error_kind": False,
+                            "structured_data": False,
+                            "text": False,
+                        }
+                    ),
+                    "SubagentTargetParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubscriptionUsageWeekly": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True}
+                    ),
+                    "SubscriptionUsageWindow": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
+                    ),
+                    "SuccessResponse": MappingProxyType(
+                        {"id": True, "jsonrpc": True, "result": True}
+                    ),
+                    "TaskBackgroundParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TaskCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "task_id": True}
+                    ),
+                    "TaskListParams": MappingProxyType({"session_id": True}),
+                    "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+                    "TaskStopParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TokenUsage": MappingProxyType(
+                        {
+                            "cached_tokens": True,
+                            "input_tokens": True,
+                            "output_tokens": True,
+                            "reasoning_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                        }
+                    ),
+                    "ToolReceiptOther": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
+                    "TurnCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "TurnCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnInterruptParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+                    ),
+                    "TurnInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnRef": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "turn_id": True,
+                            "display_text": False,
+                            "truncated": False,
+                        }
+                    ),
+                    "TurnStartResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "disposition": True,
+                            "started_new_turn": True,
+                            "status": True,
+                            "turn_id": True,
+                        }
+                    ),
+                    "TurnSteerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "UserInputAnswer": MappingProxyType(
+                        {
+                            "question_id": True,
+                            "free_text": False,
+                            "note": False,
+                            "selected_label": False,
+                            "selected_labels": False,
+                        }
+                    ),
+                    "UserInputAnswerParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputAnswerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputCancelParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "UserInputCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+                    "UserInputClarifyParams": MappingProxyType(
+                        {
+                            "clarification": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputClarifyResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputEngagedParams": MappingProxyType(
+                        {"session_id": True, "user_input_id": True}
+                    ),
+                    "UserInputInterruptParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "answers": False,
+                        }
+                    ),
+                    "UserInputInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+                    "UserInputSettlementSummary": MappingProxyType(
+                        {"outcome": True, "view_cursor": True}
+                    ),
+                    "ViewGapParams": MappingProxyType(
+                        {"after": True, "next": True, "session_id": True}
+                    ),
+                    "ViewPageParams": MappingProxyType(
+                        {
+                            "limit": True,
+                            "session_id": True,
+                            "anchor": False,
+                            "cursor": False,
+                            "direction": False,
+                        }
+                    ),
+                    "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+                    "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+                    "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+                    "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+                    "ViewUnsubscribeResult": MappingProxyType({}),
+                    "WorkflowCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowChild": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "child_id": True,
+                            "status": True,
+                            "duration_ms": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "label": False,
+                            "phase": False,
+                            "result_ref": False,
+                            "terminal": False,
+                            "usage": False,
+                        }
+                    ),
+                    "WorkflowChildControlParams": MappingProxyType(
+                        {
+                            "action": True,
+                            "attempt": True,
+                            "child_id": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "workflow_run_id": True,
+                        }
+                    ),
+                    "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+                    "WorkflowPauseParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowTokenBudget": MappingProxyType({"total": True}),
+                    "ApprovalAmendment": MappingProxyType(
+                        {"durability": True, "rule_preview": True}
+                    ),
+                    "ApprovalChange": MappingProxyType(
+                        {
+                            "kind": True,
+                            "choice_id": False,
+                            "decision": False,
+                            "executable": False,
+                            "reason": False,
+                            "reparsed": False,
+                            "requirement_id": False,
+                            "status": False,
+                        }
+                    ),
+                    "ApprovalChoice": MappingProxyType(
+                        {
+                            "choice_id": True,
+                            "decision": True,
+                            "label": True,
+                            "scope": True,
+                            "accepts_feedback": False,
+                            "rule_preview": False,
+                        }
+                    ),
+                    "ApprovalDecideParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "choice_id": True,
+                            "command_id": True,
+                            "requirement_id": True,
+                            "session_id": True,
+                            "feedback": False,
+                        }
+                    ),
+                    "ApprovalDecideResult": MappingProxyType(
+                        {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+                    ),
+                    "ApprovalStage": MappingProxyType(
+                        {
+                            "argv": True,
+                            "argv_complete": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                            "suggested_prefix": False,
+                        }
+                    ),
+                    "ApprovalStageEvidence": MappingProxyType(
+                        {
+                            "argv": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                        }
+                    ),
+                    "ApprovalSubject": MappingProxyType(
+                        {
+                            "kind": True,
+                            "access": False,
+                            "command": False,
+                            "host": False,
+                            "origin": False,
+                            "path": False,
+                            "port": False,
+                            "protocol": False,
+                            "stages": False,
+                            "target": False,
+                            "tool_name": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "BranchState": MappingProxyType(
+                        {"branch": True, "workspace_root": True, "vcs": False}
+                    ),
+                    "CodeModeOutputSpan": MappingProxyType(
+                        {"length_bytes": True, "offset_bytes": True, "stream": True}
+                    ),
+                    "CodeModeReceipt": MappingProxyType(
+                        {
+                            "cell_item_id": False,
+                            "language": False,
+                            "output_spans": False,
+                            "source_arg": False,
+                        }
+                    ),
+                    "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+                    "CronReceipt": MappingProxyType(
+                        {"job_id": False, "jobs": False, "next_fire_at_ms": False}
+                    ),
+                    "EffectiveModel": MappingProxyType(
+                        {"model_id": True, "provider_id": True, "source": True}
+                    ),
+                    "ErrorData": MappingProxyType(
+                        {
+                            "kind": True,
+                            "aligned_next_offset": False,
+                            "anchor": False,
+                            "approval_id": False,
+                            "availability": False,
+                            "capability": False,
+                            "capacity": False,
+                            "choice_id": False,
+                            "command_id": False,
+                            "current_requirement_id": False,
+                            "descriptor": False,
+                            "details": False,
+                            "earliest_cursor": False,
+                            "item_id": False,
+                            "last_turn_id": False,
+                            "latest_boundary_cursor": False,
+                            "limit_bytes": False,
+                            "output_ref": False,
+                            "paths": False,
+                            "reason": False,
+                            "resolution": False,
+                            "retryable": False,
+                            "selector": False,
+                            "session_id": False,
+                            "settlement": False,
+                            "upload_id": False,
+                            "user_input_id": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+                    "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+                    "HookCatalogEntry": MappingProxyType(
+                        {"enabled": True, "event": True, "handler_kind": True, "key": True}
+                    ),
+                    "HookListResult": MappingProxyType({"hooks": True}),
+                    "InitializeResult": MappingProxyType(
+                        {
+                            "experimental_api": True,
+                            "granted_capabilities": True,
+                            "muse_home": True,
+                            "platform_family": True,
+                            "platform_os": True,
+                            "schema_": True,
+                            "server_info": True,
+                            "user_agent": True,
+                            "session_durability": False,
+                        }
+                    ),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
+                    "OutputRef": MappingProxyType(
+                        {
+                            "availability": True,
+                            "byte_len": True,
+                            "id": True,
+                            "kind": True,
+                            "uri": True,
+                            "digest": False,
+                            "media_type": False,
+                            "path": False,
+                        }
+                    ),
+                    "PluginCatalogEntry": MappingProxyType(
+                        {"enabled": True, "id": True, "source": True, "version": True}
+                    ),
+                    "PluginListResult": MappingProxyType({"plugins": True}),
+                    "Request": MappingProxyType(
+                        {
+                            "id": True,
+                            "jsonrpc": True,
+                            "method": True,
+                            "params": False,
+                            "trace": False,
+                        }
+                    ),
+                    "Session": MappingProxyType(
+                        {
+                            "active_turn_id": True,
+                            "created_at": True,
+                            "forked_from": True,
+                            "model_id": True,
+                            "path": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "status": True,
+                            "turn_count": True,
+                            "updated_at": True,
+                            "workspace_root": True,
+                            "approval_mode": False,
+                            "attention": False,
+                            "branch": False,
+                            "created_by_client": False,
+                            "first_user_prompt": False,
+                            "kind": False,
+                            "last_activity_at": False,
+                            "name": False,
+                            "parent_session_id": False,
+                            "side_from": False,
+                            "title": False,
+                        }
+                    ),
+                    "SessionClosedParams": MappingProxyType(
+                        {"reason": True, "session_id": True, "view_cursor": True}
+                    ),
+                    "SessionListChangedParams": MappingProxyType({"session": True}),
+                    "SessionListFilter": MappingProxyType(
+                        {"branch": False, "session_id": False, "text": False}
+                    ),
+                    "SessionListParams": MappingProxyType(
+                        {
+                            "cursor": False,
+                            "filter": False,
+                            "limit": False,
+                            "updated_after": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "SessionListResult": MappingProxyType(
+                        {"next_cursor": True, "sessions": True, "applied_filter": False}
+                    ),
+                    "SessionMcpServerConfigStdio": MappingProxyType(
+                        {
+                            "command": True,
+                            "transport": True,
+                            "args": False,
+                            "env": False,
+                            "framing": False,
+                            "mode": False,
+                        }
+                    ),
+                    "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                        {"transport": True, "url": True, "headers": False, "mode": False}
+                    ),
+                    "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+                    "SessionStartedParams": MappingProxyType({"session": True}),
+                    "SkillCatalogEntry": MappingProxyType(
+                        {
+                            "description": True,
+                            "display_name": True,
+                            "selector": True,
+                            "source": True,
+                            "argument_hint": False,
+                            "plugin_id": False,
+                        }
+                    ),
+                    "SkillListResult": MappingProxyType({"skills": True}),
+                    "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+                    "StatusHealth": MappingProxyType({"level": True, "reason": False}),
+                    "SubscriptionUsage": MappingProxyType(
+                        {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+                    ),
+                    "TaskListEntry": MappingProxyType(
+                        {
+                            "kind": True,
+                            "status": True,
+                            "task_id": True,
+                            "background_initiator": False,
+                            "started_at": False,
+                            "tool": False,
+                        }
+                    ),
+                    "TaskListResult": MappingProxyType({"tasks": True}),
+                    "TodoItem": MappingProxyType(
+                        {"status": True, "text": True, "active_form": False}
+                    ),
+                    "TodoListState": MappingProxyType(
+                        {"items": True, "revision": True, "source_tool": True}
+                    ),
+                    "ToolReceiptCodeMode": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "ToolReceiptCron": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TurnError": MappingProxyType(
+                        {"kind": True, "message": True, "retryable": True}
+                    ),
+                    "TurnForegroundCompletedParams": MappingProxyType(
+                        {
+                            "blocking_agents": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnInputPart": MappingProxyType(
+                        {
+                            "type": True,
+                            "arguments": False,
+                            "base64_data": False,
+                            "height": False,
+                            "media_type": False,
+                            "selector": False,
+                            "text": False,
+                            "upload_id": False,
+                            "width": False,
+                        }
+                    ),
+                    "TurnRetractedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "reason": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "display_text": False,
+                            "if_busy": False,
+                            "reasoning_effort": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "TurnStartedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnSteerParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "expected_turn_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "TurnUnqueuedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "UnframedViewNotificationParams": MappingProxyType(
+                        {"session_id": True, "source_range": True, "view_cursor": True}
+                    ),
+                    "UsageReadResult": MappingProxyType({"usage": False}),
+                    "UserInputOption": MappingProxyType(
+                        {"label": True, "description": False, "preview": False}
+                    ),
+                    "UserInputSelection": MappingProxyType(
+                        {"mode": True, "max_selections": False, "min_selections": False}
+                    ),
+                    "UserInputSettledParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "clarification": True,
+                            "decided_at": True,
+                            "decided_by_command_id": True,
+                            "outcome": True,
+                            "reason": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ApprovalRequestParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "current_requirement_id": True,
+                            "item_id": True,
+                            "judge_escalated": True,
+                            "protected_write": True,
+                            "raw_args": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "task_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalResolvedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "decision": True,
+                            "item_id": True,
+                            "policy_result": True,
+                            "resolved_by": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "stage_evidence": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "amendment": False,
+                            "decided_at": False,
+                            "decided_by_command_id": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalUpdatedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "change": True,
+                            "current_requirement_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "LastTurn": MappingProxyType(
+                        {"terminal": True, "turn_id": True, "error": False, "reason": False}
+                    ),
+                    "ModelCatalogEntry": MappingProxyType(
+                        {
+                            "context_limit": True,
+                            "cost": True,
+                            "description": True,
+                            "display_label": True,
+                            "is_active": True,
+                            "is_default": True,
+                            "model_id": True,
+                            "output_limit": True,
+                            "profile_id": True,
+                            "provider_id": True,
+                            "release_date": True,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
+                            "variants": False,
+                        }
+                    ),
+                    "ModelListResult": MappingProxyType(
+                        {"models": True, "profile_id": True, "provider_id": True, "source": True}
+                    ),
+                    "SessionApprovalModeChangedParams": MappingProxyType(
+                        {
+                            "client_name": True,
+                            "command_id": True,
+                            "mode": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionBranchChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "workspace_root": True,
+                            "branch": False,
+                            "vcs": False,
+                        }
+                    ),
+                    "SessionContextUsageParams": MappingProxyType(
+                        {
+                            "pressure": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "used_tokens": True,
+                            "view_cursor": True,
+                            "window_tokens": False,
+                        }
+                    ),
+                    "SessionGoalChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "goal": False,
+                        }
+                    ),
+                    "SessionModelChangedParams": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "provider_id": False,
+                        }
+                    ),
+                    "SessionModelRouteUnservedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "installed_provider_id": True,
+                            "model_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "provider_id": False,
+                        }
+                    ),
+                    "SessionNameChangedParams": MappingProxyType(
+                        {
+                            "name": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionReasoningEffortChangedParams": MappingProxyType(
+                        {
+                            "reasoning_effort": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTodoListChangedParams": MappingProxyType(
+                        {
+                            "items": True,
+                            "revision": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "source_tool": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "cumulative": True,
+                            "prompt_tokens": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "total_tokens": True,
+                            "turn_id": True,
+                            "usage": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "finish_reason": False,
+                            "model_id": False,
+                        }
+                    ),
+                    "TurnCompletedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "terminal": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "error": False,
+                            "reason": False,
+                            "time_to_first_token_ms": False,
+                            "usage": False,
+                        }
+                    ),
+                    "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+                    "UserInputQuestion": MappingProxyType(
+                        {
+                            "header": True,
+                            "id": True,
+                            "options": True,
+                            "question": True,
+                            "selection": True,
+                        }
+                    ),
+                    "UserInputRequestParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "questions": True,
+                            "session_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                            "auto_resolution_ms": False,
+                            "source_range": False,
+                        }
+                    ),
+                    "ViewPageResult": MappingProxyType(
+                        {"events": True, "next_cursor": True, "resolved_anchor": False}
+                    ),
+                    "ApprovalListPendingResult": MappingProxyType(
+                        {"approvals": True, "user_inputs": True}
+                    ),
+                    "Item": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "kind": True,
+                            "revision": True,
+                            "status": True,
+                            "agent_path": False,
+                            "approval_id": False,
+                            "args": False,
+                            "attachments": False,
+                            "background": False,
+                            "background_initiator": False,
+                            "blocking": False,
+                            "call_id": False,
+                            "child_prompt_refs": False,
+                            "child_session_id": False,
+                            "child_session_log_path": False,
+                            "children": False,
+                            "command_id": False,
+                            "command_text": False,
+                            "control_status": False,
+                            "declared_phase": False,
+                            "depth": False,
+                            "display_text": False,
+                            "duration_ms": False,
+                            "entry_id": False,
+                            "event": False,
+                            "exit_code": False,
+                            "exit_signal": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "fallback_text": False,
+                            "final_summary": False,
+                            "generation_id": False,
+                            "hook_key": False,
+                            "label": False,
+                            "message": False,
+                            "model_visible_content": False,
+                            "objective": False,
+                            "outcome": False,
+                            "output_ref": False,
+                            "patch_ref": False,
+                            "patch_summary": False,
+                            "paused": False,
+                            "provider_item_id": False,
+                            "reason": False,
+                            "recorded_at": False,
+                            "reminder_agent_id": False,
+                            "result": False,
+                            "resume_from_run_id": False,
+                            "retracted": False,
+                            "role": False,
+                            "run_status": False,
+                            "script_id": False,
+                            "side_session_id": False,
+                            "status_attempt": False,
+                            "status_children": False,
+                            "status_health": False,
+                            "status_line": False,
+                            "status_phase": False,
+                            "status_progress": False,
+                            "status_step": False,
+                            "steered": False,
+                            "stop_available": False,
+                            "strategy_id": False,
+                            "subagent_id": False,
+                            "summarized_through": False,
+                            "summary": False,
+                            "task_id": False,
+                            "text": False,
+                            "token_budget": False,
+                            "tokens_after": False,
+                            "tokens_before": False,
+                            "tool": False,
+                            "tool_receipt": False,
+                            "trigger": False,
+                            "trigger_source": False,
+                            "truncated": False,
+                            "turn_id": False,
+                            "usage": False,
+                            "visible_output": False,
+                            "workflow_run_id": False,
+                        }
+                    ),
+                    "ItemCompletedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ItemStartedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                        }
+                    ),
+                    "ItemUpdatedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionConfig": MappingProxyType({"mcp_servers": False}),
+                    "SessionResumeParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "config": False,
+                            "cursor": False,
+                            "exclude_items": False,
+                            "history": False,
+                        }
+                    ),
+                    "SessionStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "approval_mode": False,
+                            "config": False,
+                            "model_id": False,
+                            "provider_id": False,
+                            "session_id": False,
+                            "workspace_root": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "SnapshotState": MappingProxyType(
+                        {
+                            "active_turn": True,
+                            "approval_mode": True,
+                            "branch": True,
+                            "effective_model": True,
+                            "goal": True,
+                            "items": True,
+                            "pending_approvals": True,
+                            "pending_user_inputs": True,
+                            "queued_turns": True,
+                            "todo_list": True,
+                            "token_usage": True,
+                            "turn_count": True,
+                            "context_usage": False,
+                            "name": False,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "ViewSnapshot": MappingProxyType(
+                        {
+                            "schema_version": True,
+                            "state": True,
+                            "view_cursor": True,
+                            "anchor": False,
+                        }
+                    ),
+                    "SessionHistory": MappingProxyType(
+                        {"items": True, "mode": True, "snapshot": True, "none_reason": False}
+                    ),
+                    "SessionReadResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionResumeResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionSideChatResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionForkResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                }
+            ),
+            variants=MappingProxyType(
+                {
+                    "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
+                    "TOOL_RECEIPT_VARIANTS": frozenset(["codeMode", "cron"]),
+                    "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text", "video"]),
+                }
+            ),
+        ),
+        "1.4.6": BundleOutline(
+            version="1.4.6",
+            fingerprint="sha256:eae467ab60cb9a5d5af4de616830f065e59375c987fd59269c8cc33ed2a1137f",
+            host_requests=MappingProxyType(
+                {
+                    "approval/decide": True,
+                    "approval/listPending": False,
+                    "computerUseSettings/read": False,
+                    "computerUseSettings/update": False,
+                    "computerUseSetup/read": False,
+                    "computerUseSetup/start": True,
+                    "feedback/submit": False,
+                    "goal/clear": True,
+                    "goal/edit": True,
+                    "goal/pause": True,
+                    "goal/resume": True,
+                    "goal/set": True,
+                    "hook/list": False,
+                    "initialize": False,
+                    "item/readOutput": False,
+                    "media/upload": True,
+                    "model/list": False,
+                    "plugin/install": True,
+                    "plugin/list": False,
+                    "plugin/marketplaceAdd": True,
+                    "plugin/marketplaceRemove": True,
+                    "plugin/marketplaceUpdate": True,
+                    "recap/cancel": True,
+                    "recap/request": True,
+                    "session/compact": True,
+                    "session/fork": True,
+                    "session/list": False,
+                    "session/read": False,
+                    "session/rename": True,
+                    "session/resume": True,
+                    "session/setApprovalMode": True,
+                    "session/setModel": True,
+                    "session/setReasoningEffort": True,
+                    "session/sideChat": True,
+                    "session/start": True,
+                    "session/userShell": True,
+                    "skill/import": True,
+                    "skill/list": False,
+                    "skill/setActivation": True,
+                    "subagent/close": True,
+                    "subagent/followupTask": True,
+                    "subagent/interrupt": True,
+                    "subagent/readResult": True,
+                    "subagent/reopen": True,
+                    "subagent/resume": True,
+                    "subagent/sendMessage": True,
+                    "subagent/stop": True,
+                    "task/background": True,
+                    "task/list": False,
+                    "task/stop": True,
+                    "task/stopAll": True,
+                    "turn/cancel": True,
+                    "turn/interrupt": True,
+                    "turn/start": True,
+                    "turn/steer": True,
+                    "turn/unqueue": True,
+                    "usage/read": False,
+                    "userInput/answer": True,
+                    "userInput/cancel": True,
+                    "userInput/clarify": True,
+                    "userInput/interrupt": True,
+                    "view/page": False,
+                    "view/subscribe": False,
+                    "view/unsubscribe": False,
+                    "workflow/cancel": True,
+                    "workflow/childControl": True,
+                    "workflow/pause": True,
+                    "workflow/resume": True,
+                }
+            ),
+            client_requests=frozenset(["approval/request", "userInput/request"]),
+            client_notifications=frozenset(
+                [
+                    "approval/requested",
+                    "approval/resolved",
+                    "approval/updated",
+                    "computerUseSetup/changed",
+                    "item/completed",
+                    "item/delta",
+                    "item/started",
+                    "item/updated",
+                    "plugin/changed",
+                    "plugin/marketplaceChanged",
+                    "recap/completed",
+                    "session/approvalModeChanged",
+                    "session/branchChanged",
+                    "session/closed",
+                    "session/contextUsage",
+                    "session/goalChanged",
+                    "session/listChanged",
+                    "session/modelChanged",
+                    "session/modelRouteUnserved",
+                    "session/nameChanged",
+                    "session/reasoningEffortChanged",
+                    "session/started",
+                    "session/statusChanged",
+                    "session/todoListChanged",
+                    "session/tokenUsage",
+                    "session/viewHealthChanged",
+                    "skill/changed",
+                    "turn/completed",
+                    "turn/foregroundCompleted",
+                    "turn/retracted",
+                    "turn/retryScheduled",
+                    "turn/started",
+                    "turn/unqueued",
+                    "usage/changed",
+                    "userInput/requested",
+                    "userInput/settled",
+                    "view/gap",
+                ]
+            ),
+            errors=(
+                ErrorSpec(
+                    -32700, "parseError", False, "Error kind parseError; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32600,
+                    "invalidRequest",
+                    False,
+                    "Error kind invalidRequest; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32601,
+                    "methodNotFound",
+                    False,
+                    "Error kind methodNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32602,
+                    "invalidParams",
+                    False,
+                    "Error kind invalidParams; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32603, "internal", False, "Error kind internal; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32001, "overloaded", True, "Error kind overloaded; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32002,
+                    "inputTooLarge",
+                    False,
+                    "Error kind inputTooLarge; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32010,
+                    "capabilityRequired",
+                    False,
+                    "Error kind capabilityRequired; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32011, "notFound", False, "Error kind notFound; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32013, "interrupted", False, "Error kind interrupted; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32014, "cancelled", False, "Error kind cancelled; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32020,
+                    "sessionNotFound",
+                    False,
+                    "Error kind sessionNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32021,
+                    "sessionInUse",
+                    False,
+                    "Error kind sessionInUse; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32022,
+                    "sessionAmbiguous",
+                    False,
+                    "Error kind sessionAmbiguous; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32023,
+                    "forkBoundaryInvalid",
+                    False,
+                    "Error kind forkBoundaryInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32024,
+                    "sessionNotLoaded",
+                    False,
+                    "Error kind sessionNotLoaded; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32025,
+                    "sessionStreamMismatch",
+                    False,
+                    "Error kind sessionStreamMismatch; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32030,
+                    "commandRejected",
+                    False,
+                    "Error kind commandRejected; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32031, "backpressured", True, "Error kind backpressured; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32032,
+                    "skillNotFound",
+                    False,
+                    "Error kind skillNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32033,
+                    "computerUseUnavailable",
+                    False,
+                    "Error kind computerUseUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32034,
+                    "marketplaceNotFound",
+                    False,
+                    "Error kind marketplaceNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32035,
+                    "pluginNotFound",
+                    False,
+                    "Error kind pluginNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32036,
+                    "marketplaceAlreadyExists",
+                    False,
+                    "Error kind marketplaceAlreadyExists; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32037,
+                    "pluginMutationsDisabled",
+                    False,
+                    "Error kind pluginMutationsDisabled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32038,
+                    "uploadNotFound",
+                    False,
+                    "Error kind uploadNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32040,
+                    "viewTruncated",
+                    False,
+                    "Error kind viewTruncated; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32041,
+                    "outputUnavailable",
+                    False,
+                    "Error kind outputUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32042,
+                    "boundaryPruned",
+                    False,
+                    "Error kind boundaryPruned; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32050,
+                    "approvalNotFound",
+                    False,
+                    "Error kind approvalNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32051,
+                    "approvalAlreadyResolved",
+                    False,
+                    "Error kind approvalAlreadyResolved; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32052,
+                    "approvalChoiceInvalid",
+                    False,
+                    "Error kind approvalChoiceInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32053,
+                    "approvalRequirementStale",
+                    False,
+                    "Error kind approvalRequirementStale; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32054,
+                    "approvalReviewerUnavailable",
+                    False,
+                    "Error kind approvalReviewerUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32055,
+                    "userInputNotFound",
+                    False,
+                    "Error kind userInputNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32056,
+                    "userInputAlreadySettled",
+                    False,
+                    "Error kind userInputAlreadySettled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32057,
+                    "userInputAnswerInvalid",
+                    False,
+                    "Error kind userInputAnswerInvalid; retrying will not help.",
+                ),
+            ),
+            models=MappingProxyType(
+                {
+                    "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+                    "ApprovalOrigin": MappingProxyType(
+                        {"kind": True, "command": False, "url": False}
+                    ),
+                    "ApprovalRequirementRef": MappingProxyType(
+                        {"approval_id": True, "source_index": True}
+                    ),
+                    "ApprovalResolutionSummary": MappingProxyType(
+                        {"decision": True, "resolved_by": True, "view_cursor": True}
+                    ),
+                    "ApprovalStageResolution": MappingProxyType(
+                        {"kind": True, "argv_prefix": False, "diagnostic": False}
+                    ),
+                    "ApprovalSubagentOrigin": MappingProxyType(
+                        {"child_run_id": True, "child_session_id": True, "subagent_id": True}
+                    ),
+                    "ApprovalSuggestedPrefix": MappingProxyType(
+                        {"argv_prefix": True, "label": True}
+                    ),
+                    "ClientCapabilities": MappingProxyType(
+                        {
+                            "experimental_api": False,
+                            "opt_out_notification_methods": False,
+                            "requested_capabilities": False,
+                            "user_input_dialogs": False,
+                        }
+                    ),
+                    "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+                    "ComputerUseBlockedApp": MappingProxyType(
+                        {"bundle_id": True, "locked": True, "prefix": False}
+                    ),
+                    "ComputerUseSettings": MappingProxyType(
+                        {"blocked_apps": True, "computer_control": True, "screenshots": True}
+                    ),
+                    "ComputerUseSettingsReadParams": MappingProxyType({"show_built_ins": False}),
+                    "ComputerUseSettingsUpdateParams": MappingProxyType(
+                        {
+                            "block_apps": False,
+                            "computer_control": False,
+                            "screenshots": False,
+                            "unblock_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupReadParams": MappingProxyType({"session_id": True}),
+                    "ComputerUseSetupStartParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "ComputerUseSetupState": MappingProxyType(
+                        {
+                            "accessibility": True,
+                            "input_monitoring": True,
+                            "screen_recording": True,
+                            "setup": True,
+                            "message": False,
+                            "refused": False,
+                        }
+                    ),
+                    "ContextUsage": MappingProxyType(
+                        {"pressure": True, "used_tokens": True, "window_tokens": False}
+                    ),
+                    "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
+                    "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "output_tokens": True,
+                            "prompt_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
+                    "EffectiveApprovalModeState": MappingProxyType(
+                        {"last_command_id": True, "mode": True, "source": True}
+                    ),
+                    "FeedbackSubmitParams": MappingProxyType(
+                        {
+                            "classification": True,
+                            "note": True,
+                            "with_files": True,
+                            "attach_session_record": False,
+                            "client_artifacts_path": False,
+                            "session_id": False,
+                        }
+                    ),
+                    "FeedbackSubmitResult": MappingProxyType(
+                        {
+                            "bundle_path": True,
+                            "outcome": True,
+                            "session_record_attached": True,
+                            "session_record_truncated": True,
+                            "cause": False,
+                            "local_tracing_note": False,
+                            "retry_after_ms": False,
+                            "session_note": False,
+                            "task_id": False,
+                            "upload_id": False,
+                        }
+                    ),
+                    "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
+                    "ForkProvenance": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "cut_cursor": True,
+                            "cut_explicit": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Goal": MappingProxyType(
+                        {
+                            "objective": True,
+                            "percent_complete": True,
+                            "status": True,
+                            "current_work": False,
+                            "next_work": False,
+                        }
+                    ),
+                    "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": False}
+                    ),
+                    "GoalEditParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalSetParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "HookListParams": MappingProxyType({"session_id": True}),
+                    "InitializeParams": MappingProxyType(
+                        {"client_info": True, "capabilities": False}
+                    ),
+                    "ItemDeltaParams": MappingProxyType(
+                        {
+                            "delta": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "field": False,
+                        }
+                    ),
+                    "ItemReadOutputParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "output_ref": True,
+                            "session_id": True,
+                            "length_bytes": False,
+                            "offset_bytes": False,
+                        }
+                    ),
+                    "ItemReadOutputResult": MappingProxyType(
+                        {
+                            "byte_len": True,
+                            "content": True,
+                            "encoding": True,
+                            "eof": True,
+                            "media_type": True,
+                            "offset_bytes": True,
+                        }
+                    ),
+                    "MediaUploadParams": MappingProxyType(
+                        {
+                            "chunk_base64": True,
+                            "chunk_count": True,
+                            "chunk_index": True,
+                            "command_id": True,
+                            "media_type": True,
+                            "session_id": True,
+                            "total_bytes": True,
+                            "upload_id": True,
+                        }
+                    ),
+                    "MediaUploadResult": MappingProxyType({"upload_id": True}),
+                    "MessageAttachment": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "type": True,
+                            "attachment_id": False,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "ModelCost": MappingProxyType(
+                        {"cached": True, "currency": True, "input": True, "output": True}
+                    ),
+                    "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelSelection": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "display_label": False,
+                            "profile_id": False,
+                            "provider_id": False,
+                        }
+                    ),
+                    "ModelVisibleContent": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "path": True,
+                            "source_tool_name": True,
+                            "type": True,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "Notification": MappingProxyType(
+                        {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
+                    ),
+                    "PatchSummary": MappingProxyType(
+                        {"added": True, "files": True, "removed": True}
+                    ),
+                    "PendingApprovalPointer": MappingProxyType(
+                        {"approval_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PendingRequestPointer": MappingProxyType(
+                        {
+                            "kind": True,
+                            "view_cursor": True,
+                            "approval_id": False,
+                            "user_input_id": False,
+                        }
+                    ),
+                    "PendingUserInputPointer": MappingProxyType(
+                        {"user_input_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PluginInstallMarketplaceTarget": MappingProxyType(
+                        {"marketplace": True, "name": True}
+                    ),
+                    "PluginListParams": MappingProxyType({"session_id": True}),
+                    "PluginMarketplaceAddParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True, "source": True}
+                    ),
+                    "PluginMarketplaceChangedParams": MappingProxyType(
+                        {
+                            "change": True,
+                            "name": True,
+                            "session_id": True,
+                            "plugin_count": False,
+                            "skipped_count": False,
+                        }
+                    ),
+                    "PluginMarketplaceRemoveParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "PluginMarketplaceRemoveResult": MappingProxyType(
+                        {"command_id": True, "name": True, "status": True}
+                    ),
+                    "PluginMarketplaceSkippedEntry": MappingProxyType(
+                        {"plugin": True, "reason": True}
+                    ),
+                    "PluginMarketplaceSourceShape": MappingProxyType({"kind": True, "path": True}),
+                    "PluginMarketplaceUpdateParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "QuotaDetail": MappingProxyType({"limit_kind": True, "resets_at_ms": True}),
+                    "ReasoningEffortState": MappingProxyType(
+                        {"reasoning_effort": True, "source": True}
+                    ),
+                    "RecapCancelParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "RecapCancelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecapRequestParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "RecapRequestResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+                    "RequestReceipt": MappingProxyType({}),
+                    "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+                    "ServerInfo": MappingProxyType({"name": True, "version": True}),
+                    "SessionCompactParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "SessionCompactResult": MappingProxyType(
+                        {"command_id": True, "status": True, "reason": False}
+                    ),
+                    "SessionForkParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "cut_point": False,
+                            "exclude_items": False,
+                        }
+                    ),
+                    "SessionListBranchFilter": MappingProxyType({"any_of": True}),
+                    "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
+                    "SessionListTextFilter": MappingProxyType(
+                        {"fields": True, "all_of": False, "any_of": False}
+                    ),
+                    "SessionReadParams": MappingProxyType(
+                        {"session_id": True, "exclude_items": False}
+                    ),
+                    "SessionRenameParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "SessionRenameResult": MappingProxyType(
+                        {"command_id": True, "status": True, "name": False}
+                    ),
+                    "SessionSetApprovalModeParams": MappingProxyType(
+                        {"command_id": True, "mode": True, "session_id": True}
+                    ),
+                    "SessionSetApprovalModeResult": MappingProxyType(
+                        {
+                            "apply_outcome": True,
+                            "command_id": True,
+                            "effective_mode": True,
+                            "status": True,
+                        }
+                    ),
+                    "SessionSetModelParams": MappingProxyType(
+                        {"command_id": True, "model": True, "session_id": True}
+                    ),
+                    "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionSetReasoningEffortParams": MappingProxyType(
+                        {"command_id": True, "reasoning_effort": True, "session_id": True}
+                    ),
+                    "SessionSetReasoningEffortResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionSideChatParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "SessionStatusChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "status": True,
+                            "view_cursor": True,
+                            "attention": False,
+                        }
+                    ),
+                    "SessionUserShellParams": MappingProxyType(
+                        {"command_id": True, "command_text": True, "session_id": True}
+                    ),
+                    "SessionUserShellResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionViewHealthChangedParams": MappingProxyType(
+                        {"health": True, "session_id": True, "none_reason": False}
+                    ),
+                    "SideProvenance": MappingProxyType(
+                        {"command_id": True, "cut_cursor": True, "session_id": True}
+                    ),
+                    "SkillChangedParams": MappingProxyType({"session_id": True}),
+                    "SkillImportCounts": MappingProxyType(
+                        {"failed": True, "installed": True, "quarantined": True, "skipped": True}
+                    ),
+                    "SkillImportFailure": MappingProxyType({"id": True, "reason": True}),
+                    "SkillImportQuarantine": MappingProxyType({"id": True, "reasons": True}),
+                    "SkillListParams": MappingProxyType({"session_id": True}),
+                    "SkillSetActivationParams": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "scope": True,
+                            "selector": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "SkillSetActivationResult": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "previous": True,
+                            "scope": True,
+                            "selector": True,
+                            "status": True,
+                        }
+                    ),
+                    "SnapshotAnchor": MappingProxyType(
+                        {"boundary_cursor": True, "summarized_through": True}
+                    ),
+                    "StatusAttempt": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "operation": True,
+                            "system": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "max_attempts": False,
+                            "next_attempt": False,
+                            "retry_delay_ms": False,
+                        }
+                    ),
+                    "StatusChildren": MappingProxyType(
+                        {
+                            "active": True,
+                            "cancelled": True,
+                            "completed": True,
+                            "failed": True,
+                            "total": False,
+                        }
+                    ),
+                    "StatusProgress": MappingProxyType(
+                        {"current": True, "total": False, "unit": False}
+                    ),
+                    "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
+                    "StreamRef": MappingProxyType({"id": True, "kind": True}),
+                    "SubagentInputParams": MappingProxyType(
+                        {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubagentOwnerReasonParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "subagent_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "SubagentResult": MappingProxyType(
+                        {
+                            "artifact_refs": True,
+                            "evidence_refs": True,
+                            "summary": True,
+                            "error_kind": False,
+                            "structured_data": False,
+                            "text": False,
+                        }
+                    ),
+                    "SubagentTargetParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubscriptionUsageWeekly": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True}
+                    ),
+                    "SubscriptionUsageWindow": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
+                    ),
+                    "SuccessResponse": MappingProxyType(
+                        {"id": True, "jsonrpc": True, "result": True}
+                    ),
+                    "TaskBackgroundParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TaskCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "task_id": True}
+                    ),
+                    "TaskListParams": MappingProxyType({"session_id": True}),
+                    "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+                    "TaskStopParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TokenUsage": MappingProxyType(
+                        {
+                            "cached_tokens": True,
+                            "input_tokens": True,
+                            "output_tokens": True,
+                            "reasoning_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                        }
+                    ),
+                    "ToolReceiptOther": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
+                    "TurnCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "TurnCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnInterruptParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+                    ),
+                    "TurnInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnRef": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "turn_id": True,
+                            "display_text": False,
+                            "truncated": False,
+                        }
+                    ),
+                    "TurnStartResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "disposition": True,
+                            "started_new_turn": True,
+                            "status": True,
+                            "turn_id": True,
+                        }
+                    ),
+                    "TurnSteerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUserShell": MappingProxyType({"command_text": True}),
+                    "UserInputAnswer": MappingProxyType(
+                        {
+                            "question_id": True,
+                            "free_text": False,
+                            "note": False,
+                            "selected_label": False,
+                            "selected_labels": False,
+                        }
+                    ),
+                    "UserInputAnswerParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputAnswerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputCancelParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "UserInputCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+                    "UserInputClarifyParams": MappingProxyType(
+                        {
+                            "clarification": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputClarifyResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputEngagedParams": MappingProxyType(
+                        {"session_id": True, "user_input_id": True}
+                    ),
+                    "UserInputInterruptParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "answers": False,
+                        }
+                    ),
+                    "UserInputInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+                    "UserInputSettlementSummary": MappingProxyType(
+                        {"outcome": True, "view_cursor": True}
+                    ),
+                    "ViewGapParams": MappingProxyType(
+                        {"after": True, "next": True, "session_id": True}
+                    ),
+                    "ViewPageParams": MappingProxyType(
+                        {
+                            "limit": True,
+                            "session_id": True,
+                            "anchor": False,
+                            "cursor": False,
+                            "direction": False,
+                        }
+                    ),
+                    "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+                    "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+                    "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+                    "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+                    "ViewUnsubscribeResult": MappingProxyType({}),
+                    "WorkflowCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowChild": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "child_id": True,
+                            "status": True,
+                            "duration_ms": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "label": False,
+                            "phase": False,
+                            "result_ref": False,
+                            "terminal": False,
+                            "usage": False,
+                        }
+                    ),
+                    "WorkflowChildControlParams": MappingProxyType(
+                        {
+                            "action": True,
+                            "attempt": True,
+                            "child_id": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "workflow_run_id": True,
+                        }
+                    ),
+                    "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+                    "WorkflowPauseParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "WorkflowTokenBudget": MappingProxyType({"total": True}),
+                    "ApprovalAmendment": MappingProxyType(
+                        {"durability": True, "rule_preview": True}
+                    ),
+                    "ApprovalChange": MappingProxyType(
+                        {
+                            "kind": True,
+                            "choice_id": False,
+                            "decision": False,
+                            "executable": False,
+                            "reason": False,
+                            "reparsed": False,
+                            "requirement_id": False,
+                            "status": False,
+                        }
+                    ),
+                    "ApprovalChoice": MappingProxyType(
+                        {
+                            "choice_id": True,
+                            "decision": True,
+                            "label": True,
+                            "scope": True,
+                            "accepts_feedback": False,
+                            "rule_preview": False,
+                        }
+                    ),
+                    "ApprovalDecideParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "choice_id": True,
+                            "command_id": True,
+                            "requirement_id": True,
+                            "session_id": True,
+                            "feedback": False,
+                        }
+                    ),
+                    "ApprovalDecideResult": MappingProxyType(
+                        {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+                    ),
+                    "ApprovalStage": MappingProxyType(
+                        {
+                            "argv": True,
+                            "argv_complete": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                            "suggested_prefix": False,
+                        }
+                    ),
+                    "ApprovalStageEvidence": MappingProxyType(
+                        {
+                            "argv": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                        }
+                    ),
+                    "ApprovalSubject": MappingProxyType(
+                        {
+                            "kind": True,
+                            "access": False,
+                            "command": False,
+                            "host": False,
+                            "origin": False,
+                            "path": False,
+                            "port": False,
+                            "protocol": False,
+                            "stages": False,
+                            "target": False,
+                            "tool_name": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "BranchState": MappingProxyType(
+                        {"branch": True, "workspace_root": True, "vcs": False}
+                    ),
+                    "CodeModeOutputSpan": MappingProxyType(
+                        {"length_bytes": True, "offset_bytes": True, "stream": True}
+                    ),
+                    "CodeModeReceipt": MappingProxyType(
+                        {
+                            "cell_item_id": False,
+                            "language": False,
+                            "output_spans": False,
+                            "source_arg": False,
+                        }
+                    ),
+                    "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+                    "ComputerUseSetupChanged": MappingProxyType(
+                        {"session_id": True, "state": True}
+                    ),
+                    "CronReceipt": MappingProxyType(
+                        {"job_id": False, "jobs": False, "next_fire_at_ms": False}
+                    ),
+                    "EffectiveModel": MappingProxyType(
+                        {"model_id": True, "provider_id": True, "source": True}
+                    ),
+                    "ErrorData": MappingProxyType(
+                        {
+                            "kind": True,
+                            "aligned_next_offset": False,
+                            "anchor": False,
+                            "approval_id": False,
+                            "availability": False,
+                            "capability": False,
+                            "capacity": False,
+                            "choice_id": False,
+                            "command_id": False,
+                            "current_requirement_id": False,
+                            "descriptor": False,
+                            "details": False,
+                            "earliest_cursor": False,
+                            "item_id": False,
+                            "last_turn_id": False,
+                            "latest_boundary_cursor": False,
+                            "limit_bytes": False,
+                            "marketplace": False,
+                            "name": False,
+                            "output_ref": False,
+                            "paths": False,
+                            "reason": False,
+                            "resolution": False,
+                            "retryable": False,
+                            "seed_fallback_reason": False,
+                            "seed_path": False,
+                            "selector": False,
+                            "session_id": False,
+                            "settlement": False,
+                            "upload_id": False,
+                            "user_input_id": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+                    "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+                    "HookCatalogEntry": MappingProxyType(
+                        {"enabled": True, "event": True, "handler_kind": True, "key": True}
+                    ),
+                    "HookListResult": MappingProxyType({"hooks": True}),
+                    "InitializeResult": MappingProxyType(
+                        {
+                            "experimental_api": True,
+                            "granted_capabilities": True,
+                            "muse_home": True,
+                            "platform_family": True,
+                            "platform_os": True,
+                            "schema_": True,
+                            "server_info": True,
+                            "user_agent": True,
+                            "session_durability": False,
+                        }
+                    ),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
+                    "OutputRef": MappingProxyType(
+                        {
+                            "availability": True,
+                            "byte_len": True,
+                            "id": True,
+                            "kind": True,
+                            "uri": True,
+                            "digest": False,
+                            "media_type": False,
+                            "path": False,
+                        }
+                    ),
+                    "PluginCatalogEntry": MappingProxyType(
+                        {"enabled": True, "id": True, "source": True, "version": True}
+                    ),
+                    "PluginChangedParams": MappingProxyType(
+                        {
+                            "enabled": True,
+                            "id": True,
+                            "session_id": True,
+                            "source": True,
+                            "version": True,
+                        }
+                    ),
+                    "PluginInstallLocalPathTarget": MappingProxyType(
+                        {"path": True, "scope": False}
+                    ),
+                    "PluginInstallResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "enabled": True,
+                            "id": True,
+                            "source": True,
+                            "status": True,
+                            "version": True,
+                            "warning": False,
+                        }
+                    ),
+                    "PluginInstallTarget": MappingProxyType(
+                        {"local_path": False, "marketplace": False}
+                    ),
+                    "PluginListResult": MappingProxyType({"plugins": True}),
+                    "PluginMarketplaceRecordResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "name": True,
+                            "plugin_count": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "RecapCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "text": False,
+                            "title": False,
+                        }
+                    ),
+                    "Request": MappingProxyType(
+                        {
+                            "id": True,
+                            "jsonrpc": True,
+                            "method": True,
+                            "params": False,
+                            "trace": False,
+                        }
+                    ),
+                    "Session": MappingProxyType(
+                        {
+                            "active_turn_id": True,
+                            "created_at": True,
+                            "forked_from": True,
+                            "model_id": True,
+                            "path": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "status": True,
+                            "turn_count": True,
+                            "updated_at": True,
+                            "workspace_root": True,
+                            "approval_mode": False,
+                            "attention": False,
+                            "branch": False,
+                            "created_by_client": False,
+                            "first_user_prompt": False,
+                            "kind": False,
+                            "last_activity_at": False,
+                            "name": False,
+                            "parent_session_id": False,
+                            "side_from": False,
+                            "title": False,
+                        }
+                    ),
+                    "SessionClosedParams": MappingProxyType(
+                        {"reason": True, "session_id": True, "view_cursor": True}
+                    ),
+                    "SessionListChangedParams": MappingProxyType({"session": True}),
+                    "SessionListFilter": MappingProxyType(
+                        {"branch": False, "session_id": False, "text": False}
+                    ),
+                    "SessionListParams": MappingProxyType(
+                        {
+                            "cursor": False,
+                            "filter": False,
+                            "limit": False,
+                            "updated_after": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "SessionListResult": MappingProxyType(
+                        {"next_cursor": True, "sessions": True, "applied_filter": False}
+                    ),
+                    "SessionMcpServerConfigStdio": MappingProxyType(
+                        {
+                            "command": True,
+                            "transport": True,
+                            "args": False,
+                            "env": False,
+                            "framing": False,
+                            "mode": False,
+                        }
+                    ),
+                    "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                        {"transport": True, "url": True, "headers": False, "mode": False}
+                    ),
+                    "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+                    "SessionStartedParams": MappingProxyType({"session": True}),
+                    "SkillCatalogEntry": MappingProxyType(
+                        {
+                            "description": True,
+                            "display_name": True,
+                            "selector": True,
+                            "source": True,
+                            "argument_hint": False,
+                            "plugin_id": False,
+                        }
+                    ),
+                    "SkillImportParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "dry_run": False,
+                            "force": False,
+                        }
+                    ),
+                    "SkillImportResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "counts": True,
+                            "dry_run": True,
+                            "failed": True,
+                            "installed": True,
+                            "quarantined": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "SkillListResult": MappingProxyType({"skills": True}),
+                    "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+                    "StatusHealth": MappingProxyType({"level": True, "reason": False}),
+                    "SubscriptionUsage": MappingProxyType(
+                        {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+                    ),
+                    "TaskListEntry": MappingProxyType(
+                        {
+                            "kind": True,
+                            "status": True,
+                            "task_id": True,
+                            "background_initiator": False,
+                            "started_at": False,
+                            "tool": False,
+                        }
+                    ),
+                    "TaskListResult": MappingProxyType({"tasks": True}),
+                    "TodoItem": MappingProxyType(
+                        {"status": True, "text": True, "active_form": False}
+                    ),
+                    "TodoListState": MappingProxyType(
+                        {"items": True, "revision": True, "source_tool": True}
+                    ),
+                    "ToolReceiptCodeMode": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "ToolReceiptCron": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TurnError": MappingProxyType(
+                        {"kind": True, "message": True, "retryable": True, "quota": False}
+                    ),
+                    "TurnForegroundCompletedParams": MappingProxyType(
+                        {
+                            "blocking_agents": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnInputPart": MappingProxyType(
+                        {
+                            "type": True,
+                            "arguments": False,
+                            "base64_data": False,
+                            "height": False,
+                            "media_type": False,
+                            "selector": False,
+                            "text": False,
+                            "upload_id": False,
+                            "width": False,
+                        }
+                    ),
+                    "TurnRetractedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "outcome": False,
+                        }
+                    ),
+                    "TurnRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "reason": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "display_text": False,
+                            "if_busy": False,
+                            "reasoning_effort": False,
+                            "user_shell": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "TurnStartedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnSteerParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "expected_turn_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "TurnUnqueuedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "UnframedViewNotificationParams": MappingProxyType(
+                        {"session_id": True, "source_range": True, "view_cursor": True}
+                    ),
+                    "UsageReadResult": MappingProxyType({"usage": False}),
+                    "UserInputOption": MappingProxyType(
+                        {"label": True, "description": False, "preview": False}
+                    ),
+                    "UserInputSelection": MappingProxyType(
+                        {"mode": True, "max_selections": False, "min_selections": False}
+                    ),
+                    "UserInputSettledParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "clarification": True,
+                            "decided_at": True,
+                            "decided_by_command_id": True,
+                            "outcome": True,
+                            "reason": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ApprovalRequestParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "current_requirement_id": True,
+                            "item_id": True,
+                            "judge_escalated": True,
+                            "protected_write": True,
+                            "raw_args": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "task_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalResolvedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "decision": True,
+                            "item_id": True,
+                            "policy_result": True,
+                            "resolved_by": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "stage_evidence": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "amendment": False,
+                            "decided_at": False,
+                            "decided_by_command_id": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalUpdatedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "change": True,
+                            "current_requirement_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "LastTurn": MappingProxyType(
+                        {"terminal": True, "turn_id": True, "error": False, "reason": False}
+                    ),
+                    "ModelCatalogEntry": MappingProxyType(
+                        {
+                            "context_limit": True,
+                            "cost": True,
+                            "description": True,
+                            "display_label": True,
+                            "is_active": True,
+                            "is_default": True,
+                            "model_id": True,
+                            "output_limit": True,
+                            "profile_id": True,
+                            "provider_id": True,
+                            "release_date": True,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
+                            "variants": False,
+                        }
+                    ),
+                    "ModelListResult": MappingProxyType(
+                        {"models": True, "profile_id": True, "provider_id": True, "source": True}
+                    ),
+                    "PluginInstallParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "target": True}
+                    ),
+                    "SessionApprovalModeChangedParams": MappingProxyType(
+                        {
+                            "client_name": True,
+                            "command_id": True,
+                            "mode": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionBranchChangedParams": MappingProxyType(
+                        {
+                            "branch": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "workspace_root": True,
+                            "vcs": False,
+                        }
+                    ),
+                    "SessionContextUsageParams": MappingProxyType(
+                        {
+                            "pressure": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "used_tokens": True,
+                            "view_cursor": True,
+                            "window_tokens": False,
+                        }
+                    ),
+                    "SessionGoalChangedParams": MappingProxyType(
+                        {
+                            "goal": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelChangedParams": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelRouteUnservedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "installed_provider_id": True,
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionNameChangedParams": MappingProxyType(
+                        {
+                            "name": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionReasoningEffortChangedParams": MappingProxyType(
+                        {
+                            "reasoning_effort": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTodoListChangedParams": MappingProxyType(
+                        {
+                            "items": True,
+                            "revision": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "source_tool": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "cumulative": True,
+                            "model_id": True,
+                            "prompt_tokens": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "total_tokens": True,
+                            "turn_id": True,
+                            "usage": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "finish_reason": False,
+                        }
+                    ),
+                    "TurnCompletedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "terminal": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "error": False,
+                            "reason": False,
+                            "time_to_first_token_ms": False,
+                            "usage": False,
+                        }
+                    ),
+                    "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+                    "UserInputQuestion": MappingProxyType(
+                        {
+                            "header": True,
+                            "id": True,
+                            "options": True,
+                            "question": True,
+                            "selection": True,
+                        }
+                    ),
+                    "UserInputRequestParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "questions": True,
+                            "session_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                            "auto_resolution_ms": False,
+                            "source_range": False,
+                        }
+                    ),
+                    "ViewPageResult": MappingProxyType(
+                        {"events": True, "next_cursor": True, "resolved_anchor": False}
+                    ),
+                    "ApprovalListPendingResult": MappingProxyType(
+                        {"approvals": True, "user_inputs": True}
+                    ),
+                    "Item": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "kind": True,
+                            "revision": True,
+                            "status": True,
+                            "agent_path": False,
+                            "approval_id": False,
+                            "args": False,
+                            "attachments": False,
+                            "background": False,
+                            "background_initiator": False,
+                            "blocking": False,
+                            "call_id": False,
+                            "child_prompt_refs": False,
+                            "child_session_id": False,
+                            "child_session_log_path": False,
+                            "children": False,
+                            "command_id": False,
+                            "command_text": False,
+                            "control_status": False,
+                            "declared_phase": False,
+                            "depth": False,
+                            "display_text": False,
+                            "duration_ms": False,
+                            "entry_id": False,
+                            "event": False,
+                            "exit_code": False,
+                            "exit_signal": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "fallback_text": False,
+                            "final_summary": False,
+                            "generation_id": False,
+                            "hook_key": False,
+                            "label": False,
+                            "message": False,
+                            "model_visible_content": False,
+                            "objective": False,
+                            "outcome": False,
+                            "output_ref": False,
+                            "patch_ref": False,
+                            "patch_summary": False,
+                            "paused": False,
+                            "provider_item_id": False,
+                            "reason": False,
+                            "recorded_at": False,
+                            "reminder_agent_id": False,
+                            "result": False,
+                            "resume_from_run_id": False,
+                            "retracted": False,
+                            "role": False,
+                            "run_status": False,
+                            "script_id": False,
+                            "side_session_id": False,
+                            "status_attempt": False,
+                            "status_children": False,
+                            "status_health": False,
+                            "status_line": False,
+                            "status_phase": False,
+                            "status_progress": False,
+                            "status_step": False,
+                            "steered": False,
+                            "stop_available": False,
+                            "strategy_id": False,
+                            "subagent_id": False,
+                            "summarized_through": False,
+                            "summary": False,
+                            "task_id": False,
+                            "text": False,
+                            "token_budget": False,
+                            "tokens_after": False,
+                            "tokens_before": False,
+                            "tool": False,
+                            "tool_receipt": False,
+                            "trigger": False,
+                            "trigger_source": False,
+                            "truncated": False,
+                            "turn_id": False,
+                            "usage": False,
+                            "visible_output": False,
+                            "workflow_run_id": False,
+                        }
+                    ),
+                    "ItemCompletedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ItemStartedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                        }
+                    ),
+                    "ItemUpdatedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionConfig": MappingProxyType({"mcp_servers": False}),
+                    "SessionResumeParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "config": False,
+                            "cursor": False,
+                            "exclude_items": False,
+                            "history": False,
+                        }
+                    ),
+                    "SessionStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "approval_mode": False,
+                            "config": False,
+                            "model_id": False,
+                            "permission_profile": False,
+                            "provider_id": False,
+                            "session_id": False,
+                            "workspace_root": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "SnapshotState": MappingProxyType(
+                        {
+                            "active_turn": True,
+                            "approval_mode": True,
+                            "branch": True,
+                            "effective_model": True,
+                            "goal": True,
+                            "items": True,
+                            "pending_approvals": True,
+                            "pending_user_inputs": True,
+                            "queued_turns": True,
+                            "todo_list": True,
+                            "token_usage": True,
+                            "turn_count": True,
+                            "context_usage": False,
+                            "name": False,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "ViewSnapshot": MappingProxyType(
+                        {
+                            "schema_version": True,
+                            "state": True,
+                            "view_cursor": True,
+                            "anchor": False,
+                        }
+                    ),
+                    "SessionHistory": MappingProxyType(
+                        {"items": True, "mode": True, "snapshot": True, "none_reason": False}
+                    ),
+                    "SessionReadResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionResumeResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionSideChatResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionForkResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                }
+            ),
+            variants=MappingProxyType(
+                {
+                    "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
+                    "TOOL_RECEIPT_VARIANTS": frozenset(["codeMode", "cron"]),
+                    "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text", "video"]),
+                }
+            ),
+        ),
+        "1.4.8": BundleOutline(
+            version="1.4.8",
+            fingerprint="sha256:4e3200c3c9dc0cd7919d11022630d43f9bc1c5cdda375381e90b0183b5665069",
+            host_requests=MappingProxyType(
+                {
+                    "approval/decide": True,
+                    "approval/listPending": False,
+                    "computerUseSettings/read": False,
+                    "computerUseSettings/update": False,
+                    "computerUseSetup/check": False,
+                    "computerUseSetup/read": False,
+                    "computerUseSetup/start": True,
+                    "feedback/submit": False,
+                    "goal/clear": True,
+                    "goal/edit": True,
+                    "goal/pause": True,
+                    "goal/resume": True,
+                    "goal/set": True,
+                    "hook/list": False,
+                    "initialize": False,
+                    "item/readOutput": False,
+                    "media/upload": True,
+                    "model/list": False,
+                    "plugin/install": True,
+                    "plugin/list": False,
+                    "plugin/marketplaceAdd": True,
+                    "plugin/marketplaceRemove": True,
+                    "plugin/marketplaceUpdate": True,
+                    "recap/cancel": True,
+                    "recap/request": True,
+                    "session/compact": True,
+                    "session/fork": True,
+                    "session/list": False,
+                    "session/read": False,
+                    "session/rename": True,
+                    "session/resume": True,
+                    "session/setApprovalMode": True,
+                    "session/setModel": True,
+                    "session/setReasoningEffort": True,
+                    "session/sideChat": True,
+                    "session/start": True,
+                    "session/userShell": True,
+                    "skill/import": True,
+                    "skill/list": False,
+                    "skill/setActivation": True,
+                    "subagent/close": True,
+                    "subagent/followupTask": True,
+                    "subagent/interrupt": True,
+                    "subagent/readResult": True,
+                    "subagent/reopen": True,
+                    "subagent/resume": True,
+                    "subagent/sendMessage": True,
+                    "subagent/stop": True,
+                    "task/background": True,
+                    "task/list": False,
+                    "task/stop": True,
+                    "task/stopAll": True,
+                    "turn/cancel": True,
+                    "turn/interrupt": True,
+                    "turn/start": True,
+                    "turn/steer": True,
+                    "turn/unqueue": True,
+                    "usage/read": False,
+                    "userInput/answer": True,
+                    "userInput/cancel": True,
+                    "userInput/clarify": True,
+                    "userInput/interrupt": True,
+                    "view/page": False,
+                    "view/subscribe": False,
+                    "view/unsubscribe": False,
+                    "workflow/cancel": True,
+                    "workflow/childControl": True,
+                    "workflow/pause": True,
+                    "workflow/resume": True,
+                }
+            ),
+            client_requests=frozenset(["approval/request", "userInput/request"]),
+            client_notifications=frozenset(
+                [
+                    "approval/requested",
+                    "approval/resolved",
+                    "approval/updated",
+                    "computerUseSetup/changed",
+                    "item/completed",
+                    "item/delta",
+                    "item/started",
+                    "item/updated",
+                    "plugin/changed",
+                    "plugin/marketplaceChanged",
+                    "recap/completed",
+                    "session/approvalModeChanged",
+                    "session/branchChanged",
+                    "session/closed",
+                    "session/contextUsage",
+                    "session/goalChanged",
+                    "session/listChanged",
+                    "session/modelChanged",
+                    "session/modelRouteUnserved",
+                    "session/nameChanged",
+                    "session/reasoningEffortChanged",
+                    "session/started",
+                    "session/statusChanged",
+                    "session/todoListChanged",
+                    "session/tokenUsage",
+                    "session/viewHealthChanged",
+                    "skill/changed",
+                    "turn/completed",
+                    "turn/foregroundCompleted",
+                    "turn/modelRetryScheduled",
+                    "turn/retracted",
+                    "turn/retryScheduled",
+                    "turn/started",
+                    "turn/unqueued",
+                    "usage/changed",
+                    "userInput/requested",
+                    "userInput/settled",
+                    "view/gap",
+                ]
+            ),
+            errors=(
+                ErrorSpec(
+                    -32700, "parseError", False, "Error kind parseError; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32600,
+                    "invalidRequest",
+                    False,
+                    "Error kind invalidRequest; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32601,
+                    "methodNotFound",
+                    False,
+                    "Error kind methodNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32602,
+                    "invalidParams",
+                    False,
+                    "Error kind invalidParams; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32603, "internal", False, "Error kind internal; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32001, "overloaded", True, "Error kind overloaded; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32002,
+                    "inputTooLarge",
+                    False,
+                    "Error kind inputTooLarge; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32010,
+                    "capabilityRequired",
+                    False,
+                    "Error kind capabilityRequired; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32011, "notFound", False, "Error kind notFound; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32013, "interrupted", False, "Error kind interrupted; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32014, "cancelled", False, "Error kind cancelled; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32020,
+                    "sessionNotFound",
+                    False,
+                    "Error kind sessionNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32021,
+                    "sessionInUse",
+                    False,
+                    "Error kind sessionInUse; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32022,
+                    "sessionAmbiguous",
+                    False,
+                    "Error kind sessionAmbiguous; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32023,
+                    "forkBoundaryInvalid",
+                    False,
+                    "Error kind forkBoundaryInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32024,
+                    "sessionNotLoaded",
+                    False,
+                    "Error kind sessionNotLoaded; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32025,
+                    "sessionStreamMismatch",
+                    False,
+                    "Error kind sessionStreamMismatch; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32030,
+                    "commandRejected",
+                    False,
+                    "Error kind commandRejected; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32031, "backpressured", True, "Error kind backpressured; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32032,
+                    "skillNotFound",
+                    False,
+                    "Error kind skillNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32033,
+                    "computerUseUnavailable",
+                    False,
+                    "Error kind computerUseUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32034,
+                    "marketplaceNotFound",
+                    False,
+                    "Error kind marketplaceNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32035,
+                    "pluginNotFound",
+                    False,
+                    "Error kind pluginNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32036,
+                    "marketplaceAlreadyExists",
+                    False,
+                    "Error kind marketplaceAlreadyExists; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32037,
+                    "pluginMutationsDisabled",
+                    False,
+                    "Error kind pluginMutationsDisabled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32038,
+                    "uploadNotFound",
+                    False,
+                    "Error kind uploadNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32040,
+                    "viewTruncated",
+                    False,
+                    "Error kind viewTruncated; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32041,
+                    "outputUnavailable",
+                    False,
+                    "Error kind outputUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32042,
+                    "boundaryPruned",
+                    False,
+                    "Error kind boundaryPruned; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32050,
+                    "approvalNotFound",
+                    False,
+                    "Error kind approvalNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32051,
+                    "approvalAlreadyResolved",
+                    False,
+                    "Error kind approvalAlreadyResolved; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32052,
+                    "approvalChoiceInvalid",
+                    False,
+                    "Error kind approvalChoiceInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32053,
+                    "approvalRequirementStale",
+                    False,
+                    "Error kind approvalRequirementStale; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32054,
+                    "approvalReviewerUnavailable",
+                    False,
+                    "Error kind approvalReviewerUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32055,
+                    "userInputNotFound",
+                    False,
+                    "Error kind userInputNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32056,
+                    "userInputAlreadySettled",
+                    False,
+                    "Error kind userInputAlreadySettled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32057,
+                    "userInputAnswerInvalid",
+                    False,
+                    "Error kind userInputAnswerInvalid; retrying will not help.",
+                ),
+            ),
+            models=MappingProxyType(
+                {
+                    "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+                    "ApprovalOrigin": MappingProxyType(
+                        {"kind": True, "command": False, "url": False}
+                    ),
+                    "ApprovalRequirementRef": MappingProxyType(
+                        {"approval_id": True, "source_index": True}
+                    ),
+                    "ApprovalResolutionSummary": MappingProxyType(
+                        {"decision": True, "resolved_by": True, "view_cursor": True}
+                    ),
+                    "ApprovalStageResolution": MappingProxyType(
+                        {"kind": True, "argv_prefix": False, "diagnostic": False}
+                    ),
+                    "ApprovalSubagentOrigin": MappingProxyType(
+                        {"child_run_id": True, "child_session_id": True, "subagent_id": True}
+                    ),
+                    "ApprovalSuggestedPrefix": MappingProxyType(
+                        {"argv_prefix": True, "label": True}
+                    ),
+                    "ClientCapabilities": MappingProxyType(
+                        {
+                            "experimental_api": False,
+                            "opt_out_notification_methods": False,
+                            "requested_capabilities": False,
+                            "user_input_dialogs": False,
+                        }
+                    ),
+                    "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+                    "ComputerUseAppPatch": MappingProxyType({"bundle_id": True, "choice": True}),
+                    "ComputerUseBlockedApp": MappingProxyType(
+                        {"bundle_id": True, "locked": True, "prefix": False}
+                    ),
+                    "ComputerUseInstalledApp": MappingProxyType({"bundle_id": True, "name": True}),
+                    "ComputerUseSettingsReadParams": MappingProxyType(
+                        {"installed": False, "show_built_ins": False}
+                    ),
+                    "ComputerUseSettingsUpdateParams": MappingProxyType(
+                        {
+                            "apps": False,
+                            "block_apps": False,
+                            "computer_control": False,
+                            "screenshots": False,
+                            "unblock_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupReadParams": MappingProxyType({"session_id": False}),
+                    "ComputerUseSetupStartParams": MappingProxyType(
+                        {"command_id": True, "session_id": False}
+                    ),
+                    "ComputerUseSetupState": MappingProxyType(
+                        {
+                            "accessibility": True,
+                            "input_monitoring": True,
+                            "screen_recording": True,
+                            "setup": True,
+                            "message": False,
+                            "refused": False,
+                        }
+                    ),
+                    "ContextUsage": MappingProxyType(
+                        {"pressure": True, "used_tokens": True, "window_tokens": False}
+                    ),
+                    "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
+                    "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "output_tokens": True,
+                            "prompt_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
+                    "EffectiveApprovalModeState": MappingProxyType(
+                        {"last_command_id": True, "mode": True, "source": True}
+                    ),
+                    "FeedbackSubmitParams": MappingProxyType(
+                        {
+                            "classification": True,
+                            "note": True,
+                            "with_files": True,
+                            "attach_session_record": False,
+                            "client_artifacts_path": False,
+                            "session_id": False,
+                        }
+                    ),
+                    "FeedbackSubmitResult": MappingProxyType(
+                        {
+                            "bundle_path": True,
+                            "outcome": True,
+                            "session_record_attached": True,
+                            "session_record_truncated": True,
+                            "cause": False,
+                            "local_tracing_note": False,
+                            "retry_after_ms": False,
+                            "session_note": False,
+                            "task_id": False,
+                            "upload_id": False,
+                        }
+                    ),
+                    "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
+                    "ForkProvenance": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "cut_cursor": True,
+                            "cut_explicit": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Goal": MappingProxyType(
+                        {
+                            "objective": True,
+                            "percent_complete": True,
+                            "status": True,
+                            "current_work": False,
+                            "next_work": False,
+                        }
+                    ),
+                    "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": False}
+                    ),
+                    "GoalEditParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalSetParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "HookListParams": MappingProxyType({"session_id": True}),
+                    "InitializeParams": MappingProxyType(
+                        {"client_info": True, "capabilities": False}
+                    ),
+                    "ItemDeltaParams": MappingProxyType(
+                        {
+                            "delta": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "field": False,
+                        }
+                    ),
+                    "ItemReadOutputParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "output_ref": True,
+                            "session_id": True,
+                            "length_bytes": False,
+                            "offset_bytes": False,
+                        }
+                    ),
+                    "ItemReadOutputResult": MappingProxyType(
+                        {
+                            "byte_len": True,
+                            "content": True,
+                            "encoding": True,
+                            "eof": True,
+                            "media_type": True,
+                            "offset_bytes": True,
+                        }
+                    ),
+                    "MediaUploadParams": MappingProxyType(
+                        {
+                            "chunk_base64": True,
+                            "chunk_count": True,
+                            "chunk_index": True,
+                            "command_id": True,
+                            "media_type": True,
+                            "session_id": True,
+                            "total_bytes": True,
+                            "upload_id": True,
+                        }
+                    ),
+                    "MediaUploadResult": MappingProxyType({"upload_id": True}),
+                    "MessageAttachment": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "type": True,
+                            "attachment_id": False,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "ModelCost": MappingProxyType(
+                        {"cached": True, "currency": True, "input": True, "output": True}
+                    ),
+                    "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelSelection": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "display_label": False,
+                            "profile_id": False,
+                            "provider_id": False,
+                        }
+                    ),
+                    "ModelVisibleContent": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "path": True,
+                            "source_tool_name": True,
+                            "type": True,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "Notification": MappingProxyType(
+                        {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
+                    ),
+                    "PatchSummary": MappingProxyType(
+                        {"added": True, "files": True, "removed": True}
+                    ),
+                    "PendingApprovalPointer": MappingProxyType(
+                        {"approval_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PendingRequestPointer": MappingProxyType(
+                        {
+                            "kind": True,
+                            "view_cursor": True,
+                            "approval_id": False,
+                            "user_input_id": False,
+                        }
+                    ),
+                    "PendingUserInputPointer": MappingProxyType(
+                        {"user_input_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PluginInstallMarketplaceTarget": MappingProxyType(
+                        {"marketplace": True, "name": True}
+                    ),
+                    "PluginListParams": MappingProxyType({"session_id": True}),
+                    "PluginMarketplaceAddParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True, "source": True}
+                    ),
+                    "PluginMarketplaceChangedParams": MappingProxyType(
+                        {
+                            "change": True,
+                            "name": True,
+                            "session_id": True,
+                            "plugin_count": False,
+                            "skipped_count": False,
+                        }
+                    ),
+                    "PluginMarketplaceRemoveParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "PluginMarketplaceRemoveResult": MappingProxyType(
+                        {"command_id": True, "name": True, "status": True}
+                    ),
+                    "PluginMarketplaceSkippedEntry": MappingProxyType(
+                        {"plugin": True, "reason": True}
+                    ),
+                    "PluginMarketplaceSourceShape": MappingProxyType({"kind": True, "path": True}),
+                    "PluginMarketplaceUpdateParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "QuotaDetail": MappingProxyType({"limit_kind": True, "resets_at_ms": True}),
+                    "ReasoningEffortState": MappingProxyType(
+                        {"reasoning_effort": True, "source": True}
+                    ),
+                    "RecapCancelParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "RecapCancelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecapRequestParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "RecapRequestResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+                    "RequestReceipt": MappingProxyType({}),
+                    "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+                    "ServerInfo": MappingProxyType({"name": True, "version": True}),
+                    "SessionCompactParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "SessionCompactResult": MappingProxyType(
+                        {"command_id": True, "status": True, "reason": False}
+                    ),
+                    "SessionForkParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "cut_point": False,
+                            "exclude_items": False,
+                        }
+                    ),
+                    "SessionListBranchFilter": MappingProxyType({"any_of": True}),
+                    "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
+                    "SessionListTextFilter": MappingProxyType(
+                        {"fields": True, "all_of": False, "any_of": False}
+                    ),
+                    "SessionReadParams": MappingProxyType(
+                        {"session_id": True, "exclude_items": False}
+                    ),
+                    "SessionRenameParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "SessionRenameResult": MappingProxyType(
+                        {"command_id": True, "status": True, "name": False}
+                    ),
+                    "SessionSetApprovalModeParams": MappingProxyType(
+                        {"command_id": True, "mode": True, "session_id": True}
+                    ),
+                    "SessionSetApprovalModeResult": MappingProxyType(
+                        {
+                            "apply_outcome": True,
+                            "command_id": True,
+                            "effective_mode": True,
+                            "status": True,
+                        }
+                    ),
+                    "SessionSetModelParams": MappingProxyType(
+                        {"command_id": True, "model": True, "session_id": True}
+                    ),
+                    "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionSetReasoningEffortParams": MappingProxyType(
+                        {"command_id": True, "reasoning_effort": True, "session_id": True}
+                    ),
+                    "SessionSetReasoningEffortResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionSideChatParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "SessionStatusChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "status": True,
+                            "view_cursor": True,
+                            "attention": False,
+                        }
+                    ),
+                    "SessionUserShellParams": MappingProxyType(
+                        {"command_id": True, "command_text": True, "session_id": True}
+                    ),
+                    "SessionUserShellResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionViewHealthChangedParams": MappingProxyType(
+                        {"health": True, "session_id": True, "none_reason": False}
+                    ),
+                    "SideProvenance": MappingProxyType(
+                        {"command_id": True, "cut_cursor": True, "session_id": True}
+                    ),
+                    "SkillChangedParams": MappingProxyType({"session_id": True}),
+                    "SkillImportCounts": MappingProxyType(
+                        {"failed": True, "installed": True, "quarantined": True, "skipped": True}
+                    ),
+                    "SkillImportFailure": MappingProxyType({"id": True, "reason": True}),
+                    "SkillImportQuarantine": MappingProxyType({"id": True, "reasons": True}),
+                    "SkillListParams": MappingProxyType({"session_id": True}),
+                    "SkillSetActivationParams": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "scope": True,
+                            "selector": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "SkillSetActivationResult": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "previous": True,
+                            "scope": True,
+                            "selector": True,
+                            "status": True,
+                        }
+                    ),
+                    "SnapshotAnchor": MappingProxyType(
+                        {"boundary_cursor": True, "summarized_through": True}
+                    ),
+                    "StatusAttempt": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "operation": True,
+                            "system": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "max_attempts": False,
+                            "next_attempt": False,
+                            "retry_delay_ms": False,
+                        }
+                    ),
+                    "StatusChildren": MappingProxyType(
+                        {
+                            "active": True,
+                            "cancelled": True,
+                            "completed": True,
+                            "failed": True,
+                            "total": False,
+                        }
+                    ),
+                    "StatusProgress": MappingProxyType(
+                        {"current": True, "total": False, "unit": False}
+                    ),
+                    "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
+                    "StreamRef": MappingProxyType({"id": True, "kind": True}),
+                    "SubagentInputParams": MappingProxyType(
+                        {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubagentOwnerReasonParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "subagent_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "SubagentResult": MappingProxyType(
+                        {
+                            "artifact_refs": True,
+                            "evidence_refs": True,
+                            "summary": True,
+                            "error_kind": False,
+                            "structured_data": False,
+                            "text": False,
+                        }
+                    ),
+                    "SubagentTargetParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubscriptionUsageWeekly": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True}
+                    ),
+                    "SubscriptionUsageWindow": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
+                    ),
+                    "SuccessResponse": MappingProxyType(
+                        {"id": True, "jsonrpc": True, "result": True}
+                    ),
+                    "TaskBackgroundParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TaskCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "task_id": True}
+                    ),
+                    "TaskListParams": MappingProxyType({"session_id": True}),
+                    "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+                    "TaskStopParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TokenUsage": MappingProxyType(
+                        {
+                            "cached_tokens": True,
+                            "input_tokens": True,
+                            "output_tokens": True,
+                            "reasoning_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                        }
+                    ),
+                    "ToolReceiptOther": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
+                    "TurnCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "TurnCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnInterruptParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+                    ),
+                    "TurnInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnRef": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "turn_id": True,
+                            "display_text": False,
+                            "truncated": False,
+                        }
+                    ),
+                    "TurnStartResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "disposition": True,
+                            "started_new_turn": True,
+                            "status": True,
+                            "turn_id": True,
+                        }
+                    ),
+                    "TurnSteerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUserShell": MappingProxyType({"command_text": True}),
+                    "UserInputAnswer": MappingProxyType(
+                        {
+                            "question_id": True,
+                            "free_text": False,
+                            "note": False,
+                            "selected_label": False,
+                            "selected_labels": False,
+                        }
+                    ),
+                    "UserInputAnswerParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputAnswerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputCancelParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "UserInputCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+                    "UserInputClarifyParams": MappingProxyType(
+                        {
+                            "clarification": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputClarifyResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputEngagedParams": MappingProxyType(
+                        {"session_id": True, "user_input_id": True}
+                    ),
+                    "UserInputInterruptParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "answers": False,
+                        }
+                    ),
+                    "UserInputInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+                    "UserInputSettlementSummary": MappingProxyType(
+                        {"outcome": True, "view_cursor": True}
+                    ),
+                    "ViewGapParams": MappingProxyType(
+                        {"after": True, "next": True, "session_id": True}
+                    ),
+                    "ViewPageParams": MappingProxyType(
+                        {
+                            "limit": True,
+                            "session_id": True,
+                            "anchor": False,
+                            "cursor": False,
+                            "direction": False,
+                        }
+                    ),
+                    "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+                    "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+                    "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+                    "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+                    "ViewUnsubscribeResult": MappingProxyType({}),
+                    "WorkflowCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowChild": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "child_id": True,
+                            "status": True,
+                            "duration_ms": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "label": False,
+                            "phase": False,
+                            "result_ref": False,
+                            "terminal": False,
+                            "usage": False,
+                        }
+                    ),
+                    "WorkflowChildControlParams": MappingProxyType(
+                        {
+                            "action": True,
+                            "attempt": True,
+                            "child_id": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "workflow_run_id": True,
+                        }
+                    ),
+                    "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+                    "WorkflowPauseParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "WorkflowTokenBudget": MappingProxyType({"total": True}),
+                    "ApprovalAmendment": MappingProxyType(
+                        {"durability": True, "rule_preview": True}
+                    ),
+                    "ApprovalChange": MappingProxyType(
+                        {
+                            "kind": True,
+                            "choice_id": False,
+                            "decision": False,
+                            "executable": False,
+                            "reason": False,
+                            "reparsed": False,
+                            "requirement_id": False,
+                            "status": False,
+                        }
+                    ),
+                    "ApprovalChoice": MappingProxyType(
+                        {
+                            "choice_id": True,
+                            "decision": True,
+                            "label": True,
+                            "scope": True,
+                            "accepts_feedback": False,
+                            "rule_preview": False,
+                        }
+                    ),
+                    "ApprovalDecideParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "choice_id": True,
+                            "command_id": True,
+                            "requirement_id": True,
+                            "session_id": True,
+                            "feedback": False,
+                        }
+                    ),
+                    "ApprovalDecideResult": MappingProxyType(
+                        {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+                    ),
+                    "ApprovalStage": MappingProxyType(
+                        {
+                            "argv": True,
+                            "argv_complete": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                            "suggested_prefix": False,
+                        }
+                    ),
+                    "ApprovalStageEvidence": MappingProxyType(
+                        {
+                            "argv": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                        }
+                    ),
+                    "ApprovalSubject": MappingProxyType(
+                        {
+                            "kind": True,
+                            "access": False,
+                            "command": False,
+                            "host": False,
+                            "origin": False,
+                            "path": False,
+                            "port": False,
+                            "protocol": False,
+                            "stages": False,
+                            "target": False,
+                            "tool_name": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "BranchState": MappingProxyType(
+                        {"branch": True, "workspace_root": True, "vcs": False}
+                    ),
+                    "CodeModeOutputSpan": MappingProxyType(
+                        {"length_bytes": True, "offset_bytes": True, "stream": True}
+                    ),
+                    "CodeModeReceipt": MappingProxyType(
+                        {
+                            "cell_item_id": False,
+                            "language": False,
+                            "output_spans": False,
+                            "source_arg": False,
+                        }
+                    ),
+                    "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+                    "ComputerUseApp": MappingProxyType(
+                        {
+                            "bundle_id": True,
+                            "choice": True,
+                            "last_asked_at": False,
+                            "locked": False,
+                            "locked_by": False,
+                            "name": False,
+                        }
+                    ),
+                    "ComputerUseSettings": MappingProxyType(
+                        {
+                            "blocked_apps": True,
+                            "computer_control": True,
+                            "screenshots": True,
+                            "apps": False,
+                            "installed_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupChanged": MappingProxyType(
+                        {"state": True, "session_id": False}
+                    ),
+                    "CronReceipt": MappingProxyType(
+                        {"job_id": False, "jobs": False, "next_fire_at_ms": False}
+                    ),
+                    "EffectiveModel": MappingProxyType(
+                        {"model_id": True, "provider_id": True, "source": True}
+                    ),
+                    "ErrorData": MappingProxyType(
+                        {
+                            "kind": True,
+                            "aligned_next_offset": False,
+                            "anchor": False,
+                            "approval_id": False,
+                            "availability": False,
+                            "capability": False,
+                            "capacity": False,
+                            "choice_id": False,
+                            "command_id": False,
+                            "current_requirement_id": False,
+                            "descriptor": False,
+                            "details": False,
+                            "earliest_cursor": False,
+                            "item_id": False,
+                            "last_turn_id": False,
+                            "latest_boundary_cursor": False,
+                            "limit_bytes": False,
+                            "marketplace": False,
+                            "name": False,
+                            "output_ref": False,
+                            "paths": False,
+                            "reason": False,
+                            "resolution": False,
+                            "retryable": False,
+                            "seed_fallback_reason": False,
+                            "seed_path": False,
+                            "selector": False,
+                            "session_id": False,
+                            "settlement": False,
+                            "upload_id": False,
+                            "user_input_id": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+                    "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+                    "HookCatalogEntry": MappingProxyType(
+                        {"enabled": True, "event": True, "handler_kind": True, "key": True}
+                    ),
+                    "HookListResult": MappingProxyType({"hooks": True}),
+                    "InitializeResult": MappingProxyType(
+                        {
+                            "experimental_api": True,
+                            "granted_capabilities": True,
+                            "muse_home": True,
+                            "platform_family": True,
+                            "platform_os": True,
+                            "schema_": True,
+                            "server_info": True,
+                            "user_agent": True,
+                            "sandbox_availability": False,
+                            "sandbox_unavailable_reason": False,
+                            "session_durability": False,
+                        }
+                    ),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
+                    "OutputRef": MappingProxyType(
+                        {
+                            "availability": True,
+                            "byte_len": True,
+                            "id": True,
+                            "kind": True,
+                            "uri": True,
+                            "digest": False,
+                            "media_type": False,
+                            "path": False,
+                        }
+                    ),
+                    "PluginCatalogEntry": MappingProxyType(
+                        {"enabled": True, "id": True, "source": True, "version": True}
+                    ),
+                    "PluginChangedParams": MappingProxyType(
+                        {
+                            "enabled": True,
+                            "id": True,
+                            "session_id": True,
+                            "source": True,
+                            "version": True,
+                        }
+                    ),
+                    "PluginInstallLocalPathTarget": MappingProxyType(
+                        {"path": True, "scope": False}
+                    ),
+                    "PluginInstallResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "enabled": True,
+                            "id": True,
+                            "source": True,
+                            "status": True,
+                            "version": True,
+                            "warning": False,
+                        }
+                    ),
+                    "PluginInstallTarget": MappingProxyType(
+                        {"local_path": False, "marketplace": False}
+                    ),
+                    "PluginListResult": MappingProxyType({"plugins": True}),
+                    "PluginMarketplaceRecordResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "name": True,
+                            "plugin_count": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "RecapCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "text": False,
+                            "title": False,
+                        }
+                    ),
+                    "Request": MappingProxyType(
+                        {
+                            "id": True,
+                            "jsonrpc": True,
+                            "method": True,
+                            "params": False,
+                            "trace": False,
+                        }
+                    ),
+                    "Session": MappingProxyType(
+                        {
+                            "active_turn_id": True,
+                            "created_at": True,
+                            "forked_from": True,
+                            "model_id": True,
+                            "path": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "status": True,
+                            "turn_count": True,
+                            "updated_at": True,
+                            "workspace_root": True,
+                            "approval_mode": False,
+                            "attention": False,
+                            "branch": False,
+                            "created_by_client": False,
+                            "first_user_prompt": False,
+                            "generated_name": False,
+                            "kind": False,
+                            "last_activity_at": False,
+                            "name": False,
+                            "name_origin": False,
+                            "parent_session_id": False,
+                            "side_from": False,
+                            "title": False,
+                        }
+                    ),
+                    "SessionClosedParams": MappingProxyType(
+                        {"reason": True, "session_id": True, "view_cursor": True}
+                    ),
+                    "SessionListChangedParams": MappingProxyType({"session": True}),
+                    "SessionListFilter": MappingProxyType(
+                        {"branch": False, "session_id": False, "text": False}
+                    ),
+                    "SessionListParams": MappingProxyType(
+                        {
+                            "cursor": False,
+                            "filter": False,
+                            "limit": False,
+                            "updated_after": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "SessionListResult": MappingProxyType(
+                        {"next_cursor": True, "sessions": True, "applied_filter": False}
+                    ),
+                    "SessionMcpServerConfigStdio": MappingProxyType(
+                        {
+                            "command": True,
+                            "transport": True,
+                            "args": False,
+                            "env": False,
+                            "framing": False,
+                            "mode": False,
+                        }
+                    ),
+                    "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                        {"transport": True, "url": True, "headers": False, "mode": False}
+                    ),
+                    "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+                    "SessionStartedParams": MappingProxyType({"session": True}),
+                    "SkillCatalogEntry": MappingProxyType(
+                        {
+                            "description": True,
+                            "display_name": True,
+                            "selector": True,
+                            "source": True,
+                            "argument_hint": False,
+                            "plugin_id": False,
+                            "title": False,
+                        }
+                    ),
+                    "SkillImportParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "dry_run": False,
+                            "force": False,
+                        }
+                    ),
+                    "SkillImportResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "counts": True,
+                            "dry_run": True,
+                            "failed": True,
+                            "installed": True,
+                            "quarantined": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "SkillListResult": MappingProxyType({"skills": True}),
+                    "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+                    "StatusHealth": MappingProxyType({"level": True, "reason": False}),
+                    "SubscriptionUsage": MappingProxyType(
+                        {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+                    ),
+                    "TaskListEntry": MappingProxyType(
+                        {
+                            "kind": True,
+                            "status": True,
+                            "task_id": True,
+                            "background_initiator": False,
+                            "started_at": False,
+                            "tool": False,
+                        }
+                    ),
+                    "TaskListResult": MappingProxyType({"tasks": True}),
+                    "TodoItem": MappingProxyType(
+                        {"status": True, "text": True, "active_form": False}
+                    ),
+                    "TodoListState": MappingProxyType(
+                        {"items": True, "revision": True, "source_tool": True}
+                    ),
+                    "ToolReceiptCodeMode": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "ToolReceiptCron": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TurnError": MappingProxyType(
+                        {"kind": True, "message": True, "retryable": True, "quota": False}
+                    ),
+                    "TurnForegroundCompletedParams": MappingProxyType(
+                        {
+                            "blocking_agents": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnInputPart": MappingProxyType(
+                        {
+                            "type": True,
+                            "arguments": False,
+                            "base64_data": False,
+                            "height": False,
+                            "media_type": False,
+                            "selector": False,
+                            "text": False,
+                            "upload_id": False,
+                            "width": False,
+                        }
+                    ),
+                    "TurnModelRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnRetractedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "outcome": False,
+                        }
+                    ),
+                    "TurnRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "reason": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "display_text": False,
+                            "if_busy": False,
+                            "reasoning_effort": False,
+                            "user_shell": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "TurnStartedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnSteerParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "expected_turn_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "TurnUnqueuedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "UnframedViewNotificationParams": MappingProxyType(
+                        {"session_id": True, "source_range": True, "view_cursor": True}
+                    ),
+                    "UsageReadResult": MappingProxyType({"usage": False}),
+                    "UserInputOption": MappingProxyType(
+                        {"label": True, "description": False, "preview": False}
+                    ),
+                    "UserInputSelection": MappingProxyType(
+                        {"mode": True, "max_selections": False, "min_selections": False}
+                    ),
+                    "UserInputSettledParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "clarification": True,
+                            "decided_at": True,
+                            "decided_by_command_id": True,
+                            "outcome": True,
+                            "reason": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ApprovalRequestParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "current_requirement_id": True,
+                            "item_id": True,
+                            "judge_escalated": True,
+                            "protected_write": True,
+                            "raw_args": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "task_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalResolvedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "decision": True,
+                            "item_id": True,
+                            "policy_result": True,
+                            "resolved_by": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "stage_evidence": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "amendment": False,
+                            "decided_at": False,
+                            "decided_by_command_id": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalUpdatedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "change": True,
+                            "current_requirement_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "LastTurn": MappingProxyType(
+                        {"terminal": True, "turn_id": True, "error": False, "reason": False}
+                    ),
+                    "ModelCatalogEntry": MappingProxyType(
+                        {
+                            "context_limit": True,
+                            "cost": True,
+                            "description": True,
+                            "display_label": True,
+                            "is_active": True,
+                            "is_default": True,
+                            "model_id": True,
+                            "output_limit": True,
+                            "profile_id": True,
+                            "provider_id": True,
+                            "release_date": True,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
+                            "variants": False,
+                        }
+                    ),
+                    "ModelListResult": MappingProxyType(
+                        {"models": True, "profile_id": True, "provider_id": True, "source": True}
+                    ),
+                    "PluginInstallParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "target": True}
+                    ),
+                    "SessionApprovalModeChangedParams": MappingProxyType(
+                        {
+                            "client_name": True,
+                            "command_id": True,
+                            "mode": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionBranchChangedParams": MappingProxyType(
+                        {
+                            "branch": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "workspace_root": True,
+                            "vcs": False,
+                        }
+                    ),
+                    "SessionContextUsageParams": MappingProxyType(
+                        {
+                            "pressure": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "used_tokens": True,
+                            "view_cursor": True,
+                            "window_tokens": False,
+                        }
+                    ),
+                    "SessionGoalChangedParams": MappingProxyType(
+                        {
+                            "goal": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelChangedParams": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelRouteUnservedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "installed_provider_id": True,
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionNameChangedParams": MappingProxyType(
+                        {
+                            "name": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "generated_name": False,
+                            "name_origin": False,
+                        }
+                    ),
+                    "SessionReasoningEffortChangedParams": MappingProxyType(
+                        {
+                            "reasoning_effort": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTodoListChangedParams": MappingProxyType(
+                        {
+                            "items": True,
+                            "revision": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "source_tool": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "cumulative": True,
+                            "model_id": True,
+                            "prompt_tokens": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "total_tokens": True,
+                            "turn_id": True,
+                            "usage": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "finish_reason": False,
+                        }
+                    ),
+                    "TurnCompletedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "terminal": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "error": False,
+                            "reason": False,
+                            "time_to_first_token_ms": False,
+                            "usage": False,
+                        }
+                    ),
+                    "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+                    "UserInputQuestion": MappingProxyType(
+                        {
+                            "header": True,
+                            "id": True,
+                            "options": True,
+                            "question": True,
+                            "selection": True,
+                        }
+                    ),
+                    "UserInputRequestParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "questions": True,
+                            "session_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                            "auto_resolution_ms": False,
+                            "source_range": False,
+                        }
+                    ),
+                    "ViewPageResult": MappingProxyType(
+                        {"events": True, "next_cursor": True, "resolved_anchor": False}
+                    ),
+                    "ApprovalListPendingResult": MappingProxyType(
+                        {"approvals": True, "user_inputs": True}
+                    ),
+                    "Item": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "kind": True,
+                            "revision": True,
+                            "status": True,
+                            "agent_path": False,
+                            "approval_id": False,
+                            "args": False,
+                            "attachments": False,
+                            "background": False,
+                            "background_initiator": False,
+                            "blocking": False,
+                            "call_id": False,
+                            "child_prompt_refs": False,
+                            "child_session_id": False,
+                            "child_session_log_path": False,
+                            "children": False,
+                            "command_id": False,
+                            "command_text": False,
+                            "control_status": False,
+                            "cut_off": False,
+                            "declared_phase": False,
+                            "depth": False,
+                            "display_text": False,
+                            "duration_ms": False,
+                            "entry_id": False,
+                            "event": False,
+                            "exit_code": False,
+                            "exit_signal": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "fallback_text": False,
+                            "final_summary": False,
+                            "generation_id": False,
+                            "hook_key": False,
+                            "label": False,
+                            "message": False,
+                            "message_phase": False,
+                            "model_visible_content": False,
+                            "monitor_description": False,
+                            "monitor_id": False,
+                            "objective": False,
+                            "outcome": False,
+                            "output_ref": False,
+                            "patch_ref": False,
+                            "patch_summary": False,
+                            "paused": False,
+                            "provider_item_id": False,
+                            "reason": False,
+                            "recorded_at": False,
+                            "reminder_agent_id": False,
+                            "result": False,
+                            "resume_from_run_id": False,
+                            "retracted": False,
+                            "role": False,
+                            "run_status": False,
+                            "script_id": False,
+                            "side_session_id": False,
+                            "status_attempt": False,
+                            "status_children": False,
+                            "status_health": False,
+                            "status_line": False,
+                            "status_phase": False,
+                            "status_progress": False,
+                            "status_step": False,
+                            "steered": False,
+                            "stop_available": False,
+                            "strategy_id": False,
+                            "subagent_id": False,
+                            "summarized_through": False,
+                            "summary": False,
+                            "task_id": False,
+                            "text": False,
+                            "token_budget": False,
+                            "tokens_after": False,
+                            "tokens_before": False,
+                            "tool": False,
+                            "tool_receipt": False,
+                            "trigger": False,
+                            "trigger_source": False,
+                            "truncated": False,
+                            "turn_id": False,
+                            "usage": False,
+                            "visible_output": False,
+                            "workflow_run_id": False,
+                        }
+                    ),
+                    "ItemCompletedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ItemStartedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                        }
+                    ),
+                    "ItemUpdatedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionConfig": MappingProxyType({"mcp_servers": False}),
+                    "SessionResumeParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "config": False,
+                            "cursor": False,
+                            "exclude_items": False,
+                            "history": False,
+                            "permission_profile": False,
+                        }
+                    ),
+                    "SessionStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "approval_mode": False,
+                            "config": False,
+                            "model_id": False,
+                            "permission_profile": False,
+                            "provider_id": False,
+                            "session_id": False,
+                            "workspace_root": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "SnapshotState": MappingProxyType(
+                        {
+                            "active_turn": True,
+                            "approval_mode": True,
+                            "branch": True,
+                            "effective_model": True,
+                            "goal": True,
+                            "items": True,
+                            "pending_approvals": True,
+                            "pending_user_inputs": True,
+                            "queued_turns": True,
+                            "todo_list": True,
+                            "token_usage": True,
+                            "turn_count": True,
+                            "context_usage": False,
+                            "name": False,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "ViewSnapshot": MappingProxyType(
+                        {
+                            "schema_version": True,
+                            "state": True,
+                            "view_cursor": True,
+                            "anchor": False,
+                        }
+                    ),
+                    "SessionHistory": MappingProxyType(
+                        {"items": True, "mode": True, "snapshot": True, "none_reason": False}
+                    ),
+                    "SessionReadResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionResumeResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionSideChatResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionForkResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                }
+            ),
+            variants=MappingProxyType(
+                {
+                    "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
+                    "TOOL_RECEIPT_VARIANTS": frozenset(["codeMode", "cron"]),
+                    "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text", "video"]),
+                }
+            ),
+        ),
+        "1.4.9": BundleOutline(
+            version="1.4.9",
+            fingerprint="sha256:5d3b43e5ccdb7dc4f5a32c380f5f2cde0f10e3059b93610afb2e73f73b1d914c",
+            host_requests=MappingProxyType(
+                {
+                    "approval/decide": True,
+                    "approval/listPending": False,
+                    "computerUseSettings/read": False,
+                    "computerUseSettings/update": False,
+                    "computerUseSetup/check": False,
+                    "computerUseSetup/read": False,
+                    "computerUseSetup/start": True,
+                    "feedback/submit": False,
+                    "goal/clear": True,
+                    "goal/edit": True,
+                    "goal/pause": True,
+                    "goal/resume": True,
+                    "goal/set": True,
+                    "hook/list": False,
+                    "initialize": False,
+                    "item/readOutput": False,
+                    "media/upload": True,
+                    "model/list": False,
+                    "plugin/install": True,
+                    "plugin/list": False,
+                    "plugin/marketplaceAdd": True,
+                    "plugin/marketplaceRemove": True,
+                    "plugin/marketplaceUpdate": True,
+                    "recap/cancel": True,
+                    "recap/request": True,
+                    "session/compact": True,
+                    "session/fork": True,
+                    "session/list": False,
+                    "session/read": False,
+                    "session/rename": True,
+                    "session/resume": True,
+                    "session/setApprovalMode": True,
+                    "session/setModel": True,
+                    "session/setReasoningEffort": True,
+                    "session/sideChat": True,
+                    "session/start": True,
+                    "session/userShell": True,
+                    "skill/import": True,
+                    "skill/list": False,
+                    "skill/setActivation": True,
+                    "subagent/close": True,
+                    "subagent/followupTask": True,
+                    "subagent/interrupt": True,
+                    "subagent/readResult": True,
+                    "subagent/reopen": True,
+                    "subagent/resume": True,
+                    "subagent/sendMessage": True,
+                    "subagent/stop": True,
+                    "task/background": True,
+                    "task/list": False,
+                    "task/stop": True,
+                    "task/stopAll": True,
+                    "turn/cancel": True,
+                    "turn/interrupt": True,
+                    "turn/start": True,
+                    "turn/steer": True,
+                    "turn/unqueue": True,
+                    "usage/read": False,
+                    "userInput/answer": True,
+                    "userInput/cancel": True,
+                    "userInput/clarify": True,
+                    "userInput/interrupt": True,
+                    "view/page": False,
+                    "view/subscribe": False,
+                    "view/unsubscribe": False,
+                    "workflow/cancel": True,
+                    "workflow/childControl": True,
+                    "workflow/pause": True,
+                    "workflow/resume": True,
+                }
+            ),
+            client_requests=frozenset(["approval/request", "userInput/request"]),
+            client_notifications=frozenset(
+                [
+                    "approval/requested",
+                    "approval/resolved",
+                    "approval/reviewing",
+                    "approval/updated",
+                    "computerUseSetup/changed",
+                    "item/completed",
+                    "item/delta",
+                    "item/started",
+                    "item/updated",
+                    "plugin/changed",
+                    "plugin/marketplaceChanged",
+                    "recap/completed",
+                    "session/approvalModeChanged",
+                    "session/branchChanged",
+                    "session/closed",
+                    "session/contextUsage",
+                    "session/goalChanged",
+                    "session/listChanged",
+                    "session/modelChanged",
+                    "session/modelRouteUnserved",
+                    "session/nameChanged",
+                    "session/reasoningEffortChanged",
+                    "session/started",
+                    "session/statusChanged",
+                    "session/todoListChanged",
+                    "session/tokenUsage",
+                    "session/viewHealthChanged",
+                    "skill/changed",
+                    "turn/completed",
+                    "turn/foregroundCompleted",
+                    "turn/modelRetryScheduled",
+                    "turn/retracted",
+                    "turn/retryScheduled",
+                    "turn/started",
+                    "turn/unqueued",
+                    "usage/changed",
+                    "userInput/requested",
+                    "userInput/settled",
+                    "view/gap",
+                ]
+            ),
+            errors=(
+                ErrorSpec(
+                    -32700, "parseError", False, "Error kind parseError; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32600,
+                    "invalidRequest",
+                    False,
+                    "Error kind invalidRequest; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32601,
+                    "methodNotFound",
+                    False,
+                    "Error kind methodNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32602,
+                    "invalidParams",
+                    False,
+                    "Error kind invalidParams; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32603, "internal", False, "Error kind internal; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32001, "overloaded", True, "Error kind overloaded; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32002,
+                    "inputTooLarge",
+                    False,
+                    "Error kind inputTooLarge; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32010,
+                    "capabilityRequired",
+                    False,
+                    "Error kind capabilityRequired; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32011, "notFound", False, "Error kind notFound; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32013, "interrupted", False, "Error kind interrupted; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32014, "cancelled", False, "Error kind cancelled; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32020,
+                    "sessionNotFound",
+                    False,
+                    "Error kind sessionNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32021,
+                    "sessionInUse",
+                    False,
+                    "Error kind sessionInUse; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32022,
+                    "sessionAmbiguous",
+                    False,
+                    "Error kind sessionAmbiguous; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32023,
+                    "forkBoundaryInvalid",
+                    False,
+                    "Error kind forkBoundaryInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32024,
+                    "sessionNotLoaded",
+                    False,
+                    "Error kind sessionNotLoaded; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32025,
+                    "sessionStreamMismatch",
+                    False,
+                    "Error kind sessionStreamMismatch; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32030,
+                    "commandRejected",
+                    False,
+                    "Error kind commandRejected; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32031, "backpressured", True, "Error kind backpressured; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32032,
+                    "skillNotFound",
+                    False,
+                    "Error kind skillNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32033,
+                    "computerUseUnavailable",
+                    False,
+                    "Error kind computerUseUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32034,
+                    "marketplaceNotFound",
+                    False,
+                    "Error kind marketplaceNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32035,
+                    "pluginNotFound",
+                    False,
+                    "Error kind pluginNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32036,
+                    "marketplaceAlreadyExists",
+                    False,
+                    "Error kind marketplaceAlreadyExists; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32037,
+                    "pluginMutationsDisabled",
+                    False,
+                    "Error kind pluginMutationsDisabled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32038,
+                    "uploadNotFound",
+                    False,
+                    "Error kind uploadNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32040,
+                    "viewTruncated",
+                    False,
+                    "Error kind viewTruncated; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32041,
+                    "outputUnavailable",
+                    False,
+                    "Error kind outputUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32042,
+                    "boundaryPruned",
+                    False,
+                    "Error kind boundaryPruned; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32050,
+                    "approvalNotFound",
+                    False,
+                    "Error kind approvalNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32051,
+                    "approvalAlreadyResolved",
+                    False,
+                    "Error kind approvalAlreadyResolved; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32052,
+                    "approvalChoiceInvalid",
+                    False,
+                    "Error kind approvalChoiceInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32053,
+                    "approvalRequirementStale",
+                    False,
+                    "Error kind approvalRequirementStale; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32054,
+                    "approvalReviewerUnavailable",
+                    False,
+                    "Error kind approvalReviewerUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32055,
+                    "userInputNotFound",
+                    False,
+                    "Error kind userInputNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32056,
+                    "userInputAlreadySettled",
+                    False,
+                    "Error kind userInputAlreadySettled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32057,
+                    "userInputAnswerInvalid",
+                    False,
+                    "Error kind userInputAnswerInvalid; retrying will not help.",
+                ),
+            ),
+            models=MappingProxyType(
+                {
+                    "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+                    "ApprovalOrigin": MappingProxyType(
+                        {"kind": True, "command": False, "url": False}
+                    ),
+                    "ApprovalRequirementRef": MappingProxyType(
+                        {"approval_id": True, "source_index": True}
+                    ),
+                    "ApprovalResolutionSummary": MappingProxyType(
+                        {"decision": True, "resolved_by": True, "view_cursor": True}
+                    ),
+                    "ApprovalStageResolution": MappingProxyType(
+                        {"kind": True, "argv_prefix": False, "diagnostic": False}
+                    ),
+                    "ApprovalSubagentOrigin": MappingProxyType(
+                        {"child_run_id": True, "child_session_id": True, "subagent_id": True}
+                    ),
+                    "ApprovalSuggestedPrefix": MappingProxyType(
+                        {"argv_prefix": True, "label": True}
+                    ),
+                    "ClientCapabilities": MappingProxyType(
+                        {
+                            "experimental_api": False,
+                            "opt_out_notification_methods": False,
+                            "requested_capabilities": False,
+                            "user_input_dialogs": False,
+                        }
+                    ),
+                    "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+                    "ComputerUseAppPatch": MappingProxyType({"bundle_id": True, "choice": True}),
+                    "ComputerUseBlockedApp": MappingProxyType(
+                        {"bundle_id": True, "locked": True, "prefix": False}
+                    ),
+                    "ComputerUseInstalledApp": MappingProxyType({"bundle_id": True, "name": True}),
+                    "ComputerUseSettingsReadParams": MappingProxyType(
+                        {"installed": False, "show_built_ins": False}
+                    ),
+                    "ComputerUseSettingsUpdateParams": MappingProxyType(
+                        {
+                            "apps": False,
+                            "block_apps": False,
+                            "computer_control": False,
+                            "screenshots": False,
+                            "unblock_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupReadParams": MappingProxyType({"session_id": False}),
+                    "ComputerUseSetupStartParams": MappingProxyType(
+                        {"command_id": True, "session_id": False}
+                    ),
+                    "ComputerUseSetupState": MappingProxyType(
+                        {
+                            "accessibility": True,
+                            "input_monitoring": True,
+                            "screen_recording": True,
+                            "setup": True,
+                            "message": False,
+                            "refused": False,
+                        }
+                    ),
+                    "ContextUsage": MappingProxyType(
+                        {"pressure": True, "used_tokens": True, "window_tokens": False}
+                    ),
+                    "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
+                    "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "output_tokens": True,
+                            "prompt_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
+                    "EffectiveApprovalModeState": MappingProxyType(
+                        {"last_command_id": True, "mode": True, "source": True}
+                    ),
+                    "FeedbackSubmitParams": MappingProxyType(
+                        {
+                            "classification": True,
+                            "note": True,
+                            "with_files": True,
+                            "attach_session_record": False,
+                            "client_artifacts_path": False,
+                            "session_id": False,
+                        }
+                    ),
+                    "FeedbackSubmitResult": MappingProxyType(
+                        {
+                            "bundle_path": True,
+                            "outcome": True,
+                            "session_record_attached": True,
+                            "session_record_truncated": True,
+                            "cause": False,
+                            "local_tracing_note": False,
+                            "retry_after_ms": False,
+                            "session_note": False,
+                            "task_id": False,
+                            "upload_id": False,
+                        }
+                    ),
+                    "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
+                    "ForkProvenance": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "cut_cursor": True,
+                            "cut_explicit": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Goal": MappingProxyType(
+                        {
+                            "objective": True,
+                            "percent_complete": True,
+                            "status": True,
+                            "current_work": False,
+                            "next_work": False,
+                        }
+                    ),
+                    "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": False}
+                    ),
+                    "GoalEditParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalSetParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "HookListParams": MappingProxyType({"session_id": True}),
+                    "InitializeParams": MappingProxyType(
+                        {"client_info": True, "capabilities": False}
+                    ),
+                    "ItemDeltaParams": MappingProxyType(
+                        {
+                            "delta": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "field": False,
+                        }
+                    ),
+                    "ItemReadOutputParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "output_ref": True,
+                            "session_id": True,
+                            "length_bytes": False,
+                            "offset_bytes": False,
+                        }
+                    ),
+                    "ItemReadOutputResult": MappingProxyType(
+                        {
+                            "byte_len": True,
+                            "content": True,
+                            "encoding": True,
+                            "eof": True,
+                            "media_type": True,
+                            "offset_bytes": True,
+                        }
+                    ),
+                    "MediaUploadParams": MappingProxyType(
+                        {
+                            "chunk_base64": True,
+                            "chunk_count": True,
+                            "chunk_index": True,
+                            "command_id": True,
+                            "media_type": True,
+                            "session_id": True,
+                            "total_bytes": True,
+                            "upload_id": True,
+                        }
+                    ),
+                    "MediaUploadResult": MappingProxyType({"upload_id": True}),
+                    "MessageAttachment": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "type": True,
+                            "attachment_id": False,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "ModelCost": MappingProxyType(
+                        {"cached": True, "currency": True, "input": True, "output": True}
+                    ),
+                    "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelSelection": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "display_label": False,
+                            "profile_id": False,
+                            "provider_id": False,
+                        }
+                    ),
+                    "ModelVisibleContent": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "path": True,
+                            "source_tool_name": True,
+                            "type": True,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "Notification": MappingProxyType(
+                        {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
+                    ),
+                    "PatchSummary": MappingProxyType(
+                        {"added": True, "files": True, "removed": True}
+                    ),
+                    "PendingApprovalPointer": MappingProxyType(
+                        {"approval_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PendingRequestPointer": MappingProxyType(
+                        {
+                            "kind": True,
+                            "view_cursor": True,
+                            "approval_id": False,
+                            "user_input_id": False,
+                        }
+                    ),
+                    "PendingUserInputPointer": MappingProxyType(
+                        {"user_input_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PluginInstallMarketplaceTarget": MappingProxyType(
+                        {"marketplace": True, "name": True}
+                    ),
+                    "PluginListParams": MappingProxyType({"session_id": True}),
+                    "PluginMarketplaceAddParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True, "source": True}
+                    ),
+                    "PluginMarketplaceChangedParams": MappingProxyType(
+                        {
+                            "change": True,
+                            "name": True,
+                            "session_id": True,
+                            "plugin_count": False,
+                            "skipped_count": False,
+                        }
+                    ),
+                    "PluginMarketplaceRemoveParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "PluginMarketplaceRemoveResult": MappingProxyType(
+                        {"command_id": True, "name": True, "status": True}
+                    ),
+                    "PluginMarketplaceSkippedEntry": MappingProxyType(
+                        {"plugin": True, "reason": True}
+                    ),
+                    "PluginMarketplaceSourceShape": MappingProxyType({"kind": True, "path": True}),
+                    "PluginMarketplaceUpdateParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "QuotaDetail": MappingProxyType({"limit_kind": True, "resets_at_ms": True}),
+                    "ReasoningEffortState": MappingProxyType(
+                        {"reasoning_effort": True, "source": True}
+                    ),
+                    "RecapCancelParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "RecapCancelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecapRequestParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "RecapRequestResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+                    "RequestReceipt": MappingProxyType({}),
+                    "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+                    "ServerInfo": MappingProxyType({"name": True, "version": True}),
+                    "SessionCompactParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "SessionCompactResult": MappingProxyType(
+                        {"command_id": True, "status": True, "reason": False}
+                    ),
+                    "SessionForkParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "cut_point": False,
+                            "exclude_items": False,
+                        }
+                    ),
+                    "SessionListBranchFilter": MappingProxyType({"any_of": True}),
+                    "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
+                    "SessionListTextFilter": MappingProxyType(
+                        {"fields": True, "all_of": False, "any_of": False}
+                    ),
+                    "SessionReadParams": MappingProxyType(
+                        {"session_id": True, "exclude_items": False}
+                    ),
+                    "SessionRenameParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "SessionRenameResult": MappingProxyType(
+                        {"command_id": True, "status": True, "name": False}
+                    ),
+                    "SessionSetApprovalModeParams": MappingProxyType(
+                        {"command_id": True, "mode": True, "session_id": True}
+                    ),
+                    "SessionSetApprovalModeResult": MappingProxyType(
+                        {
+                            "apply_outcome": True,
+                            "command_id": True,
+                            "effective_mode": True,
+                            "status": True,
+                        }
+                    ),
+                    "SessionSetModelParams": MappingProxyType(
+                        {"command_id": True, "model": True, "session_id": True}
+                    ),
+                    "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionSetReasoningEffortParams": MappingProxyType(
+                        {"command_id": True, "reasoning_effort": True, "session_id": True}
+                    ),
+                    "SessionSetReasoningEffortResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionSideChatParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "SessionStatusChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "status": True,
+                            "view_cursor": True,
+                            "attention": False,
+                        }
+                    ),
+                    "SessionUserShellParams": MappingProxyType(
+                        {"command_id": True, "command_text": True, "session_id": True}
+                    ),
+                    "SessionUserShellResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionViewHealthChangedParams": MappingProxyType(
+                        {"health": True, "session_id": True, "none_reason": False}
+                    ),
+                    "SideProvenance": MappingProxyType(
+                        {"command_id": True, "cut_cursor": True, "session_id": True}
+                    ),
+                    "SkillChangedParams": MappingProxyType({"session_id": True}),
+                    "SkillImportCounts": MappingProxyType(
+                        {"failed": True, "installed": True, "quarantined": True, "skipped": True}
+                    ),
+                    "SkillImportFailure": MappingProxyType({"id": True, "reason": True}),
+                    "SkillImportQuarantine": MappingProxyType({"id": True, "reasons": True}),
+                    "SkillListParams": MappingProxyType({"session_id": True}),
+                    "SkillSetActivationParams": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "scope": True,
+                            "selector": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "SkillSetActivationResult": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "previous": True,
+                            "scope": True,
+                            "selector": True,
+                            "status": True,
+                        }
+                    ),
+                    "SnapshotAnchor": MappingProxyType(
+                        {"boundary_cursor": True, "summarized_through": True}
+                    ),
+                    "StatusAttempt": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "operation": True,
+                            "system": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "max_attempts": False,
+                            "next_attempt": False,
+                            "retry_delay_ms": False,
+                        }
+                    ),
+                    "StatusChildren": MappingProxyType(
+                        {
+                            "active": True,
+                            "cancelled": True,
+                            "completed": True,
+                            "failed": True,
+                            "total": False,
+                        }
+                    ),
+                    "StatusProgress": MappingProxyType(
+                        {"current": True, "total": False, "unit": False}
+                    ),
+                    "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
+                    "StreamRef": MappingProxyType({"id": True, "kind": True}),
+                    "SubagentInputParams": MappingProxyType(
+                        {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubagentOwnerReasonParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "subagent_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "SubagentResult": MappingProxyType(
+                        {
+                            "artifact_refs": True,
+                            "evidence_refs": True,
+                            "summary": True,
+                            "error_kind": False,
+                            "structured_data": False,
+                            "text": False,
+                        }
+                    ),
+                    "SubagentTargetParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubscriptionUsageWeekly": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True}
+                    ),
+                    "SubscriptionUsageWindow": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
+                    ),
+                    "SuccessResponse": MappingProxyType(
+                        {"id": True, "jsonrpc": True, "result": True}
+                    ),
+                    "TaskBackgroundParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TaskCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "task_id": True}
+                    ),
+                    "TaskListParams": MappingProxyType({"session_id": True}),
+                    "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+                    "TaskStopParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TokenUsage": MappingProxyType(
+                        {
+                            "cached_tokens": True,
+                            "input_tokens": True,
+                            "output_tokens": True,
+                            "reasoning_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                        }
+                    ),
+                    "ToolDisplayLabel": MappingProxyType(
+                        {"active": True, "done": True, "neutral": True}
+                    ),
+                    "ToolReceiptOther": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
+                    "TurnCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "TurnCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnInterruptParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+                    ),
+                    "TurnInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnRef": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "turn_id": True,
+                            "display_text": False,
+                            "truncated": False,
+                        }
+                    ),
+                    "TurnStartResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "disposition": True,
+                            "started_new_turn": True,
+                            "status": True,
+                            "turn_id": True,
+                        }
+                    ),
+                    "TurnSteerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUserShell": MappingProxyType({"command_text": True}),
+                    "UserInputAnswer": MappingProxyType(
+                        {
+                            "question_id": True,
+                            "free_text": False,
+                            "note": False,
+                            "selected_label": False,
+                            "selected_labels": False,
+                        }
+                    ),
+                    "UserInputAnswerParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputAnswerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputCancelParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "UserInputCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+                    "UserInputClarifyParams": MappingProxyType(
+                        {
+                            "clarification": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputClarifyResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputEngagedParams": MappingProxyType(
+                        {"session_id": True, "user_input_id": True}
+                    ),
+                    "UserInputInterruptParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "answers": False,
+                        }
+                    ),
+                    "UserInputInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+                    "UserInputSettlementSummary": MappingProxyType(
+                        {"outcome": True, "view_cursor": True}
+                    ),
+                    "ViewGapParams": MappingProxyType(
+                        {"after": True, "next": True, "session_id": True}
+                    ),
+                    "ViewPageParams": MappingProxyType(
+                        {
+                            "limit": True,
+                            "session_id": True,
+                            "anchor": False,
+                            "cursor": False,
+                            "direction": False,
+                        }
+                    ),
+                    "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+                    "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+                    "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+                    "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+                    "ViewUnsubscribeResult": MappingProxyType({}),
+                    "WorkflowCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowChild": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "child_id": True,
+                            "status": True,
+                            "duration_ms": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "label": False,
+                            "phase": False,
+                            "result_ref": False,
+                            "terminal": False,
+                            "usage": False,
+                        }
+                    ),
+                    "WorkflowChildControlParams": MappingProxyType(
+                        {
+                            "action": True,
+                            "attempt": True,
+                            "child_id": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "workflow_run_id": True,
+                        }
+                    ),
+                    "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+                    "WorkflowPauseParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "WorkflowTokenBudget": MappingProxyType({"total": True}),
+                    "ApprovalAmendment": MappingProxyType(
+                        {"durability": True, "rule_preview": True}
+                    ),
+                    "ApprovalChange": MappingProxyType(
+                        {
+                            "kind": True,
+                            "choice_id": False,
+                            "decision": False,
+                            "executable": False,
+                            "reason": False,
+                            "reparsed": False,
+                            "requirement_id": False,
+                            "status": False,
+                        }
+                    ),
+                    "ApprovalChoice": MappingProxyType(
+                        {
+                            "choice_id": True,
+                            "decision": True,
+                            "label": True,
+                            "scope": True,
+                            "accepts_feedback": False,
+                            "rule_preview": False,
+                        }
+                    ),
+                    "ApprovalDecideParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "choice_id": True,
+                            "command_id": True,
+                            "requirement_id": True,
+                            "session_id": True,
+                            "feedback": False,
+                        }
+                    ),
+                    "ApprovalDecideResult": MappingProxyType(
+                        {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+                    ),
+                    "ApprovalStage": MappingProxyType(
+                        {
+                            "argv": True,
+                            "argv_complete": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                            "suggested_prefix": False,
+                        }
+                    ),
+                    "ApprovalStageEvidence": MappingProxyType(
+                        {
+                            "argv": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                        }
+                    ),
+                    "ApprovalSubject": MappingProxyType(
+                        {
+                            "kind": True,
+                            "access": False,
+                            "command": False,
+                            "host": False,
+                            "origin": False,
+                            "path": False,
+                            "port": False,
+                            "protocol": False,
+                            "stages": False,
+                            "target": False,
+                            "tool_name": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "BranchState": MappingProxyType(
+                        {"branch": True, "workspace_root": True, "vcs": False}
+                    ),
+                    "CodeModeOutputSpan": MappingProxyType(
+                        {"length_bytes": True, "offset_bytes": True, "stream": True}
+                    ),
+                    "CodeModeReceipt": MappingProxyType(
+                        {
+                            "cell_item_id": False,
+                            "language": False,
+                            "output_spans": False,
+                            "source_arg": False,
+                        }
+                    ),
+                    "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+                    "ComputerUseApp": MappingProxyType(
+                        {
+                            "bundle_id": True,
+                            "choice": True,
+                            "last_asked_at": False,
+                            "locked": False,
+                            "locked_by": False,
+                            "name": False,
+                        }
+                    ),
+                    "ComputerUseSettings": MappingProxyType(
+                        {
+                            "blocked_apps": True,
+                            "computer_control": True,
+                            "screenshots": True,
+                            "apps": False,
+                            "installed_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupChanged": MappingProxyType(
+                        {"state": True, "session_id": False}
+                    ),
+                    "CronReceipt": MappingProxyType(
+                        {"job_id": False, "jobs": False, "next_fire_at_ms": False}
+                    ),
+                    "EffectiveModel": MappingProxyType(
+                        {"model_id": True, "provider_id": True, "source": True}
+                    ),
+                    "ErrorData": MappingProxyType(
+                        {
+                            "kind": True,
+                            "aligned_next_offset": False,
+                            "anchor": False,
+                            "approval_id": False,
+                            "availability": False,
+                            "capability": False,
+                            "capacity": False,
+                            "choice_id": False,
+                            "command_id": False,
+                            "current_requirement_id": False,
+                            "descriptor": False,
+                            "details": False,
+                            "earliest_cursor": False,
+                            "item_id": False,
+                            "last_turn_id": False,
+                            "latest_boundary_cursor": False,
+                            "limit_bytes": False,
+                            "marketplace": False,
+                            "name": False,
+                            "output_ref": False,
+                            "paths": False,
+                            "reason": False,
+                            "resolution": False,
+                            "retryable": False,
+                            "seed_fallback_reason": False,
+                            "seed_path": False,
+                            "selector": False,
+                            "session_id": False,
+                            "settlement": False,
+                            "upload_id": False,
+                            "user_input_id": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+                    "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+                    "HookCatalogEntry": MappingProxyType(
+                        {"enabled": True, "event": True, "handler_kind": True, "key": True}
+                    ),
+                    "HookListResult": MappingProxyType({"hooks": True}),
+                    "InitializeResult": MappingProxyType(
+                        {
+                            "experimental_api": True,
+                            "granted_capabilities": True,
+                            "muse_home": True,
+                            "platform_family": True,
+                            "platform_os": True,
+                            "schema_": True,
+                            "server_info": True,
+                            "user_agent": True,
+                            "sandbox_availability": False,
+                            "sandbox_unavailable_reason": False,
+                            "session_durability": False,
+                        }
+                    ),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
+                    "OutputRef": MappingProxyType(
+                        {
+                            "availability": True,
+                            "byte_len": True,
+                            "id": True,
+                            "kind": True,
+                            "uri": True,
+                            "digest": False,
+                            "media_type": False,
+                            "path": False,
+                        }
+                    ),
+                    "PluginCatalogEntry": MappingProxyType(
+                        {"enabled": True, "id": True, "source": True, "version": True}
+                    ),
+                    "PluginChangedParams": MappingProxyType(
+                        {
+                            "enabled": True,
+                            "id": True,
+                            "session_id": True,
+                            "source": True,
+                            "version": True,
+                        }
+                    ),
+                    "PluginInstallLocalPathTarget": MappingProxyType(
+                        {"path": True, "scope": False}
+                    ),
+                    "PluginInstallResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "enabled": True,
+                            "id": True,
+                            "source": True,
+                            "status": True,
+                            "version": True,
+                            "warning": False,
+                        }
+                    ),
+                    "PluginInstallTarget": MappingProxyType(
+                        {"local_path": False, "marketplace": False}
+                    ),
+                    "PluginListResult": MappingProxyType({"plugins": True}),
+                    "PluginMarketplaceRecordResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "name": True,
+                            "plugin_count": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "RecapCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "text": False,
+                            "title": False,
+                        }
+                    ),
+                    "Request": MappingProxyType(
+                        {
+                            "id": True,
+                            "jsonrpc": True,
+                            "method": True,
+                            "params": False,
+                            "trace": False,
+                        }
+                    ),
+                    "Session": MappingProxyType(
+                        {
+                            "active_turn_id": True,
+                            "created_at": True,
+                            "forked_from": True,
+                            "model_id": True,
+                            "path": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "status": True,
+                            "turn_count": True,
+                            "updated_at": True,
+                            "workspace_root": True,
+                            "approval_mode": False,
+                            "attention": False,
+                            "branch": False,
+                            "created_by_client": False,
+                            "first_user_prompt": False,
+                            "generated_name": False,
+                            "kind": False,
+                            "last_activity_at": False,
+                            "name": False,
+                            "name_origin": False,
+                            "parent_session_id": False,
+                            "side_from": False,
+                            "title": False,
+                        }
+                    ),
+                    "SessionClosedParams": MappingProxyType(
+                        {"reason": True, "session_id": True, "view_cursor": True}
+                    ),
+                    "SessionListChangedParams": MappingProxyType({"session": True}),
+                    "SessionListFilter": MappingProxyType(
+                        {"branch": False, "session_id": False, "text": False}
+                    ),
+                    "SessionListParams": MappingProxyType(
+                        {
+                            "cursor": False,
+                            "filter": False,
+                            "limit": False,
+                            "updated_after": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "SessionListResult": MappingProxyType(
+                        {"next_cursor": True, "sessions": True, "applied_filter": False}
+                    ),
+                    "SessionMcpServerConfigStdio": MappingProxyType(
+                        {
+                            "command": True,
+                            "transport": True,
+                            "args": False,
+                            "env": False,
+                            "framing": False,
+                            "mode": False,
+                        }
+                    ),
+                    "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                        {"transport": True, "url": True, "headers": False, "mode": False}
+                    ),
+                    "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+                    "SessionStartedParams": MappingProxyType({"session": True}),
+                    "SkillCatalogEntry": MappingProxyType(
+                        {
+                            "description": True,
+                            "display_name": True,
+                            "selector": True,
+                            "source": True,
+                            "argument_hint": False,
+                            "plugin_id": False,
+                            "title": False,
+                        }
+                    ),
+                    "SkillImportParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "dry_run": False,
+                            "force": False,
+                        }
+                    ),
+                    "SkillImportResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "counts": True,
+                            "dry_run": True,
+                            "failed": True,
+                            "installed": True,
+                            "quarantined": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "SkillListResult": MappingProxyType({"skills": True}),
+                    "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+                    "StatusHealth": MappingProxyType({"level": True, "reason": False}),
+                    "SubscriptionUsage": MappingProxyType(
+                        {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+                    ),
+                    "TaskListEntry": MappingProxyType(
+                        {
+                            "kind": True,
+                            "status": True,
+                            "task_id": True,
+                            "background_initiator": False,
+                            "started_at": False,
+                            "tool": False,
+                        }
+                    ),
+                    "TaskListResult": MappingProxyType({"tasks": True}),
+                    "TodoItem": MappingProxyType(
+                        {"status": True, "text": True, "active_form": False}
+                    ),
+                    "TodoListState": MappingProxyType(
+                        {"items": True, "revision": True, "source_tool": True}
+                    ),
+                    "ToolReceiptCodeMode": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "ToolReceiptCron": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TurnError": MappingProxyType(
+                        {"kind": True, "message": True, "retryable": True, "quota": False}
+                    ),
+                    "TurnForegroundCompletedParams": MappingProxyType(
+                        {
+                            "blocking_agents": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnInputPart": MappingProxyType(
+                        {
+                            "type": True,
+                            "arguments": False,
+                            "base64_data": False,
+                            "height": False,
+                            "media_type": False,
+                            "selector": False,
+                            "text": False,
+                            "upload_id": False,
+                            "width": False,
+                        }
+                    ),
+                    "TurnModelRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnRetractedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "outcome": False,
+                        }
+                    ),
+                    "TurnRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "reason": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "display_text": False,
+                            "if_busy": False,
+                            "reasoning_effort": False,
+                            "user_shell": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "TurnStartedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnSteerParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "expected_turn_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "TurnUnqueuedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "UnframedViewNotificationParams": MappingProxyType(
+                        {"session_id": True, "source_range": True, "view_cursor": True}
+                    ),
+                    "UsageReadResult": MappingProxyType({"usage": False}),
+                    "UserInputOption": MappingProxyType(
+                        {"label": True, "description": False, "preview": False}
+                    ),
+                    "UserInputSelection": MappingProxyType(
+                        {"mode": True, "max_selections": False, "min_selections": False}
+                    ),
+                    "UserInputSettledParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "clarification": True,
+                            "decided_at": True,
+                            "decided_by_command_id": True,
+                            "outcome": True,
+                            "reason": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ApprovalRequestParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "current_requirement_id": True,
+                            "item_id": True,
+                            "judge_escalated": True,
+                            "protected_write": True,
+                            "raw_args": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "task_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalResolvedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "decision": True,
+                            "item_id": True,
+                            "policy_result": True,
+                            "resolved_by": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "stage_evidence": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "amendment": False,
+                            "decided_at": False,
+                            "decided_by_command_id": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalUpdatedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "change": True,
+                            "current_requirement_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "LastTurn": MappingProxyType(
+                        {"terminal": True, "turn_id": True, "error": False, "reason": False}
+                    ),
+                    "ModelCatalogEntry": MappingProxyType(
+                        {
+                            "context_limit": True,
+                            "cost": True,
+                            "description": True,
+                            "display_label": True,
+                            "is_active": True,
+                            "is_default": True,
+                            "model_id": True,
+                            "output_limit": True,
+                            "profile_id": True,
+                            "provider_id": True,
+                            "release_date": True,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
+                            "variants": False,
+                        }
+                    ),
+                    "ModelListResult": MappingProxyType(
+                        {"models": True, "profile_id": True, "provider_id": True, "source": True}
+                    ),
+                    "PluginInstallParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "target": True}
+                    ),
+                    "SessionApprovalModeChangedParams": MappingProxyType(
+                        {
+                            "client_name": True,
+                            "command_id": True,
+                            "mode": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionBranchChangedParams": MappingProxyType(
+                        {
+                            "branch": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "workspace_root": True,
+                            "vcs": False,
+                        }
+                    ),
+                    "SessionContextUsageParams": MappingProxyType(
+                        {
+                            "pressure": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "used_tokens": True,
+                            "view_cursor": True,
+                            "window_tokens": False,
+                        }
+                    ),
+                    "SessionGoalChangedParams": MappingProxyType(
+                        {
+                            "goal": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelChangedParams": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelRouteUnservedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "installed_provider_id": True,
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionNameChangedParams": MappingProxyType(
+                        {
+                            "name": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "generated_name": False,
+                            "name_origin": False,
+                        }
+                    ),
+                    "SessionReasoningEffortChangedParams": MappingProxyType(
+                        {
+                            "reasoning_effort": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTodoListChangedParams": MappingProxyType(
+                        {
+                            "items": True,
+                            "revision": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "source_tool": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "cumulative": True,
+                            "model_id": True,
+                            "prompt_tokens": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "total_tokens": True,
+                            "turn_id": True,
+                            "usage": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "finish_reason": False,
+                        }
+                    ),
+                    "TurnCompletedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "terminal": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "error": False,
+                            "reason": False,
+                            "time_to_first_token_ms": False,
+                            "usage": False,
+                        }
+                    ),
+                    "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+                    "UserInputQuestion": MappingProxyType(
+                        {
+                            "header": True,
+                            "id": True,
+                            "options": True,
+                            "question": True,
+                            "selection": True,
+                        }
+                    ),
+                    "UserInputRequestParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "questions": True,
+                            "session_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                            "auto_resolution_ms": False,
+                            "source_range": False,
+                        }
+                    ),
+                    "ViewPageResult": MappingProxyType(
+                        {"events": True, "next_cursor": True, "resolved_anchor": False}
+                    ),
+                    "ApprovalListPendingResult": MappingProxyType(
+                        {"approvals": True, "user_inputs": True}
+                    ),
+                    "Item": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "kind": True,
+                            "revision": True,
+                            "status": True,
+                            "agent_path": False,
+                            "approval_id": False,
+                            "args": False,
+                            "attachments": False,
+                            "background": False,
+                            "background_initiator": False,
+                            "blocking": False,
+                            "call_id": False,
+                            "child_prompt_refs": False,
+                            "child_session_id": False,
+                            "child_session_log_path": False,
+                            "children": False,
+                            "command_id": False,
+                            "command_text": False,
+                            "control_status": False,
+                            "cut_off": False,
+                            "declared_phase": False,
+                            "depth": False,
+                            "display_label": False,
+                            "display_text": False,
+                            "duration_ms": False,
+                            "entry_id": False,
+                            "event": False,
+                            "exit_code": False,
+                            "exit_signal": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "fallback_text": False,
+                            "final_summary": False,
+                            "generation_id": False,
+                            "hook_key": False,
+                            "label": False,
+                            "message": False,
+                            "message_phase": False,
+                            "model_visible_content": False,
+                            "monitor_description": False,
+                            "monitor_id": False,
+                            "objective": False,
+                            "outcome": False,
+                            "output_ref": False,
+                            "patch_ref": False,
+                            "patch_summary": False,
+                            "paused": False,
+                            "provider_item_id": False,
+                            "reason": False,
+                            "recorded_at": False,
+                            "reminder_agent_id": False,
+                            "result": False,
+                            "resume_from_run_id": False,
+                            "retracted": False,
+                            "role": False,
+                            "run_status": False,
+                            "script_id": False,
+                            "side_session_id": False,
+                            "status_attempt": False,
+                            "status_children": False,
+                            "status_health": False,
+                            "status_line": False,
+                            "status_phase": False,
+                            "status_progress": False,
+                            "status_step": False,
+                            "steered": False,
+                            "stop_available": False,
+                            "strategy_id": False,
+                            "subagent_id": False,
+                            "summarized_through": False,
+                            "summary": False,
+                            "task_id": False,
+                            "text": False,
+                            "token_budget": False,
+                            "tokens_after": False,
+                            "tokens_before": False,
+                            "tool": False,
+                            "tool_receipt": False,
+                            "trigger": False,
+                            "trigger_source": False,
+                            "truncated": False,
+                            "turn_id": False,
+                            "usage": False,
+                            "visible_output": False,
+                            "workflow_run_id": False,
+                        }
+                    ),
+                    "ItemCompletedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ItemStartedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                        }
+                    ),
+                    "ItemUpdatedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionConfig": MappingProxyType({"mcp_servers": False}),
+                    "SessionResumeParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "config": False,
+                            "cursor": False,
+                            "exclude_items": False,
+                            "history": False,
+                            "permission_profile": False,
+                        }
+                    ),
+                    "SessionStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "approval_mode": False,
+                            "config": False,
+                            "model_id": False,
+                            "permission_profile": False,
+                            "provider_id": False,
+                            "session_id": False,
+                            "workspace_root": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "SnapshotState": MappingProxyType(
+                        {
+                            "active_turn": True,
+                            "approval_mode": True,
+                            "branch": True,
+                            "effective_model": True,
+                            "goal": True,
+                            "items": True,
+                            "pending_approvals": True,
+                            "pending_user_inputs": True,
+                            "queued_turns": True,
+                            "todo_list": True,
+                            "token_usage": True,
+                            "turn_count": True,
+                            "context_usage": False,
+                            "name": False,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "ViewSnapshot": MappingProxyType(
+                        {
+                            "schema_version": True,
+                            "state": True,
+                            "view_cursor": True,
+                            "anchor": False,
+                        }
+                    ),
+                    "SessionHistory": MappingProxyType(
+                        {"items": True, "mode": True, "snapshot": True, "none_reason": False}
+                    ),
+                    "SessionReadResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionResumeResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionSideChatResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionForkResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                }
+            ),
+            variants=MappingProxyType(
+                {
+                    "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
+                    "TOOL_RECEIPT_VARIANTS": frozenset(["codeMode", "cron"]),
+                    "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text", "video"]),
+                }
+            ),
+        ),
+        "1.4.11": BundleOutline(
+            version="1.4.11",
+            fingerprint="sha256:f282ad16e21520d0cda68cb190149b86e2b062eef1dd282749360c05aa3d1082",
+            host_requests=MappingProxyType(
+                {
+                    "approval/decide": True,
+                    "approval/listPending": False,
+                    "computerUseSettings/read": False,
+                    "computerUseSettings/update": False,
+                    "computerUseSetup/check": False,
+                    "computerUseSetup/read": False,
+                    "computerUseSetup/start": True,
+                    "feedback/submit": False,
+                    "goal/clear": True,
+                    "goal/edit": True,
+                    "goal/pause": True,
+                    "goal/resume": True,
+                    "goal/set": True,
+                    "hook/list": False,
+                    "initialize": False,
+                    "item/readOutput": False,
+                    "media/upload": True,
+                    "model/list": False,
+                    "plugin/install": True,
+                    "plugin/list": False,
+                    "plugin/marketplaceAdd": True,
+                    "plugin/marketplaceRemove": True,
+                    "plugin/marketplaceUpdate": True,
+                    "recap/cancel": True,
+                    "recap/request": True,
+                    "session/compact": True,
+                    "session/fork": True,
+                    "session/leave": True,
+                    "session/list": False,
+                    "session/read": False,
+                    "session/rename": True,
+                    "session/resume": True,
+                    "session/setApprovalMode": True,
+                    "session/setModel": True,
+                    "session/setReasoningEffort": True,
+                    "session/sideChat": True,
+                    "session/start": True,
+                    "session/userShell": True,
+                    "skill/import": True,
+                    "skill/list": False,
+                    "skill/setActivation": True,
+                    "subagent/close": True,
+                    "subagent/followupTask": True,
+                    "subagent/interrupt": True,
+                    "subagent/readResult": True,
+                    "subagent/reopen": True,
+                    "subagent/resume": True,
+                    "subagent/sendMessage": True,
+                    "subagent/stop": True,
+                    "task/background": True,
+                    "task/list": False,
+                    "task/stop": True,
+                    "task/stopAll": True,
+                    "turn/cancel": True,
+                    "turn/interrupt": True,
+                    "turn/start": True,
+                    "turn/steer": True,
+                    "turn/unqueue": True,
+                    "usage/read": False,
+                    "userInput/answer": True,
+                    "userInput/cancel": True,
+                    "userInput/clarify": True,
+                    "userInput/interrupt": True,
+                    "view/page": False,
+                    "view/subscribe": False,
+                    "view/unsubscribe": False,
+                    "workflow/cancel": True,
+                    "workflow/childControl": True,
+                    "workflow/pause": True,
+                    "workflow/resume": True,
+                }
+            ),
+            client_requests=frozenset(["approval/request", "userInput/request"]),
+            client_notifications=frozenset(
+                [
+                    "approval/requested",
+                    "approval/resolved",
+                    "approval/reviewing",
+                    "approval/updated",
+                    "computerUseSetup/changed",
+                    "item/completed",
+                    "item/delta",
+                    "item/started",
+                    "item/updated",
+                    "monitor/inboxItemAdmitted",
+                    "monitor/inboxItemDrained",
+                    "monitor/inboxItemVoided",
+                    "plugin/changed",
+                    "plugin/marketplaceChanged",
+                    "recap/completed",
+                    "session/approvalModeChanged",
+                    "session/branchChanged",
+                    "session/closed",
+                    "session/contextUsage",
+                    "session/goalChanged",
+                    "session/leaveCompleted",
+                    "session/listChanged",
+                    "session/modelChanged",
+                    "session/modelRouteUnserved",
+                    "session/nameChanged",
+                    "session/reasoningEffortChanged",
+                    "session/started",
+                    "session/statusChanged",
+                    "session/todoListChanged",
+                    "session/tokenUsage",
+                    "session/viewHealthChanged",
+                    "skill/changed",
+                    "turn/completed",
+                    "turn/foregroundCompleted",
+                    "turn/modelRetryScheduled",
+                    "turn/retracted",
+                    "turn/retryScheduled",
+                    "turn/started",
+                    "turn/unqueued",
+                    "usage/changed",
+                    "userInput/requested",
+                    "userInput/settled",
+                    "view/gap",
+                ]
+            ),
+            errors=(
+                ErrorSpec(
+                    -32700, "parseError", False, "Error kind parseError; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32600,
+                    "invalidRequest",
+                    False,
+                    "Error kind invalidRequest; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32601,
+                    "methodNotFound",
+                    False,
+                    "Error kind methodNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32602,
+                    "invalidParams",
+                    False,
+                    "Error kind invalidParams; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32603, "internal", False, "Error kind internal; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32001, "overloaded", True, "Error kind overloaded; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32002,
+                    "inputTooLarge",
+                    False,
+                    "Error kind inputTooLarge; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32010,
+                    "capabilityRequired",
+                    False,
+                    "Error kind capabilityRequired; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32011, "notFound", False, "Error kind notFound; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32013, "interrupted", False, "Error kind interrupted; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32014, "cancelled", False, "Error kind cancelled; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32020,
+                    "sessionNotFound",
+                    False,
+                    "Error kind sessionNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32021,
+                    "sessionInUse",
+                    False,
+                    "Error kind sessionInUse; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32022,
+                    "sessionAmbiguous",
+                    False,
+                    "Error kind sessionAmbiguous; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32023,
+                    "forkBoundaryInvalid",
+                    False,
+                    "Error kind forkBoundaryInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32024,
+                    "sessionNotLoaded",
+                    False,
+                    "Error kind sessionNotLoaded; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32025,
+                    "sessionStreamMismatch",
+                    False,
+                    "Error kind sessionStreamMismatch; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32030,
+                    "commandRejected",
+                    False,
+                    "Error kind commandRejected; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32031, "backpressured", True, "Error kind backpressured; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32032,
+                    "skillNotFound",
+                    False,
+                    "Error kind skillNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32033,
+                    "computerUseUnavailable",
+                    False,
+                    "Error kind computerUseUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32034,
+                    "marketplaceNotFound",
+                    False,
+                    "Error kind marketplaceNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32035,
+                    "pluginNotFound",
+                    False,
+                    "Error kind pluginNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32036,
+                    "marketplaceAlreadyExists",
+                    False,
+                    "Error kind marketplaceAlreadyExists; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32037,
+                    "pluginMutationsDisabled",
+                    False,
+                    "Error kind pluginMutationsDisabled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32038,
+                    "uploadNotFound",
+                    False,
+                    "Error kind uploadNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32040,
+                    "viewTruncated",
+                    False,
+                    "Error kind viewTruncated; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32041,
+                    "outputUnavailable",
+                    False,
+                    "Error kind outputUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32042,
+                    "boundaryPruned",
+                    False,
+                    "Error kind boundaryPruned; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32050,
+                    "approvalNotFound",
+                    False,
+                    "Error kind approvalNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32051,
+                    "approvalAlreadyResolved",
+                    False,
+                    "Error kind approvalAlreadyResolved; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32052,
+                    "approvalChoiceInvalid",
+                    False,
+                    "Error kind approvalChoiceInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32053,
+                    "approvalRequirementStale",
+                    False,
+                    "Error kind approvalRequirementStale; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32054,
+                    "approvalReviewerUnavailable",
+                    False,
+                    "Error kind approvalReviewerUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32055,
+                    "userInputNotFound",
+                    False,
+                    "Error kind userInputNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32056,
+                    "userInputAlreadySettled",
+                    False,
+                    "Error kind userInputAlreadySettled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32057,
+                    "userInputAnswerInvalid",
+                    False,
+                    "Error kind userInputAnswerInvalid; retrying will not help.",
+                ),
+            ),
+            models=MappingProxyType(
+                {
+                    "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+                    "ApprovalOrigin": MappingProxyType(
+                        {"kind": True, "command": False, "url": False}
+                    ),
+                    "ApprovalRequirementRef": MappingProxyType(
+                        {"approval_id": True, "source_index": True}
+                    ),
+                    "ApprovalResolutionSummary": MappingProxyType(
+                        {"decision": True, "resolved_by": True, "view_cursor": True}
+                    ),
+                    "ApprovalStageResolution": MappingProxyType(
+                        {"kind": True, "argv_prefix": False, "diagnostic": False}
+                    ),
+                    "ApprovalSubagentOrigin": MappingProxyType(
+                        {"child_run_id": True, "child_session_id": True, "subagent_id": True}
+                    ),
+                    "ApprovalSuggestedPrefix": MappingProxyType(
+                        {"argv_prefix": True, "label": True}
+                    ),
+                    "ClientCapabilities": MappingProxyType(
+                        {
+                            "experimental_api": False,
+                            "opt_out_notification_methods": False,
+                            "requested_capabilities": False,
+                            "user_input_dialogs": False,
+                        }
+                    ),
+                    "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+                    "ComputerUseAppPatch": MappingProxyType({"bundle_id": True, "choice": True}),
+                    "ComputerUseBlockedApp": MappingProxyType(
+                        {"bundle_id": True, "locked": True, "prefix": False}
+                    ),
+                    "ComputerUseInstalledApp": MappingProxyType({"bundle_id": True, "name": True}),
+                    "ComputerUseSettingsReadParams": MappingProxyType(
+                        {"installed": False, "show_built_ins": False}
+                    ),
+                    "ComputerUseSettingsUpdateParams": MappingProxyType(
+                        {
+                            "apps": False,
+                            "block_apps": False,
+                            "computer_control": False,
+                            "screenshots": False,
+                            "unblock_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupReadParams": MappingProxyType({"session_id": False}),
+                    "ComputerUseSetupStartParams": MappingProxyType(
+                        {"command_id": True, "session_id": False}
+                    ),
+                    "ComputerUseSetupState": MappingProxyType(
+                        {
+                            "accessibility": True,
+                            "input_monitoring": True,
+                            "screen_recording": True,
+                            "setup": True,
+                            "message": False,
+                            "refused": False,
+                        }
+                    ),
+                    "ContextUsage": MappingProxyType(
+                        {"pressure": True, "used_tokens": True, "window_tokens": False}
+                    ),
+                    "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
+                    "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "output_tokens": True,
+                            "prompt_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
+                    "DamagedRange": MappingProxyType(
+                        {
+                            "missing_records": True,
+                            "readable_after_at": True,
+                            "unreadable_lines": True,
+                            "last_good_turn_id": False,
+                            "readable_before_at": False,
+                        }
+                    ),
+                    "EffectiveApprovalModeState": MappingProxyType(
+                        {"last_command_id": True, "mode": True, "source": True}
+                    ),
+                    "FeedbackSubmitParams": MappingProxyType(
+                        {
+                            "classification": True,
+                            "note": True,
+                            "with_files": True,
+                            "attach_session_record": False,
+                            "client_artifacts_path": False,
+                            "session_id": False,
+                        }
+                    ),
+                    "FeedbackSubmitResult": MappingProxyType(
+                        {
+                            "bundle_path": True,
+                            "outcome": True,
+                            "session_record_attached": True,
+                            "session_record_truncated": True,
+                            "cause": False,
+                            "local_tracing_note": False,
+                            "retry_after_ms": False,
+                            "session_note": False,
+                            "task_id": False,
+                            "upload_id": False,
+                        }
+                    ),
+                    "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
+                    "ForkProvenance": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "cut_cursor": True,
+                            "cut_explicit": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Goal": MappingProxyType(
+                        {
+                            "objective": True,
+                            "percent_complete": True,
+                            "status": True,
+                            "created_at_ms": False,
+                            "current_work": False,
+                            "next_work": False,
+                            "updated_at_ms": False,
+                        }
+                    ),
+                    "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": False}
+                    ),
+                    "GoalEditParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalSetParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "HookListParams": MappingProxyType({"session_id": True}),
+                    "InitializeParams": MappingProxyType(
+                        {"client_info": True, "capabilities": False}
+                    ),
+                    "ItemDeltaParams": MappingProxyType(
+                        {
+                            "delta": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "field": False,
+                        }
+                    ),
+                    "ItemReadOutputParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "output_ref": True,
+                            "session_id": True,
+                            "length_bytes": False,
+                            "offset_bytes": False,
+                        }
+                    ),
+                    "ItemReadOutputResult": MappingProxyType(
+                        {
+                            "byte_len": True,
+                            "content": True,
+                            "encoding": True,
+                            "eof": True,
+                            "media_type": True,
+                            "offset_bytes": True,
+                        }
+                    ),
+                    "MediaUploadParams": MappingProxyType(
+                        {
+                            "chunk_base64": True,
+                            "chunk_count": True,
+                            "chunk_index": True,
+                            "command_id": True,
+                            "media_type": True,
+                            "session_id": True,
+                            "total_bytes": True,
+                            "upload_id": True,
+                        }
+                    ),
+                    "MediaUploadResult": MappingProxyType({"upload_id": True}),
+                    "MessageAttachment": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "type": True,
+                            "attachment_id": False,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "ModelCost": MappingProxyType(
+                        {"cached": True, "currency": True, "input": True, "output": True}
+                    ),
+                    "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelSelection": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "display_label": False,
+                            "profile_id": False,
+                            "provider_id": False,
+                        }
+                    ),
+                    "ModelVisibleContent": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "path": True,
+                            "source_tool_name": True,
+                            "type": True,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "Notification": MappingProxyType(
+                        {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
+                    ),
+                    "PatchSummary": MappingProxyType(
+                        {"added": True, "files": True, "removed": True}
+                    ),
+                    "PendingApprovalPointer": MappingProxyType(
+                        {"approval_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PendingRequestPointer": MappingProxyType(
+                        {
+                            "kind": True,
+                            "view_cursor": True,
+                            "approval_id": False,
+                            "user_input_id": False,
+                        }
+                    ),
+                    "PendingUserInputPointer": MappingProxyType(
+                        {"user_input_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PluginInstallMarketplaceTarget": MappingProxyType(
+                        {"marketplace": True, "name": True}
+                    ),
+                    "PluginListParams": MappingProxyType({"session_id": True}),
+                    "PluginMarketplaceAddParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True, "source": True}
+                    ),
+                    "PluginMarketplaceChangedParams": MappingProxyType(
+                        {
+                            "change": True,
+                            "name": True,
+                            "session_id": True,
+                            "plugin_count": False,
+                            "skipped_count": False,
+                        }
+                    ),
+                    "PluginMarketplaceRemoveParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "PluginMarketplaceRemoveResult": MappingProxyType(
+                        {"command_id": True, "name": True, "status": True}
+                    ),
+                    "PluginMarketplaceSkippedEntry": MappingProxyType(
+                        {"plugin": True, "reason": True}
+                    ),
+                    "PluginMarketplaceSourceShape": MappingProxyType({"kind": True, "path": True}),
+                    "PluginMarketplaceUpdateParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "QuotaDetail": MappingProxyType({"limit_kind": True, "resets_at_ms": True}),
+                    "ReasoningEffortState": MappingProxyType(
+                        {"reasoning_effort": True, "source": True}
+                    ),
+                    "RecapCancelParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "RecapCancelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecapRequestParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "RecapRequestResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+                    "RequestReceipt": MappingProxyType({}),
+                    "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+                    "ServerInfo": MappingProxyType({"name": True, "version": True}),
+                    "SessionCompactParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "SessionCompactResult": MappingProxyType(
+                        {"command_id": True, "status": True, "reason": False}
+                    ),
+                    "SessionForkParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "cut_point": False,
+                            "exclude_items": False,
+                        }
+                    ),
+                    "SessionLeaveParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "stop": False}
+                    ),
+                    "SessionLeaveResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionListBranchFilter": MappingProxyType({"any_of": True}),
+                    "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
+                    "SessionListTextFilter": MappingProxyType(
+                        {"fields": True, "all_of": False, "any_of": False}
+                    ),
+                    "SessionReadParams": MappingProxyType(
+                        {"session_id": True, "exclude_items": False}
+                    ),
+                    "SessionRenameParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "SessionRenameResult": MappingProxyType(
+                        {"command_id": True, "status": True, "name": False}
+                    ),
+                    "SessionSetApprovalModeParams": MappingProxyType(
+                        {"command_id": True, "mode": True, "session_id": True}
+                    ),
+                    "SessionSetApprovalModeResult": MappingProxyType(
+                        {
+                            "apply_outcome": True,
+                            "command_id": True,
+                            "effective_mode": True,
+                            "status": True,
+                        }
+                    ),
+                    "SessionSetModelParams": MappingProxyType(
+                        {"command_id": True, "model": True, "session_id": True}
+                    ),
+                    "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionSetReasoningEffortParams": MappingProxyType(
+                        {"command_id": True, "reasoning_effort": True, "session_id": True}
+                    ),
+                    "SessionSetReasoningEffortResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionSideChatParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "SessionStatusChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "status": True,
+                            "view_cursor": True,
+                            "attention": False,
+                        }
+                    ),
+                    "SessionUserShellParams": MappingProxyType(
+                        {"command_id": True, "command_text": True, "session_id": True}
+                    ),
+                    "SessionUserShellResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionViewHealthChangedParams": MappingProxyType(
+                        {"health": True, "session_id": True, "none_reason": False}
+                    ),
+                    "SideProvenance": MappingProxyType(
+                        {"command_id": True, "cut_cursor": True, "session_id": True}
+                    ),
+                    "SkillChangedParams": MappingProxyType({"session_id": True}),
+                    "SkillImportCounts": MappingProxyType(
+                        {"failed": True, "installed": True, "quarantined": True, "skipped": True}
+                    ),
+                    "SkillImportFailure": MappingProxyType({"id": True, "reason": True}),
+                    "SkillImportQuarantine": MappingProxyType({"id": True, "reasons": True}),
+                    "SkillListParams": MappingProxyType({"session_id": True}),
+                    "SkillSetActivationParams": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "scope": True,
+                            "selector": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "SkillSetActivationResult": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "previous": True,
+                            "scope": True,
+                            "selector": True,
+                            "status": True,
+                        }
+                    ),
+                    "SnapshotAnchor": MappingProxyType(
+                        {"boundary_cursor": True, "summarized_through": True}
+                    ),
+                    "StatusAttempt": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "operation": True,
+                            "system": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "max_attempts": False,
+                            "next_attempt": False,
+                            "retry_delay_ms": False,
+                        }
+                    ),
+                    "StatusChildren": MappingProxyType(
+                        {
+                            "active": True,
+                            "cancelled": True,
+                            "completed": True,
+                            "failed": True,
+                            "total": False,
+                        }
+                    ),
+                    "StatusProgress": MappingProxyType(
+                        {"current": True, "total": False, "unit": False}
+                    ),
+                    "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
+                    "StreamRef": MappingProxyType({"id": True, "kind": True}),
+                    "SubagentInputParams": MappingProxyType(
+                        {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubagentOwnerReasonParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "subagent_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "SubagentResult": MappingProxyType(
+                        {
+                            "artifact_refs": True,
+                            "evidence_refs": True,
+                            "summary": True,
+                            "drained": False,
+                            "error_kind": False,
+                            "structured_data": False,
+                            "text": False,
+                        }
+                    ),
+                    "SubagentTargetParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubscriptionUsageWeekly": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True}
+                    ),
+                    "SubscriptionUsageWindow": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
+                    ),
+                    "SuccessResponse": MappingProxyType(
+                        {"id": True, "jsonrpc": True, "result": True}
+                    ),
+                    "TaskBackgroundParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TaskCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "task_id": True}
+                    ),
+                    "TaskListParams": MappingProxyType({"session_id": True}),
+                    "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+                    "TaskStopParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TokenUsage": MappingProxyType(
+                        {
+                            "cached_tokens": True,
+                            "input_tokens": True,
+                            "output_tokens": True,
+                            "reasoning_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                        }
+                    ),
+                    "ToolDisplayLabel": MappingProxyType(
+                        {"active": True, "done": True, "neutral": True}
+                    ),
+                    "ToolReceiptOther": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
+                    "TurnCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "TurnCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnInterruptParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+                    ),
+                    "TurnInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnRef": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "turn_id": True,
+                            "display_text": False,
+                            "truncated": False,
+                        }
+                    ),
+                    "TurnStartResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "disposition": True,
+                            "started_new_turn": True,
+                            "status": True,
+                            "turn_id": True,
+                        }
+                    ),
+                    "TurnSteerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUserShell": MappingProxyType({"command_text": True}),
+                    "UserInputAnswer": MappingProxyType(
+                        {
+                            "question_id": True,
+                            "free_text": False,
+                            "note": False,
+                            "selected_label": False,
+                            "selected_labels": False,
+                        }
+                    ),
+                    "UserInputAnswerParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputAnswerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputCancelParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "UserInputCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+                    "UserInputClarifyParams": MappingProxyType(
+                        {
+                            "clarification": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputClarifyResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputEngagedParams": MappingProxyType(
+                        {"session_id": True, "user_input_id": True}
+                    ),
+                    "UserInputInterruptParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "answers": False,
+                        }
+                    ),
+                    "UserInputInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+                    "UserInputSettlementSummary": MappingProxyType(
+                        {"outcome": True, "view_cursor": True}
+                    ),
+                    "ViewGapParams": MappingProxyType(
+                        {"after": True, "next": True, "session_id": True}
+                    ),
+                    "ViewPageParams": MappingProxyType(
+                        {
+                            "limit": True,
+                            "session_id": True,
+                            "anchor": False,
+                            "cursor": False,
+                            "direction": False,
+                        }
+                    ),
+                    "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+                    "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+                    "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+                    "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+                    "ViewUnsubscribeResult": MappingProxyType({}),
+                    "WorkflowCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowChild": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "child_id": True,
+                            "status": True,
+                            "duration_ms": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "label": False,
+                            "phase": False,
+                            "result_ref": False,
+                            "terminal": False,
+                            "usage": False,
+                        }
+                    ),
+                    "WorkflowChildControlParams": MappingProxyType(
+                        {
+                            "action": True,
+                            "attempt": True,
+                            "child_id": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "workflow_run_id": True,
+                        }
+                    ),
+                    "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+                    "WorkflowPauseParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "WorkflowTokenBudget": MappingProxyType({"total": True}),
+                    "ApprovalAmendment": MappingProxyType(
+                        {"durability": True, "rule_preview": True}
+                    ),
+                    "ApprovalChange": MappingProxyType(
+                        {
+                            "kind": True,
+                            "choice_id": False,
+                            "decision": False,
+                            "executable": False,
+                            "reason": False,
+                            "reparsed": False,
+                            "requirement_id": False,
+                            "status": False,
+                        }
+                    ),
+                    "ApprovalChoice": MappingProxyType(
+                        {
+                            "choice_id": True,
+                            "decision": True,
+                            "label": True,
+                            "scope": True,
+                            "accepts_feedback": False,
+                            "rule_preview": False,
+                        }
+                    ),
+                    "ApprovalDecideParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "choice_id": True,
+                            "command_id": True,
+                            "requirement_id": True,
+                            "session_id": True,
+                            "feedback": False,
+                        }
+                    ),
+                    "ApprovalDecideResult": MappingProxyType(
+                        {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+                    ),
+                    "ApprovalStage": MappingProxyType(
+                        {
+                            "argv": True,
+                            "argv_complete": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                            "suggested_prefix": False,
+                        }
+                    ),
+                    "ApprovalStageEvidence": MappingProxyType(
+                        {
+                            "argv": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                        }
+                    ),
+                    "ApprovalSubject": MappingProxyType(
+                        {
+                            "kind": True,
+                            "access": False,
+                            "command": False,
+                            "host": False,
+                            "origin": False,
+                            "path": False,
+                            "port": False,
+                            "protocol": False,
+                            "stages": False,
+                            "target": False,
+                            "tool_name": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "BranchState": MappingProxyType(
+                        {"branch": True, "workspace_root": True, "vcs": False}
+                    ),
+                    "CodeModeOutputSpan": MappingProxyType(
+                        {"length_bytes": True, "offset_bytes": True, "stream": True}
+                    ),
+                    "CodeModeReceipt": MappingProxyType(
+                        {
+                            "cell_item_id": False,
+                            "language": False,
+                            "output_spans": False,
+                            "source_arg": False,
+                        }
+                    ),
+                    "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+                    "ComputerUseApp": MappingProxyType(
+                        {
+                            "bundle_id": True,
+                            "choice": True,
+                            "last_asked_at": False,
+                            "locked": False,
+                            "locked_by": False,
+                            "name": False,
+                        }
+                    ),
+                    "ComputerUseSettings": MappingProxyType(
+                        {
+                            "blocked_apps": True,
+                            "computer_control": True,
+                            "screenshots": True,
+                            "apps": False,
+                            "installed_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupChanged": MappingProxyType(
+                        {"state": True, "session_id": False}
+                    ),
+                    "CronReceipt": MappingProxyType(
+                        {"job_id": False, "jobs": False, "next_fire_at_ms": False}
+                    ),
+                    "EffectiveModel": MappingProxyType(
+                        {"model_id": True, "provider_id": True, "source": True}
+                    ),
+                    "HookCatalogEntry": MappingProxyType(
+                        {"enabled": True, "event": True, "handler_kind": True, "key": True}
+                    ),
+                    "HookListResult": MappingProxyType({"hooks": True}),
+                    "InitializeResult": MappingProxyType(
+                        {
+                            "experimental_api": True,
+                            "granted_capabilities": True,
+                            "muse_home": True,
+                            "platform_family": True,
+                            "platform_os": True,
+                            "schema_": True,
+                            "server_info": True,
+                            "user_agent": True,
+                            "sandbox_availability": False,
+                            "sandbox_unavailable_reason": False,
+                            "session_durability": False,
+                        }
+                    ),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
+                    "OutputRef": MappingProxyType(
+                        {
+                            "availability": True,
+                            "byte_len": True,
+                            "id": True,
+                            "kind": True,
+                            "uri": True,
+                            "digest": False,
+                            "media_type": False,
+                            "path": False,
+                        }
+                    ),
+                    "PluginCatalogEntry": MappingProxyType(
+                        {"enabled": True, "id": True, "source": True, "version": True}
+                    ),
+                    "PluginChangedParams": MappingProxyType(
+                        {
+                            "enabled": True,
+                            "id": True,
+                            "session_id": True,
+                            "source": True,
+                            "version": True,
+                        }
+                    ),
+                    "PluginInstallLocalPathTarget": MappingProxyType(
+                        {"path": True, "scope": False}
+                    ),
+                    "PluginInstallResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "enabled": True,
+                            "id": True,
+                            "source": True,
+                            "status": True,
+                            "version": True,
+                            "warning": False,
+                        }
+                    ),
+                    "PluginInstallTarget": MappingProxyType(
+                        {"local_path": False, "marketplace": False}
+                    ),
+                    "PluginListResult": MappingProxyType({"plugins": True}),
+                    "PluginMarketplaceRecordResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "name": True,
+                            "plugin_count": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "RecapCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "text": False,
+                            "title": False,
+                        }
+                    ),
+                    "RecoveryObservation": MappingProxyType(
+                        {
+                            "construction_id": True,
+                            "effective_mode": True,
+                            "effective_source": True,
+                            "qualification": True,
+                            "requested_mode": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Request": MappingProxyType(
+                        {
+                            "id": True,
+                            "jsonrpc": True,
+                            "method": True,
+                            "params": False,
+                            "trace": False,
+                        }
+                    ),
+                    "Session": MappingProxyType(
+                        {
+                            "active_turn_id": True,
+                            "created_at": True,
+                            "forked_from": True,
+                            "model_id": True,
+                            "path": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "status": True,
+                            "turn_count": True,
+                            "updated_at": True,
+                            "workspace_root": True,
+                            "approval_mode": False,
+                            "attention": False,
+                            "branch": False,
+                            "created_by_client": False,
+                            "first_user_prompt": False,
+                            "generated_name": False,
+                            "kind": False,
+                            "last_activity_at": False,
+                            "name": False,
+                            "name_origin": False,
+                            "parent_session_id": False,
+                            "side_from": False,
+                            "title": False,
+                        }
+                    ),
+                    "SessionClosedParams": MappingProxyType(
+                        {"reason": True, "session_id": True, "view_cursor": True}
+                    ),
+                    "SessionLeaveCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "SessionListChangedParams": MappingProxyType({"session": True}),
+                    "SessionListFilter": MappingProxyType(
+                        {"branch": False, "session_id": False, "text": False}
+                    ),
+                    "SessionListParams": MappingProxyType(
+                        {
+                            "cursor": False,
+                            "filter": False,
+                            "limit": False,
+                            "updated_after": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "SessionListResult": MappingProxyType(
+                        {"next_cursor": True, "sessions": True, "applied_filter": False}
+                    ),
+                    "SessionMcpServerConfigStdio": MappingProxyType(
+                        {
+                            "command": True,
+                            "transport": True,
+                            "args": False,
+                            "env": False,
+                            "framing": False,
+                            "mode": False,
+                        }
+                    ),
+                    "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                        {"transport": True, "url": True, "headers": False, "mode": False}
+                    ),
+                    "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+                    "SessionStartedParams": MappingProxyType({"session": True}),
+                    "SkillCatalogEntry": MappingProxyType(
+                        {
+                            "description": True,
+                            "display_name": True,
+                            "selector": True,
+                            "source": True,
+                            "argument_hint": False,
+                            "plugin_id": False,
+                            "title": False,
+                        }
+                    ),
+                    "SkillImportParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "dry_run": False,
+                            "force": False,
+                        }
+                    ),
+                    "SkillImportResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "counts": True,
+                            "dry_run": True,
+                            "failed": True,
+                            "installed": True,
+                            "quarantined": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "SkillListResult": MappingProxyType({"skills": True}),
+                    "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+                    "StatusHealth": MappingProxyType({"level": True, "reason": False}),
+                    "SubscriptionUsage": MappingProxyType(
+                        {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+                    ),
+                    "TaskListEntry": MappingProxyType(
+                        {
+                            "kind": True,
+                            "status": True,
+                            "task_id": True,
+                            "background_initiator": False,
+                            "started_at": False,
+                            "tool": False,
+                        }
+                    ),
+                    "TaskListResult": MappingProxyType({"tasks": True}),
+                    "TodoItem": MappingProxyType(
+                        {"status": True, "text": True, "active_form": False}
+                    ),
+                    "TodoListState": MappingProxyType(
+                        {"items": True, "revision": True, "source_tool": True}
+                    ),
+                    "ToolReceiptCodeMode": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "ToolReceiptCron": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TurnError": MappingProxyType(
+                        {"kind": True, "message": True, "retryable": True, "quota": False}
+                    ),
+                    "TurnForegroundCompletedParams": MappingProxyType(
+                        {
+                            "blocking_agents": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnInputPart": MappingProxyType(
+                        {
+                            "type": True,
+                            "arguments": False,
+                            "base64_data": False,
+                            "height": False,
+                            "media_type": False,
+                            "selector": False,
+                            "source": False,
+                            "text": False,
+                            "upload_id": False,
+                            "width": False,
+                        }
+                    ),
+                    "TurnModelRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnRetractedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "outcome": False,
+                        }
+                    ),
+                    "TurnRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "reason": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "display_text": False,
+                            "if_busy": False,
+                            "reasoning_effort": False,
+                            "user_shell": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "TurnStartedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnSteerParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "expected_turn_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "TurnUnqueuedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "UnframedViewNotificationParams": MappingProxyType(
+                        {"session_id": True, "source_range": True, "view_cursor": True}
+                    ),
+                    "UsageReadResult": MappingProxyType({"usage": False}),
+                    "UserInputOption": MappingProxyType(
+                        {"label": True, "description": False, "preview": False}
+                    ),
+                    "UserInputSelection": MappingProxyType(
+                        {"mode": True, "max_selections": False, "min_selections": False}
+                    ),
+                    "UserInputSettledParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "clarification": True,
+                            "decided_at": True,
+                            "decided_by_command_id": True,
+                            "outcome": True,
+                            "reason": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ApprovalRequestParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "current_requirement_id": True,
+                            "item_id": True,
+                            "judge_escalated": True,
+                            "protected_write": True,
+                            "raw_args": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "task_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalResolvedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "decision": True,
+                            "item_id": True,
+                            "policy_result": True,
+                            "resolved_by": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "stage_evidence": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "amendment": False,
+                            "decided_at": False,
+                            "decided_by_command_id": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalUpdatedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "change": True,
+                            "current_requirement_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ErrorData": MappingProxyType(
+                        {
+                            "kind": True,
+                            "aligned_next_offset": False,
+                            "anchor": False,
+                            "approval_id": False,
+                            "availability": False,
+                            "capability": False,
+                            "capacity": False,
+                            "choice_id": False,
+                            "command_id": False,
+                            "current_requirement_id": False,
+                            "descriptor": False,
+                            "details": False,
+                            "earliest_cursor": False,
+                            "item_id": False,
+                            "last_turn_id": False,
+                            "latest_boundary_cursor": False,
+                            "limit_bytes": False,
+                            "marketplace": False,
+                            "name": False,
+                            "output_ref": False,
+                            "paths": False,
+                            "reason": False,
+                            "recovery_observation": False,
+                            "resolution": False,
+                            "retryable": False,
+                            "seed_fallback_reason": False,
+                            "seed_path": False,
+                            "selector": False,
+                            "session_id": False,
+                            "settlement": False,
+                            "upload_id": False,
+                            "user_input_id": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+                    "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+                    "LastTurn": MappingProxyType(
+                        {"terminal": True, "turn_id": True, "error": False, "reason": False}
+                    ),
+                    "ModelCatalogEntry": MappingProxyType(
+                        {
+                            "context_limit": True,
+                            "cost": True,
+                            "description": True,
+                            "display_label": True,
+                            "is_active": True,
+                            "is_default": True,
+                            "model_id": True,
+                            "output_limit": True,
+                            "profile_id": True,
+                            "provider_id": True,
+                            "release_date": True,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
+                            "variants": False,
+                        }
+                    ),
+                    "ModelListResult": MappingProxyType(
+                        {"models": True, "profile_id": True, "provider_id": True, "source": True}
+                    ),
+                    "MonitorInboxItemAdmittedParams": MappingProxyType(
+                        {
+                            "body": True,
+                            "event_index": True,
+                            "event_kind": True,
+                            "item_id": True,
+                            "queued_at": True,
+                            "session_id": True,
+                            "show_lines": True,
+                            "source_range": True,
+                            "summary": True,
+                            "task_id": True,
+                            "view_cursor": True,
+                            "display_body": False,
+                            "line_index": False,
+                        }
+                    ),
+                    "MonitorInboxItemDrainedParams": MappingProxyType(
+                        {
+                            "delivery_visible": True,
+                            "drained_at": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "drain_target_run_stream": False,
+                        }
+                    ),
+                    "MonitorInboxItemVoidedParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "voided_at": True,
+                        }
+                    ),
+                    "PluginInstallParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "target": True}
+                    ),
+                    "SessionApprovalModeChangedParams": MappingProxyType(
+                        {
+                            "client_name": True,
+                            "command_id": True,
+                            "mode": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionBranchChangedParams": MappingProxyType(
+                        {
+                            "branch": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "workspace_root": True,
+                            "vcs": False,
+                        }
+                    ),
+                    "SessionContextUsageParams": MappingProxyType(
+                        {
+                            "pressure": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "used_tokens": True,
+                            "view_cursor": True,
+                            "window_tokens": False,
+                        }
+                    ),
+                    "SessionGoalChangedParams": MappingProxyType(
+                        {
+                            "goal": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelChangedParams": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelRouteUnservedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "installed_provider_id": True,
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionNameChangedParams": MappingProxyType(
+                        {
+                            "name": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "generated_name": False,
+                            "name_origin": False,
+                        }
+                    ),
+                    "SessionReasoningEffortChangedParams": MappingProxyType(
+                        {
+                            "reasoning_effort": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTodoListChangedParams": MappingProxyType(
+                        {
+                            "items": True,
+                            "revision": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "source_tool": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "cumulative": True,
+                            "model_id": True,
+                            "prompt_tokens": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "total_tokens": True,
+                            "turn_id": True,
+                            "usage": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "finish_reason": False,
+                        }
+                    ),
+                    "TurnCompletedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "terminal": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "error": False,
+                            "reason": False,
+                            "time_to_first_token_ms": False,
+                            "usage": False,
+                        }
+                    ),
+                    "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+                    "UserInputQuestion": MappingProxyType(
+                        {
+                            "header": True,
+                            "id": True,
+                            "options": True,
+                            "question": True,
+                            "selection": True,
+                        }
+                    ),
+                    "UserInputRequestParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "questions": True,
+                            "session_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                            "auto_resolution_ms": False,
+                            "source_range": False,
+                        }
+                    ),
+                    "ViewPageResult": MappingProxyType(
+                        {"events": True, "next_cursor": True, "resolved_anchor": False}
+                    ),
+                    "ApprovalListPendingResult": MappingProxyType(
+                        {"approvals": True, "user_inputs": True}
+                    ),
+                    "Item": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "kind": True,
+                            "revision": True,
+                            "status": True,
+                            "agent_path": False,
+                            "approval_id": False,
+                            "args": False,
+                            "attachments": False,
+                            "background": False,
+                            "background_initiator": False,
+                            "blocking": False,
+                            "call_id": False,
+                            "child_prompt_refs": False,
+                            "child_session_id": False,
+                            "child_session_log_path": False,
+                            "children": False,
+                            "command_id": False,
+                            "command_text": False,
+                            "control_status": False,
+                            "cut_off": False,
+                            "damaged_range": False,
+                            "declared_phase": False,
+                            "delivery_number": False,
+                            "depth": False,
+                            "display_label": False,
+                            "display_text": False,
+                            "duration_ms": False,
+                            "entry_id": False,
+                            "event": False,
+                            "exit_code": False,
+                            "exit_signal": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "fallback_text": False,
+                            "final_summary": False,
+                            "generation_id": False,
+                            "hook_key": False,
+                            "job_id": False,
+                            "label": False,
+                            "message": False,
+                            "message_phase": False,
+                            "model_visible_content": False,
+                            "monitor_description": False,
+                            "monitor_id": False,
+                            "next_fire_at_ms": False,
+                            "objective": False,
+                            "outcome": False,
+                            "output_ref": False,
+                            "patch_ref": False,
+                            "patch_summary": False,
+                            "paused": False,
+                            "provider_item_id": False,
+                            "reason": False,
+                            "recorded_at": False,
+                            "reminder_agent_id": False,
+                            "result": False,
+                            "resume_from_run_id": False,
+                            "retracted": False,
+                            "role": False,
+                            "run_status": False,
+                            "scheduled_fire_at_ms": False,
+                            "script_id": False,
+                            "side_session_id": False,
+                            "status_attempt": False,
+                            "status_children": False,
+                            "status_health": False,
+                            "status_line": False,
+                            "status_phase": False,
+                            "status_progress": False,
+                            "status_step": False,
+                            "steered": False,
+                            "stop_available": False,
+                            "strategy_id": False,
+                            "subagent_id": False,
+                            "summarized_through": False,
+                            "summary": False,
+                            "task_id": False,
+                            "text": False,
+                            "token_budget": False,
+                            "tokens_after": False,
+                            "tokens_before": False,
+                            "tool": False,
+                            "tool_receipt": False,
+                            "trigger": False,
+                            "trigger_source": False,
+                            "truncated": False,
+                            "turn_id": False,
+                            "usage": False,
+                            "visible_output": False,
+                            "workflow_run_id": False,
+                        }
+                    ),
+                    "ItemCompletedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ItemStartedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                        }
+                    ),
+                    "ItemUpdatedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionConfig": MappingProxyType({"mcp_servers": False}),
+                    "SessionResumeParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "config": False,
+                            "cursor": False,
+                            "exclude_items": False,
+                            "history": False,
+                            "permission_profile": False,
+                            "recovery_mode": False,
+                        }
+                    ),
+                    "SessionStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "approval_mode": False,
+                            "config": False,
+                            "model_id": False,
+                            "permission_profile": False,
+                            "provider_id": False,
+                            "recovery_mode": False,
+                            "session_id": False,
+                            "workspace_root": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "SnapshotState": MappingProxyType(
+                        {
+                            "active_turn": True,
+                            "approval_mode": True,
+                            "branch": True,
+                            "effective_model": True,
+                            "goal": True,
+                            "items": True,
+                            "pending_approvals": True,
+                            "pending_user_inputs": True,
+                            "queued_turns": True,
+                            "todo_list": True,
+                            "token_usage": True,
+                            "turn_count": True,
+                            "context_usage": False,
+                            "name": False,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "ViewSnapshot": MappingProxyType(
+                        {
+                            "schema_version": True,
+                            "state": True,
+                            "view_cursor": True,
+                            "anchor": False,
+                        }
+                    ),
+                    "SessionHistory": MappingProxyType(
+                        {"items": True, "mode": True, "snapshot": True, "none_reason": False}
+                    ),
+                    "SessionReadResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                            "recovery_observation": False,
+                        }
+                    ),
+                    "SessionResumeResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionSideChatResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionForkResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                }
+            ),
+            variants=MappingProxyType(
+                {
+                    "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
+                    "TOOL_RECEIPT_VARIANTS": frozenset(["codeMode", "cron"]),
+                    "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text", "video"]),
+                }
+            ),
+        ),
+        "1.4.13": BundleOutline(
+            version="1.4.13",
+            fingerprint="sha256:7fddaf646dbc317e5fcac0785e135eb04df14fbb0db1863089dfd6da21730e5b",
+            host_requests=MappingProxyType(
+                {
+                    "approval/decide": True,
+                    "approval/listPending": False,
+                    "computerUseSettings/read": False,
+                    "computerUseSettings/update": False,
+                    "computerUseSetup/check": False,
+                    "computerUseSetup/read": False,
+                    "computerUseSetup/start": True,
+                    "feedback/submit": False,
+                    "goal/clear": True,
+                    "goal/edit": True,
+                    "goal/pause": True,
+                    "goal/resume": True,
+                    "goal/set": True,
+                    "hook/list": False,
+                    "initialize": False,
+                    "item/readOutput": False,
+                    "media/upload": True,
+                    "model/list": False,
+                    "plugin/install": True,
+                    "plugin/list": False,
+                    "plugin/marketplaceAdd": True,
+                    "plugin/marketplaceRemove": True,
+                    "plugin/marketplaceUpdate": True,
+                    "recap/cancel": True,
+                    "recap/request": True,
+                    "session/compact": True,
+                    "session/fork": True,
+                    "session/leave": True,
+                    "session/list": False,
+                    "session/read": False,
+                    "session/rename": True,
+                    "session/resume": True,
+                    "session/setApprovalMode": True,
+                    "session/setModel": True,
+                    "session/setReasoningEffort": True,
+                    "session/sideChat": True,
+                    "session/start": True,
+                    "session/userShell": True,
+                    "skill/import": True,
+                    "skill/list": False,
+                    "skill/setActivation": True,
+                    "subagent/close": True,
+                    "subagent/followupTask": True,
+                    "subagent/interrupt": True,
+                    "subagent/readResult": True,
+                    "subagent/reopen": True,
+                    "subagent/resume": True,
+                    "subagent/sendMessage": True,
+                    "subagent/stop": True,
+                    "task/background": True,
+                    "task/list": False,
+                    "task/stop": True,
+                    "task/stopAll": True,
+                    "turn/cancel": True,
+                    "turn/interrupt": True,
+                    "turn/start": True,
+                    "turn/steer": True,
+                    "turn/unqueue": True,
+                    "usage/read": False,
+                    "userInput/answer": True,
+                    "userInput/cancel": True,
+                    "userInput/clarify": True,
+                    "userInput/interrupt": True,
+                    "view/page": False,
+                    "view/subscribe": False,
+                    "view/unsubscribe": False,
+                    "workflow/cancel": True,
+                    "workflow/childControl": True,
+                    "workflow/pause": True,
+                    "workflow/resume": True,
+                }
+            ),
+            client_requests=frozenset(["approval/request", "userInput/request"]),
+            client_notifications=frozenset(
+                [
+                    "approval/requested",
+                    "approval/resolved",
+                    "approval/reviewing",
+                    "approval/updated",
+                    "computerUseSetup/changed",
+                    "item/completed",
+                    "item/delta",
+                    "item/started",
+                    "item/updated",
+                    "monitor/inboxItemAdmitted",
+                    "monitor/inboxItemDrained",
+                    "monitor/inboxItemVoided",
+                    "plugin/changed",
+                    "plugin/marketplaceChanged",
+                    "recap/completed",
+                    "session/approvalModeChanged",
+                    "session/branchChanged",
+                    "session/closed",
+                    "session/contextUsage",
+                    "session/goalChanged",
+                    "session/leaveCompleted",
+                    "session/listChanged",
+                    "session/modelChanged",
+                    "session/modelRouteUnserved",
+                    "session/nameChanged",
+                    "session/reasoningEffortChanged",
+                    "session/started",
+                    "session/statusChanged",
+                    "session/todoListChanged",
+                    "session/tokenUsage",
+                    "session/viewHealthChanged",
+                    "skill/changed",
+                    "turn/completed",
+                    "turn/foregroundCompleted",
+                    "turn/modelRetryScheduled",
+                    "turn/retracted",
+                    "turn/retryScheduled",
+                    "turn/started",
+                    "turn/unqueued",
+                    "usage/changed",
+                    "userInput/requested",
+                    "userInput/settled",
+                    "view/gap",
+                ]
+            ),
+            errors=(
+                ErrorSpec(
+                    -32700, "parseError", False, "Error kind parseError; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32600,
+                    "invalidRequest",
+                    False,
+                    "Error kind invalidRequest; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32601,
+                    "methodNotFound",
+                    False,
+                    "Error kind methodNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32602,
+                    "invalidParams",
+                    False,
+                    "Error kind invalidParams; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32603, "internal", False, "Error kind internal; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32001, "overloaded", True, "Error kind overloaded; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32002,
+                    "inputTooLarge",
+                    False,
+                    "Error kind inputTooLarge; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32010,
+                    "capabilityRequired",
+                    False,
+                    "Error kind capabilityRequired; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32011, "notFound", False, "Error kind notFound; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32013, "interrupted", False, "Error kind interrupted; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32014, "cancelled", False, "Error kind cancelled; retrying will not help."
+                ),
+                ErrorSpec(
+                    -32020,
+                    "sessionNotFound",
+                    False,
+                    "Error kind sessionNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32021,
+                    "sessionInUse",
+                    False,
+                    "Error kind sessionInUse; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32022,
+                    "sessionAmbiguous",
+                    False,
+                    "Error kind sessionAmbiguous; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32023,
+                    "forkBoundaryInvalid",
+                    False,
+                    "Error kind forkBoundaryInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32024,
+                    "sessionNotLoaded",
+                    False,
+                    "Error kind sessionNotLoaded; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32025,
+                    "sessionStreamMismatch",
+                    False,
+                    "Error kind sessionStreamMismatch; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32030,
+                    "commandRejected",
+                    False,
+                    "Error kind commandRejected; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32031, "backpressured", True, "Error kind backpressured; retrying may succeed."
+                ),
+                ErrorSpec(
+                    -32032,
+                    "skillNotFound",
+                    False,
+                    "Error kind skillNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32033,
+                    "computerUseUnavailable",
+                    False,
+                    "Error kind computerUseUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32034,
+                    "marketplaceNotFound",
+                    False,
+                    "Error kind marketplaceNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32035,
+                    "pluginNotFound",
+                    False,
+                    "Error kind pluginNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32036,
+                    "marketplaceAlreadyExists",
+                    False,
+                    "Error kind marketplaceAlreadyExists; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32037,
+                    "pluginMutationsDisabled",
+                    False,
+                    "Error kind pluginMutationsDisabled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32038,
+                    "uploadNotFound",
+                    False,
+                    "Error kind uploadNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32040,
+                    "viewTruncated",
+                    False,
+                    "Error kind viewTruncated; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32041,
+                    "outputUnavailable",
+                    False,
+                    "Error kind outputUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32042,
+                    "boundaryPruned",
+                    False,
+                    "Error kind boundaryPruned; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32050,
+                    "approvalNotFound",
+                    False,
+                    "Error kind approvalNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32051,
+                    "approvalAlreadyResolved",
+                    False,
+                    "Error kind approvalAlreadyResolved; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32052,
+                    "approvalChoiceInvalid",
+                    False,
+                    "Error kind approvalChoiceInvalid; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32053,
+                    "approvalRequirementStale",
+                    False,
+                    "Error kind approvalRequirementStale; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32054,
+                    "approvalReviewerUnavailable",
+                    False,
+                    "Error kind approvalReviewerUnavailable; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32055,
+                    "userInputNotFound",
+                    False,
+                    "Error kind userInputNotFound; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32056,
+                    "userInputAlreadySettled",
+                    False,
+                    "Error kind userInputAlreadySettled; retrying will not help.",
+                ),
+                ErrorSpec(
+                    -32057,
+                    "userInputAnswerInvalid",
+                    False,
+                    "Error kind userInputAnswerInvalid; retrying will not help.",
+                ),
+            ),
+            models=MappingProxyType(
+                {
+                    "ApprovalCuaMask": MappingProxyType(
+                        {"chars": False, "last4": False, "prefix": False}
+                    ),
+                    "ApprovalCuaPage": MappingProxyType({"host": True, "host_ascii": True}),
+                    "ApprovalCuaPoint": MappingProxyType({"x": True, "y": True}),
+                    "ApprovalCuaStep": MappingProxyType(
+                        {
+                            "action": True,
+                            "effect": True,
+                            "kind": True,
+                            "step": True,
+                            "chord": False,
+                            "label": False,
+                            "point": False,
+                            "role_word": False,
+                        }
+                    ),
+                    "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+                    "ApprovalOrigin": MappingProxyType(
+                        {"kind": True, "command": False, "url": False}
+                    ),
+                    "ApprovalRequirementRef": MappingProxyType(
+                        {"approval_id": True, "source_index": True}
+                    ),
+                    "ApprovalResolutionSummary": MappingProxyType(
+                        {"decision": True, "resolved_by": True, "view_cursor": True}
+                    ),
+                    "ApprovalStageResolution": MappingProxyType(
+                        {"kind": True, "argv_prefix": False, "diagnostic": False}
+                    ),
+                    "ApprovalSubagentOrigin": MappingProxyType(
+                        {"child_run_id": True, "child_session_id": True, "subagent_id": True}
+                    ),
+                    "ApprovalSuggestedPrefix": MappingProxyType(
+                        {"argv_prefix": True, "label": True}
+                    ),
+                    "BackgroundTerminalCompletion": MappingProxyType(
+                        {
+                            "command": True,
+                            "output": True,
+                            "output_truncated": True,
+                            "terminal_status": True,
+                            "tool_call_id": True,
+                        }
+                    ),
+                    "BlockedPrompt": MappingProxyType({"text": True}),
+                    "CheckpointBoundary": MappingProxyType({"through_item_id": True}),
+                    "ClientCapabilities": MappingProxyType(
+                        {
+                            "experimental_api": False,
+                            "opt_out_notification_methods": False,
+                            "requested_capabilities": False,
+                            "user_input_dialogs": False,
+                        }
+                    ),
+                    "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+                    "ComputerUseAppPatch": MappingProxyType({"bundle_id": True, "choice": True}),
+                    "ComputerUseBlockedApp": MappingProxyType(
+                        {"bundle_id": True, "locked": True, "prefix": False}
+                    ),
+                    "ComputerUseInstalledApp": MappingProxyType({"bundle_id": True, "name": True}),
+                    "ComputerUseSettingsReadParams": MappingProxyType(
+                        {"installed": False, "show_built_ins": False}
+                    ),
+                    "ComputerUseSettingsUpdateParams": MappingProxyType(
+                        {
+                            "apps": False,
+                            "block_apps": False,
+                            "computer_control": False,
+                            "screenshots": False,
+                            "unblock_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupReadParams": MappingProxyType({"session_id": False}),
+                    "ComputerUseSetupStartParams": MappingProxyType(
+                        {"command_id": True, "session_id": False}
+                    ),
+                    "ComputerUseSetupState": MappingProxyType(
+                        {
+                            "accessibility": True,
+                            "input_monitoring": True,
+                            "screen_recording": True,
+                            "setup": True,
+                            "message": False,
+                            "refused": False,
+                        }
+                    ),
+                    "ContextUsage": MappingProxyType(
+                        {"pressure": True, "used_tokens": True, "window_tokens": False}
+                    ),
+                    "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
+                    "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
+                    "CumulativeTokenUsage": MappingProxyType(
+                        {
+                            "output_tokens": True,
+                            "prompt_tokens": True,
+                            "total_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                            "cost": False,
+                        }
+                    ),
+                    "DamagedRange": MappingProxyType(
+                        {
+                            "missing_records": True,
+                            "readable_after_at": True,
+                            "unreadable_lines": True,
+                            "last_good_turn_id": False,
+                            "readable_before_at": False,
+                        }
+                    ),
+                    "EffectiveApprovalModeState": MappingProxyType(
+                        {"last_command_id": True, "mode": True, "source": True}
+                    ),
+                    "FeedbackSubmitParams": MappingProxyType(
+                        {
+                            "classification": True,
+                            "note": True,
+                            "with_files": True,
+                            "attach_session_record": False,
+                            "client_artifacts_path": False,
+                            "session_id": False,
+                        }
+                    ),
+                    "FeedbackSubmitResult": MappingProxyType(
+                        {
+                            "bundle_path": True,
+                            "outcome": True,
+                            "session_record_attached": True,
+                            "session_record_truncated": True,
+                            "cause": False,
+                            "local_tracing_note": False,
+                            "retry_after_ms": False,
+                            "session_note": False,
+                            "task_id": False,
+                            "upload_id": False,
+                        }
+                    ),
+                    "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
+                    "ForkProvenance": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "cut_cursor": True,
+                            "cut_explicit": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Goal": MappingProxyType(
+                        {
+                            "objective": True,
+                            "percent_complete": True,
+                            "status": True,
+                            "created_at_ms": False,
+                            "current_work": False,
+                            "next_work": False,
+                            "updated_at_ms": False,
+                        }
+                    ),
+                    "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": False}
+                    ),
+                    "GoalEditParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "GoalSetParams": MappingProxyType(
+                        {"command_id": True, "objective": True, "session_id": True}
+                    ),
+                    "HookListParams": MappingProxyType({"session_id": True}),
+                    "InitializeParams": MappingProxyType(
+                        {"client_info": True, "capabilities": False}
+                    ),
+                    "ItemDeltaParams": MappingProxyType(
+                        {
+                            "delta": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "field": False,
+                        }
+                    ),
+                    "ItemReadOutputParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "output_ref": True,
+                            "session_id": True,
+                            "length_bytes": False,
+                            "offset_bytes": False,
+                        }
+                    ),
+                    "ItemReadOutputResult": MappingProxyType(
+                        {
+                            "byte_len": True,
+                            "content": True,
+                            "encoding": True,
+                            "eof": True,
+                            "media_type": True,
+                            "offset_bytes": True,
+                        }
+                    ),
+                    "MediaUploadParams": MappingProxyType(
+                        {
+                            "chunk_base64": True,
+                            "chunk_count": True,
+                            "chunk_index": True,
+                            "command_id": True,
+                            "media_type": True,
+                            "session_id": True,
+                            "total_bytes": True,
+                            "upload_id": True,
+                        }
+                    ),
+                    "MediaUploadResult": MappingProxyType({"upload_id": True}),
+                    "MessageAttachment": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "type": True,
+                            "attachment_id": False,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "ModelCost": MappingProxyType(
+                        {"cached": True, "currency": True, "input": True, "output": True}
+                    ),
+                    "ModelListParams": MappingProxyType({"session_id": False}),
+                    "ModelSelection": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "display_label": False,
+                            "profile_id": False,
+                            "provider_id": False,
+                        }
+                    ),
+                    "ModelVisibleContent": MappingProxyType(
+                        {
+                            "media_type": True,
+                            "path": True,
+                            "source_tool_name": True,
+                            "type": True,
+                            "height": False,
+                            "width": False,
+                        }
+                    ),
+                    "Notification": MappingProxyType(
+                        {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
+                    ),
+                    "PatchSummary": MappingProxyType(
+                        {"added": True, "files": True, "removed": True}
+                    ),
+                    "PendingApprovalPointer": MappingProxyType(
+                        {"approval_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PendingRequestPointer": MappingProxyType(
+                        {
+                            "kind": True,
+                            "view_cursor": True,
+                            "approval_id": False,
+                            "user_input_id": False,
+                        }
+                    ),
+                    "PendingUserInputPointer": MappingProxyType(
+                        {"user_input_id": True, "view_cursor": True, "item_id": False}
+                    ),
+                    "PluginInstallMarketplaceTarget": MappingProxyType(
+                        {"marketplace": True, "name": True}
+                    ),
+                    "PluginListParams": MappingProxyType({"session_id": True}),
+                    "PluginMarketplaceAddParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True, "source": True}
+                    ),
+                    "PluginMarketplaceChangedParams": MappingProxyType(
+                        {
+                            "change": True,
+                            "name": True,
+                            "session_id": True,
+                            "plugin_count": False,
+                            "skipped_count": False,
+                        }
+                    ),
+                    "PluginMarketplaceRemoveParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "PluginMarketplaceRemoveResult": MappingProxyType(
+                        {"command_id": True, "name": True, "status": True}
+                    ),
+                    "PluginMarketplaceSkippedEntry": MappingProxyType(
+                        {"plugin": True, "reason": True}
+                    ),
+                    "PluginMarketplaceSourceShape": MappingProxyType({"kind": True, "path": True}),
+                    "PluginMarketplaceUpdateParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "QueuedInput": MappingProxyType(
+                        {
+                            "sequence": True,
+                            "text": True,
+                            "source_command_id": False,
+                            "source_run_record_id": False,
+                        }
+                    ),
+                    "QuotaDetail": MappingProxyType({"limit_kind": True, "resets_at_ms": True}),
+                    "ReasoningEffortState": MappingProxyType(
+                        {"reasoning_effort": True, "source": True}
+                    ),
+                    "RecapCancelParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "RecapCancelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecapRequestParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "RecapRequestResult": MappingProxyType({"command_id": True, "status": True}),
+                    "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+                    "ReplayHint": MappingProxyType({"after_item_id": True, "row_kinds": True}),
+                    "RequestReceipt": MappingProxyType({}),
+                    "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+                    "ServerInfo": MappingProxyType({"name": True, "version": True}),
+                    "SessionCompactParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "SessionCompactResult": MappingProxyType(
+                        {"command_id": True, "status": True, "reason": False}
+                    ),
+                    "SessionForkParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "cut_point": False,
+                            "exclude_items": False,
+                        }
+                    ),
+                    "SessionLeaveParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "stop": False}
+                    ),
+                    "SessionLeaveResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionListBranchFilter": MappingProxyType({"any_of": True}),
+                    "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
+                    "SessionListTextFilter": MappingProxyType(
+                        {"fields": True, "all_of": False, "any_of": False}
+                    ),
+                    "SessionReadParams": MappingProxyType(
+                        {"session_id": True, "exclude_items": False}
+                    ),
+                    "SessionRenameParams": MappingProxyType(
+                        {"command_id": True, "name": True, "session_id": True}
+                    ),
+                    "SessionRenameResult": MappingProxyType(
+                        {"command_id": True, "status": True, "name": False}
+                    ),
+                    "SessionSetApprovalModeParams": MappingProxyType(
+                        {"command_id": True, "mode": True, "session_id": True}
+                    ),
+                    "SessionSetApprovalModeResult": MappingProxyType(
+                        {
+                            "apply_outcome": True,
+                            "command_id": True,
+                            "effective_mode": True,
+                            "status": True,
+                        }
+                    ),
+                    "SessionSetModelParams": MappingProxyType(
+                        {"command_id": True, "model": True, "session_id": True}
+                    ),
+                    "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+                    "SessionSetReasoningEffortParams": MappingProxyType(
+                        {"command_id": True, "reasoning_effort": True, "session_id": True}
+                    ),
+                    "SessionSetReasoningEffortResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionSideChatParams": MappingProxyType(
+                        {"command_id": True, "session_id": True}
+                    ),
+                    "SessionStatusChangedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "status": True,
+                            "view_cursor": True,
+                            "attention": False,
+                        }
+                    ),
+                    "SessionUserShellParams": MappingProxyType(
+                        {"command_id": True, "command_text": True, "session_id": True}
+                    ),
+                    "SessionUserShellResult": MappingProxyType(
+                        {"command_id": True, "status": True}
+                    ),
+                    "SessionViewHealthChangedParams": MappingProxyType(
+                        {"health": True, "session_id": True, "none_reason": False}
+                    ),
+                    "SideProvenance": MappingProxyType(
+                        {"command_id": True, "cut_cursor": True, "session_id": True}
+                    ),
+                    "SkillChangedParams": MappingProxyType({"session_id": True}),
+                    "SkillImportCounts": MappingProxyType(
+                        {"failed": True, "installed": True, "quarantined": True, "skipped": True}
+                    ),
+                    "SkillImportFailure": MappingProxyType({"id": True, "reason": True}),
+                    "SkillImportQuarantine": MappingProxyType({"id": True, "reasons": True}),
+                    "SkillListParams": MappingProxyType({"session_id": True}),
+                    "SkillSetActivationParams": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "scope": True,
+                            "selector": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "SkillSetActivationResult": MappingProxyType(
+                        {
+                            "activation": True,
+                            "command_id": True,
+                            "previous": True,
+                            "scope": True,
+                            "selector": True,
+                            "status": True,
+                        }
+                    ),
+                    "SnapshotAnchor": MappingProxyType(
+                        {"boundary_cursor": True, "summarized_through": True}
+                    ),
+                    "StatusAttempt": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "operation": True,
+                            "system": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "max_attempts": False,
+                            "next_attempt": False,
+                            "retry_delay_ms": False,
+                        }
+                    ),
+                    "StatusChildren": MappingProxyType(
+                        {
+                            "active": True,
+                            "cancelled": True,
+                            "completed": True,
+                            "failed": True,
+                            "total": False,
+                        }
+                    ),
+                    "StatusProgress": MappingProxyType(
+                        {"current": True, "total": False, "unit": False}
+                    ),
+                    "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
+                    "StreamRef": MappingProxyType({"id": True, "kind": True}),
+                    "SubagentInputParams": MappingProxyType(
+                        {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubagentOwnerReasonParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "subagent_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "SubagentResult": MappingProxyType(
+                        {
+                            "artifact_refs": True,
+                            "evidence_refs": True,
+                            "summary": True,
+                            "drained": False,
+                            "error_kind": False,
+                            "structured_data": False,
+                            "text": False,
+                        }
+                    ),
+                    "SubagentTargetParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "subagent_id": True}
+                    ),
+                    "SubscriptionUsageWeekly": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True}
+                    ),
+                    "SubscriptionUsageWindow": MappingProxyType(
+                        {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
+                    ),
+                    "SuccessResponse": MappingProxyType(
+                        {"id": True, "jsonrpc": True, "result": True}
+                    ),
+                    "TaskBackgroundParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TaskCommandResult": MappingProxyType(
+                        {"command_id": True, "status": True, "task_id": True}
+                    ),
+                    "TaskListParams": MappingProxyType({"session_id": True}),
+                    "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+                    "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+                    "TaskStopParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "task_id": True}
+                    ),
+                    "TokenUsage": MappingProxyType(
+                        {
+                            "cached_tokens": True,
+                            "input_tokens": True,
+                            "output_tokens": True,
+                            "reasoning_tokens": True,
+                            "cache_read_tokens": False,
+                            "cache_write_tokens": False,
+                        }
+                    ),
+                    "ToolDisplayLabel": MappingProxyType(
+                        {"active": True, "done": True, "neutral": True}
+                    ),
+                    "ToolReceiptOther": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
+                    "TurnCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": False}
+                    ),
+                    "TurnCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnInterruptParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+                    ),
+                    "TurnInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnRef": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "turn_id": True,
+                            "display_text": False,
+                            "truncated": False,
+                        }
+                    ),
+                    "TurnStartResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "disposition": True,
+                            "started_new_turn": True,
+                            "status": True,
+                            "turn_id": True,
+                        }
+                    ),
+                    "TurnSteerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "turn_id": True}
+                    ),
+                    "TurnUnqueueResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "TurnUserShell": MappingProxyType({"command_text": True}),
+                    "UserInputAnswer": MappingProxyType(
+                        {
+                            "question_id": True,
+                            "free_text": False,
+                            "note": False,
+                            "selected_label": False,
+                            "selected_labels": False,
+                        }
+                    ),
+                    "UserInputAnswerParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputAnswerResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputCancelParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "reason": False,
+                        }
+                    ),
+                    "UserInputCancelResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+                    "UserInputClarifyParams": MappingProxyType(
+                        {
+                            "clarification": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                        }
+                    ),
+                    "UserInputClarifyResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputEngagedParams": MappingProxyType(
+                        {"session_id": True, "user_input_id": True}
+                    ),
+                    "UserInputInterruptParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "user_input_id": True,
+                            "answers": False,
+                        }
+                    ),
+                    "UserInputInterruptResult": MappingProxyType(
+                        {"command_id": True, "status": True, "user_input_id": True}
+                    ),
+                    "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+                    "UserInputSettlementSummary": MappingProxyType(
+                        {"outcome": True, "view_cursor": True}
+                    ),
+                    "ViewGapParams": MappingProxyType(
+                        {"after": True, "next": True, "session_id": True}
+                    ),
+                    "ViewPageParams": MappingProxyType(
+                        {
+                            "limit": True,
+                            "session_id": True,
+                            "anchor": False,
+                            "cursor": False,
+                            "direction": False,
+                        }
+                    ),
+                    "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+                    "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+                    "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+                    "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+                    "ViewUnsubscribeResult": MappingProxyType({}),
+                    "WorkflowCancelParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowChild": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "child_id": True,
+                            "status": True,
+                            "duration_ms": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "label": False,
+                            "phase": False,
+                            "result_ref": False,
+                            "terminal": False,
+                            "usage": False,
+                        }
+                    ),
+                    "WorkflowChildControlParams": MappingProxyType(
+                        {
+                            "action": True,
+                            "attempt": True,
+                            "child_id": True,
+                            "command_id": True,
+                            "session_id": True,
+                            "workflow_run_id": True,
+                        }
+                    ),
+                    "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+                    "WorkflowPauseParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "workflow_run_id": True}
+                    ),
+                    "WorkflowResumeResult": MappingProxyType(
+                        {"command_id": True, "status": True, "turn_id": True}
+                    ),
+                    "WorkflowTokenBudget": MappingProxyType({"total": True}),
+                    "ApprovalAmendment": MappingProxyType(
+                        {"durability": True, "rule_preview": True}
+                    ),
+                    "ApprovalChange": MappingProxyType(
+                        {
+                            "kind": True,
+                            "choice_id": False,
+                            "decision": False,
+                            "executable": False,
+                            "reason": False,
+                            "reparsed": False,
+                            "requirement_id": False,
+                            "status": False,
+                        }
+                    ),
+                    "ApprovalChoice": MappingProxyType(
+                        {
+                            "choice_id": True,
+                            "decision": True,
+                            "label": True,
+                            "scope": True,
+                            "accepts_feedback": False,
+                            "rule_preview": False,
+                        }
+                    ),
+                    "ApprovalCuaDataFact": MappingProxyType(
+                        {"kind": True, "mask": False, "secret_kind": False}
+                    ),
+                    "ApprovalDecideParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "choice_id": True,
+                            "command_id": True,
+                            "requirement_id": True,
+                            "session_id": True,
+                            "feedback": False,
+                        }
+                    ),
+                    "ApprovalDecideResult": MappingProxyType(
+                        {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+                    ),
+                    "ApprovalStage": MappingProxyType(
+                        {
+                            "argv": True,
+                            "argv_complete": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                            "suggested_prefix": False,
+                        }
+                    ),
+                    "ApprovalStageEvidence": MappingProxyType(
+                        {
+                            "argv": True,
+                            "position": True,
+                            "requirement_id": True,
+                            "resolution": True,
+                            "total_stages": True,
+                        }
+                    ),
+                    "ApprovalSubject": MappingProxyType(
+                        {
+                            "kind": True,
+                            "access": False,
+                            "command": False,
+                            "host": False,
+                            "origin": False,
+                            "path": False,
+                            "port": False,
+                            "protocol": False,
+                            "stages": False,
+                            "target": False,
+                            "tool_name": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "BranchState": MappingProxyType(
+                        {"branch": True, "workspace_root": True, "vcs": False}
+                    ),
+                    "CodeModeOutputSpan": MappingProxyType(
+                        {"length_bytes": True, "offset_bytes": True, "stream": True}
+                    ),
+                    "CodeModeReceipt": MappingProxyType(
+                        {
+                            "cell_item_id": False,
+                            "language": False,
+                            "output_spans": False,
+                            "source_arg": False,
+                        }
+                    ),
+                    "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+                    "ComputerUseApp": MappingProxyType(
+                        {
+                            "bundle_id": True,
+                            "choice": True,
+                            "last_asked_at": False,
+                            "locked": False,
+                            "locked_by": False,
+                            "name": False,
+                        }
+                    ),
+                    "ComputerUseSettings": MappingProxyType(
+                        {
+                            "blocked_apps": True,
+                            "computer_control": True,
+                            "screenshots": True,
+                            "apps": False,
+                            "installed_apps": False,
+                        }
+                    ),
+                    "ComputerUseSetupChanged": MappingProxyType(
+                        {"state": True, "session_id": False}
+                    ),
+                    "CronReceipt": MappingProxyType(
+                        {"job_id": False, "jobs": False, "next_fire_at_ms": False}
+                    ),
+                    "EffectiveModel": MappingProxyType(
+                        {"model_id": True, "provider_id": True, "source": True}
+                    ),
+                    "HookCatalogEntry": MappingProxyType(
+                        {"enabled": True, "event": True, "handler_kind": True, "key": True}
+                    ),
+                    "HookListResult": MappingProxyType({"hooks": True}),
+                    "InitializeResult": MappingProxyType(
+                        {
+                            "experimental_api": True,
+                            "granted_capabilities": True,
+                            "muse_home": True,
+                            "platform_family": True,
+                            "platform_os": True,
+                            "schema_": True,
+                            "server_info": True,
+                            "user_agent": True,
+                            "sandbox_availability": False,
+                            "sandbox_unavailable_reason": False,
+                            "session_durability": False,
+                        }
+                    ),
+                    "ModelDescribedReasoningEffort": MappingProxyType(
+                        {"tier": True, "description": False}
+                    ),
+                    "OutputRef": MappingProxyType(
+                        {
+                            "availability": True,
+                            "byte_len": True,
+                            "id": True,
+                            "kind": True,
+                            "uri": True,
+                            "digest": False,
+                            "media_type": False,
+                            "path": False,
+                        }
+                    ),
+                    "PluginCatalogEntry": MappingProxyType(
+                        {"enabled": True, "id": True, "source": True, "version": True}
+                    ),
+                    "PluginChangedParams": MappingProxyType(
+                        {
+                            "enabled": True,
+                            "id": True,
+                            "session_id": True,
+                            "source": True,
+                            "version": True,
+                        }
+                    ),
+                    "PluginInstallLocalPathTarget": MappingProxyType(
+                        {"path": True, "scope": False}
+                    ),
+                    "PluginInstallResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "enabled": True,
+                            "id": True,
+                            "source": True,
+                            "status": True,
+                            "version": True,
+                            "warning": False,
+                        }
+                    ),
+                    "PluginInstallTarget": MappingProxyType(
+                        {"local_path": False, "marketplace": False}
+                    ),
+                    "PluginListResult": MappingProxyType({"plugins": True}),
+                    "PluginMarketplaceRecordResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "name": True,
+                            "plugin_count": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "RecapCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "text": False,
+                            "title": False,
+                        }
+                    ),
+                    "RecoveryObservation": MappingProxyType(
+                        {
+                            "construction_id": True,
+                            "effective_mode": True,
+                            "effective_source": True,
+                            "qualification": True,
+                            "requested_mode": True,
+                            "session_id": True,
+                        }
+                    ),
+                    "Request": MappingProxyType(
+                        {
+                            "id": True,
+                            "jsonrpc": True,
+                            "method": True,
+                            "params": False,
+                            "trace": False,
+                        }
+                    ),
+                    "Session": MappingProxyType(
+                        {
+                            "active_turn_id": True,
+                            "created_at": True,
+                            "forked_from": True,
+                            "model_id": True,
+                            "path": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "status": True,
+                            "turn_count": True,
+                            "updated_at": True,
+                            "workspace_root": True,
+                            "approval_mode": False,
+                            "attention": False,
+                            "branch": False,
+                            "created_by_client": False,
+                            "first_user_prompt": False,
+                            "generated_name": False,
+                            "kind": False,
+                            "last_activity_at": False,
+                            "name": False,
+                            "name_origin": False,
+                            "parent_session_id": False,
+                            "side_from": False,
+                            "title": False,
+                        }
+                    ),
+                    "SessionClosedParams": MappingProxyType(
+                        {"reason": True, "session_id": True, "view_cursor": True}
+                    ),
+                    "SessionLeaveCompletedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "outcome": True,
+                            "session_id": True,
+                            "reason": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "SessionListChangedParams": MappingProxyType({"session": True}),
+                    "SessionListFilter": MappingProxyType(
+                        {"branch": False, "session_id": False, "text": False}
+                    ),
+                    "SessionListParams": MappingProxyType(
+                        {
+                            "cursor": False,
+                            "filter": False,
+                            "limit": False,
+                            "updated_after": False,
+                            "workspace_root": False,
+                        }
+                    ),
+                    "SessionListResult": MappingProxyType(
+                        {"next_cursor": True, "sessions": True, "applied_filter": False}
+                    ),
+                    "SessionMcpServerConfigStdio": MappingProxyType(
+                        {
+                            "command": True,
+                            "transport": True,
+                            "args": False,
+                            "env": False,
+                            "framing": False,
+                            "mode": False,
+                        }
+                    ),
+                    "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                        {"transport": True, "url": True, "headers": False, "mode": False}
+                    ),
+                    "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+                    "SessionStartedParams": MappingProxyType({"session": True}),
+                    "SkillCatalogEntry": MappingProxyType(
+                        {
+                            "description": True,
+                            "display_name": True,
+                            "selector": True,
+                            "source": True,
+                            "argument_hint": False,
+                            "plugin_id": False,
+                            "title": False,
+                        }
+                    ),
+                    "SkillImportParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "dry_run": False,
+                            "force": False,
+                        }
+                    ),
+                    "SkillImportResult": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "counts": True,
+                            "dry_run": True,
+                            "failed": True,
+                            "installed": True,
+                            "quarantined": True,
+                            "skipped": True,
+                            "source": True,
+                            "status": True,
+                        }
+                    ),
+                    "SkillListResult": MappingProxyType({"skills": True}),
+                    "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+                    "StatusHealth": MappingProxyType({"level": True, "reason": False}),
+                    "SubscriptionUsage": MappingProxyType(
+                        {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+                    ),
+                    "TaskListEntry": MappingProxyType(
+                        {
+                            "kind": True,
+                            "status": True,
+                            "task_id": True,
+                            "background_initiator": False,
+                            "command": False,
+                            "execution_mode": False,
+                            "started_at": False,
+                            "tool": False,
+                        }
+                    ),
+                    "TaskListResult": MappingProxyType({"tasks": True}),
+                    "TodoItem": MappingProxyType(
+                        {"status": True, "text": True, "active_form": False}
+                    ),
+                    "TodoListState": MappingProxyType(
+                        {"items": True, "revision": True, "source_tool": True}
+                    ),
+                    "ToolReceiptCodeMode": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "ToolReceiptCron": MappingProxyType(
+                        {"family": True, "operation": True, "outcome": True, "details": False}
+                    ),
+                    "TurnError": MappingProxyType(
+                        {"kind": True, "message": True, "retryable": True, "quota": False}
+                    ),
+                    "TurnForegroundCompletedParams": MappingProxyType(
+                        {
+                            "blocking_agents": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnInputPart": MappingProxyType(
+                        {
+                            "type": True,
+                            "arguments": False,
+                            "base64_data": False,
+                            "height": False,
+                            "media_type": False,
+                            "selector": False,
+                            "source": False,
+                            "text": False,
+                            "upload_id": False,
+                            "width": False,
+                        }
+                    ),
+                    "TurnModelRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnRetractedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "outcome": False,
+                        }
+                    ),
+                    "TurnRetryScheduledParams": MappingProxyType(
+                        {
+                            "attempt": True,
+                            "max_attempts": True,
+                            "next_attempt": True,
+                            "reason": True,
+                            "retry_delay_ms": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "error_kind": False,
+                            "http_status": False,
+                            "system": False,
+                        }
+                    ),
+                    "TurnStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "display_text": False,
+                            "if_busy": False,
+                            "reasoning_effort": False,
+                            "user_shell": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "TurnStartedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "TurnSteerParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "expected_turn_id": True,
+                            "input": True,
+                            "session_id": True,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "TurnUnqueuedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "UnframedViewNotificationParams": MappingProxyType(
+                        {"session_id": True, "source_range": True, "view_cursor": True}
+                    ),
+                    "UsageReadResult": MappingProxyType({"usage": False}),
+                    "UserInputOption": MappingProxyType(
+                        {"label": True, "description": False, "preview": False}
+                    ),
+                    "UserInputSelection": MappingProxyType(
+                        {"mode": True, "max_selections": False, "min_selections": False}
+                    ),
+                    "UserInputSettledParams": MappingProxyType(
+                        {
+                            "answers": True,
+                            "clarification": True,
+                            "decided_at": True,
+                            "decided_by_command_id": True,
+                            "outcome": True,
+                            "reason": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ApprovalCuaCardFacts": MappingProxyType(
+                        {"data": False, "page": False, "steps": False, "window_title": False}
+                    ),
+                    "ApprovalRequestParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "current_requirement_id": True,
+                            "item_id": True,
+                            "judge_escalated": True,
+                            "protected_write": True,
+                            "raw_args": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "task_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "cua_card_facts": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalResolvedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "decision": True,
+                            "item_id": True,
+                            "policy_result": True,
+                            "resolved_by": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "stage_evidence": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "amendment": False,
+                            "decided_at": False,
+                            "decided_by_command_id": False,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ApprovalUpdatedParams": MappingProxyType(
+                        {
+                            "approval_id": True,
+                            "available_choices": True,
+                            "change": True,
+                            "current_requirement_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "subject": True,
+                            "view_cursor": True,
+                            "subagent_origin": False,
+                        }
+                    ),
+                    "ErrorData": MappingProxyType(
+                        {
+                            "kind": True,
+                            "aligned_next_offset": False,
+                            "anchor": False,
+                            "approval_id": False,
+                            "availability": False,
+                            "capability": False,
+                            "capacity": False,
+                            "choice_id": False,
+                            "command_id": False,
+                            "current_requirement_id": False,
+                            "descriptor": False,
+                            "details": False,
+                            "earliest_cursor": False,
+                            "item_id": False,
+                            "last_turn_id": False,
+                            "latest_boundary_cursor": False,
+                            "limit_bytes": False,
+                            "marketplace": False,
+                            "name": False,
+                            "output_ref": False,
+                            "paths": False,
+                            "reason": False,
+                            "recovery_observation": False,
+                            "resolution": False,
+                            "retryable": False,
+                            "seed_fallback_reason": False,
+                            "seed_path": False,
+                            "selector": False,
+                            "session_id": False,
+                            "settlement": False,
+                            "upload_id": False,
+                            "user_input_id": False,
+                            "view_cursor": False,
+                        }
+                    ),
+                    "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+                    "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+                    "LastTurn": MappingProxyType(
+                        {"terminal": True, "turn_id": True, "error": False, "reason": False}
+                    ),
+                    "ModelCatalogEntry": MappingProxyType(
+                        {
+                            "context_limit": True,
+                            "cost": True,
+                            "description": True,
+                            "display_label": True,
+                            "is_active": True,
+                            "is_default": True,
+                            "model_id": True,
+                            "output_limit": True,
+                            "profile_id": True,
+                            "provider_id": True,
+                            "release_date": True,
+                            "default_reasoning_effort": False,
+                            "reasoning_effort_variants": False,
+                            "variants": False,
+                        }
+                    ),
+                    "ModelListResult": MappingProxyType(
+                        {"models": True, "profile_id": True, "provider_id": True, "source": True}
+                    ),
+                    "MonitorInboxItemAdmittedParams": MappingProxyType(
+                        {
+                            "body": True,
+                            "event_index": True,
+                            "event_kind": True,
+                            "item_id": True,
+                            "queued_at": True,
+                            "session_id": True,
+                            "show_lines": True,
+                            "source_range": True,
+                            "summary": True,
+                            "task_id": True,
+                            "view_cursor": True,
+                            "display_body": False,
+                            "line_index": False,
+                        }
+                    ),
+                    "MonitorInboxItemDrainedParams": MappingProxyType(
+                        {
+                            "delivery_visible": True,
+                            "drained_at": True,
+                            "item_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "drain_target_run_stream": False,
+                        }
+                    ),
+                    "MonitorInboxItemVoidedParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "voided_at": True,
+                        }
+                    ),
+                    "PluginInstallParams": MappingProxyType(
+                        {"command_id": True, "session_id": True, "target": True}
+                    ),
+                    "SessionApprovalModeChangedParams": MappingProxyType(
+                        {
+                            "client_name": True,
+                            "command_id": True,
+                            "mode": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionBranchChangedParams": MappingProxyType(
+                        {
+                            "branch": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "workspace_root": True,
+                            "vcs": False,
+                        }
+                    ),
+                    "SessionContextUsageParams": MappingProxyType(
+                        {
+                            "pressure": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "used_tokens": True,
+                            "view_cursor": True,
+                            "window_tokens": False,
+                        }
+                    ),
+                    "SessionGoalChangedParams": MappingProxyType(
+                        {
+                            "goal": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelChangedParams": MappingProxyType(
+                        {
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionModelRouteUnservedParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "installed_provider_id": True,
+                            "model_id": True,
+                            "provider_id": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionNameChangedParams": MappingProxyType(
+                        {
+                            "name": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                            "generated_name": False,
+                            "name_origin": False,
+                        }
+                    ),
+                    "SessionReasoningEffortChangedParams": MappingProxyType(
+                        {
+                            "reasoning_effort": True,
+                            "session_id": True,
+                            "source": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTodoListChangedParams": MappingProxyType(
+                        {
+                            "items": True,
+                            "revision": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "source_tool": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionTokenUsageParams": MappingProxyType(
+                        {
+                            "cumulative": True,
+                            "model_id": True,
+                            "prompt_tokens": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "total_tokens": True,
+                            "turn_id": True,
+                            "usage": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "finish_reason": False,
+                        }
+                    ),
+                    "TurnCompletedParams": MappingProxyType(
+                        {
+                            "session_id": True,
+                            "source_range": True,
+                            "terminal": True,
+                            "turn_id": True,
+                            "view_cursor": True,
+                            "duration_ms": False,
+                            "error": False,
+                            "reason": False,
+                            "time_to_first_token_ms": False,
+                            "usage": False,
+                        }
+                    ),
+                    "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+                    "UserInputQuestion": MappingProxyType(
+                        {
+                            "header": True,
+                            "id": True,
+                            "options": True,
+                            "question": True,
+                            "selection": True,
+                        }
+                    ),
+                    "UserInputRequestParams": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "questions": True,
+                            "session_id": True,
+                            "tool_call_id": True,
+                            "tool_name": True,
+                            "turn_id": True,
+                            "user_input_id": True,
+                            "view_cursor": True,
+                            "auto_resolution_ms": False,
+                            "source_range": False,
+                        }
+                    ),
+                    "ViewPageResult": MappingProxyType(
+                        {"events": True, "next_cursor": True, "resolved_anchor": False}
+                    ),
+                    "ApprovalListPendingResult": MappingProxyType(
+                        {"approvals": True, "user_inputs": True}
+                    ),
+                    "Item": MappingProxyType(
+                        {
+                            "item_id": True,
+                            "kind": True,
+                            "revision": True,
+                            "status": True,
+                            "agent_path": False,
+                            "approval_id": False,
+                            "args": False,
+                            "attachments": False,
+                            "background": False,
+                            "background_initiator": False,
+                            "background_terminal_completion": False,
+                            "blocking": False,
+                            "call_id": False,
+                            "child_prompt_refs": False,
+                            "child_session_id": False,
+                            "child_session_log_path": False,
+                            "children": False,
+                            "command_id": False,
+                            "command_text": False,
+                            "control_status": False,
+                            "cut_off": False,
+                            "damaged_range": False,
+                            "declared_phase": False,
+                            "delivery_number": False,
+                            "depth": False,
+                            "display_label": False,
+                            "display_text": False,
+                            "duration_ms": False,
+                            "entry_id": False,
+                            "event": False,
+                            "exit_code": False,
+                            "exit_signal": False,
+                            "failure_kind": False,
+                            "failure_reason": False,
+                            "fallback_text": False,
+                            "final_summary": False,
+                            "generation_id": False,
+                            "hook_key": False,
+                            "job_id": False,
+                            "label": False,
+                            "message": False,
+                            "message_phase": False,
+                            "model_visible_content": False,
+                            "monitor_description": False,
+                            "monitor_id": False,
+                            "next_fire_at_ms": False,
+                            "objective": False,
+                            "outcome": False,
+                            "output_ref": False,
+                            "patch_ref": False,
+                            "patch_summary": False,
+                            "paused": False,
+                            "provider_item_id": False,
+                            "reason": False,
+                            "recorded_at": False,
+                            "reminder_agent_id": False,
+                            "replay_hint": False,
+                            "result": False,
+                            "resume_from_run_id": False,
+                            "retracted": False,
+                            "role": False,
+                            "run_status": False,
+                            "scheduled_fire_at_ms": False,
+                            "script_id": False,
+                            "side_session_id": False,
+                            "status_attempt": False,
+                            "status_children": False,
+                            "status_health": False,
+                            "status_line": False,
+                            "status_phase": False,
+                            "status_progress": False,
+                            "status_step": False,
+                            "steered": False,
+                            "stop_available": False,
+                            "strategy_id": False,
+                            "subagent_id": False,
+                            "summarized_through": False,
+                            "summary": False,
+                            "task_id": False,
+                            "terminal_row_after_item_id": False,
+                            "text": False,
+                            "token_budget": False,
+                            "tokens_after": False,
+                            "tokens_before": False,
+                            "tool": False,
+                            "tool_receipt": False,
+                            "trigger": False,
+                            "trigger_source": False,
+                            "truncated": False,
+                            "turn_id": False,
+                            "usage": False,
+                            "visible_output": False,
+                            "work_id": False,
+                            "workflow_run_id": False,
+                        }
+                    ),
+                    "ItemCompletedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "ItemStartedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "view_cursor": True,
+                            "source_range": False,
+                        }
+                    ),
+                    "ItemUpdatedParams": MappingProxyType(
+                        {
+                            "item": True,
+                            "session_id": True,
+                            "source_range": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionConfig": MappingProxyType({"mcp_servers": False}),
+                    "SessionResumeParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "session_id": True,
+                            "config": False,
+                            "cursor": False,
+                            "exclude_items": False,
+                            "history": False,
+                            "permission_profile": False,
+                            "recovery_mode": False,
+                        }
+                    ),
+                    "SessionStartParams": MappingProxyType(
+                        {
+                            "command_id": True,
+                            "approval_mode": False,
+                            "config": False,
+                            "model_id": False,
+                            "permission_profile": False,
+                            "provider_id": False,
+                            "recovery_mode": False,
+                            "session_id": False,
+                            "workspace_root": False,
+                            "workspace_roots": False,
+                        }
+                    ),
+                    "SnapshotState": MappingProxyType(
+                        {
+                            "active_turn": True,
+                            "approval_mode": True,
+                            "branch": True,
+                            "effective_model": True,
+                            "goal": True,
+                            "items": True,
+                            "pending_approvals": True,
+                            "pending_user_inputs": True,
+                            "queued_turns": True,
+                            "todo_list": True,
+                            "token_usage": True,
+                            "turn_count": True,
+                            "context_usage": False,
+                            "name": False,
+                            "reasoning_effort": False,
+                        }
+                    ),
+                    "ViewSnapshot": MappingProxyType(
+                        {
+                            "schema_version": True,
+                            "state": True,
+                            "view_cursor": True,
+                            "anchor": False,
+                        }
+                    ),
+                    "SessionHistory": MappingProxyType(
+                        {
+                            "items": True,
+                            "mode": True,
+                            "snapshot": True,
+                            "checkpoint_boundary": False,
+                            "none_reason": False,
+                        }
+                    ),
+                    "SessionReadResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "blocked_prompt": False,
+                            "last_turn": False,
+                            "queued_inputs": False,
+                            "recovery_observation": False,
+                        }
+                    ),
+                    "SessionResumeResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                            "blocked_prompt": False,
+                            "last_turn": False,
+                        }
+                    ),
+                    "SessionSideChatResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                    "SessionForkResult": MappingProxyType(
+                        {
+                            "history": True,
+                            "pending_requests": True,
+                            "session": True,
+                            "view_cursor": True,
+                        }
+                    ),
+                }
+            ),
+            variants=MappingProxyType(
+                {
+                    "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
+                    "TOOL_RECEIPT_VARIANTS": frozenset(["codeMode", "cron"]),
+                    "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text", "video"]),
+                }
+            ),
+        ),
     }
 )
 """Every MSP bundle's outline, oldest first, by host version."""

@@ -11,10 +11,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 import textwrap
 import types
+from typing import get_args
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -166,9 +168,17 @@ def test_each_bundle_outline_says_exactly_what_its_models_and_tables_declare(
         model.__name__: {name: field.is_required() for name, field in model.model_fields.items()}
         for model in _models(module.__name__)
     }
-    assert outline.variants == {
+    tables = {
         name: set(table) for name, table in vars(module).items() if name.endswith("_VARIANTS")
     }
+    # A tagged type declared as one class with a closed ``type`` member: its values are tags.
+    for model in _models(module.__name__):
+        tag = model.model_fields.get("type")
+        values = get_args(tag.annotation) if tag is not None and tag.is_required() else ()
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", model.__name__).upper() + "_VARIANTS"
+        if len(values) > 1 and all(isinstance(v, str) for v in values):
+            tables.setdefault(name, set(values))
+    assert outline.variants == tables
 
 
 def test_serving_an_older_host_creates_the_models_of_one_bundle_only() -> None:
