@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codegen import handshake, outline, postpass, tables, vocabulary
+from codegen import handshake, outline, postpass, reuse, tables, vocabulary
 from codegen.config import (
     DATAMODEL_CODEGEN_FLAGS,
     HANDSHAKE_ROOTS,
@@ -29,6 +29,7 @@ from codegen.config import (
 )
 from codegen.lock import verify_lock
 from codegen.prepass import SchemaError, prepare
+from codegen.surface import SURFACE_FILE
 
 _FAMILY_TITLE = {
     "acp": "ACP v1 (the subset muse-acp speaks) and the Muse ACP extensions",
@@ -230,6 +231,40 @@ def _vocabulary_files(msp_targets: list[tuple[Target, str]]) -> dict[Path, str]:
     return files
 
 
+def _ingested(target: Target) -> bool:
+    """Whether ``target``'s bundle was made by ingest (it has an official surface record)."""
+    return (SPEC_DIR / "msp" / str(target.host_version) / SURFACE_FILE).is_file()
+
+
+def _msp_files(msp_targets: list[tuple[Target, str]]) -> dict[Path, str]:
+    """Every MSP file but the bundles' own first renders, from those renders (oldest first):
+    the vocabulary, the ingested bundles' modules importing what their predecessor already
+    defines (``codegen.reuse``), and the outlines, each ingested bundle's taking what did not
+    change from its predecessor's."""
+    files = _vocabulary_files(msp_targets)
+    chain = [(target, source) for target, source in msp_targets if _ingested(target)]
+    for (target, _), source in zip(
+        chain, reuse.reuse([(t.module, src) for t, src in chain]), strict=True
+    ):
+        files[target.output] = _ruff(source, f"generated/muse_acp_wire/{target.module}.py")
+    index: list[tuple[str, str]] = []
+    previous: tuple[Target, str] | None = None
+    for target, source in msp_targets:
+        name = target.module.replace("msp_", "msp_outline_", 1)
+        earlier = None
+        if previous is not None and _ingested(previous[0]) and _ingested(target):
+            earlier = (previous[0].module.replace("msp_", "msp_outline_", 1), previous[1])
+        files[PACKAGE_DIR / f"{name}.py"] = _ruff(
+            outline.render_outline(source, earlier), f"generated/muse_acp_wire/{name}.py"
+        )
+        index.append((str(target.host_version), name))
+        previous = (target, source)
+    files[PACKAGE_DIR / "msp_outlines.py"] = _ruff(
+        outline.render_outlines(index), "generated/muse_acp_wire/msp_outlines.py"
+    )
+    return files
+
+
 def render_all() -> dict[Path, str]:
     """Every file generated/ must hold, keyed by path, after verifying the lock."""
     verify_lock()
@@ -249,11 +284,7 @@ def render_all() -> dict[Path, str]:
         if target.family == "msp":
             msp_targets.append((target, files[target.output]))
     if msp_targets:
-        files.update(_vocabulary_files(msp_targets))
-        outlines = outline.render_outlines((str(t.host_version), src) for t, src in msp_targets)
-        files[PACKAGE_DIR / "msp_outlines.py"] = _ruff(
-            outlines, "generated/muse_acp_wire/msp_outlines.py"
-        )
+        files.update(_msp_files(msp_targets))
     return files
 
 

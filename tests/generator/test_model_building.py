@@ -37,6 +37,10 @@ MODEL_MODULES = (
 )
 
 
+def _both_bundles(first: str, second: str) -> bool:
+    return all(name.startswith("muse_acp_wire.msp_1_") for name in (first, second))
+
+
 def _models(module_name: str) -> list[type[BaseModel]]:
     """Every model a generated module defines (wire models and the few root models)."""
     module = importlib.import_module(module_name)
@@ -45,7 +49,8 @@ def _models(module_name: str) -> list[type[BaseModel]]:
         for name, value in vars(module).items()
         if inspect.isclass(value)
         and issubclass(value, BaseModel)
-        and value.__module__ == module_name
+        # A bundle's own models, and those it takes from its predecessor (``codegen.reuse``).
+        and (value.__module__ == module_name or _both_bundles(value.__module__, module_name))
         and value.__name__ == name
         and "[" not in name  # pydantic files its parametrized bases (RootModel[X]) here too
     ]
