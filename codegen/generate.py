@@ -27,7 +27,7 @@ from codegen.config import (
     Target,
     discover_targets,
 )
-from codegen.lock import verify_lock
+from codegen.lock import read_lock, verify_lock
 from codegen.prepass import SchemaError, prepare
 from codegen.surface import SURFACE_FILE
 
@@ -136,11 +136,33 @@ def _public_names(source: str) -> list[str]:
     return [name for name in names if not name.startswith("_")]
 
 
+def _fingerprints(msp_targets: list[Target]) -> dict[str, str]:
+    """Each schema fingerprint a host of a bundle may report, to that bundle's version: the
+    bundle's own (its manifest) and, for an ingested release, the one a host reports to a
+    client that opted in to experimental methods (recorded in the lock at ingest). Where two
+    bundles share one, the older keeps it."""
+    locked = read_lock()
+    found: dict[str, str] = {}
+    for target in msp_targets:
+        version = str(target.host_version)
+        manifest = json.loads((SPEC_DIR / "msp" / version / "manifest.json").read_text("utf-8"))
+        entry = locked.get(f"msp/{version}/msp.schema.json", {})
+        for fingerprint in (manifest.get("fingerprint"), entry.get("experimentalFingerprint")):
+            if isinstance(fingerprint, str):
+                found.setdefault(fingerprint, version)
+    return found
+
+
 def render_bundles(msp_targets: list[Target], vocabulary_version: str) -> str:
-    """The ``msp_bundles`` module: every MSP bundle by host version, importing no models."""
+    """The ``msp_bundles`` module: every MSP bundle by host version and by the fingerprints its
+    hosts report, importing no models."""
     rows = "".join(
         f"    {target.host_version!r}: {'muse_acp_wire.' + target.module!r},\n"
         for target in msp_targets
+    )
+    prints = "".join(
+        f"    {fingerprint!r}: {version!r},\n"
+        for fingerprint, version in _fingerprints(msp_targets).items()
     )
     source = (
         '"""Every MSP bundle by host version, and which one is the vocabulary.\n\n'
@@ -152,6 +174,9 @@ def render_bundles(msp_targets: list[Target], vocabulary_version: str) -> str:
         "from typing import Final\n\n"
         "BUNDLES: Final[Mapping[str, str]] = MappingProxyType({\n" + rows + "})\n"
         '"""Every MSP bundle, oldest first: host version to module name."""\n\n'
+        "FINGERPRINTS: Final[Mapping[str, str]] = MappingProxyType({\n" + prints + "})\n"
+        '"""Each schema fingerprint a bundle\'s hosts report (stable, and experimental where '
+        'known) to\nthe bundle\'s host version."""\n\n'
         f"VOCABULARY_VERSION: Final = {vocabulary_version!r}\n"
         '"""The bundle whose names ``muse_acp_wire.msp`` carries '
         '(``spec/msp-vocabulary.json``)."""\n'

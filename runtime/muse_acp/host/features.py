@@ -1,10 +1,11 @@
 """What one Muse host offers of the optional features, decided in one place.
 
-Contract: a host is read with the bundle of its version, else the nearest older bundle (a host
-newer than every bundle: the newest; older than every bundle or of no known version: none, and
-no feature). A feature is on when that bundle declares everything ``NEEDS`` lists for it, the
-handshake granted the capabilities it needs (``granted``; None before any handshake, where
-only declarations count), and no row of ``versions.KNOWN_BEHAVIOURS`` turns it off for the
+Contract: a host is read with the bundle of the schema fingerprint it reported, else of its
+version, else the nearest older bundle (a host newer than every bundle: the newest; older than
+every bundle or of no known version, with no known fingerprint: none, and no feature). A
+feature is on when that bundle declares everything ``NEEDS`` lists for it, the handshake
+granted the capabilities it needs (``granted``; None before any handshake, where only
+declarations count), and no row of ``versions.KNOWN_BEHAVIOURS`` turns it off for the
 host's version. A feature an older bundle declares and the host's bundle no longer does is
 ``withdrawn`` (Muse removed it), as is one a known behaviour turns off. ``features_of`` is the
 only caller of that table's gate (``versions.supports``); every other module reads a
@@ -24,6 +25,7 @@ from typing import Final
 
 from muse_acp.host.bindings import Bindings, bindings_for, parse_version
 from muse_acp.host.versions import Feature, supports
+from muse_acp_wire.msp_bundles import FINGERPRINTS
 from muse_acp_wire.msp_outlines import OUTLINES
 
 __all__ = ["NEEDS", "NO_FEATURES", "HostFeatures", "Needs", "features_of", "first_declaring"]
@@ -99,19 +101,26 @@ NO_FEATURES: Final = HostFeatures(None, frozenset())
 _OLDEST_BUNDLE: Final = min(filter(None, map(parse_version, OUTLINES)))
 
 
-def _bundle_of(version: str | None) -> Bindings | None:
+def _bundle_of(version: str | None, fingerprint: str | None) -> Bindings | None:
     wanted = parse_version(version)
+    if fingerprint in FINGERPRINTS:
+        return bindings_for(version, fingerprint)
     if wanted is None or wanted < _OLDEST_BUNDLE:
         return None
     return bindings_for(version)
 
 
 def features_of(
-    version: str | None, *, trust_newer: bool, granted: frozenset[str] | None = None
+    version: str | None,
+    *,
+    trust_newer: bool,
+    granted: frozenset[str] | None = None,
+    fingerprint: str | None = None,
 ) -> HostFeatures:
-    """The features of a Muse reporting ``version`` whose handshake granted ``granted`` (None:
-    no handshake yet), with trust in newer hosts or not (see the module contract)."""
-    bindings = _bundle_of(version)
+    """The features of a Muse reporting ``version`` (and, after a handshake, the schema
+    ``fingerprint``) whose handshake granted ``granted`` (None: no handshake yet), with trust in
+    newer hosts or not (see the module contract)."""
+    bindings = _bundle_of(version, fingerprint)
     if bindings is None:
         return HostFeatures(version, frozenset())
     declared = {
