@@ -98,6 +98,16 @@ def _variants(definition: JsonObject) -> dict[str, Any]:
     return {}
 
 
+def _without_enums(node: Any) -> Any:
+    """``node`` without its ``enum`` value lists (compared by ``_compare_enums``) and its
+    descriptions (prose, not protocol)."""
+    if isinstance(node, dict):
+        return {k: _without_enums(v) for k, v in node.items() if k not in ("enum", "description")}
+    if isinstance(node, list):
+        return [_without_enums(v) for v in node]
+    return node
+
+
 def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
     lines = [f"  + {name}" for name in new if name not in old]
     lines += [f"  - {name}" for name in old if name not in new]
@@ -119,6 +129,8 @@ def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
         old_variants, new_variants = _variants(old[name]), _variants(new[name])
         members += [f"      + variant {v}" for v in new_variants if v not in old_variants]
         members += [f"      - variant {v}" for v in old_variants if v not in new_variants]
+        if not members and _without_enums(old[name]) == _without_enums(new[name]):
+            continue  # only its values (listed below) or its prose changed
         if not members:
             members.append("      ~ (description or constraints changed)")
         lines.append(f"  ~ {name}")
