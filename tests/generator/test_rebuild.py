@@ -21,7 +21,7 @@ import pytest
 
 from codegen.config import SPEC_DIR
 from codegen.ingest import IngestError, ingest
-from codegen.lock import read_lock
+from codegen.lock import read_lock, write_lock
 from codegen.rebuild import compare, rewrite
 from codegen.surface import SURFACE_FILE, drift
 
@@ -100,3 +100,15 @@ def test_check_passes_on_what_the_wheel_rebuilds_and_names_what_differs(tmp_path
     with pytest.raises(IngestError, match=r"lock\.json \(wheel sha256"):
         ingest(VERSION, other, spec, check=True)
     assert (spec / "lock.json").read_bytes() == lock
+
+
+def test_ingest_and_lock_write_the_lock_alike(tmp_path: Path) -> None:
+    spec = tmp_path / "spec"
+    (spec / "msp").mkdir(parents=True)
+    # A spec file whose name sorts between "msp" and "msp/..." as text but not as a path.
+    (spec / "msp-vocabulary.json").write_text("{}\n", encoding="utf-8")
+    write_lock(spec, spec / "lock.json")
+    ingest(VERSION, write_wheel(tmp_path), spec)
+    ingested = (spec / "lock.json").read_bytes()
+    assert write_lock(spec, spec / "lock.json") == []
+    assert (spec / "lock.json").read_bytes() == ingested
