@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codegen import handshake, outline, postpass, reuse, tables, vocabulary
+from codegen import handshake, outline, postpass, render_cache, reuse, tables, vocabulary
 from codegen.config import (
     DATAMODEL_CODEGEN_FLAGS,
     HANDSHAKE_ROOTS,
@@ -300,7 +300,7 @@ def render_all() -> dict[Path, str]:
     }
     msp_targets: list[tuple[Target, str]] = []
     for target in discover_targets():
-        files[target.output] = render_target(target)
+        files[target.output] = render_cache.cached(target, render_target)
         if target.family == "acp":
             whole, first = handshake.split(files[target.output], HANDSHAKE_ROOTS)
             files[target.output] = _ruff(whole, f"generated/muse_acp_wire/{target.module}.py")

@@ -16,15 +16,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codegen.config import REPO_ROOT, SPEC_DIR
+from codegen.config import EXEC_SCHEMA, REPO_ROOT, SPEC_DIR
 from muse_acp_wire.msp_bundles import BUNDLES, VOCABULARY_VERSION
 
 NEW = "9.9.9"
 
 
-KEPT_BUNDLES = ("1.2.1", VOCABULARY_VERSION, list(BUNDLES)[-1])
-"""The copy keeps the simulator's default version, the vocabulary and the newest bundle: each
-bundle the driver renders costs a generator run, and the steps treat every bundle alike."""
+KEPT_BUNDLES = (VOCABULARY_VERSION, list(BUNDLES)[-1])
+"""The copy keeps the vocabulary and the newest bundle (its additions' source), and drops the
+exec output format: each target the driver renders costs a generator run, and the steps treat
+every bundle alike."""
 
 
 def _copy_repo(tmp_path: Path) -> Path:
@@ -35,6 +36,7 @@ def _copy_repo(tmp_path: Path) -> Path:
     for bundle in (root / "spec" / "msp").iterdir():
         if bundle.is_dir() and bundle.name not in KEPT_BUNDLES:
             shutil.rmtree(bundle)
+    (root / "spec" / EXEC_SCHEMA).unlink()
     _run(root, "-m", "codegen", "lock")
     return root
 
