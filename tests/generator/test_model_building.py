@@ -186,7 +186,7 @@ def test_each_bundle_outline_says_exactly_what_its_models_and_tables_declare(
     assert outline.variants == tables
 
 
-def test_serving_an_older_host_creates_the_models_of_one_bundle_only() -> None:
+def test_reading_any_host_creates_the_models_of_the_vocabulary_only() -> None:
     probe = textwrap.dedent(
         """
         import sys
@@ -199,6 +199,11 @@ def test_serving_an_older_host_creates_the_models_of_one_bundle_only() -> None:
             bindings_for(version).serves("turn/start")
             session_mcp_transports(version)
             load_profile(HOST_VERSIONS[version])
+        # Newer hosts too: read with their own bundle's outline, never its models.
+        from muse_acp.host.features import features_of
+        for version in ("1.4.4", "1.4.13", "1.9.0"):
+            features_of(version, trust_newer=False).has("goals")
+            bindings_for(version).fields("SessionReadResult")
         print(sorted(name for name in sys.modules if name.startswith("muse_acp_wire.msp_1")))
         """
     )
