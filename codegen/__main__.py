@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     take.add_argument("--spec-dir", type=Path, default=SPEC_DIR, help="spec folder to write into")
     take.add_argument("--cache-dir", type=Path, default=None, help="where fetched wheels are kept")
     take.add_argument("--replace", action="store_true", help="overwrite a hand-written bundle")
+    take.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; fail unless the bundle is what it rebuilds",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "generate":
@@ -67,8 +72,12 @@ def main(argv: list[str] | None = None) -> int:
                 args.spec_dir,
                 fingerprint=args.fingerprint,
                 replace=args.replace,
+                check=args.check,
             )
-            print("\n".join(f"wrote {path}" for path in written))
+            if args.check:
+                print(f"spec/msp/{args.version} is exactly what {wheel.name} rebuilds")
+            else:
+                print("\n".join(f"wrote {path}" for path in written))
         else:
             sys.stdout.write(diff_bundles(args.old, args.new))
     except (LockMismatchError, SchemaError, IngestError) as exc:

@@ -40,8 +40,10 @@ SERVER_REQUESTS: Final = {
 """Requests the host sends to the client. The declarations module's tables list only methods the
 host serves, so these come from the protocol's JSON Schema (its ``requests`` member); ingest
 adds each one whose params and result types the release declares."""
-CLIENT_SENT_NOTIFICATIONS: Final = frozenset({"initialized"})
-"""Notifications the client sends (the handshake's closing one); all others come from the host."""
+CLIENT_SENT_NOTIFICATIONS: Final = frozenset({"initialized", "userInput/engaged"})
+"""Notifications the client sends (the handshake's closing one, and the note that the user began
+on a timed question, from 1.4.4); all others come from the host. The declarations tables do not
+say which way a notification goes, so ingest knows these by name."""
 _WHEEL_NAME: Final = re.compile(r"^muse_code_msp-(?P<version>[^-]+)-")
 
 
@@ -232,11 +234,11 @@ def declared_surface(found: Declarations, wheel_sha256: str) -> dict[str, Any]:
     }
 
 
-def _readme(found: Declarations, wheel: Path, wheel_sha256: str) -> str:
+def _readme(found: Declarations, wheel_name: str, wheel_sha256: str) -> str:
     return (
         f"# MSP {found.host_version} (ingested)\n\n"
         f"Built by `python -m codegen ingest {found.host_version}` from the stable surface "
-        f"declared by the official `{PACKAGE}` {found.host_version} wheel (`{wheel.name}`, "
+        f"declared by the official `{PACKAGE}` {found.host_version} wheel (`{wheel_name}`, "
         f"sha256 `{wheel_sha256}`), schema fingerprint `{found.fingerprint}`. Regenerate it "
         "with that command rather than editing it.\n\n"
         f"- {len(found.methods)} host methods, {len(_server_requests(found))} server requests, "
@@ -251,6 +253,17 @@ def _dump(document: Any) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+def bundle_documents(found: Declarations, wheel_name: str, wheel_sha256: str) -> dict[str, str]:
+    """Every file of the bundle of ``found`` (a release's declarations), by name."""
+    manifest = {"experimental": False, "fingerprint": found.fingerprint, "schemaVersion": 1}
+    return {
+        "msp.schema.json": _dump(build_bundle(found)),
+        "manifest.json": _dump(manifest | {"schemaVersion": found.schema_version}),
+        SURFACE_FILE: _dump(declared_surface(found, wheel_sha256)),
+        "README.md": _readme(found, wheel_name, wheel_sha256),
+    }
+
+
 def ingest(
     version: str,
     wheel: Path,
@@ -258,8 +271,11 @@ def ingest(
     *,
     fingerprint: str | None = None,
     replace: bool = False,
+    check: bool = False,
 ) -> list[Path]:
     """Write ``spec_dir/msp/<version>/`` from ``wheel`` and lock it; return the files written.
+    With ``check``, write nothing and raise unless the folder already holds exactly those bytes
+    (and the lock, when it records one, this wheel's sha256).
 
     Raises:
         IngestError: the wheel is not this release's, its fingerprint is not the expected one
@@ -289,19 +305,28 @@ def ingest(
             "for this release; check the wheel's origin (its sha256 is in spec/lock.json)"
         )
     handwritten = (target / "msp.schema.json").exists() and not (target / SURFACE_FILE).exists()
-    if handwritten and not replace:
+    if handwritten and not replace and not check:
         raise IngestError(
             f"spec/msp/{version} holds a bundle that ingest did not make; "
             "pass --replace to overwrite it"
         )
     wheel_sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    manifest = {"experimental": False, "fingerprint": found.fingerprint, "schemaVersion": 1}
-    documents = {
-        "msp.schema.json": _dump(build_bundle(found)),
-        "manifest.json": _dump(manifest | {"schemaVersion": found.schema_version}),
-        SURFACE_FILE: _dump(declared_surface(found, wheel_sha256)),
-        "README.md": _readme(found, wheel, wheel_sha256),
-    }
+    documents = bundle_documents(found, wheel.name, wheel_sha256)
+    if check:
+        differing = sorted(
+            name
+            for name, text in documents.items()
+            if not (target / name).is_file() or (target / name).read_text("utf-8") != text
+        )
+        if locked.get("wheelSha256") not in (None, wheel_sha256):
+            differing.append(f"lock.json (wheel sha256 {locked['wheelSha256'][:12]}...)")
+        if differing:
+            raise IngestError(
+                f"spec/msp/{version} is not what {wheel.name} rebuilds: "
+                + ", ".join(differing)
+                + " differ; run without --check to rewrite them"
+            )
+        return []
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in documents.items():

@@ -134,7 +134,8 @@ def write_lock(spec_dir: Path = SPEC_DIR, lock_file: Path = LOCK_FILE) -> list[s
             + "\n  ".join(problems)
             + "\nFix the file, then run `python -m codegen lock` again; the lock is unchanged."
         )
-    document = {"lockVersion": LOCK_VERSION, "files": files}
+    # Sorted by name, as ``record_files`` writes it, so neither writer reorders the other's.
+    document = {"lockVersion": LOCK_VERSION, "files": dict(sorted(files.items()))}
     lock_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return changed
 

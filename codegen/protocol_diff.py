@@ -156,6 +156,16 @@ def _compare_members(old: JsonObject, new: JsonObject, indent: str) -> list[str]
     return members
 
 
+def _without_enums(node: Any) -> Any:
+    """``node`` without its ``enum`` value lists (compared by ``_compare_enums``) and its
+    descriptions (prose, not protocol)."""
+    if isinstance(node, dict):
+        return {k: _without_enums(v) for k, v in node.items() if k not in ("enum", "description")}
+    if isinstance(node, list):
+        return [_without_enums(v) for v in node]
+    return node
+
+
 def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
     lines = [f"  + {name}" for name in new if name not in old]
     lines += [f"  - {name}" for name in old if name not in new]
@@ -169,6 +179,8 @@ def _compare_defs(old: JsonObject, new: JsonObject) -> list[str]:
             changed = _compare_members(old_variants[label], new_variants[label], "          ")
             if changed:
                 members += [f"      ~ variant {label}", *changed]
+        if not members and _without_enums(old[name]) == _without_enums(new[name]):
+            continue  # only its values (listed below) or its prose changed
         if not members:
             members.append("      ~ (description or constraints changed)")
         lines.append(f"  ~ {name}")

@@ -61,7 +61,7 @@ ON: Final[dict[str, frozenset[str]]] = {
 BUNDLE_LINE: Final = {
     "1.1.1": "MSP 1.1.1 (its own) for Muse 1.1.1",
     "1.2.1": "MSP 1.2.1 (its own) for Muse 1.2.1",
-    "1.4.4": "MSP 1.4.2 (the newest: this Muse is newer than every bundle) for Muse 1.4.4",
+    "1.4.4": "MSP 1.4.4 (its own) for Muse 1.4.4",
 }
 
 

@@ -10,7 +10,8 @@ while required-nullable members that were set to ``None`` are written as ``null`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -77,3 +78,23 @@ class BundleOutline:
     required."""
     variants: Mapping[str, frozenset[str]]
     """Every tag table (``ITEM_VARIANTS``, ...) by name: the tags it holds."""
+
+
+class LazyOutlines(Mapping[str, BundleOutline]):
+    """Bundle outlines by host version, each imported from its own module (its ``OUTLINE``) the
+    first time it is looked up: knowing which bundles exist reads none of them."""
+
+    __slots__ = ("_modules",)
+
+    def __init__(self, modules: Mapping[str, str]) -> None:
+        self._modules = dict(modules)
+
+    def __getitem__(self, version: str) -> BundleOutline:
+        outline: BundleOutline = importlib.import_module(self._modules[version]).OUTLINE
+        return outline
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)

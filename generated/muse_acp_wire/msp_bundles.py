@@ -14,9 +14,38 @@ BUNDLES: Final[Mapping[str, str]] = MappingProxyType(
         "1.2.1": "muse_acp_wire.msp_1_2_1",
         "1.3.0": "muse_acp_wire.msp_1_3_0",
         "1.4.2": "muse_acp_wire.msp_1_4_2",
+        "1.4.4": "muse_acp_wire.msp_1_4_4",
+        "1.4.6": "muse_acp_wire.msp_1_4_6",
+        "1.4.8": "muse_acp_wire.msp_1_4_8",
+        "1.4.9": "muse_acp_wire.msp_1_4_9",
+        "1.4.11": "muse_acp_wire.msp_1_4_11",
+        "1.4.13": "muse_acp_wire.msp_1_4_13",
     }
 )
 """Every MSP bundle, oldest first: host version to module name."""
 
+FINGERPRINTS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "sha256:00b5dbc5eb885ba0dbaa1da2c07d70d1583e4a7fb5a323d4c691c6df9a2c509f": "1.1.1",
+        "sha256:31467b9cc07bd165d4014f69fc6a363f931fc86051de94febaa17a9be2fc937c": "1.2.1",
+        "sha256:34174ca7fbf94250c33dc536c15ba81222a66e9918d8b20fefdf4d555a4b37a8": "1.3.0",
+        "sha256:5fc7bcee73f735b7672ee6705c9ff62568826b688f9a369fb69d30d71ca09ada": "1.4.2",
+        "sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a": "1.4.4",
+        "sha256:e893b1ce8ce84804545787ee74ba34648369db904ed8e4f2739dc5df91ca5c7f": "1.4.4",
+        "sha256:eae467ab60cb9a5d5af4de616830f065e59375c987fd59269c8cc33ed2a1137f": "1.4.6",
+        "sha256:9c425a9b1b30ff1810012585626a7e7baca1495963a198104fa5544fd02d43c2": "1.4.6",
+        "sha256:4e3200c3c9dc0cd7919d11022630d43f9bc1c5cdda375381e90b0183b5665069": "1.4.8",
+        "sha256:c533a6c39dca76ab4da20084e0b730712e0cae8db4644721290e13676aec90a3": "1.4.8",
+        "sha256:5d3b43e5ccdb7dc4f5a32c380f5f2cde0f10e3059b93610afb2e73f73b1d914c": "1.4.9",
+        "sha256:e8b3d24f3922af8e567838a9ebdf8a28b64e6e0ddb516689f1a760e46c2f7fa1": "1.4.9",
+        "sha256:f282ad16e21520d0cda68cb190149b86e2b062eef1dd282749360c05aa3d1082": "1.4.11",
+        "sha256:195aeec21350d8a9a6979eaaa16edb06c7b7017ebc4130e96966ea30ee435614": "1.4.11",
+        "sha256:7fddaf646dbc317e5fcac0785e135eb04df14fbb0db1863089dfd6da21730e5b": "1.4.13",
+        "sha256:92770f6e8883d1479dd33acc1b3687c70057de316980e6f2cd9cef25ea8e30fd": "1.4.13",
+    }
+)
+"""Each schema fingerprint a bundle's hosts report (stable, and experimental where known) to
+the bundle's host version."""
+
 VOCABULARY_VERSION: Final = "1.4.2"
-"""The newest bundle, whose names ``muse_acp_wire.msp`` carries."""
+"""The bundle whose names ``muse_acp_wire.msp`` carries (``spec/msp-vocabulary.json``)."""

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from muse_acp.sim.launcher import write_launcher
-from muse_acp_wire.msp_bundles import BUNDLES
+from muse_acp.sim.options.versions import HOST_VERSIONS
 from tests.agent_wire.harness import WAIT, World, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +57,7 @@ def _world_with_a_plugin(root: Path, version: str) -> tuple[World, Path]:
     return world, marker
 
 
-@pytest.mark.parametrize("version", tuple(BUNDLES))
+@pytest.mark.parametrize("version", tuple(HOST_VERSIONS))
 async def test_neither_the_agent_nor_its_hosts_load_pydantic_plugins_nor_pass_on_a_switch(
     tmp_path: Path, version: str
 ) -> None:

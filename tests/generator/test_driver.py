@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from codegen.config import EXEC_SCHEMA, REPO_ROOT
+from codegen.vocabulary import VOCABULARY_FILE
 
 KEPT_BUNDLES = ("1.1.1", "1.2.1")
 
@@ -24,6 +25,7 @@ def _copy_repo(tmp_path: Path) -> Path:
         shutil.copytree(REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
     (root / "spec" / EXEC_SCHEMA).unlink()
+    (root / "spec" / VOCABULARY_FILE).unlink()  # it names a bundle the copy does not keep
     for bundle in (root / "spec" / "msp").iterdir():
         if bundle.is_dir() and bundle.name not in KEPT_BUNDLES:
             shutil.rmtree(bundle)

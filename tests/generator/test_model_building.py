@@ -11,10 +11,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 import textwrap
 import types
+from typing import get_args
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -35,6 +37,10 @@ MODEL_MODULES = (
 )
 
 
+def _both_bundles(first: str, second: str) -> bool:
+    return all(name.startswith("muse_acp_wire.msp_1_") for name in (first, second))
+
+
 def _models(module_name: str) -> list[type[BaseModel]]:
     """Every model a generated module defines (wire models and the few root models)."""
     module = importlib.import_module(module_name)
@@ -43,7 +49,8 @@ def _models(module_name: str) -> list[type[BaseModel]]:
         for name, value in vars(module).items()
         if inspect.isclass(value)
         and issubclass(value, BaseModel)
-        and value.__module__ == module_name
+        # A bundle's own models, and those it takes from its predecessor (``codegen.reuse``).
+        and (value.__module__ == module_name or _both_bundles(value.__module__, module_name))
         and value.__name__ == name
         and "[" not in name  # pydantic files its parametrized bases (RootModel[X]) here too
     ]
@@ -166,12 +173,20 @@ def test_each_bundle_outline_says_exactly_what_its_models_and_tables_declare(
         model.__name__: {name: field.is_required() for name, field in model.model_fields.items()}
         for model in _models(module.__name__)
     }
-    assert outline.variants == {
+    tables = {
         name: set(table) for name, table in vars(module).items() if name.endswith("_VARIANTS")
     }
+    # A tagged type declared as one class with a closed ``type`` member: its values are tags.
+    for model in _models(module.__name__):
+        tag = model.model_fields.get("type")
+        values = get_args(tag.annotation) if tag is not None and tag.is_required() else ()
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", model.__name__).upper() + "_VARIANTS"
+        if len(values) > 1 and all(isinstance(v, str) for v in values):
+            tables.setdefault(name, set(values))
+    assert outline.variants == tables
 
 
-def test_serving_an_older_host_creates_the_models_of_one_bundle_only() -> None:
+def test_reading_any_host_creates_the_models_of_the_vocabulary_only() -> None:
     probe = textwrap.dedent(
         """
         import sys
@@ -184,6 +199,11 @@ def test_serving_an_older_host_creates_the_models_of_one_bundle_only() -> None:
             bindings_for(version).serves("turn/start")
             session_mcp_transports(version)
             load_profile(HOST_VERSIONS[version])
+        # Newer hosts too: read with their own bundle's outline, never its models.
+        from muse_acp.host.features import features_of
+        for version in ("1.4.4", "1.4.13", "1.9.0"):
+            features_of(version, trust_newer=False).has("goals")
+            bindings_for(version).fields("SessionReadResult")
         print(sorted(name for name in sys.modules if name.startswith("muse_acp_wire.msp_1")))
         """
     )

@@ -127,3 +127,28 @@ def test_member_types_are_summarised_in_one_line() -> None:
     assert summarise({"type": ["string", "null"]}) == "string|null"
     assert summarise({"type": "array", "items": {"$ref": "#/$defs/Item"}}) == "array of Item"
     assert summarise({"anyOf": [{"type": "string"}, {"type": "null"}]}) == "string|null"
+
+
+def test_consecutive_ingested_releases_read_as_a_changelog() -> None:
+    msp = SPEC_DIR / "msp"
+    retry = diff_bundles(msp / "1.4.6", msp / "1.4.8")
+    assert "  + turn/modelRetryScheduled  (client, notification)\n" in retry
+    assert "  + sessionRename\n" in retry
+    assert diff_bundles(msp / "1.4.8", msp / "1.4.9") == (
+        "MSP protocol diff: 1.4.8 -> 1.4.9\n\n"
+        "Notifications\n"
+        "  + approval/reviewing  (client, notification)\n\n"
+        "Types\n"
+        "  + ToolDisplayLabel\n"
+        "  ~ Item\n"
+        "      + displayLabel: ToolDisplayLabel (optional)\n"
+    )
+    leave = diff_bundles(msp / "1.4.9", msp / "1.4.11")
+    assert "  + session/leave  (host, command)\n" in leave
+    assert "  + session/leaveCompleted  (client, notification)\n" in leave
+    # A change of values only is listed once, with the values; prose is not a protocol change.
+    newest = diff_bundles(msp / "1.4.11", msp / "1.4.13")
+    assert '  ~ ItemKind: + "backgroundTerminalCompletion", "overdueNotice"\n' in newest
+    assert "  ~ ItemKind\n" not in newest
+    for old, new in (("1.4.4", "1.4.6"), ("1.4.6", "1.4.8"), ("1.4.11", "1.4.13")):
+        assert "(description or constraints changed)" not in diff_bundles(msp / old, msp / new)

@@ -17,6 +17,8 @@ from muse_acp.host.bindings import bindings_for
 from muse_acp.host.client import open_host
 from muse_acp.host.features import NEEDS, NO_FEATURES, Needs, features_of
 from muse_acp.host.versions import Feature
+from muse_acp_wire.msp_bundles import FINGERPRINTS
+from muse_acp_wire.msp_outlines import OUTLINES
 from tests.agent_wire.harness import WAIT, make_world
 from tests.agent_wire.test_host_versions import VERSIONS
 
@@ -72,8 +74,13 @@ BUNDLE_READ: Final = [
     ("1.1.1", "1.1.1"),
     ("1.2.0", "1.1.1"),
     ("1.3.0", "1.3.0"),
-    ("1.4.4", "1.4.2"),
-    ("7.0.0", "1.4.2"),
+    ("1.4.3", "1.4.2"),
+    ("1.4.4", "1.4.4"),
+    ("1.4.5", "1.4.4"),
+    ("1.4.10", "1.4.9"),
+    ("1.4.12", "1.4.11"),
+    ("1.4.13", "1.4.13"),
+    ("7.0.0", "1.4.13"),
     ("1.0.3", None),
     (None, None),
 ]
@@ -94,6 +101,26 @@ def test_a_host_is_read_with_its_bundle_else_the_nearest_older_one(
     version: str | None, bundle: str | None
 ) -> None:
     assert features_of(version, trust_newer=False).bundle == bundle
+
+
+def test_a_reported_fingerprint_chooses_the_bundle_before_the_version() -> None:
+    stable_1_4_9 = OUTLINES["1.4.9"].fingerprint
+    # A 1.4.10 host (Muse did not change the schema) and a development build whose version
+    # says nothing useful: both are read with the bundle of the schema they report.
+    for version in ("1.4.10", "2.0.0-dev"):
+        bindings = bindings_for(version, stable_1_4_9)
+        assert (bindings.version, bindings.by_fingerprint, bindings.exact) == ("1.4.9", True, False)
+        assert features_of(version, trust_newer=False, fingerprint=stable_1_4_9).bundle == "1.4.9"
+    # The fingerprint a host reports to a client that opted in to experimental methods.
+    experimental = next(
+        f for f, v in FINGERPRINTS.items() if v == "1.4.4" and f != OUTLINES[v].fingerprint
+    )
+    assert bindings_for("1.4.4", experimental).version == "1.4.4"
+    # A fingerprint no bundle has: the version decides, as before.
+    unknown = "sha256:" + "0" * 64
+    bindings = bindings_for("1.4.12", unknown)
+    assert (bindings.version, bindings.by_fingerprint) == ("1.4.11", False)
+    assert features_of("1.0.3", trust_newer=False, fingerprint=unknown).bundle is None
 
 
 def test_a_feature_needing_a_capability_is_on_only_where_the_handshake_granted_it() -> None:
@@ -135,6 +162,9 @@ async def test_a_running_host_has_the_features_of_the_version_its_handshake_repo
     ) as host:
         assert host.version == version
         assert host.features.offered == (TRUSTED if trust_newer else VERIFIED)[version]
+        # Every simulated host reports its bundle's schema fingerprint, which chose the bundle.
+        assert (host.bindings.version, host.bindings.by_fingerprint) == (version, True)
+        assert host.features.bundle == version
 
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:

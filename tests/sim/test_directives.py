@@ -6,6 +6,7 @@ import pytest
 
 from muse_acp.sim.model.asks import split_stages
 from muse_acp.sim.options.quirks import QUIRKS
+from muse_acp.sim.options.versions import HOST_VERSIONS
 from muse_acp.sim.script.directives import (
     DIRECTIVE_NAMES,
     MAX_STREAM_DELTAS,
@@ -30,7 +31,6 @@ from muse_acp.sim.script.directives import (
     slug,
     split_text,
 )
-from muse_acp_wire.msp_bundles import BUNDLES
 
 from .captures import REPO_ROOT
 
@@ -124,7 +124,7 @@ def test_a_stream_directive_takes_a_bounded_delta_count(line: str, expected: Str
 
 def test_the_simulator_page_names_every_version_directive_and_quirk() -> None:
     section = (REPO_ROOT / "docs" / "muse-sim.md").read_text(encoding="utf-8")
-    for version in BUNDLES:
+    for version in HOST_VERSIONS:
         assert version in section
     for name in DIRECTIVE_NAMES:
         assert f"`sim:{name}" in section or f", `sim:{name}" in section, name

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from muse_acp.host.bindings import bindings_for
-from muse_acp.sim.options.versions import HOST_VERSIONS, PLAYED_ON_OLDER
+from muse_acp.sim.options.versions import HOST_VERSIONS, PLAYED
 
 VERSIONS = tuple(HOST_VERSIONS)
 """Every version muse-sim plays, oldest first."""
@@ -27,8 +27,8 @@ VERSIONS = tuple(HOST_VERSIONS)
 @cache
 def bundle(version: str) -> ModuleType:
     """The generated module of ``version``'s own bundle, or of the one it is played on."""
-    bindings = bindings_for(version)
-    assert bindings.version == version or version in PLAYED_ON_OLDER, f"no bundle for {version}"
+    bindings = bindings_for(PLAYED[version])
+    assert bindings.version == PLAYED[version], f"no bundle for {version}"
     return bindings.models()
 
 

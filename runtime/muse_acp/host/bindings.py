@@ -1,11 +1,13 @@
-"""The MSP bindings a Muse host is read with, chosen by the version it reports.
+"""The MSP bindings a Muse host is read with, chosen by the fingerprint or version it reports.
 
 Contract: ``muse_acp_wire.msp`` is the vocabulary every part of muse-acp builds and reads MSP
-frames with (the newest bundle's models). ``bindings_for(version)`` gives a host's own bundle
-(its requests, notifications, error registry, fingerprint and models): the host's version,
-else the nearest older bundle, else the oldest. Bindings are read from the generated outlines,
-so a bundle's models are imported only when asked for (``models()``), and a bundle added to
-``spec/msp/`` needs no edit here. ``error_kind`` reads the kind of a host's error from its
+frames with (the configured bundle's models, and the newer types it adds).
+``bindings_for(version, fingerprint)`` gives a host's own bundle (its requests, notifications,
+error registry, fingerprint and models): the bundle whose schema fingerprint (stable or
+experimental) the host reported, else the host's version, else the nearest older bundle (a host
+newer than every bundle: the newest), else the oldest. Bindings are read from the generated
+outlines, so a bundle's models are imported only when asked for (``models()``), and a bundle
+added to ``spec/msp/`` needs no edit here. ``error_kind`` reads the kind of a host's error from its
 ``data``, falling back to the registry row of its code.
 """
 
@@ -23,7 +25,7 @@ from pydantic import ValidationError
 
 from muse_acp.rpc import RpcError
 from muse_acp_wire._base import BundleOutline, ErrorSpec
-from muse_acp_wire.msp_bundles import BUNDLES
+from muse_acp_wire.msp_bundles import BUNDLES, FINGERPRINTS
 from muse_acp_wire.msp_outlines import OUTLINES
 
 __all__ = ["Bindings", "bindings_for", "error_kind", "parse_version"]
@@ -48,6 +50,8 @@ class Bindings:
     """The bundle's host version (``1.2.1``)."""
     exact: bool
     """The host reported exactly this version (False: the nearest bundle was chosen)."""
+    by_fingerprint: bool
+    """The host reported a schema fingerprint of this bundle, which chose it."""
     fingerprint: str
     host_requests: Mapping[str, bool]
     """Requests the host serves, each mapped to whether it is a command."""
@@ -84,11 +88,12 @@ def _bundle_versions() -> list[tuple[tuple[int, int, int], str]]:
 
 
 @cache
-def _load(version: str, exact: bool) -> Bindings:
+def _load(version: str, exact: bool, by_fingerprint: bool = False) -> Bindings:
     outline = OUTLINES[version]
     return Bindings(
         version=version,
         exact=exact,
+        by_fingerprint=by_fingerprint,
         fingerprint=outline.fingerprint,
         host_requests=outline.host_requests,
         client_notifications=outline.client_notifications,
@@ -98,10 +103,14 @@ def _load(version: str, exact: bool) -> Bindings:
     )
 
 
-def bindings_for(host_version: str | None) -> Bindings:
-    """The bundle a host reporting ``host_version`` is read with (see the module contract)."""
+def bindings_for(host_version: str | None, fingerprint: str | None = None) -> Bindings:
+    """The bundle a host reporting ``host_version`` and the schema ``fingerprint`` is read with
+    (see the module contract)."""
     versions = _bundle_versions()
     wanted = parse_version(host_version)
+    known = FINGERPRINTS.get(fingerprint or "")
+    if known is not None:
+        return _load(known, parse_version(known) == wanted, True)
     if wanted is None:
         return _load(versions[-1][1], False)
     older = [version for key, version in versions if key <= wanted]

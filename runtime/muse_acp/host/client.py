@@ -130,11 +130,13 @@ class MspHost:
         self.process = process
         self.info = info
         self._lane = lane
-        self.bindings: Bindings = bindings_for(info.server_info.version)
+        fingerprint = info.schema_.fingerprint
+        self.bindings: Bindings = bindings_for(info.server_info.version, fingerprint)
         self.features: HostFeatures = features_of(
             info.server_info.version,
             trust_newer=trust_newer,
             granted=frozenset(info.granted_capabilities or ()),
+            fingerprint=fingerprint,
         )
         self.connection: Connection | None = None
         self.dead = anyio.Event()

@@ -29,8 +29,15 @@ _MODELS: Final = MappingProxyType(
 """Transport tag -> the bundle model of that arm of ``SessionMcpServerConfig``."""
 
 
+_VARIANTS: Final = "SESSION_MCP_SERVER_CONFIG_VARIANTS"
+"""The tag table of ``SessionMcpServerConfig`` in a bundle that declares more than one arm."""
+
+
 def _declared(bindings: Bindings) -> frozenset[str]:
-    return frozenset(tag for tag, model in _MODELS.items() if bindings.declares(model))
+    """The arms of ``SessionMcpServerConfig`` the bundle declares: its tag table's tags (every
+    bundle with two arms, hand-written or ingested), or the models of a lone arm."""
+    tags = bindings.outline.variants.get(_VARIANTS, frozenset())
+    return frozenset(tags) | {tag for tag, model in _MODELS.items() if bindings.declares(model)}
 
 
 def session_mcp_transports(version: str | None) -> frozenset[str]:

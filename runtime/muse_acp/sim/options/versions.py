@@ -1,11 +1,11 @@
 """The Muse host versions muse-sim can impersonate, and how one is chosen.
 
-Contract: muse-sim plays every version that has an MSP bundle (``muse_acp_wire.msp_bundles``),
-so a bundle added to ``spec/msp/`` is playable with no edit here, and the versions of
-``PLAYED_ON_OLDER`` that have no bundle yet, on the nearest older bundle's surface (what they
-do differently lives in ``state.profile.VERSION_FACTS``). ``MUSE_SIM_VERSION`` names
-the simulated host (default: the newest verified release in ``DEFAULT_VERSION``, else the newest
-bundle); ``resolve_version`` returns its ``HostVersion`` or raises ``UnsupportedVersion`` with a
+Contract: muse-sim plays the versions of ``PLAYED``, each on the surface of the MSP bundle it
+names (``muse_acp_wire.msp_bundles``): its own, or for a version of ``PLAYED_ON_OLDER`` an
+older bundle's (what it does differently lives in ``state.profile.VERSION_FACTS``). Ingesting a
+bundle makes no version playable: a version is played once the simulator knows its behaviour.
+``MUSE_SIM_VERSION`` names the simulated host (default: ``DEFAULT_VERSION``);
+``resolve_version`` returns its ``HostVersion`` or raises ``UnsupportedVersion`` with a
 message fit for the user. A version's release build comes from ``RELEASE_BUILDS`` (the builds
 real hosts of that version report), else a made-up ``R0.1``. This module imports no models:
 ``muse-sim --version`` answers from it alone.
@@ -20,6 +20,7 @@ from typing import Final, NamedTuple
 __all__ = [
     "DEFAULT_VERSION",
     "HOST_VERSIONS",
+    "PLAYED",
     "PLAYED_ON_OLDER",
     "VERSION_ENV",
     "HostVersion",
@@ -43,8 +44,17 @@ RELEASE_BUILDS: Final[Mapping[str, str]] = MappingProxyType(
 )
 """The release build real hosts of each version report after the version."""
 
-PLAYED_ON_OLDER: Final = ("1.4.4",)
-"""Versions played without a bundle of their own: Muse's stable channel since 2026-10-10."""
+PLAYED_ON_OLDER: Final[Mapping[str, str]] = MappingProxyType({"1.4.4": "1.4.2"})
+"""Versions played on an older bundle's surface, with that bundle: 1.4.4 (Muse's stable channel
+since 2026-10-10) on 1.4.2's, the surface its simulated behaviour was written against."""
+
+PLAYED: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        **{version: version for version in ("1.1.1", "1.2.1", "1.3.0", "1.4.2")},
+        **PLAYED_ON_OLDER,
+    }
+)
+"""Every version muse-sim plays, oldest first, with the bundle whose surface it serves."""
 
 
 class HostVersion(NamedTuple):
@@ -65,7 +75,8 @@ class HostVersion(NamedTuple):
 HOST_VERSIONS: Final[Mapping[str, HostVersion]] = MappingProxyType(
     {
         version: HostVersion(version, RELEASE_BUILDS.get(version, "R0.1"))
-        for version in (*BUNDLES, *(v for v in PLAYED_ON_OLDER if v not in BUNDLES))
+        for version, bundle in PLAYED.items()
+        if bundle in BUNDLES
     }
 )
 

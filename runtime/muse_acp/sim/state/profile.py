@@ -5,7 +5,7 @@ its fingerprint, method tables and features read off what its own bundle publish
 (``muse_acp.host.bindings``), never off a list of version strings. Facts a bundle does not carry
 live in ``VERSION_FACTS``, one row per version; a version without a row takes the nearest older
 row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played without
-a bundle of its own (``options.versions.PLAYED_ON_OLDER``) serves the nearest older bundle's
+an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's
 surface with its own row's fingerprint, less the methods and notifications its row withdraws.
 Frames are built with the vocabulary models; feature flags say which later additions an older
 host leaves out.
@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Final
 
 from muse_acp.host.bindings import bindings_for, parse_version
-from muse_acp.sim.options.versions import HostVersion
+from muse_acp.sim.options.versions import PLAYED_ON_OLDER, HostVersion
 
 __all__ = ["VERSION_FACTS", "HostProfile", "VersionFacts", "facts_for", "load_profile"]
 
@@ -138,10 +138,9 @@ class HostProfile:
 
 def load_profile(version: HostVersion) -> HostProfile:
     """The profile of ``version``; raises ``KeyError`` for a version without a bundle."""
-    bindings = bindings_for(version.version)
-    own = VERSION_FACTS.get(version.version)
-    on_older = own is not None and own.fingerprint is not None
-    if bindings.version != version.version and not on_older:
+    surface = PLAYED_ON_OLDER.get(version.version, version.version)
+    bindings = bindings_for(surface)
+    if bindings.version != surface:
         raise KeyError(version.version)
     facts = facts_for(version.version)
     return HostProfile(
