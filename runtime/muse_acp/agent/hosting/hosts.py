@@ -3,12 +3,14 @@
 Contract: a ``HostKeeper`` keeps at most one ``muse serve`` process for one purpose (a session's
 execution or read host, the catalog host): ``start`` waits (at most ``PROCESS_EXIT_BUDGET``) until
 its previous process and that of the keeper it follows (``after``) are reaped, so no two race
-for Muse's session lease; ``holding`` keeps the idle timer off it; it closes after ``idle``
-seconds unheld, on ``close``, or when it dies. Its ``environment`` lasts exactly as long as each
-process. ``Hosting`` starts hosts (``opener``, at most ``MAX_CONCURRENT_STARTS`` at once) and
-owns no keeper. ``ask`` sends one MSP request within a budget and maps every failure to the ACP
-failure of the caller's phase: ``deadlineExceeded``, ``hostExited`` or ``hostRejected`` (or the
-caller's ``refusal``). Every host call of the agent goes through ``ask`` or ``asking``.
+for Muse's session lease; ``holding`` keeps the idle timer off it, and so does ``busy`` while it
+says so (work Muse runs on the host by itself); it closes after ``idle`` seconds unheld and not
+busy, on ``close``, or when it dies, and then ``ended`` is called. Its ``environment`` lasts
+exactly as long as each process. ``Hosting`` starts hosts (``opener``, at most
+``MAX_CONCURRENT_STARTS`` at once) and owns no keeper. ``ask`` sends one MSP request within a
+budget and maps every failure to the ACP failure of the caller's phase: ``deadlineExceeded``,
+``hostExited`` or ``hostRejected`` (or the caller's ``refusal``). Every host call of the agent
+goes through ``ask`` or ``asking``.
 """
 
 from __future__ import annotations
@@ -236,6 +238,10 @@ class HostKeeper:
         self._activity = anyio.Event()
         self._users = 0
         self._starting = anyio.Lock()
+        self.busy: Callable[[], bool] = lambda: False
+        """True while the host runs work of its own that must not be idled out under it."""
+        self.ended: Callable[[], None] = lambda: None
+        """Called once a host of this keeper is gone (what ran on it is gone too)."""
 
     @property
     def host(self) -> MspHost | None:
@@ -368,6 +374,7 @@ class HostKeeper:
             logger.debug("%s: host ended", self.name, exc_info=True)
         finally:
             self._host = None
+            self.ended()
             gone.set()
 
     async def _keep(self, host: MspHost, stop: anyio.Event) -> None:
@@ -375,7 +382,7 @@ class HostKeeper:
             with anyio.move_on_after(self._idle) as waited:
                 await wait_first(self._activity, stop, host.dead)
             self._activity = anyio.Event()
-            if waited.cancelled_caught and self._users == 0:
+            if waited.cancelled_caught and self._users == 0 and not self.busy():
                 logger.debug("%s: closing the idle host", self.name)
                 stop.set()  # from now on nobody is handed this host
                 return
