@@ -1,5 +1,6 @@
 """``/tasks`` over the wire: the background tasks and workflows Muse runs for a session are
-listed and stopped one by one, and their cards keep updating after the prompt ended, however
+listed and stopped one by one (and a load replays their cards as they ended), and their cards
+keep updating after the prompt ended, however
 short the host's idle period (background work keeps its host, from 1.3.0, where Muse marks a
 task sent to the background). muse-sim's ``sim:background`` and ``sim:workflow`` run on after
 their turn and report progress once it ended; before 1.3.0 they complete by themselves, and
@@ -76,6 +77,15 @@ async def test_tasks_lists_background_work_and_stops_it_one_by_one(
         await _card_status(agent, session, workflow, before, "failed")
         none_left = await _reply(agent, session, "/tasks")
         unknown = await _reply(agent, session, "/tasks stop 1")
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+        replayed = {u.tool_call_id: u for u in _cards(agent, session)}
+    # The load shows both cards as they ended, stopped.
+    assert (replayed[task].title, replayed[task].status) == (first_task.title, "failed")
+    assert (replayed[workflow].title, replayed[workflow].status) == (first_workflow.title, "failed")
     assert listed.startswith("Background work Muse runs for this session:")
     titled = first_task.title  # the card's title: Muse's description of the command
     assert titled == "Run a long command in the background"
