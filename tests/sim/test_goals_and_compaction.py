@@ -10,7 +10,7 @@ import pytest
 
 from muse_acp.sim.state.ids import new_uuid7
 
-from .harness import SimPeer, item_of, labels, sim_served
+from .harness import SimPeer, agent_texts, item_of, labels, sim_served
 
 pytestmark = pytest.mark.anyio
 
@@ -118,3 +118,45 @@ async def test_goal_commands_do_not_exist_before_1_3_0(tmp_path: Path, version: 
         session_id = await _ready(sim)
         error = await sim.error("goal/set", command(session_id, objective="Ship it"))
     assert error["code"] == -32601
+
+
+@pytest.mark.parametrize("version", ["1.3.0", "1.4.2"])
+async def test_a_goal_wakes_a_turn_that_a_stop_ends_with_the_goal_paused(
+    tmp_path: Path, version: str
+) -> None:
+    async with sim_served(tmp_path, version) as sim:
+        session_id = await _ready(sim)
+        woke = command(session_id, objective="Green the suite")
+        ack = await sim.call("goal/set", woke)
+        first = await sim.until_method("turn/completed")
+        held = await sim.call("goal/edit", command(session_id, objective="sim:hold\nAgain"))
+        started = await sim.until_method("turn/started")
+        # While a goal turn runs, an edit names that turn and steers it.
+        steered = await sim.call("goal/edit", command(session_id, objective="sim:hold\nOnce more"))
+        await sim.call("turn/interrupt", command(session_id, turnId=held["turnId"]))
+        stopped = await sim.until_method("turn/completed")
+        paused = await sim.call("goal/edit", command(session_id, objective="Later"))
+        resumed = await sim.call("goal/resume", command(session_id))
+        last = await sim.until_method("turn/completed")
+    assert sim.violations == []
+    assert labels(first)[:2] == ["session/goalChanged", "turn/started"]
+    assert first[1]["params"] == {
+        **first[1]["params"],
+        "turnId": ack["turnId"],
+        "commandId": woke["commandId"],
+    }
+    kinds = [item_of(f)["kind"] for f in first if "item" in f.get("params", {})]
+    assert "agentMessage" in kinds
+    assert "userMessage" not in kinds
+    assert "Green the suite" in agent_texts(first)
+    assert started[-1]["params"]["turnId"] == held["turnId"] == steered["turnId"]
+    goals = [f["params"]["goal"] for f in stopped if f.get("method") == "session/goalChanged"]
+    assert goals[-1] == {
+        "objective": "sim:hold\nOnce more",
+        "status": "paused",
+        "percentComplete": 0,
+    }
+    assert stopped[-1]["params"]["terminal"] == "cancelled"
+    assert "turnId" not in paused  # a paused goal wakes nothing
+    assert last[-1]["params"]["turnId"] == resumed["turnId"]
+    assert "Later" in agent_texts(last)

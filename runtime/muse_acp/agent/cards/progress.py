@@ -57,12 +57,17 @@ def plan_update(items: Sequence[msp.TodoItem]) -> acp.PlanSessionUpdate:
     )
 
 
+ACTIVE_TURN_META: Final = "muse/activeTurnId"
+
+
 def active_turn_update(turn_id: str | None) -> acp.SessionInfoUpdateSessionUpdate:
     """The ``session_info_update`` that names the running turn (see the module contract)."""
-    meta = acp.MuseSessionInfoMeta.model_validate({"muse/activeTurnId": turn_id})
+    meta = acp.MuseSessionInfoMeta.model_validate({ACTIVE_TURN_META: turn_id})
+    dumped = meta.model_dump(mode="json", by_alias=True)
+    # Only the turn: the model's other members (the goal) would read as announced, and cleared.
     return acp.SessionInfoUpdateSessionUpdate(
         session_update="session_info_update",
-        field_meta=meta.model_dump(mode="json", by_alias=True),
+        field_meta={ACTIVE_TURN_META: dumped[ACTIVE_TURN_META]},
     )
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "TITLE_LIMIT_CHARS",
     "CardFacts",
     "CardItem",
+    "card_title",
     "kind_for_tool",
     "output_reference_update",
     "refused_title",
@@ -192,6 +193,11 @@ def tool_call_update(
         name=tool_name(item),
     )
     return _fill(update, session_id, item, args, output, policy, meta, facts)
+
+
+def card_title(item: CardItem) -> str:
+    """The title ``item``'s card shows."""
+    return _title(item, _Arguments.of(item))
 
 
 def tool_arguments(args: str) -> Mapping[str, JsonValue]:

@@ -1,5 +1,6 @@
 """Local commands: ``/status``, ``/models``, ``/skills``, ``/rename TITLE``, ``/logout``,
-``/compact``, ``/goal``, ``/mcp`` and the reviews (each command's logic in its own module).
+``/compact``, ``/goal``, ``/tasks``, ``/mcp`` and the reviews (each command's logic in its own
+module).
 
 Contract: a local command never starts a model turn, except ``/plan TEXT`` (``plan_mode``) and
 the reviews (``review``), which are turns by design. ``recognise`` finds one only when the first
@@ -25,6 +26,7 @@ from muse_acp import __version__
 from muse_acp.agent.announcements.catalog import adopt_catalog, read_catalog
 from muse_acp.agent.announcements.session_state import read_plan_usage
 from muse_acp.agent.commands import account
+from muse_acp.agent.commands.background_tasks import TASKS_HINT, run_tasks
 from muse_acp.agent.commands.compaction import run_compact
 from muse_acp.agent.commands.goal import GOAL_HINT, run_goal
 from muse_acp.agent.commands.mcp_listing import run_mcp
@@ -319,6 +321,7 @@ BUILTINS: Final[Mapping[str, Builtin]] = MappingProxyType(
             Builtin("review-commit", "Review one commit", COMMIT_HINT, run_review_commit),
             Builtin("compact", "Have Muse compact this session's history", None, run_compact),
             Builtin("goal", "Show or change the session goal", GOAL_HINT, run_goal),
+            Builtin("tasks", "List or stop Muse's background work", TASKS_HINT, run_tasks),
             Builtin("mcp", "List this session's MCP servers", None, run_mcp),
             Builtin("plan", "Enter plan mode and plan a change", "what to plan", run_plan),
         )

@@ -1,13 +1,20 @@
 """``/goal``: the session goal, shown on every Muse and controlled where Muse has ``goal/*``.
 
-Contract: ``run_goal`` answers with one agent message and never starts a turn itself. ``/goal``
-(or ``/goal show``) shows the goal Muse last announced, with no host involved. ``/goal set
-TEXT``, ``pause``, ``resume`` and ``clear`` send the matching ``goal/*`` command on a Muse
-offering goals (``features``: ``goals``), and the reply shows the new goal; an older Muse
-gets nothing and the reply names the version needed. Anything else lists the forms.
+Contract: ``run_goal`` answers with one agent message. ``/goal`` (or ``/goal show``) shows the
+goal Muse last announced, with no host involved. ``/goal set TEXT``, ``edit TEXT`` (replace the
+objective), ``pause``, ``resume`` and ``clear`` send the matching ``goal/*`` command on a Muse
+offering goals (``features``: ``goals``), and the reply shows the new goal; an older Muse gets
+nothing and the reply names the version needed. Anything else lists the forms.
+
+When the command woke a turn to work on the goal (Muse names it in the acknowledgement: a fresh
+one on an idle session, else the one it runs), the prompt stays open and follows that turn to
+its end as its own (``goal_turn``): the user sees it live, Stop (``session/cancel``) cancels it
+in Muse, and a prompt sent meanwhile waits for it in the session's line; the prompt ends with
+the turn's stop reason. A paused goal wakes nothing, and the reply ends the prompt.
 
 Errors: failing to start or reach the host is an error of the prompt; a refusal or failure of
-the command itself is told in the reply and changes nothing.
+the command itself is told in the reply and changes nothing; a goal turn that fails fails the
+prompt, as a prompt's own turn would.
 """
 
 from __future__ import annotations
@@ -18,27 +25,44 @@ from typing import Final
 
 import anyio
 
-from muse_acp.agent.commands.session_commands import send_command, session_host
+from muse_acp.agent.commands.session_commands import session_host
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.hosting.hosts import ask
+from muse_acp.agent.prompts.goal_turn import GoalWatch, follow_goal_turn
 from muse_acp.agent.sessions.session import AcpSession
-from muse_acp.agent.translation.goal_state import goal_text, goal_update
+from muse_acp.agent.translation.goal_state import goal_text
 from muse_acp.agent.turns.work import SessionWork
+from muse_acp.host.client import MspHost
 from muse_acp.host.features import HostFeatures, first_declaring
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
+from muse_acp.tasks import wait_first
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
 __all__ = ["GOAL_HINT", "OBJECTIVE_LIMIT", "run_goal"]
 
-GOAL_HINT: Final = "set TEXT | pause | resume | clear (nothing: show the goal)"
+GOAL_HINT: Final = "set TEXT | edit TEXT | pause | resume | clear (nothing: show the goal)"
 OBJECTIVE_LIMIT: Final = 4000
 """Longest goal text sent to Muse, in characters."""
 _USAGE: Final = (
-    "Use /goal to show the session goal, /goal set TEXT to give Muse a goal, or /goal pause, "
-    "/goal resume or /goal clear. Nothing was changed."
+    "Use /goal to show the session goal, /goal set TEXT to give Muse a goal, /goal edit TEXT "
+    "to replace its objective, or /goal pause, /goal resume or /goal clear. Nothing was changed."
+)
+_DONE: Final = MappingProxyType(
+    {
+        "set": "Goal set.",
+        "edit": "Goal edited.",
+        "pause": "Goal paused.",
+        "resume": "Goal resumed.",
+        "clear": "Goal cleared.",
+    }
+)
+_WORKING: Final = (
+    "Muse is working on the goal now: its turn follows here, Stop interrupts it, and "
+    "what you send meanwhile waits for it."
 )
 _REFUSALS: Final = MappingProxyType(
     {
@@ -64,7 +88,8 @@ async def run_goal(
     if verb in ("", "show", "status") and not objective:
         await session.say(_shown(session))
         return "end_turn"
-    if verb not in ("set", "pause", "resume", "clear") or (verb == "set") != bool(objective):
+    texted = verb in ("set", "edit")
+    if verb not in _DONE or texted != bool(objective):
         await session.say(_USAGE)
         return "end_turn"
     features = await _features(ctx, session)
@@ -74,32 +99,41 @@ async def run_goal(
     if len(objective) > OBJECTIVE_LIMIT:
         await session.say(
             f"The goal is {len(objective):,} characters long; Muse takes at most "
-            f"{OBJECTIVE_LIMIT:,}. Shorten it and send /goal set again. Nothing was changed."
+            f"{OBJECTIVE_LIMIT:,}. Shorten it and send /goal {verb} again. Nothing was changed."
         )
         return "end_turn"
     host = await session_host(ctx, session, work)
     if host is None:
         return "cancelled"
-    announced = anyio.Event()
+    async with session.execution.holding(host):
+        watch = GoalWatch(session, host)
+        watch.start()
+        try:
+            return await _command_and_turn(ctx, session, work, host, watch, verb, objective)
+        finally:
+            watch.close()
 
-    async def on_event(method: str, params: WireModel) -> None:
-        if isinstance(params, msp.SessionGoalChangedParams):
-            await session.outlet.send(goal_update(params.goal))
-            announced.set()
 
+async def _command_and_turn(
+    ctx: AgentContext,
+    session: AcpSession,
+    work: SessionWork,
+    host: MspHost,
+    watch: GoalWatch,
+    verb: str,
+    objective: str,
+) -> acp.StopReason:
+    """Send the command, reply, then follow the turn it woke (see the module contract)."""
     method, params = _command(verb, session.session_id, objective)
     async with work.commit():  # Muse changes the goal once asked
         try:
-            await send_command(
-                session,
+            result = await ask(
                 host,
                 method,
                 params,
                 msp.GoalCommandResult,
-                on_event=on_event,
-                until=announced,
-                wait=ctx.config.deadlines.submit,
-                awaits=lambda ack: ack.status == "accepted",
+                phase="submitting",
+                budget=ctx.config.deadlines.submit,
                 refusal=partial(_refusal, verb),
             )
         except _Refused as refused:
@@ -109,12 +143,17 @@ async def run_goal(
             detail = redact(" ".join(error.message.split()), environ=ctx.environ, limit=500)
             await session.say(f"/goal {verb} failed and the goal may be unchanged: {detail}")
             return "end_turn"
-    done = {"set": "Goal set.", "pause": "Goal paused.", "resume": "Goal resumed."}
-    lead = done.get(verb, "Goal cleared.")
-    if not announced.is_set():
+        if result.status == "accepted":
+            with anyio.move_on_after(ctx.config.deadlines.submit):
+                await wait_first(watch.announced, host.dead)
+    lead = _DONE[verb]
+    if result.status == "accepted" and not watch.announced.is_set():
         lead += " Muse accepted it but has not announced the new goal yet."
-    await session.say(f"{lead}\n{_shown(session)}")
-    return "end_turn"
+    woken = result.turn_id if result.status == "accepted" else None
+    await session.say(f"{lead}\n{_shown(session)}" + (f"\n{_WORKING}\n" if woken else ""))
+    if woken is None:
+        return "end_turn"
+    return await follow_goal_turn(ctx, session, work, host, woken, watch)
 
 
 def _shown(session: AcpSession) -> str:
@@ -146,6 +185,10 @@ def _command(verb: str, session_id: str, objective: str) -> tuple[str, WireModel
         return "goal/set", msp.GoalSetParams(
             command_id=command_id, session_id=session_id, objective=objective
         )
+    if verb == "edit":
+        return "goal/edit", msp.GoalEditParams(
+            command_id=command_id, session_id=session_id, objective=objective
+        )
     models: dict[str, type[msp.GoalPauseParams | msp.GoalResumeParams | msp.GoalClearParams]]
     models = {"pause": msp.GoalPauseParams, "resume": msp.GoalResumeParams}
     model = models.get(verb, msp.GoalClearParams)
@@ -157,5 +200,5 @@ def _refusal(verb: str, error: RpcError) -> RpcError | None:
     template = _REFUSALS.get(str(data.get("reason")))
     if template is None:
         return None
-    state = "active" if verb == "pause" else "paused"
+    state = "active" if verb == "pause" else "paused"  # edit is never refused for its state
     return _Refused(error.code, template.format(verb=verb, state=state))

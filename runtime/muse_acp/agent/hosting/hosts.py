@@ -3,12 +3,13 @@
 Contract: a ``HostKeeper`` keeps at most one ``muse serve`` process for one purpose (a session's
 execution or read host, the catalog host): ``start`` waits (at most ``PROCESS_EXIT_BUDGET``) until
 its previous process and that of the keeper it follows (``after``) are reaped, so no two race
-for Muse's session lease; ``holding`` (one use of a host) and ``occupied`` (its owner's work,
-which may start and prepare a host for longer than ``idle``) keep the idle timer off it; it
-closes after ``idle`` seconds unheld and unoccupied, on ``close``, or when it dies. Its
-``environment`` lasts exactly as long as each process. ``Hosting`` starts hosts (``opener``, at
-most ``MAX_CONCURRENT_STARTS`` at once) and owns no keeper. ``ask`` sends one MSP request within
-a budget and maps every failure to the ACP failure of the caller's phase: ``deadlineExceeded``,
+for Muse's session lease; ``holding`` (one use of a host), ``occupied`` (its owner's work, which
+may start and prepare a host for longer than ``idle``) and ``busy`` (work Muse runs on the host
+by itself, while it says so) keep the idle timer off it; it closes after ``idle`` seconds
+otherwise, on ``close``, or when it dies, and then ``ended`` is called. Its ``environment``
+lasts exactly as long as each process. ``Hosting`` starts hosts (``opener``, at most
+``MAX_CONCURRENT_STARTS`` at once) and owns no keeper. ``ask`` sends one MSP request within a
+budget and maps every failure to the ACP failure of the caller's phase: ``deadlineExceeded``,
 ``hostExited`` or ``hostRejected`` (or the caller's ``refusal``). Every host call of the agent
 goes through ``ask`` or ``asking``.
 """
@@ -238,6 +239,10 @@ class HostKeeper:
         self._activity = anyio.Event()
         self._users = 0
         self._starting = anyio.Lock()
+        self.busy: Callable[[], bool] = lambda: False
+        """True while the host runs work of its own that must not be idled out under it."""
+        self.ended: Callable[[], None] = lambda: None
+        """Called once a host of this keeper is gone (what ran on it is gone too)."""
 
     @property
     def host(self) -> MspHost | None:
@@ -322,10 +327,10 @@ class HostKeeper:
         finally:
             self.occupied(False)
 
-    def occupied(self, busy: bool) -> None:
-        """Work of the keeper's owner began (``busy``) or ended: while any runs, the idle timer
+    def occupied(self, began: bool) -> None:
+        """Work of the keeper's owner ``began`` or ended: while any runs, the idle timer
         leaves the host alone, the one running and the one it starts and prepares."""
-        self._users += 1 if busy else -1
+        self._users += 1 if began else -1
         self._activity.set()
 
     @asynccontextmanager
@@ -374,6 +379,7 @@ class HostKeeper:
             logger.debug("%s: host ended", self.name, exc_info=True)
         finally:
             self._host = None
+            self.ended()
             gone.set()
 
     async def _keep(self, host: MspHost, stop: anyio.Event) -> None:
@@ -381,7 +387,7 @@ class HostKeeper:
             with anyio.move_on_after(self._idle) as waited:
                 await wait_first(self._activity, stop, host.dead)
             self._activity = anyio.Event()
-            if waited.cancelled_caught and self._users == 0:
+            if waited.cancelled_caught and self._users == 0 and not self.busy():
                 logger.debug("%s: closing the idle host", self.name)
                 stop.set()  # from now on nobody is handed this host
                 return

@@ -9,27 +9,22 @@ or background task; it is checked in this order: negotiated (-32600), the sessio
 nothing left to stop), that host can stop work (-32600 naming its version and the first that
 can), and the card shows a workflow or background task still running (-32602). Then
 ``workflow/cancel`` (a workflow) or ``task/stop`` (a background task) is sent within the submit
-budget, and the answer ``{status, target, kind}`` says whether Muse took it (``accepted``) or
-the work had already ended (``noop``). The card itself reports the outcome as Muse sends it.
+budget (``background_tasks.stop_work``, which ``/tasks stop`` uses too), and the answer
+``{status, target, kind}`` says whether Muse took it (``accepted``) or the work had already
+ended (``noop``). The card itself reports the outcome as Muse sends it.
 It does not occupy the session: stopping background work while a prompt runs is the point.
 """
 
 from __future__ import annotations
 
-from typing import Final
-
+from muse_acp.agent.commands.background_tasks import FIRST_TASK_HOST, stop_work
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
-from muse_acp.agent.hosting.hosts import ask
-from muse_acp.ids import new_uuid7
 from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, RequestContext, RpcError
 from muse_acp.text import quoted
-from muse_acp_wire import acp, msp
+from muse_acp_wire import acp
 
 __all__ = ["FIRST_TASK_HOST", "handle_task"]
-
-FIRST_TASK_HOST: Final = "1.3.0"
-"""The first Muse version that can stop workflows and background tasks."""
 
 
 def _unavailable(version: str) -> RpcError:
@@ -75,33 +70,7 @@ async def handle_task(
             f"task in session {session.session_id}; name a card whose work is still running",
             {"target": params.target[:100]},
         )
-    budget = ctx.config.deadlines.submit
     # Muse stops the work once asked: the asking is the request's commit.
-    async with rctx.commit(), session.execution.holding(host):
-        if target.kind == "workflow":
-            ack = await ask(
-                host,
-                "workflow/cancel",
-                msp.WorkflowCancelParams(
-                    command_id=new_uuid7(),
-                    session_id=session.session_id,
-                    workflow_run_id=target.host_id,
-                ),
-                msp.CommandAck,
-                phase="cancelling",
-                budget=budget,
-            )
-            status = ack.status
-        else:
-            result = await ask(
-                host,
-                "task/stop",
-                msp.TaskStopParams(
-                    command_id=new_uuid7(), session_id=session.session_id, task_id=target.host_id
-                ),
-                msp.TaskCommandResult,
-                phase="cancelling",
-                budget=budget,
-            )
-            status = result.status
+    async with rctx.commit():
+        status = await stop_work(ctx, session, host, target)
     return acp.MuseTaskResponse(status=status, target=params.target, kind=target.kind)

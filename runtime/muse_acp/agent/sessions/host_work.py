@@ -4,8 +4,10 @@ Contract: a ``RunningWork`` is told of every item event relayed for its session 
 keeps, by the card's ``toolCallId``, the workflows (their ``workflowRunId``) and background tool
 tasks (the item's ``itemId``, which ``task/stop`` names) still in progress; an item that ended,
 or a tool call that is not in the background, is dropped. ``find`` answers which one a card
-shows, for ``_muse/task``. It is bounded (``MAX_RUNNING``, the oldest forgotten first) and
-keeps nothing once the work ended.
+shows, for ``_muse/task``, and ``listed`` names them all in the order they started, each with
+its card's title, for ``/tasks``. It is bounded (``MAX_RUNNING``, the oldest forgotten first)
+and keeps nothing once the work ended, nor once its host is gone (``clear``): Muse's background
+work ends with its host.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from muse_acp.agent.cards.tool_cards import tool_call_id
+from muse_acp.agent.cards.tool_cards import card_title, tool_call_id
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
@@ -29,6 +31,8 @@ class WorkTarget:
 
     kind: Literal["workflow", "task"]
     host_id: str
+    title: str = ""
+    """The title of the card that shows it."""
 
 
 class RunningWork:
@@ -36,6 +40,9 @@ class RunningWork:
 
     def __init__(self) -> None:
         self._by_card: dict[str, WorkTarget] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_card)
 
     def note(self, params: WireModel) -> None:
         item = params.item if isinstance(params, msp.ItemEventParams) else None
@@ -52,11 +59,19 @@ class RunningWork:
         if item.status != "inProgress":
             self._by_card.pop(card, None)
             return
-        self._by_card.pop(card, None)
-        self._by_card[card] = target
+        # Work already known keeps its place in the order work started, with its latest title.
+        self._by_card[card] = WorkTarget(target.kind, target.host_id, card_title(item))
         while len(self._by_card) > MAX_RUNNING:
             del self._by_card[next(iter(self._by_card))]
 
     def find(self, card: str) -> WorkTarget | None:
         """The running workflow or background task ``card`` shows, if any."""
         return self._by_card.get(card)
+
+    def listed(self) -> list[tuple[str, WorkTarget]]:
+        """Every running workflow and background task, by card, oldest first."""
+        return list(self._by_card.items())
+
+    def clear(self) -> None:
+        """Forget everything: the host that ran it is gone."""
+        self._by_card.clear()

@@ -165,6 +165,9 @@ class AcpSession:
             plans=self.plans,
         )
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
+        # Background work Muse runs keeps its host (and so its cards' updates) while it runs.
+        self.execution.keeper.busy = lambda: len(self.running) > 0
+        self.execution.keeper.ended = self.running.clear
         idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
         self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)
         self.steering = SteeringQueue(self._steer_target, self.hosting.config.deadlines.submit)

@@ -25,6 +25,7 @@ from muse_acp.sim.model.asks import (
     split_stages,
 )
 from muse_acp.sim.model.compacting import auto_compact
+from muse_acp.sim.model.goal_turns import pause_stopped_goal
 from muse_acp.sim.model.notices import (
     miss_events,
     name_session,
@@ -157,6 +158,9 @@ class TurnRunner:
         else:
             params = await session.emit("turn/started", started)
         await status_changed(self.ctx, session, "running", params.view_cursor)
+        if request.goal:  # Muse woke it: no user message, and not the session's first prompt
+            session.update(active_turn_id=request.turn_id)
+            return
         self._message = await self.turn.user_message(request.text, request.command_id)
         first_prompt = session.meta.first_user_prompt or request.text
         session.update(active_turn_id=request.turn_id, first_user_prompt=first_prompt)
@@ -408,6 +412,8 @@ class TurnRunner:
         for cleanup in reversed(list(turn.open_items.values())):
             await cleanup()
         turn.open_items.clear()
+        if turn.request.goal:
+            await pause_stopped_goal(self.session)
         reason = f"cancelled while {turn.phase}"
         params, body = self.session.record(
             "turn/completed", lambda pos: self._completed(pos, "cancelled", reason=reason)

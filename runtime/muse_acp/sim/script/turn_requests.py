@@ -29,6 +29,8 @@ class TurnRequest:
     attachments: tuple[dict[str, object], ...] = ()
     display_text: str | None = None
     effort: str | None = None
+    goal: bool = False
+    """A turn the host woke for the session goal: it has no user message."""
 
 
 @dataclass(frozen=True, slots=True)
