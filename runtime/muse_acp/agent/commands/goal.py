@@ -4,17 +4,12 @@ Contract: ``run_goal`` answers with one agent message. ``/goal`` (or ``/goal sho
 goal Muse last announced, with no host involved. ``/goal set TEXT``, ``edit TEXT`` (replace the
 objective), ``pause``, ``resume`` and ``clear`` send the matching ``goal/*`` command on a Muse
 offering goals (``features``: ``goals``), and the reply shows the new goal; an older Muse gets
-nothing and the reply names the version needed. Anything else lists the forms.
-
-When the command woke a turn to work on the goal (Muse names it in the acknowledgement: a fresh
-one on an idle session, else the one it runs), the prompt stays open and follows that turn to
-its end as its own (``goal_turn``): the user sees it live, Stop (``session/cancel``) cancels it
-in Muse, and a prompt sent meanwhile waits for it in the session's line; the prompt ends with
-the turn's stop reason. A paused goal wakes nothing, and the reply ends the prompt.
-
-Errors: failing to start or reach the host is an error of the prompt; a refusal or failure of
-the command itself is told in the reply and changes nothing; a goal turn that fails fails the
-prompt, as a prompt's own turn would.
+nothing and the reply names the version needed. Anything else lists the forms. When the command
+woke a turn for the goal (named in Muse's acknowledgement), the prompt stays open and follows
+that turn to its end as its own (``goal_turn``): shown live, stopped by ``session/cancel``, a
+prompt sent meanwhile waiting its turn; the prompt ends with the turn's stop reason. Errors:
+failing to reach the host is an error of the prompt; a refusal or failure of the command is told
+in the reply and changes nothing; a goal turn that fails fails the prompt, as a turn would.
 """
 
 from __future__ import annotations
