@@ -41,7 +41,9 @@ def _item(
     return item
 
 
-def _wire(update: acp.SessionUpdate) -> dict[str, Any]:
+def _wire(update: acp.SessionUpdate | list[acp.SessionUpdate]) -> dict[str, Any]:
+    if isinstance(update, list):  # a sighting: one update unless the card is a terminal
+        (update,) = update
     dumped: dict[str, Any] = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
     acp.SessionNotification.model_validate({"sessionId": SESSION, "update": dumped})
     return dumped

@@ -99,6 +99,9 @@ class Negotiated:
     delete: bool = False
     """The installed Muse has its own ``session/delete`` (see ``deletion``): only then is
     delete advertised."""
+    terminal_output: bool = False
+    """The client shows a shell card's output as a live terminal (``_meta.terminal_output``
+    true in its capabilities, as Zed declares it; see ``cards.terminal_cards``)."""
     notices: bool = False
     """The client shows ACP notices (``session.notices``): warnings go out as ``notice``
     updates rather than chat text (``errors.notices``)."""
@@ -160,7 +163,15 @@ def negotiate(
         delete=on_msp and features.has("sessionDelete"),
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
         notices=session is not None and session.notices is not None,
+        terminal_output=_declares_terminal(capabilities),
     )
+
+
+def _declares_terminal(capabilities: acp.ClientCapabilities | None) -> bool:
+    """Whether the client declared the terminal convention (``_meta.terminal_output: true``, a
+    key of Zed's that no Muse extension schema names)."""
+    meta = (capabilities.field_meta if capabilities else None) or {}
+    return meta.get("terminal_output") is True
 
 
 def not_on_exec(method: str) -> RpcError:

@@ -225,7 +225,8 @@ async def handle_load(
         session.mcp_servers = servers
         if session.on_host:
             output = OutputPolicy(
-                references=ctx.negotiated.output and host.features.has("storedOutput")
+                references=ctx.negotiated.output and host.features.has("storedOutput"),
+                terminal=ctx.negotiated.terminal_output,
             )
             await replay_history(session, host, output, ctx.config.deadlines.read)
     if session.title:

@@ -68,7 +68,10 @@ async def run_turn(
         return "cancelled"
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
-    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
+    output = OutputPolicy(
+        references=ctx.negotiated.output and host.features.has("storedOutput"),
+        terminal=ctx.negotiated.terminal_output,
+    )
     translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     # Work that outlives the turn keeps updating its cards (``background``).

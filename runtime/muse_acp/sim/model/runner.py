@@ -43,7 +43,7 @@ from muse_acp.sim.model.tools import (
     compact_json,
     run_search,
     run_shell,
-    run_spawn,
+    run_timed,
     run_web,
     shell_args,
 )
@@ -62,6 +62,7 @@ from muse_acp.sim.script.directives import (
     Gap,
     Hold,
     Name,
+    Paced,
     Plan,
     ProtectedWrite,
     Search,
@@ -239,8 +240,8 @@ class TurnRunner:
                 await self._file_change("edit_file", args, directive)
             case Gap(count=count):
                 await miss_events(turn, count)
-            case Spawn():
-                await run_spawn(turn, directive)
+            case Spawn() | Paced():
+                await run_timed(turn, directive)
             case Name():
                 await name_session(turn, directive)
             case ViewLost():
