@@ -74,6 +74,8 @@ async def run_turn(
     )
     translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
+    if session.roots_unsent and host.features.has("workspaceRoots"):
+        turn.workspace_roots = [session.cwd, *session.further_roots]  # Muse may lack them
     # Work that outlives the turn keeps updating its cards (``background``).
     keep_relaying(host, session.session_id, turn.relay)
     async with session.execution.holding(host):
@@ -83,6 +85,8 @@ async def run_turn(
                 return await turn.run(parts)
         finally:
             session.turn = None
+            if turn.workspace_roots is not None and turn.acknowledged.is_set():
+                session.roots_unsent = False  # the turn's start gave Muse the session's roots
             if edited is not None:
                 edited.update(translator.cards.edited_paths)
             if turn.host_unsettled or host.dead.is_set():

@@ -65,6 +65,7 @@ from muse_acp.sim.script.directives import (
     Paced,
     Plan,
     ProtectedWrite,
+    Roots,
     Search,
     Shell,
     Spawn,
@@ -264,6 +265,9 @@ class TurnRunner:
                 flags = " ".join(self.ctx.options.safety_flags())
                 mode = self.session.meta.approval_mode
                 await turn.say(f"[host flags: {flags}; approval mode: {mode}]")
+            case Roots():
+                roots = self.session.roots or (self.session.meta.workspace_root or "",)
+                await turn.say(f"[workspace roots: {', '.join(roots)}]")
             case Stream(deltas=count):
                 pieces = [f"t{index} " for index in range(count)]
                 await turn.say("".join(pieces), pieces)

@@ -46,6 +46,7 @@ __all__ = [
     "Plan",
     "Prompt",
     "ProtectedWrite",
+    "Roots",
     "Search",
     "Shell",
     "Spawn",
@@ -219,6 +220,11 @@ class Flags:
 
 
 @dataclass(frozen=True, slots=True)
+class Roots:
+    """The model names the session's workspace roots (``sim:roots``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Stream:
     """An agent message of ``deltas`` text deltas (``sim:stream N``)."""
 
@@ -248,6 +254,7 @@ Directive: TypeAlias = (
     | SwitchModel
     | SwitchApproval
     | Flags
+    | Roots
 )
 
 
@@ -359,6 +366,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,
         "flags": _bare(Flags()),
+        "roots": _bare(Roots()),
     }
 )
 """Directive name -> parser of the rest of its line (None when the argument is unusable)."""
