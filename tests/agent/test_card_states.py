@@ -10,6 +10,7 @@ import pytest
 from muse_acp.agent.asks.permissions import PermissionCard
 from muse_acp.agent.cards.card_states import TURN_FILE_TEXT_LIMIT_BYTES, TurnCards
 from muse_acp.agent.cards.file_changes import FileBefore
+from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES
 from muse_acp.agent.cards.tool_cards import CardItem
 from muse_acp_wire import acp, msp
@@ -41,7 +42,9 @@ def _item(
     return item
 
 
-def _wire(update: acp.SessionUpdate) -> dict[str, Any]:
+def _wire(update: acp.SessionUpdate | list[acp.SessionUpdate]) -> dict[str, Any]:
+    if isinstance(update, list):  # a sighting: one update unless the card is a terminal
+        (update,) = update
     dumped: dict[str, Any] = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
     acp.SessionNotification.model_validate({"sessionId": SESSION, "update": dumped})
     return dumped
@@ -176,3 +179,44 @@ def test_a_refused_call_that_completed_stays_completed() -> None:
     cards.sighting(CALL, _item("completed", 1))
     assert cards.refused(CALL, "user") == []
     assert _statuses(cards, _item("completed", 2)) == [("tool_call_update", "completed")]
+
+
+def _shell(status: str, revision: int, **members: Any) -> CardItem:
+    wire = {
+        "itemId": "shell-1",
+        "kind": "userShell",
+        "turnId": None,
+        "revision": revision,
+        "status": status,
+        "commandId": "cmd-1",
+        "commandText": "make test",
+        **members,
+    }
+    item = msp.ItemEventParams.model_validate(
+        {"sessionId": "s", "viewCursor": "v:s:1", "item": wire}
+    ).item
+    assert isinstance(item, msp.UserShellItem)
+    return item
+
+
+def test_a_user_shell_card_shown_as_a_terminal_ends_with_the_exit_muse_reported() -> None:
+    cards = TurnCards(SESSION, cwd="/work", output=OutputPolicy(references=False, terminal=True))
+    (opened,) = [_wire(u) for u in cards.sighting("shell-1", _shell("inProgress", 1))]
+    assert opened["_meta"] == {"terminal_info": {"terminal_id": "shell-1", "cwd": "/work"}}
+    assert opened["content"] == [{"type": "terminal", "terminalId": "shell-1"}]
+    (chunk,) = [_wire(u) for u in cards.streamed("shell-1", "ok\n")]
+    assert chunk["_meta"] == {"terminal_output": {"terminal_id": "shell-1", "data": "ok\n"}}
+    ended = _shell("failed", 2, visibleOutput="ok\n", exitCode=2, exitSignal=9)
+    (closed,) = [_wire(u) for u in cards.sighting("shell-1", ended)]
+    assert closed["_meta"] == {
+        "terminal_exit": {"terminal_id": "shell-1", "exit_code": 2, "signal": "9"}
+    }
+    # Seen only once it ended (history), the card opens its terminal, then fills and closes it.
+    replayed = TurnCards(SESSION, output=OutputPolicy(references=False, terminal=True), replay=True)
+    first, second = [_wire(u) for u in replayed.sighting("shell-1", ended)]
+    assert (first["sessionUpdate"], second["sessionUpdate"]) == ("tool_call", "tool_call_update")
+    assert "terminal_info" in first["_meta"]
+    assert second["_meta"] == {
+        "terminal_output": {"terminal_id": "shell-1", "data": "ok\n"},
+        "terminal_exit": {"terminal_id": "shell-1", "exit_code": 2, "signal": "9"},
+    }

@@ -75,7 +75,8 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
         ({"muse/output": 1}, "1.1.1", Negotiated(mcp_http=True)),
         ({"muse/output": 1}, "1.3.0", Negotiated()),
         # Only 1.4.1 and 1.4.2 delete sessions: delete is advertised there alone.
-        ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True, delete=True)),
+        # ... and several workspace roots are taken from 1.4.2 on (additionalDirectories).
+        ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True, delete=True, workspace_roots=True)),
         ({"muse/output": 1}, None, Negotiated()),
         ({"muse/steering": 1}, "1.1.1", Negotiated(steering=True, mcp_http=True)),
         (
@@ -86,6 +87,9 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
         ({"steering": True}, "1.2.1", Negotiated(compatible_steering=True, mcp_http=True)),
         ({"steering": {"supported": False}}, "1.2.1", Negotiated(mcp_http=True)),
         ({"unrelated": "anything", "x/y": [1]}, "1.2.1", Negotiated(mcp_http=True)),
+        # Zed's terminal convention: a plain true, nothing else.
+        ({"terminal_output": True}, "1.1.1", Negotiated(mcp_http=True, terminal_output=True)),
+        ({"terminal_output": "yes"}, "1.1.1", Negotiated(mcp_http=True)),
     ],
 )
 def test_extensions_are_negotiated_only_when_asked_for_and_verified(

@@ -98,6 +98,16 @@ async def test_exec_advertises_only_what_it_can_do(chosen: World) -> None:
         }
         with anyio.fail_after(WAIT):
             session = await agent.new_session()
+            with pytest.raises(acp.RequestError) as one_folder:
+                await agent.conn.new_session(
+                    cwd=str(chosen.workspace),
+                    mcp_servers=[],
+                    additional_directories=[str(chosen.root)],
+                )
+            assert one_folder.value.code == -32602
+            assert "exec backend runs `muse exec`, which works in one folder" in str(
+                one_folder.value
+            )
             for call in (
                 agent.conn.list_sessions(cwd=str(chosen.workspace)),
                 agent.conn.load_session(

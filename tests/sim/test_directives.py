@@ -9,6 +9,7 @@ from muse_acp.sim.options.quirks import QUIRKS
 from muse_acp.sim.options.versions import HOST_VERSIONS
 from muse_acp.sim.script.directives import (
     DIRECTIVE_NAMES,
+    MAX_PACED_LINES,
     MAX_STREAM_DELTAS,
     Approve,
     AskUser,
@@ -18,6 +19,7 @@ from muse_acp.sim.script.directives import (
     Gap,
     Hold,
     Name,
+    Paced,
     Plan,
     Prompt,
     ProtectedWrite,
@@ -118,6 +120,26 @@ def test_staged_commands_split_at_command_separators() -> None:
     ],
 )
 def test_a_stream_directive_takes_a_bounded_delta_count(line: str, expected: Stream | None) -> None:
+    directives = parse_prompt(line).directives
+    assert directives == ((expected,) if expected is not None else ())
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("sim:paced 4 3", Paced(4, 3.0)),
+        ("sim:paced 1 0.25", Paced(1, 0.25)),
+        (f"sim:paced {MAX_PACED_LINES} 3600", Paced(MAX_PACED_LINES, 3600.0)),
+        ("sim:paced 0 1", None),
+        (f"sim:paced {MAX_PACED_LINES + 1} 1", None),
+        ("sim:paced 3 3601", None),
+        ("sim:paced 3", None),
+        ("sim:paced 3 -1", None),
+    ],
+)
+def test_a_paced_directive_takes_a_bounded_line_count_and_duration(
+    line: str, expected: Paced | None
+) -> None:
     directives = parse_prompt(line).directives
     assert directives == ((expected,) if expected is not None else ())
 

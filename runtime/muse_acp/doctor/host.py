@@ -37,6 +37,7 @@ FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
         "nativeApprovalPolicy": "the approval policy option, kept by Muse",
         "sessionDelete": "session/delete removes the session from Muse itself",
         "turnForkBoundary": "a fork can end after a chosen turn",
+        "workspaceRoots": "a session can work in several folders (additionalDirectories)",
     }
 )
 """What each optional feature gives a user; a feature missing here shows its name."""

@@ -42,6 +42,8 @@ class Needs:
     """Turn input part types (``skill``)."""
     capabilities: frozenset[str] = frozenset()
     """Capabilities the handshake must have granted."""
+    members: frozenset[tuple[str, str]] = frozenset()
+    """Members of models (model, field) the bundle must declare."""
 
     def declared_by(self, bindings: Bindings) -> bool:
         parts = bindings.outline.variants.get("TURN_INPUT_PART_VARIANTS", ())
@@ -50,6 +52,7 @@ class Needs:
             and self.notifications <= bindings.client_notifications
             and all(bindings.declares(m) for m in self.models)
             and all(part in parts for part in self.input_parts)
+            and all(field in bindings.fields(model) for model, field in self.members)
         )
 
 
@@ -72,6 +75,11 @@ NEEDS: Final[Mapping[Feature, Needs]] = MappingProxyType(
         "planUsage": _needs("usage/read", notes=("usage/changed",)),
         "sessionDelete": _needs("session/delete", notes=("session/deleteCompleted",)),
         "turnForkBoundary": _needs("session/fork", models=("ForkCutPoint",)),
+        "workspaceRoots": Needs(
+            members=frozenset(
+                {("SessionStartParams", "workspace_roots"), ("TurnStartParams", "workspace_roots")}
+            )
+        ),
     }
 )
 """Feature -> what the bundle a host is read with must declare for it."""

@@ -38,6 +38,7 @@ Feature = Literal[
     "planUsage",
     "sessionDelete",
     "turnForkBoundary",
+    "workspaceRoots",
 ]
 
 Version = tuple[int, int, int]

@@ -7,7 +7,9 @@ updates. A status only moves forward (``pending``, ``in_progress``, then ``compl
 ``failed``), also through permission requests. ``wants_before`` names the file to read once per
 editing card, before the tool runs, at most ``TURN_FILE_TEXT_LIMIT_BYTES`` per turn.
 ``refused`` marks a denied approval (shown as rejected; ACP's status is ``failed``).
-``edited_paths`` are the absolute paths of the editing tools whose cards completed.
+``edited_paths`` are the absolute paths of the editing tools whose cards completed. Under
+``OutputPolicy.terminal`` a shell card not declined shows a terminal (``terminal_cards``):
+``streamed`` sends its deltas as terminal chunks, and ``sighting`` may then give two updates.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from muse_acp.agent.asks.permissions import PermissionCard
 from muse_acp.agent.cards.file_changes import FileBefore, absolute_path, change_content, edit_path
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.cards.progress import OutputBuffer, output_progress_update, text_content
+from muse_acp.agent.cards.terminal_cards import TerminalStream, info_meta, is_shell
 from muse_acp.agent.cards.tool_cards import (
     CardFacts,
     CardItem,
@@ -78,6 +81,8 @@ class _Card:
     asked_before: bool = False
     """Its file was (or is being) read, or will never be."""
     refusal: Refusal | None = None
+    terminal: TerminalStream | None = None
+    """What its terminal was sent, when it shows one (``terminal_cards``)."""
 
     def advance(self, status: acp.ToolCallStatus) -> acp.ToolCallStatus:
         """``status``, or the one already shown when ``status`` would go back."""
@@ -115,17 +120,28 @@ class TurnCards:
         card = self._cards.get(call_id)
         return None if card is None else card.output
 
-    def sighting(self, call_id: str, item: CardItem) -> acp.SessionUpdate:
-        """The whole card for ``item``'s latest revision: ``tool_call`` the first time."""
+    def sighting(self, call_id: str, item: CardItem) -> list[acp.SessionUpdate]:
+        """The whole card for ``item``'s latest revision: ``tool_call`` the first time; a card
+        shown as a terminal that ends at its first sighting is ended by a second update."""
         card = self._cards.setdefault(call_id, _Card())
         card.output.mark_shown()
         card.asked_before = True  # the tool may run from now on: a later read is not "before"
         refusal = None if card.refusal is None else _REFUSALS[card.refusal]
-        facts = CardFacts(cwd=self.cwd, before=card.before, refusal=refusal)
+        if (
+            card.terminal is None
+            and not card.announced
+            and self.output.terminal
+            and refusal is None
+            and is_shell(item)
+        ):
+            card.terminal = TerminalStream(call_id)
+        terminal = card.terminal is not None
+        facts = CardFacts(cwd=self.cwd, before=card.before, refusal=refusal, terminal=terminal)
         build = tool_call_update if card.announced else tool_call
         update = build(
             self.session_id, item, card.output, self.output, call_id=call_id, facts=facts
         )
+        first = not card.announced
         card.announced = True
         update.status = card.advance(update.status or "pending")
         card.title = update.title or card.title
@@ -136,7 +152,33 @@ class TurnCards:
             and isinstance(item, msp.ToolCallItem)
         ):
             self._note_edit(item.tool, item.args)
-        return update
+        if card.terminal is None:
+            return [update]
+        return self._in_terminal(card, call_id, item, update, first)
+
+    def _in_terminal(
+        self,
+        card: _Card,
+        call_id: str,
+        item: CardItem,
+        update: acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate,
+        first: bool,
+    ) -> list[acp.SessionUpdate]:
+        """A terminal card's sighting: its terminal named on the first, closed on the one that
+        ends it (see ``terminal_cards``)."""
+        stream = card.terminal
+        assert stream is not None
+        updates: list[acp.SessionUpdate] = [update]
+        if first:
+            update.field_meta = {**(update.field_meta or {}), **info_meta(call_id, self.cwd)}
+        if update.status in ("completed", "failed") and not stream.exited:
+            shown = getattr(item, "visible_output", None) or card.output.text()
+            closing = stream.closing(item, shown)
+            if first:  # a client reads the terminal's output and exit on updates only
+                updates.append(_bare_update(call_id, card.name))
+            target = updates[-1]
+            target.field_meta = {**(target.field_meta or {}), **closing}
+        return updates
 
     def _note_edit(self, tool: str, args: str) -> None:
         path = edit_path(tool, tool_arguments(args))
@@ -144,13 +186,23 @@ class TurnCards:
             self._edited.add(target)
 
     def streamed(self, call_id: str, delta: str) -> list[acp.SessionUpdate]:
-        """Output for a running card: an update when the kept text is worth showing again."""
+        """Output for a running card: a terminal chunk for a card shown as a terminal, else an
+        update when the kept text is worth showing again."""
         card = self._cards.get(call_id)
-        if (
-            card is None
-            or not card.output.append(delta)
-            or (card.shown or "") in ("completed", "failed")
-        ):
+        if card is None:
+            return []
+        grown = card.output.append(delta)
+        if (card.shown or "") in ("completed", "failed"):
+            return []
+        if card.terminal is not None:
+            meta = card.terminal.chunk(delta)
+            if meta is None:
+                return []
+            chunk = _bare_update(call_id, card.name)
+            chunk.status = card.advance("in_progress")
+            chunk.field_meta = meta
+            return [chunk]
+        if not grown:
             return []
         card.advance("in_progress")
         return [output_progress_update(call_id, card.output, card.name)]
@@ -211,3 +263,13 @@ class TurnCards:
         if card.name is not None:
             update.name = card.name
         return [update]
+
+
+def _bare_update(call_id: str, name: str | None) -> acp.ToolCallUpdateSessionUpdate:
+    """A ``tool_call_update`` naming only the card (and its tool, when known)."""
+    update = acp.ToolCallUpdateSessionUpdate(
+        session_update="tool_call_update", tool_call_id=call_id
+    )
+    if name is not None:
+        update.name = name  # assigned only when known: an unset member stays out of the dump
+    return update

@@ -46,6 +46,10 @@ class OutputPolicy:
     max_length_bytes: int = MAX_OUTPUT_READ
     """The largest read ``_muse/readOutput`` allows, advertised on cards whose output is
     available."""
+    terminal: bool = False
+    """The client declared the terminal convention (``clientCapabilities._meta
+    .terminal_output``): shell cards show their output as a live terminal
+    (``terminal_cards``)."""
 
 
 BASELINE_OUTPUT: Final = OutputPolicy(references=False)

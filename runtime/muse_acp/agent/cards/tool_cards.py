@@ -7,7 +7,8 @@ sighting and ``tool_call_update`` any later one, both with the whole card; the `
 never changes, and ``name`` is Muse's own tool name (``tool_name``: MCP tools as Muse names them,
 the item kind for work that is no tool call). Editing tools show a diff (``file_changes``), a
 refused approval shows only why, and ``_meta["muse/output"]`` describes stored output under
-``OutputPolicy.references``.
+``OutputPolicy.references``; a card shown as a terminal (``CardFacts.terminal``,
+``terminal_cards``) holds the terminal and its notes instead of its output text.
 Titles and text come from public item members only, never made up, and are bounded by
 ``TITLE_LIMIT_CHARS``, ``CARD_TEXT_LIMIT_BYTES`` and ``ARGS_LIMIT_BYTES``.
 """
@@ -38,6 +39,7 @@ from muse_acp.agent.cards.progress import (
     join_notes,
     text_content,
 )
+from muse_acp.agent.cards.terminal_cards import terminal_content
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.text import clip, cut_utf8, utf8_size
 from muse_acp_wire import acp, msp
@@ -116,6 +118,8 @@ class CardFacts:
     refusal: str | None = None
     """Why the tool call was declined (a note of our own), when muse-acp denied its approval:
     a failed card then shows only this, titled as rejected."""
+    terminal: bool = False
+    """The card shows its output in a terminal (``terminal_cards``): only its notes are text."""
 
 
 NO_FACTS: Final = CardFacts()
@@ -246,9 +250,12 @@ def _fill(
         diff, note = (None, None) if status == "failed" else _change(item, args, facts)
         if diff is not None:
             content.append(diff)
-        text = _card_text(item, output, reference, policy, note)
-        if text:
-            content.append(text_content(text))
+        text, notes = _card_text(item, output, reference, policy, note, facts.terminal)
+        if facts.terminal:
+            content.append(terminal_content(update.tool_call_id))
+            text = ""
+        if text or notes:
+            content.append(text_content(join_notes(text, notes)))
     if content:
         update.content = content
     locations = tool_locations(args.fields, facts.cwd)
@@ -347,11 +354,15 @@ def _card_text(
     reference: acp.MuseOutputReference | None,
     policy: OutputPolicy,
     change_note: str | None = None,
-) -> str:
+    streamed: bool = False,
+) -> tuple[str, list[str]]:
+    """The card's output text and the notes that follow it; the streamed output, when there is
+    any, is the text of a card that shows its stream (``streamed``) or publishes none."""
     published = (
         item.visible_output if isinstance(item, msp.ToolCallItem | msp.UserShellItem) else None
     )
-    if not published and output is not None and output.total_bytes:
+    from_stream = output is not None and output.total_bytes > 0 and (streamed or not published)
+    if from_stream and output is not None:
         text, total, cut = output.text(), output.total_bytes, output.capped
     else:
         whole = published or next((t for t in _fallback_texts(item) if t), "")
@@ -359,6 +370,7 @@ def _card_text(
         total = utf8_size(whole) if cut else 0
     notes: list[str] = []
     shortened = isinstance(item, msp.ToolCallItem) and bool(item.truncated)
+    shortened = shortened and not (streamed and from_stream)  # Muse shortened what it published
     if shortened:
         notes.append("[Muse shortened this output before publishing it; the rest is not shown.]")
     if cut:
@@ -375,7 +387,7 @@ def _card_text(
     notes.extend(stored_output_notes(item, reference, policy, shown_all))
     if change_note is not None:
         notes.append(change_note)
-    return join_notes(text, notes)
+    return text, notes
 
 
 def _fallback_texts(item: CardItem) -> tuple[str | None, ...]:

@@ -1,5 +1,6 @@
 """Requests refused up front because the installed Muse is known to lack or break what they need
-(``HostFeatures.withdrawn``, from ``host.versions.KNOWN_BEHAVIOURS``).
+(``HostFeatures.withdrawn``, from ``host.versions.KNOWN_BEHAVIOURS``, or a feature its version
+does not declare).
 
 Contract: each error is a host failure (``data.failure.source`` ``host``, not retryable) raised
 before anything reaches Muse, so nothing changed; its message says what the user can do instead.
@@ -11,7 +12,12 @@ from muse_acp.agent.errors.failures import Failure
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from muse_acp.text import clip
 
-__all__ = ["delete_not_served", "delete_unavailable", "fork_boundary_broken"]
+__all__ = [
+    "delete_not_served",
+    "delete_unavailable",
+    "fork_boundary_broken",
+    "workspace_roots_unavailable",
+]
 
 
 def _muse(version: str | None) -> str:
@@ -48,5 +54,26 @@ def fork_boundary_broken(version: str | None) -> RpcError:
         "although its protocol allows them (a known defect of Muse 1.4.3 and 1.4.4), so no "
         "fork was made. Fork without choosing a turn to copy the whole conversation (the same "
         "as choosing its last turn), or update Muse to fork at an earlier turn.",
+        INVALID_PARAMS,
+    )
+
+
+def workspace_roots_unavailable(version: str | None, since: str | None, on_exec: bool) -> RpcError:
+    """``additionalDirectories`` for a Muse that serves one workspace folder per session (older
+    than ``since``, the first version taking several), or for the exec backend."""
+    failure = Failure("workspaceRootsUnavailable", "host", retryable=False, phase="preparing")
+    if on_exec:
+        why = "The legacy exec backend runs `muse exec`, which works in one folder"
+        remedy = f"use the MSP backend with Muse {since or 'Code'} or newer"
+    else:
+        muse = _muse(version)
+        why = f"{muse[0].upper()}{muse[1:]} serves one workspace folder per session"
+        if since is not None:
+            why += f" (several workspaceRoots came in Muse {since})"
+        remedy = f"update Muse to {since} or newer" if since else "update Muse"
+    return failure.error(
+        f"{why}, so no session was opened. To work in several folders at once, {remedy}; "
+        "otherwise open the session without additionalDirectories and start a separate one "
+        "for each other folder.",
         INVALID_PARAMS,
     )

@@ -7,7 +7,8 @@ loaded, listed, resumed, closed, forked and deleted (delete only on a Muse with 
 ``muse-login`` (terminal) for a client that runs terminal sign-in, then ``muse-account``
 (agent-handled) for every client. Muse extensions appear in ``_meta`` only when the client
 asked for them and, for stored output and task control, only on a host offering them
-(``host.features``); both ``_meta`` blocks go through their generated models (-32602 for an
+(``host.features``); so are additional directories (a Muse taking several ``workspaceRoots``).
+Both ``_meta`` blocks go through their generated models (-32602 for an
 opt-in the extension schema refuses). ``_meta["muse/backend"]`` says which backend serves the
 connection and why; on the legacy exec backend sessions can only be created and closed, and no
 extension is negotiated (``not_on_exec``).
@@ -99,6 +100,12 @@ class Negotiated:
     delete: bool = False
     """The installed Muse has its own ``session/delete`` (see ``deletion``): only then is
     delete advertised."""
+    workspace_roots: bool = False
+    """The installed Muse takes several workspace roots: ``additionalDirectories`` are
+    advertised (``sessions.workspace_roots``)."""
+    terminal_output: bool = False
+    """The client shows a shell card's output as a live terminal (``_meta.terminal_output``
+    true in its capabilities, as Zed declares it; see ``cards.terminal_cards``)."""
     notices: bool = False
     """The client shows ACP notices (``session.notices``): warnings go out as ``notice``
     updates rather than chat text (``errors.notices``)."""
@@ -168,7 +175,16 @@ def negotiate(
         notices=session is not None and session.notices is not None,
         compaction=session is not None and session.compaction is not None,
         plans=capabilities is not None and capabilities.plan is not None,
+        terminal_output=_declares_terminal(capabilities),
+        workspace_roots=on_msp and features.has("workspaceRoots"),
     )
+
+
+def _declares_terminal(capabilities: acp.ClientCapabilities | None) -> bool:
+    """Whether the client declared the terminal convention (``_meta.terminal_output: true``, a
+    key of Zed's that no Muse extension schema names)."""
+    meta = (capabilities.field_meta if capabilities else None) or {}
+    return meta.get("terminal_output") is True
 
 
 def not_on_exec(method: str) -> RpcError:
@@ -247,6 +263,8 @@ def initialize_response(
         )
         if negotiated.delete:
             sessions.delete = acp.SessionDeleteCapabilities()
+        if negotiated.workspace_roots:
+            sessions.additional_directories = acp.SessionAdditionalDirectoriesCapabilities()
     response = acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=acp.AgentCapabilities(

@@ -68,6 +68,10 @@ class HostedSession(Protocol):
     """Muse already has the session (resume it) rather than not yet (start it)."""
     mcp_servers: tuple[McpServerSpec, ...]
     """The editor's MCP servers, passed in ``config`` whenever the session is attached."""
+    further_roots: tuple[str, ...]
+    """Workspace roots after ``cwd``, given to a Muse that takes ``workspaceRoots``."""
+    roots_unsent: bool
+    """The next turn must name the session's roots (a resumed session's host may lack them)."""
 
     async def tell(self, notice: Notice) -> None:
         """Warn the session's user (``errors.notices``)."""
@@ -245,9 +249,12 @@ class ExecutionHost:
                     refusal=lambda error: self._refusal("session/resume", error, host),
                 )
                 self.resumed_turn = resumed.session.active_turn_id
+                # Muse's record of a session has its primary root alone: the turn names them.
+                session.roots_unsent = session.roots_unsent or bool(session.further_roots)
                 return _mode_of(resumed.session)
             except _NotOnHost:
                 logger.info("Muse has no session %s yet; starting it", session.session_id)
+        roots = [session.cwd, *session.further_roots] if session.further_roots else None
         started = await ask(
             host,
             "session/start",
@@ -255,6 +262,7 @@ class ExecutionHost:
                 command_id=new_uuid7(),
                 session_id=session.session_id,
                 workspace_root=session.cwd,
+                workspace_roots=roots if host.features.has("workspaceRoots") else None,
                 **extra,
             ),
             msp.SessionStartResult,
@@ -263,6 +271,7 @@ class ExecutionHost:
             refusal=lambda error: self._refusal("session/start", error, host),
         )
         session.on_host = True
+        session.roots_unsent = False
         return _mode_of(started.session)
 
     def _refusal(self, method: str, error: RpcError, host: MspHost) -> RpcError | None:

@@ -6,9 +6,9 @@ Load, resume and fork read through the agent's lease-free catalog host within th
 read budgets; load replays history before it answers. A session that comes back with a turn
 in progress in Muse (one waiting on the user) is occupied by it, and the turn is taken up once
 the load or resume is answered (``waiting_turn``). A session comes back with its stored
-settings (``remembered``), read afresh. The client's ``mcpServers`` are checked (-32602 for
-servers the installed Muse cannot take, ``mcp_servers``) and kept for the execution host. New,
-fork and close change state inside ``RequestContext.commit``.
+settings (``remembered``), read afresh. The client's ``mcpServers`` (-32602 for servers the
+installed Muse cannot take) and ``additionalDirectories`` are checked and kept (``mcp_servers``,
+``workspace_roots``). New, fork and close change state inside ``RequestContext.commit``.
 
 Errors: a deleted session is not found (-32002, ``tombstones``); ids are shape-checked first
 and quoted redacted and bounded; on the exec backend only new and close work
@@ -30,7 +30,7 @@ from muse_acp.agent.commands import commands
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.errors.withdrawn import fork_boundary_broken
-from muse_acp.agent.errors.workspace import QUOTED_PATH_LIMIT, check_workspace, same_directory
+from muse_acp.agent.errors.workspace import QUOTED_PATH_LIMIT, same_directory
 from muse_acp.agent.handshake.capabilities import not_on_exec
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec, check_host, check_servers
@@ -41,6 +41,7 @@ from muse_acp.agent.options.titles import display_title
 from muse_acp.agent.prompts.waiting_turn import claim, take_up_soon
 from muse_acp.agent.sessions.history import read_row, replay_history
 from muse_acp.agent.sessions.session import AcpSession, check_session_id, shown_id
+from muse_acp.agent.sessions.workspace_roots import take, workspace_of
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
@@ -58,13 +59,7 @@ from muse_acp.rpc.validation import describe_validation_error
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
-__all__ = [
-    "handle_close",
-    "handle_fork",
-    "handle_load",
-    "handle_new",
-    "handle_resume",
-]
+__all__ = ["handle_close", "handle_fork", "handle_load", "handle_new", "handle_resume"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -162,7 +157,7 @@ async def _reopen(
         if kept.created_cwd is None or not same_directory(kept.created_cwd, cwd):
             raise
         return *(await _bring_back(ctx, session_id, cwd, None, on_host=False)), None
-    return *(await _bring_back(ctx, session_id, cwd, _title_of(row))), row
+    return *(await _bring_back(ctx, session_id, cwd, display_title(None, row))), row
 
 
 def _take_up_waiting(
@@ -182,14 +177,10 @@ async def _tell(session: AcpSession, notes: list[str]) -> None:
         await session.tell(Notice("warning", "muse-acp could not use its records", text))
 
 
-def _title_of(row: msp.Session) -> str | None:
-    return display_title(None, row)
-
-
 async def handle_new(
     ctx: AgentContext, params: acp.NewSessionRequest, rctx: RequestContext
 ) -> acp.NewSessionResponse:
-    cwd = check_workspace(params.cwd, params.additional_directories)
+    cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
     on_exec = await ctx.on_exec()
     async with rctx.commit():  # withdrawn before this, no session exists or is recorded
@@ -203,6 +194,7 @@ async def handle_new(
             logger.warning("%s", error.message)
             note = f"it cannot be loaded again before its first prompt ({error.message})"
             rctx.after_response(partial(_tell, session, [note]))
+        rctx.after_response(partial(_tell, session, await take(ctx.preferences, session, further)))
     if not on_exec:  # exec: no local commands
         rctx.after_response(partial(commands.advertise, ctx, session))
     return acp.NewSessionResponse(
@@ -218,14 +210,16 @@ async def handle_load(
     if await ctx.on_exec():
         raise not_on_exec("session/load")
     session_id = check_session_id(params.session_id)
-    cwd = check_workspace(params.cwd, params.additional_directories)
+    cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
     async with ctx.catalog_host(cwd) as host:
         session, notes, row = await _reopen(ctx, host, session_id, cwd)
         session.mcp_servers = servers
+        notes += await take(ctx.preferences, session, further)
         if session.on_host:
             output = OutputPolicy(
-                references=ctx.negotiated.output and host.features.has("storedOutput")
+                references=ctx.negotiated.output and host.features.has("storedOutput"),
+                terminal=ctx.negotiated.terminal_output,
             )
             await replay_history(session, host, output, ctx.config.deadlines.read)
     if session.title:
@@ -250,7 +244,7 @@ async def handle_resume(
     if await ctx.on_exec():
         raise not_on_exec("session/resume")
     session_id = check_session_id(params.session_id)
-    cwd = check_workspace(params.cwd, params.additional_directories)
+    cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
     _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
@@ -268,6 +262,7 @@ async def handle_resume(
             session, notes, row = await _reopen(ctx, host, session_id, cwd)
         reopened = True
     session.mcp_servers = servers  # a live host re-attaches with them before the next turn
+    notes += await take(ctx.preferences, session, further)
     _take_up_waiting(rctx, ctx, session, row)
     rctx.after_response(partial(_announce_resumed, ctx, session, notes))
     if reopened:
@@ -337,7 +332,7 @@ async def handle_fork(
     if await ctx.on_exec():
         raise not_on_exec("session/fork")
     source_id = check_session_id(params.session_id)
-    cwd = check_workspace(params.cwd, params.additional_directories)
+    cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
     cut = _fork_boundary(params)
     installed = await ctx.startup.installed()
@@ -369,10 +364,12 @@ async def handle_fork(
                 cwd,
                 settings=SessionSettings(model=source.model, effort=source.effort),
                 on_host=True,
-                host_title=_title_of(result.session),
+                host_title=display_title(None, result.session),
                 after=keeper,
             )
             forked.mcp_servers = servers
+            told = await take(ctx.preferences, forked, further)
+            rctx.after_response(partial(_tell, forked, told))
     origin = result.session.forked_from
     provenance = acp.MuseForkMeta(
         muse_fork=acp.MuseForkProvenance(

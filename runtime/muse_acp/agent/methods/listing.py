@@ -8,6 +8,7 @@ Sessions deleted through muse-acp that Muse still has (see ``tombstones``) are l
 page may hold fewer. A session's title is the user's own when one is stored, else what Muse
 reports. Stored preferences are read off the event loop, one bounded read per page; a session
 whose own file is unusable is still listed, with the problem in its ``_meta["muse/notice"]``.
+A session's additional directories are those stored for it (``workspace_roots``).
 The legacy exec backend does not advertise listing and refuses it (``capabilities.not_on_exec``).
 """
 
@@ -25,6 +26,7 @@ from muse_acp.agent.handshake.capabilities import not_on_exec
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.options.preferences import SessionPreferences
 from muse_acp.agent.options.titles import display_title
+from muse_acp.agent.sessions.workspace_roots import recall_many
 from muse_acp.rpc import INVALID_PARAMS, RequestContext, RpcError
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
@@ -57,7 +59,7 @@ def _decode_cursor(cursor: str, cwd: str | None) -> str:
     return host_cursor
 
 
-def _entry(row: msp.Session, kept: SessionPreferences) -> acp.SessionInfo:
+def _entry(row: msp.Session, kept: SessionPreferences, roots: tuple[str, ...]) -> acp.SessionInfo:
     """One listed session; an unusable preference file of its own is told in its ``_meta``."""
     entry = acp.SessionInfo(
         session_id=row.session_id,
@@ -65,6 +67,8 @@ def _entry(row: msp.Session, kept: SessionPreferences) -> acp.SessionInfo:
         title=display_title(kept.user_title, row),
         updated_at=row.updated_at,
     )
+    if roots:
+        entry.additional_directories = list(roots)
     if kept.problem is not None:
         notice = acp.MuseSessionListItemMeta(muse_notice=clip(kept.problem, NOTICE_LIMIT))
         entry.field_meta = notice.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -92,8 +96,10 @@ async def handle_list(
     rows = [row for row in page.sessions if row.workspace_root]
     hidden = await ctx.tombstones.hidden([row.session_id for row in rows])
     rows = [row for row in rows if row.session_id not in hidden]
-    kept = await ctx.preferences.read_many([row.session_id for row in rows])
-    sessions = [_entry(row, kept[row.session_id]) for row in rows]
+    ids = [row.session_id for row in rows]
+    kept = await ctx.preferences.read_many(ids)
+    roots = await recall_many(ctx.preferences, ids)
+    sessions = [_entry(row, kept[row.session_id], roots[row.session_id]) for row in rows]
     response = acp.ListSessionsResponse(sessions=sessions)
     if page.next_cursor:
         response.next_cursor = _encode_cursor(cwd, page.next_cursor)

@@ -69,7 +69,10 @@ async def run_turn(
         return "cancelled"
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
-    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
+    output = OutputPolicy(
+        references=ctx.negotiated.output and host.features.has("storedOutput"),
+        terminal=ctx.negotiated.terminal_output,
+    )
     translator = TurnTranslator(
         session_id=session.session_id,
         output=output,
@@ -77,6 +80,8 @@ async def run_turn(
         plan_mode=session.settings.mode_id == PLAN_MODE,
     )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
+    if session.roots_unsent and host.features.has("workspaceRoots"):
+        turn.workspace_roots = [session.cwd, *session.further_roots]  # Muse may lack them
     # Work that outlives the turn keeps updating its cards (``background``).
     keep_relaying(host, session.session_id, turn.relay)
     async with session.execution.holding(host):
@@ -86,6 +91,8 @@ async def run_turn(
                 return await turn.run(parts)
         finally:
             session.turn = None
+            if turn.workspace_roots is not None and turn.acknowledged.is_set():
+                session.roots_unsent = False  # the turn's start gave Muse the session's roots
             if edited is not None:
                 edited.update(translator.cards.edited_paths)
             if turn.host_unsettled or host.dead.is_set():

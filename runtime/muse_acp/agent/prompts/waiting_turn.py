@@ -116,7 +116,10 @@ async def follow_kept(
         RpcError: the turn failed (as ``ActiveTurn.run``).
     """
     early.extend(await _still_pending(ctx, host, session.session_id))
-    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
+    output = OutputPolicy(
+        references=ctx.negotiated.output and host.features.has("storedOutput"),
+        terminal=ctx.negotiated.terminal_output,
+    )
     translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     async with session.execution.holding(host):

@@ -121,6 +121,12 @@ class AcpSession:
     mcp_servers: tuple[McpServerSpec, ...] = ()
     """The editor's MCP servers for this session, passed to Muse when its host attaches it;
     held in memory only (they may carry secrets), never written to the preference store."""
+    further_roots: tuple[str, ...] = ()
+    """The client's additional directories, which Muse gets after ``cwd`` as ``workspaceRoots``
+    (``workspace_roots``)."""
+    roots_unsent: bool = False
+    """Muse may not have the session's roots as they are now: the next ``turn/start`` names
+    them (set when they change, or a host attaches the session by resuming it)."""
     after: HostKeeper | None = None
     """A keeper whose host must be gone before this session's execution host starts (the
     host of an earlier session of the same id, or the one a fork ran on)."""

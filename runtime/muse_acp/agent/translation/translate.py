@@ -266,7 +266,7 @@ class TurnTranslator:
             return self._snapshot_part(tracked, item.item_id, 0, text, "user")
         if isinstance(item, msp.CompactionItem):
             return [*compaction_updates(item)]
-        return [self._card_sighting(tracked, item)]
+        return [*self._card_sighting(tracked, item)]
 
     def _planning(self, turn_id: str | None) -> bool:
         if not self.replay:
@@ -320,7 +320,7 @@ class TurnTranslator:
         tracked.any_text_sent = True
         return [PlainChunk(family, item_id, shown)]
 
-    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> acp.SessionUpdate:
+    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> list[acp.SessionUpdate]:
         if tracked.call_id is None:
             tracked.call_id = tool_call_id(item)
         return self.cards.sighting(tracked.call_id, item)

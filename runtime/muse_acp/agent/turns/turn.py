@@ -95,6 +95,7 @@ class ActiveTurn:
         self.relay = EventRelay(translator, self.send_update, self._outlet.send_nowait, state)
         self._options = options
         self.command_id = new_uuid7()
+        self.workspace_roots: list[str] | None = None  # what turn/start names (None: nothing)
         self.turn_id: str | None = None
         self.cancel_requested = False
         self.host_unsettled = False
@@ -235,10 +236,9 @@ class ActiveTurn:
         params = msp.TurnStartParams(
             command_id=self.command_id, session_id=self.session_id, input=parts
         )
-        effort = turn_effort(self._session.settings)
-        if effort is not None:
-            # Only an explicit choice is sent; the host's default needs no member.
-            params.reasoning_effort = effort
+        # Only an explicit effort is sent (the host's default needs no member): None is left out.
+        params.reasoning_effort = turn_effort(self._session.settings)
+        params.workspace_roots = self.workspace_roots
         try:
             ack = await self.ask_host("turn/start", params, msp.TurnStartResult, "submitting")
         except failures.HostRefusal as refused:

@@ -45,7 +45,7 @@ from muse_acp.sim.model.tools import (
     compact_json,
     run_search,
     run_shell,
-    run_spawn,
+    run_timed,
     run_web,
     shell_args,
 )
@@ -65,8 +65,10 @@ from muse_acp.sim.script.directives import (
     Gap,
     Hold,
     Name,
+    Paced,
     Plan,
     ProtectedWrite,
+    Roots,
     Search,
     Shell,
     Spawn,
@@ -245,8 +247,8 @@ class TurnRunner:
                 await self._file_change("edit_file", args, directive)
             case Gap(count=count):
                 await miss_events(turn, count)
-            case Spawn():
-                await run_spawn(turn, directive)
+            case Spawn() | Paced():
+                await run_timed(turn, directive)
             case Name():
                 await name_session(turn, directive)
             case ViewLost():
@@ -271,6 +273,9 @@ class TurnRunner:
                 flags = " ".join(self.ctx.options.safety_flags())
                 mode = self.session.meta.approval_mode
                 await turn.say(f"[host flags: {flags}; approval mode: {mode}]")
+            case Roots():
+                roots = self.session.roots or (self.session.meta.workspace_root or "",)
+                await turn.say(f"[workspace roots: {', '.join(roots)}]")
             case Stream(deltas=count):
                 pieces = [f"t{index} " for index in range(count)]
                 await turn.say("".join(pieces), pieces)

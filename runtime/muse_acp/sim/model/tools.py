@@ -5,7 +5,9 @@ revisions; ``stream`` emits output deltas of at most ``CHUNK_BYTES`` while stori
 (1.2.1 only; never more than one chunk in memory), and ``finish`` carries a bounded head and, on
 1.2.1, the stored output's reference. A stopped turn completes an open call ``cancelled``;
 under ``--disable-shell`` a bash call completes ``rejected``. ``run_shell``, ``run_search``,
-``run_web`` and ``run_spawn`` play their directives. ``run_spawn`` starts a real ``sleep`` child in
+``run_web`` and ``run_timed`` (``sim:spawn``, ``sim:paced``) play their directives. A paced call
+prints its lines evenly over its duration, one delta each, the next after a pause (the turn's
+own pace, costing no work). ``run_spawn`` starts a real ``sleep`` child in
 the host's process group and holds the turn until it ends; a turn stopped meanwhile (or a host
 shutting down) kills and reaps it first.
 """
@@ -29,11 +31,19 @@ from muse_acp.sim.model.outputs import (
     pattern_chunks,
 )
 from muse_acp.sim.model.turn import Turn
-from muse_acp.sim.script.directives import Search, Shell, Spawn, WebSearch
+from muse_acp.sim.script.directives import Paced, Search, Shell, Spawn, WebSearch
 from muse_acp.sim.state.ids import new_call_id, new_uuid7, rfc3339_now
 from muse_acp_wire.msp import OutputRef, ToolCallItem
 
-__all__ = ["ToolCall", "compact_json", "run_search", "run_shell", "run_spawn", "run_web"]
+__all__ = [
+    "ToolCall",
+    "compact_json",
+    "run_search",
+    "run_shell",
+    "run_spawn",
+    "run_timed",
+    "run_web",
+]
 
 CANCELLED_REASON: Final = "stopped because the turn ended early"
 SHELL_DISABLED: Final = "shell tools are disabled on this host (--disable-shell)"
@@ -206,6 +216,25 @@ async def run_web(turn: Turn, directive: WebSearch) -> None:
     query = directive.query
     output = f"1. Simulated result for {query}\n   https://example.invalid/search?q={len(query)}\n"
     await run_text_tool(turn, ToolCall(turn, "web_search", compact_json({"query": query})), output)
+
+
+async def run_timed(turn: Turn, directive: Spawn | Paced) -> None:
+    if isinstance(directive, Spawn):
+        await run_spawn(turn, directive)
+        return
+    lines, seconds = directive.lines, directive.seconds
+    command = f"for i in $(seq {lines}); do echo tick $i; sleep {seconds / lines:g}; done"
+    call = ToolCall(turn, "bash", shell_args(command, f"Print {lines} lines over {seconds:g} s"))
+    await turn.usage(command, final=False)
+    await call.start()
+    if turn.ctx.options.disable_shell:
+        await call.finish_with("rejected", SHELL_DISABLED)
+        return
+    call.store(TEXT_MEDIA_TYPE)
+    for index in range(1, lines + 1):
+        await call.stream([f"tick {index}/{lines}\n".encode()])
+        await anyio.sleep(seconds / lines)
+    await call.finish()
 
 
 async def run_spawn(turn: Turn, directive: Spawn) -> None:

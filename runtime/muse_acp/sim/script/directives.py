@@ -7,8 +7,9 @@ line starts with ``sim:`` after optional leading blanks; each directive is one o
 
 A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text,
 never an error. Arguments are bounded: sizes by ``MAX_OUTPUT_BYTES``, stages by ``MAX_STAGES``,
-deltas by ``MAX_STREAM_DELTAS``, gaps by ``MAX_GAP_EVENTS``, spawn durations (decimal seconds)
-by ``MAX_SPAWN_SECONDS``; a name must have at least one letter or digit.
+deltas by ``MAX_STREAM_DELTAS``, gaps by ``MAX_GAP_EVENTS``, paced lines by ``MAX_PACED_LINES``,
+spawn and paced durations (decimal seconds) by ``MAX_SPAWN_SECONDS``; a name must have at least
+one letter or digit.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "DIRECTIVE_NAMES",
     "MAX_GAP_EVENTS",
     "MAX_OUTPUT_BYTES",
+    "MAX_PACED_LINES",
     "MAX_SPAWN_SECONDS",
     "MAX_STAGES",
     "MAX_STREAM_DELTAS",
@@ -41,9 +43,11 @@ __all__ = [
     "Gap",
     "Hold",
     "Name",
+    "Paced",
     "Plan",
     "Prompt",
     "ProtectedWrite",
+    "Roots",
     "Search",
     "Shell",
     "Spawn",
@@ -66,6 +70,7 @@ MAX_STREAM_DELTAS: Final = 100_000
 MAX_GAP_EVENTS: Final = 1000
 """One ``view/page`` (limit 1000) can return every missed event."""
 MAX_SPAWN_SECONDS: Final = 3600
+MAX_PACED_LINES: Final = 1000
 APPROVAL_MODES: Final = frozenset({"allowAll", "promptUnmatched", "onRequest", "denyUnmatched"})
 SLUG_LENGTH: Final = 64
 _SECONDS: Final = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,3})?")
@@ -131,6 +136,14 @@ class Spawn:
 
     seconds: str
     """The duration as written: ``sleep``'s argument."""
+
+
+@dataclass(frozen=True, slots=True)
+class Paced:
+    """A bash call printing ``lines`` lines evenly over ``seconds`` (``sim:paced N SECONDS``)."""
+
+    lines: int
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +226,11 @@ class Flags:
 
 
 @dataclass(frozen=True, slots=True)
+class Roots:
+    """The model names the session's workspace roots (``sim:roots``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Stream:
     """An agent message of ``deltas`` text deltas (``sim:stream N``)."""
 
@@ -235,6 +253,7 @@ Directive: TypeAlias = (
     | Edit
     | Gap
     | Spawn
+    | Paced
     | Name
     | ViewLost
     | Workflow
@@ -242,6 +261,7 @@ Directive: TypeAlias = (
     | SwitchModel
     | SwitchApproval
     | Flags
+    | Roots
 )
 
 
@@ -307,6 +327,15 @@ def _spawn(arg: str) -> Directive | None:
     return Spawn(arg)
 
 
+def _paced(arg: str) -> Directive | None:
+    count, _, seconds = arg.partition(" ")
+    if not count.isascii() or not count.isdigit() or not 1 <= int(count) <= MAX_PACED_LINES:
+        return None
+    if _SECONDS.fullmatch(seconds) is None or float(seconds) > MAX_SPAWN_SECONDS:
+        return None
+    return Paced(int(count), float(seconds))
+
+
 def _name(arg: str) -> Directive | None:
     return Name(arg) if slug(arg) else None
 
@@ -337,6 +366,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "edit": _edit,
         "gap": _gap,
         "spawn": _spawn,
+        "paced": _paced,
         "name": _name,
         "viewlost": _bare(ViewLost()),
         "workflow": _text(Workflow),
@@ -344,6 +374,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,
         "flags": _bare(Flags()),
+        "roots": _bare(Roots()),
     }
 )
 """Directive name -> parser of the rest of its line (None when the argument is unusable)."""

@@ -25,7 +25,7 @@ from muse_acp.sim.state import errors
 from muse_acp.sim.state.catalog import DEFAULT_MODEL, MODELS, check_effort
 from muse_acp.sim.state.context import HostContext
 from muse_acp.sim.state.ids import is_uuid7, new_uuid7, rfc3339_now
-from muse_acp.sim.state.session import LiveSession
+from muse_acp.sim.state.session import LiveSession, take_roots
 from muse_acp.sim.state.store import SessionMeta
 from muse_acp_wire.msp import (
     ApprovalModeState,
@@ -129,7 +129,9 @@ class SessionCommands:
             approval_mode=params.approval_mode or DEFAULT_MODE,
             permission_profile=ctx.options.default_profile,
         )
+        roots = take_roots(ctx.profile, meta.workspace_root, params.workspace_roots)
         session = ctx.adopt(meta)
+        session.roots = roots
         await session.announce(self.ctx.profile)
         mode = params.approval_mode
         if mode is not None and (mode != DEFAULT_MODE or ctx.profile.session_names):

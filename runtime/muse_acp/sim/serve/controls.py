@@ -31,7 +31,7 @@ from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
 from muse_acp.sim.state import errors
 from muse_acp.sim.state.catalog import check_effort
 from muse_acp.sim.state.context import ANSWER_WAIT, HostContext
-from muse_acp.sim.state.session import LiveSession, RunningTurn
+from muse_acp.sim.state.session import LiveSession, RunningTurn, take_roots
 from muse_acp_wire.msp import (
     ApprovalDecideParams,
     ApprovalDecideResult,
@@ -123,6 +123,10 @@ class TurnControls:
             params.input, "turn/start", skills=self.ctx.profile.skill_input
         )
         check_effort(ctx.profile, session.meta.model_id, params.reasoning_effort)
+        if params.workspace_roots and params.if_busy == "steer" and ctx.profile.workspace_roots:
+            raise errors.invalid_params("workspaceRoots cannot be sent with ifBusy steer")
+        roots = take_roots(ctx.profile, session.meta.workspace_root, params.workspace_roots)
+        session.roots = roots or session.roots
         cid = params.command_id
         turn = TurnRequest(
             turn_id=cid,

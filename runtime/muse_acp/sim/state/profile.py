@@ -111,6 +111,9 @@ class HostProfile:
     """The session's token totals include its cache reads and writes."""
     session_cost: bool
     """The session's token totals carry the host's cost estimate (``cumulative.cost``)."""
+    workspace_roots: bool
+    """``session/start`` and ``turn/start`` take several ``workspaceRoots`` (older hosts ignore
+    the member, as members a host does not know)."""
     effort_tiers: bool
     """``model/list`` rows carry each model's own reasoning-effort tiers and default, and a tier
     the session's model lacks is refused (``state.catalog``)."""
@@ -159,5 +162,6 @@ def load_profile(version: HostVersion) -> HostProfile:
         cache_totals="cache_read_tokens" in bindings.fields("CumulativeTokenUsage"),
         session_cost="cost" in bindings.fields("CumulativeTokenUsage"),
         effort_tiers="reasoning_effort_variants" in bindings.fields("ModelInfo"),
+        workspace_roots="workspace_roots" in bindings.fields("SessionStartParams"),
         facts=facts,
     )

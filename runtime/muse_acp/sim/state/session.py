@@ -7,6 +7,7 @@ ranging from the item's first record; then appends a durable event to the log an
 followed by sending it, or by ``emit``, which does both; so every event is logged before any
 client can see it. ``session_model`` builds the ``Session`` object of any
 session, loaded here or not, from its metadata and fold, in real hosts' member order.
+``take_roots`` reads the ``workspaceRoots`` of a start where the version has them.
 
 The turn side of a session (its running turn, its queue, its open asks and its background work)
 is kept here but played by ``muse_acp.sim.model``: the session knows it only through the small
@@ -17,6 +18,7 @@ model that plays on it.
 from __future__ import annotations
 
 import json
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -26,6 +28,7 @@ import anyio
 
 from muse_acp.rpc import encode_value
 from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
+from muse_acp.sim.state import errors
 from muse_acp.sim.state.fold import Fold
 from muse_acp.sim.state.ids import durable_cursor, fragment_cursor, record_id, rfc3339_now
 from muse_acp.sim.state.profile import HostProfile
@@ -42,7 +45,15 @@ from muse_acp_wire.msp import (
     StreamRef,
 )
 
-__all__ = ["Background", "LiveSession", "PendingAsk", "Position", "RunningTurn", "session_model"]
+__all__ = [
+    "Background",
+    "LiveSession",
+    "PendingAsk",
+    "Position",
+    "RunningTurn",
+    "session_model",
+    "take_roots",
+]
 
 _M = TypeVar("_M", bound=WireModel)
 
@@ -54,6 +65,20 @@ class Position:
     cursor: str
     source_range: SourceRange | None
     """None for live-only events, which have no durable record."""
+
+
+def take_roots(
+    profile: HostProfile, primary: str | None, roots: list[str] | None
+) -> tuple[str, ...]:
+    """The workspace roots a request names, primary first; () when it names none or the host
+    does not take them. The first must be the session's own workspace root."""
+    if not profile.workspace_roots or not roots:
+        return ()
+    if not all(os.path.isabs(root) for root in roots):
+        raise errors.invalid_params("workspaceRoots must be absolute paths")
+    if primary is not None and os.path.realpath(roots[0]) != os.path.realpath(primary):
+        raise errors.invalid_params("the first of workspaceRoots must be the workspaceRoot")
+    return tuple(roots)
 
 
 class RunningTurn(Protocol):
@@ -135,6 +160,9 @@ class LiveSession:
         """Approvals and questions put to the client by this process, pending or settled."""
         self.background: dict[str, Background] = {}
         """Workflows and background tasks that outlive their turn, by run or task id."""
+        self.roots: tuple[str, ...] = ()
+        """The workspace roots ``session/start`` or a ``turn/start`` named (primary first),
+        kept by this process only: the session record has its primary root alone."""
         self._fragment = 0
 
     @property
