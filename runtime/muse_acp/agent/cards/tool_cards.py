@@ -40,6 +40,7 @@ from muse_acp.agent.cards.progress import (
     text_content,
 )
 from muse_acp.agent.cards.terminal_cards import terminal_content
+from muse_acp.agent.cards.tool_kinds import kind_for_tool
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.text import clip, cut_utf8, utf8_size
 from muse_acp_wire import acp, msp
@@ -51,7 +52,6 @@ __all__ = [
     "CardFacts",
     "CardItem",
     "card_title",
-    "kind_for_tool",
     "output_reference_update",
     "refused_title",
     "tool_arguments",
@@ -75,20 +75,6 @@ TITLE_LIMIT_CHARS: Final = 256
 
 _FAILURE_LIMIT_BYTES: Final = 4096
 
-
-_TOOL_KINDS: Final[Mapping[str, acp.ToolKind]] = MappingProxyType(
-    {
-        "bash": "execute",
-        "powershell": "execute",
-        "read_file": "read",
-        "write_file": "edit",
-        "edit_file": "edit",
-        "search": "search",
-        "web_search": "search",
-        "web_fetch": "fetch",
-    }
-)
-"""ACP kind per Muse tool name; other tools are ``other``."""
 
 _STATUSES: Final[Mapping[str, acp.ToolCallStatus]] = MappingProxyType(
     {"inProgress": "in_progress", "completed": "completed"}
@@ -138,11 +124,6 @@ def tool_name(item: CardItem) -> str:
     if isinstance(item, msp.ToolCallItem) and item.tool:
         return item.tool
     return item.kind
-
-
-def kind_for_tool(tool: str) -> acp.ToolKind:
-    """The ACP kind of a Muse tool name (for permission requests, which name only the tool)."""
-    return _TOOL_KINDS.get(tool, "other")
 
 
 def tool_kind(item: CardItem) -> acp.ToolKind:

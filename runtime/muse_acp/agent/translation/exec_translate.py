@@ -24,7 +24,8 @@ from typing import Final, TypeVar, get_args
 from pydantic import ValidationError
 
 from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES, cut_note, join_notes, text_content
-from muse_acp.agent.cards.tool_cards import TITLE_LIMIT_CHARS, kind_for_tool
+from muse_acp.agent.cards.tool_cards import TITLE_LIMIT_CHARS
+from muse_acp.agent.cards.tool_kinds import kind_for_tool
 from muse_acp.agent.errors.failures import Failure
 from muse_acp.redact import redact
 from muse_acp.rpc import AUTH_REQUIRED, RpcError

@@ -38,7 +38,7 @@ from muse_acp.agent.asks.questions import (
 )
 from muse_acp.agent.cards.card_states import Refusal, TurnCards
 from muse_acp.agent.cards.file_changes import capture_before
-from muse_acp.agent.cards.tool_cards import kind_for_tool
+from muse_acp.agent.cards.tool_kinds import kind_for_tool
 from muse_acp.agent.errors import failures
 from muse_acp.agent.translation.event_kinds import ASKS
 from muse_acp.host.asks import UnreadableAsk
