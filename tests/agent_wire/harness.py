@@ -201,6 +201,18 @@ class Agent:
     async def prompt(self, session_id: str, text: str) -> schema.PromptResponse:
         return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
 
+    def raw_updates(self, session_id: str, *kinds: str) -> list[dict[str, Any]]:
+        """The session's updates as sent (of ``kinds`` only, when given), in order: for kinds
+        the SDK's models do not have or would reshape."""
+        return [
+            message["params"]["update"]
+            for direction, message in self.frames
+            if direction == "in"
+            and message.get("method") == "session/update"
+            and message["params"]["sessionId"] == session_id
+            and (not kinds or message["params"]["update"].get("sessionUpdate") in kinds)
+        ]
+
 
 @asynccontextmanager
 async def running_agent(

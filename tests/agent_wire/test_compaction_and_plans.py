@@ -40,16 +40,6 @@ COMPACTED: Final = "Compacted: Muse summarised this session's earlier history."
 REQUEST: Final = "tidy the parser"
 
 
-def _updates(agent: Agent, session: str) -> list[dict[str, Any]]:
-    return [
-        message["params"]["update"]
-        for direction, message in agent.frames
-        if direction == "in"
-        and message.get("method") == "session/update"
-        and message["params"]["sessionId"] == session
-    ]
-
-
 def _of(updates: list[dict[str, Any]], *kinds: str) -> list[dict[str, Any]]:
     return [u for u in updates if u["sessionUpdate"] in kinds]
 
@@ -86,7 +76,7 @@ async def _load(agent: Agent, session: str) -> list[dict[str, Any]]:
         await agent.conn.load_session(
             session_id=session, cwd=str(agent.world.workspace), mcp_servers=[]
         )
-    return _updates(agent, session)
+    return agent.raw_updates(session)
 
 
 def _check_opted_in(updates: list[dict[str, Any]], *, live: bool, markdown: bool) -> None:
@@ -161,11 +151,11 @@ async def test_compactions_and_plans_for_each_client_live_and_replayed(
     world = make_world(tmp_path, version)
     async with running_agent(world, capabilities=OPTED_IN) as agent:
         opted = await _story(agent)
-    _check_opted_in(_updates(agent, opted), live=True, markdown=True)
+    _check_opted_in(agent.raw_updates(opted), live=True, markdown=True)
     _check_frames(agent)
     async with running_agent(world) as agent:
         legacy = await _story(agent)
-        _check_legacy(_updates(agent, legacy), live=True)
+        _check_legacy(agent.raw_updates(legacy), live=True)
         _check_legacy(await _load(agent, opted), live=False)
     _check_frames(agent)
     async with running_agent(world, capabilities=OPTED_IN) as agent:

@@ -29,17 +29,6 @@ UNKNOWN_TO_SDK: Final = frozenset({"notice"})
 """Update kinds this test sees that the SDK's models (ACP 1.19) do not have."""
 
 
-def _notices(agent: Agent, session: str) -> list[dict[str, Any]]:
-    return [
-        message["params"]["update"]
-        for direction, message in agent.frames
-        if direction == "in"
-        and message.get("method") == "session/update"
-        and message["params"]["sessionId"] == session
-        and message["params"]["update"]["sessionUpdate"] == "notice"
-    ]
-
-
 def _check_updates(agent: Agent) -> int:
     """Validate every ``session/update`` the agent sent; how many were of SDK-unknown kinds."""
     unknown = 0
@@ -69,7 +58,7 @@ async def _warned(agent: Agent, session: str, notices: bool) -> None:
         await _set(agent, session, "sandbox", "disabled")
         await agent.prompt(session, "sim:switch-approval allowAll")
         if notices:
-            await agent.client.wait_until(lambda: len(_notices(agent, session)) >= 1)
+            await agent.client.wait_until(lambda: len(agent.raw_updates(session, "notice")) >= 1)
         else:
             await agent.client.wait_until(lambda: SET_BACK in agent.client.text(session))
         await agent.prompt(session, "hello")  # Muse's catalog is read by now
@@ -87,7 +76,7 @@ async def test_a_client_with_notices_hears_warnings_as_notices_not_chat(
     async with running_agent(world, capabilities=NOTICES) as agent:
         session = await agent.new_session()
         await _warned(agent, session, notices=True)
-    notices = _notices(agent, session)
+    notices = agent.raw_updates(session, "notice")
     set_back = notices[0]
     assert set_back["severity"] == "warning"
     assert set_back["title"] == (
@@ -118,5 +107,5 @@ async def test_a_client_without_notices_hears_the_same_warnings_in_the_chat(
     chat = agent.client.text(session)
     assert chat.count(SET_BACK) == 1
     assert chat.count(f"'muse-spark-1.2' {LACKS_MAX}") == (1 if version in TIERED else 0)
-    assert _notices(agent, session) == []
+    assert agent.raw_updates(session, "notice") == []
     assert _check_updates(agent) == 0

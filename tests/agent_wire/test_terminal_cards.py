@@ -15,7 +15,7 @@ import pytest
 from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES
 from muse_acp.agent.cards.terminal_cards import CAP_NOTE
 
-from .harness import WAIT, Agent, make_world, running_agent
+from .harness import WAIT, make_world, running_agent
 from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
@@ -24,18 +24,6 @@ ZED_LIKE: Final = {"_meta": {"terminal_output": True, "terminal-auth": True, "mu
 """What Zed declares, with stored-output references asked for too."""
 LONG_STREAM: Final = "1.4.4"
 """The version whose paced call runs the whole 3 s (the others run a fifth of it)."""
-
-
-def _cards(agent: Agent, session: str) -> list[dict[str, Any]]:
-    """Every ``tool_call`` and ``tool_call_update`` of ``session``, in order, as sent."""
-    return [
-        message["params"]["update"]
-        for direction, message in agent.frames
-        if direction == "in"
-        and message.get("method") == "session/update"
-        and message["params"]["sessionId"] == session
-        and message["params"]["update"]["sessionUpdate"] in ("tool_call", "tool_call_update")
-    ]
 
 
 def _events(cards: list[dict[str, Any]], call_id: str) -> list[tuple[str, Any]]:
@@ -59,7 +47,7 @@ async def test_a_shell_call_streams_into_a_terminal_that_the_exit_closes(
         session = await agent.new_session()
 
         def outputs() -> list[dict[str, Any]]:
-            views = _cards(agent, session)
+            views = agent.raw_updates(session, "tool_call", "tool_call_update")
             return [v for v in views if "terminal_output" in (v.get("_meta") or {})]
 
         answers: list[Any] = []
@@ -79,7 +67,7 @@ async def test_a_shell_call_streams_into_a_terminal_that_the_exit_closes(
         assert answers[0].stop_reason == "end_turn"
         if version == LONG_STREAM:
             assert exited_at - first_at > 2, "the chunks came as the output did, over 3 s"
-        views = _cards(agent, session)
+        views = agent.raw_updates(session, "tool_call", "tool_call_update")
         call_id = views[0]["toolCallId"]
         events = _events(views, call_id)
         assert events[0] == ("terminal_info", {"terminal_id": call_id, "cwd": str(world.workspace)})
@@ -108,7 +96,7 @@ async def test_a_shell_call_streams_into_a_terminal_that_the_exit_closes(
         size = CARD_TEXT_LIMIT_BYTES + 5000
         with anyio.fail_after(WAIT):
             assert (await agent.prompt(session, f"sim:bash {size}")).stop_reason == "end_turn"
-        views = _cards(agent, session)
+        views = agent.raw_updates(session, "tool_call", "tool_call_update")
         big = views[-1]["toolCallId"]
         data = [value["data"] for key, value in _events(views, big) if key == "terminal_output"]
         assert data[-1].endswith(CAP_NOTE)
@@ -120,12 +108,12 @@ async def test_a_shell_call_streams_into_a_terminal_that_the_exit_closes(
 
         # Replayed by session/load, a card comes back as a terminal opened, then filled and
         # closed at once.
-        before = len(_cards(agent, session))
+        before = len(agent.raw_updates(session, "tool_call", "tool_call_update"))
         with anyio.fail_after(WAIT):
             await agent.conn.load_session(
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
-        replayed = _cards(agent, session)[before:]
+        replayed = agent.raw_updates(session, "tool_call", "tool_call_update")[before:]
         kinds = [key for key, _ in _events(replayed, call_id)]
         assert kinds == ["terminal_info", "terminal_output", "terminal_exit"]
         assert _events(replayed, call_id)[1][1]["data"] == "".join(
