@@ -48,6 +48,7 @@ from muse_acp.sim.model.tools import (
     shell_args,
 )
 from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.model.workflow_runs import start_children_workflow
 from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
 from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
@@ -249,8 +250,8 @@ class TurnRunner:
                 await switch_model(turn, model_id)
             case SwitchApproval(mode=mode):
                 await switch_approval(turn, mode)
-            case Workflow(text=text):
-                await start_workflow(turn, text)
+            case Workflow(text=text, children=children):
+                await (start_children_workflow if children else start_workflow)(turn, text)
             case Background(command=command):
                 await start_background(turn, command)
             case AskUser():

@@ -150,9 +150,11 @@ class ViewLost:
 
 @dataclass(frozen=True, slots=True)
 class Workflow:
-    """A workflow that outlives its turn (``sim:workflow TEXT``)."""
+    """A workflow that outlives its turn (``sim:workflow TEXT``), or one with two children, the
+    second failing (``sim:workflow-children TEXT``, ``workflow_runs``)."""
 
     text: str
+    children: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +334,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "name": _name,
         "viewlost": _bare(ViewLost()),
         "workflow": _text(Workflow),
+        "workflow-children": _text(lambda text: Workflow(text, children=True)),
         "background": _text(Background),
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,
