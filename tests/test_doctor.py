@@ -55,7 +55,16 @@ def features(out: str) -> dict[str, str]:
 ON: Final[dict[str, frozenset[str]]] = {
     "1.1.1": frozenset({"mcpOverlay", "nativeApprovalPolicy", "turnForkBoundary"}),
     "1.2.1": frozenset({"mcpOverlay", "nativeApprovalPolicy", "turnForkBoundary", "storedOutput"}),
-    "1.4.4": frozenset({"nativeApprovalPolicy", "goals", "taskControl", "planUsage", "planSkill"}),
+    "1.4.4": frozenset(
+        {
+            "nativeApprovalPolicy",
+            "goals",
+            "taskControl",
+            "workflowChildren",
+            "planUsage",
+            "planSkill",
+        }
+    ),
 }
 """The features each host gets: what the bundle it is read with declares, less known faults."""
 BUNDLE_LINE: Final = {

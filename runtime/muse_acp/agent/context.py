@@ -174,6 +174,7 @@ class AgentContext:
                 user_title=user_title,
                 after=after,
                 notices=self.negotiated.notices,
+                subagents=self.negotiated.subagents,
             )
         )
 

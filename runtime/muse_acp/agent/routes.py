@@ -25,6 +25,7 @@ from muse_acp.agent.handshake.capabilities import InitializeParams
 from muse_acp.agent.handshake.startup import answer_initialize
 from muse_acp.agent.methods import (
     auth,
+    child_sessions,
     deletion,
     lifecycle,
     listing,
@@ -93,7 +94,12 @@ REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
     RequestBinding("authenticate", acp.AuthenticateRequest, auth.handle_authenticate),
     RequestBinding("logout", acp.LogoutRequest, auth.handle_logout, CHANGES),
     RequestBinding("session/new", acp.NewSessionRequest, lifecycle.handle_new, CHANGES),
-    RequestBinding("session/load", acp.LoadSessionRequest, lifecycle.handle_load),
+    # A child session's id names its parent (``child_sessions``); any other is the session's.
+    RequestBinding(
+        "session/load",
+        acp.LoadSessionRequest,
+        partial(child_sessions.handle_load, others=lifecycle.handle_load),
+    ),
     RequestBinding("session/list", acp.ListSessionsRequest, listing.handle_list),
     RequestBinding("session/resume", acp.ResumeSessionRequest, lifecycle.handle_resume),
     RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close, CHANGES),
@@ -125,7 +131,11 @@ REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
 """Every request the agent serves (see the module contract)."""
 
 NOTIFICATIONS: Final[tuple[NotificationBinding[Any], ...]] = (
-    NotificationBinding("session/cancel", acp.CancelNotification, prompting.handle_cancel),
+    NotificationBinding(
+        "session/cancel",
+        acp.CancelNotification,
+        partial(child_sessions.handle_cancel, others=prompting.handle_cancel),
+    ),
 )
 """Every notification the agent handles."""
 

@@ -102,6 +102,9 @@ class Negotiated:
     notices: bool = False
     """The client shows ACP notices (``session.notices``): warnings go out as ``notice``
     updates rather than chat text (``errors.notices``)."""
+    subagents: bool = False
+    """The client takes child sessions (``subagents``): each subagent and workflow child is
+    announced with ``subagent_update`` and has a transcript of its own (``child_transcripts``)."""
 
     @property
     def any_steering(self) -> bool:
@@ -160,6 +163,7 @@ def negotiate(
         delete=on_msp and features.has("sessionDelete"),
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
         notices=session is not None and session.notices is not None,
+        subagents=on_msp and capabilities is not None and capabilities.subagents is not None,
     )
 
 

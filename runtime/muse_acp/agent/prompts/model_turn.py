@@ -69,7 +69,12 @@ async def run_turn(
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
     output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
-    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+    translator = TurnTranslator(
+        session_id=session.session_id,
+        output=output,
+        cwd=session.cwd,
+        stoppable_children=host.features.has("workflowChildren"),
+    )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     # Work that outlives the turn keeps updating its cards (``background``).
     keep_relaying(host, session.session_id, turn.relay)

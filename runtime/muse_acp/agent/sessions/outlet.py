@@ -13,6 +13,9 @@ sent again (Muse often reports the same tokens and context window twice).
   further update is tried, and only that send returns True; ``write`` wraps the wait.
 * ``tell(notice)`` alone decides how a warning reaches the user (``errors.notices``): a
   ``notice`` update when the client set ``session.notices``, else as before notices existed.
+* Child sessions (``child_transcripts``): for a client that set ``subagents`` a
+  ``subagent_update`` goes out on this session and a ``ChildUpdate`` as a ``session/update`` of
+  the child session it names; any other client gets neither (it sees the cards alone).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from muse_acp.agent.errors.notices import Notice, notice_update
+from muse_acp.agent.translation.child_transcripts import ChildUpdate
 from muse_acp.agent.translation.chunk_frames import (
     encoded_chunk,
     encoded_plain,
@@ -65,6 +69,7 @@ class UpdateOutlet:
         "_last_usage",
         "_notices",
         "_record",
+        "_subagents",
         "gone",
         "session_id",
     )
@@ -76,12 +81,15 @@ class UpdateOutlet:
         record: SessionRecord,
         *,
         notices: bool = False,
+        subagents: bool = False,
     ) -> None:
         self.session_id = session_id
         self._client = client
         self._record = record
         self._notices = notices
         """The client set ``session.notices``: warnings go out as ``notice`` updates."""
+        self._subagents = subagents
+        """The client set ``subagents``: child sessions are announced and sent to it."""
         self._encoded_id = encoded_session_id(session_id)
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
@@ -110,6 +118,13 @@ class UpdateOutlet:
                 await self._client.notify("session/update", plain)
                 return
             update = update.model()
+        elif isinstance(update, ChildUpdate | acp.SubagentUpdateSessionUpdate):
+            if not self._subagents:
+                return  # a client without child sessions sees the parent's card alone
+            if isinstance(update, ChildUpdate):
+                child = acp.SessionNotification(session_id=update.session_id, update=update.update)
+                await self._client.notify("session/update", child)
+                return
         record = self._record
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set

@@ -134,6 +134,8 @@ class AcpSession:
     """The goal Muse last announced for the session (shown by ``/goal``); None: none seen."""
     notices: bool = False
     """The client set ``session.notices``: warnings go out as ``notice`` updates."""
+    subagents: bool = False
+    """The client set ``subagents``: delegated work shows as child sessions."""
     closed: bool = False
     work: SessionWork | None = None
     turn: RunningTurn | None = None
@@ -152,7 +154,9 @@ class AcpSession:
     """The one way the session's updates reach the client (``outlet``)."""
 
     def __post_init__(self) -> None:
-        self.outlet = UpdateOutlet(self.session_id, self.client, self, notices=self.notices)
+        self.outlet = UpdateOutlet(
+            self.session_id, self.client, self, notices=self.notices, subagents=self.subagents
+        )
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
         idle = min(READ_HOST_IDLE, self.hosting.config.deadlines.idle)
         self.reader = HostKeeper(f"read host of {self.session_id}", self.hosting, idle=idle)

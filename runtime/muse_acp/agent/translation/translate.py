@@ -20,10 +20,12 @@ from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 from muse_acp.agent.cards.card_states import TurnCards
+from muse_acp.agent.cards.child_sessions import CHILDREN_META
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.cards.progress import OutputBuffer, plan_update, usage_update
 from muse_acp.agent.cards.tool_cards import CardItem, tool_call_id
 from muse_acp.agent.options.titles import named_title
+from muse_acp.agent.translation.child_transcripts import ChildTranscripts, ChildUpdate
 from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
 from muse_acp.agent.translation.goal_state import goal_update
 from muse_acp_wire import acp, msp
@@ -73,8 +75,9 @@ class PlainChunk(NamedTuple):
         return _chunk(self.family, self.message_id, self.text)
 
 
-Update: TypeAlias = acp.SessionUpdate | PlainChunk
-"""What ``updates`` gives: an update model, or a text chunk not built yet."""
+Update: TypeAlias = acp.SessionUpdate | PlainChunk | ChildUpdate
+"""What ``updates`` gives: an update model, a text chunk not built yet, or an update of a child
+session's transcript (``child_transcripts``)."""
 
 
 def _digest() -> hashlib.blake2b:
@@ -161,6 +164,7 @@ class TurnTranslator:
         replay: bool = False,
         output: OutputPolicy = BASELINE_OUTPUT,
         cwd: str | None = None,
+        stoppable_children: bool = False,
     ) -> None:
         self.session_id = session_id
         self.turn_id = turn_id
@@ -169,13 +173,16 @@ class TurnTranslator:
         self.cards = TurnCards(session_id, cwd=cwd, output=output, replay=replay)
         """The state of this turn's tool cards (shared with its approvals)."""
         self._items: dict[str, _Tracked] = {}
+        self.children = ChildTranscripts(session_id, stoppable=stoppable_children)
+        """The transcripts of the child sessions of this turn's delegated work."""
 
     def on_notification(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
-        """The updates for one notification; ``params`` is already parsed with the model that
-        ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
+        """The updates of the session itself for one notification; ``params`` is already parsed
+        with the model that ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
         return [
             update.model() if isinstance(update, PlainChunk) else update
             for update in self.updates(method, params)
+            if not isinstance(update, ChildUpdate)
         ]
 
     def updates(self, method: str, params: WireModel) -> list[Update]:
@@ -251,7 +258,7 @@ class TurnTranslator:
             return self._snapshot_part(tracked, item.item_id, 0, text, "user")
         if isinstance(item, msp.CompactionItem):
             return []
-        return [self._card_sighting(tracked, item)]
+        return self._card_sighting(tracked, item)
 
     def _other_turn(self, turn_id: str | None) -> bool:
         if self.replay or self.turn_id is None or turn_id is None:
@@ -300,10 +307,16 @@ class TurnTranslator:
         tracked.any_text_sent = True
         return [PlainChunk(family, item_id, shown)]
 
-    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> acp.SessionUpdate:
+    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> list[Update]:
         if tracked.call_id is None:
             tracked.call_id = tool_call_id(item)
-        return self.cards.sighting(tracked.call_id, item)
+        card = self.cards.sighting(tracked.call_id, item)
+        if not isinstance(item, msp.SubagentItem | msp.WorkflowItem):
+            return [card]
+        link, children = self.children.sighting(item)
+        if link and isinstance(card, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate):
+            card.field_meta = {**(card.field_meta or {}), CHILDREN_META: link}
+        return [card, *children]
 
 
 def _family(item: msp.Item) -> _Family:
