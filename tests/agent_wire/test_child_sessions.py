@@ -1,10 +1,11 @@
-"""Workflow children as child sessions, on every Muse version: for a client that set
-``subagents`` each child is announced on its parent with ``subagent_update``, listed by the
-parent's card, and has a transcript of its own (what it was asked, its failure), which loads
-alone after a restart of muse-acp; ``session/cancel`` on a running child skips that child alone
-where Muse can (1.3.0 and newer) and says why not elsewhere. A client without the opt-in sees
-only the card, which now lists each child's status. Every frame validates against muse-acp's
-ACP bundle."""
+"""Workflow children and subagents as child sessions, on every Muse version: for a client that
+set ``subagents`` each child is announced on its parent with ``subagent_update``, listed by the
+parent's card, and has a transcript of its own (what it was asked, its failure, its result),
+which loads alone after a restart of muse-acp (and the parent's load announces it again);
+``session/cancel`` on a running workflow child skips that child alone where Muse can (1.3.0 and
+newer) and says why not elsewhere and for a subagent; ``/workflow`` retries a failed child. A
+client without the opt-in sees only the card, which now lists each child's status. Every frame
+validates against muse-acp's ACP bundle."""
 
 from __future__ import annotations
 
@@ -196,7 +197,12 @@ async def test_a_child_session_loads_with_its_own_transcript_after_a_restart(
                 cwd=str(world.workspace),
                 mcp_servers=[],
             )
+        # The parent's history shows its children again, as they ended.
+        await agent.conn.load_session(session_id=session, cwd=str(world.workspace), mcp_servers=[])
+        replayed = _announced(agent, session)
     assert sessions == {child}, "only the child's own transcript is sent"
+    assert set(replayed) == set(children.values())
+    assert replayed[child]["state"] == {"state": "idle", "stopReason": "error"}
     assert loaded == [
         ("user_message_chunk", "Triage issues (second)"),
         ("agent_message_chunk", "Started."),
@@ -269,3 +275,35 @@ async def _run_workflow_plain(agent: Agent) -> tuple[str, None]:
 
     await agent.client.wait_until(lambda: "failed, tool_error" in _card_text(agent, session))
     return session, None
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_subagent_is_a_child_session_that_cannot_be_stopped_alone_yet(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world, capabilities=SUBAGENTS) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "sim:subagent survey the failing tests")
+            await agent.prompt(session, "sim:subagent-fails read the two crates")
+        announced = _announced(agent, session)
+        children = {u["title"]: sid for sid, u in announced.items()}
+        survey, crates = children["survey the failing tests"], children["read the two crates"]
+        await agent.conn.cancel(session_id=survey)
+        await agent.client.wait_until(lambda: "did not stop" in agent.client.text(session))
+    assert survey.startswith(f"{session}~subagent~")
+    assert announced[survey]["state"] == {"state": "idle", "stopReason": "end_turn"}
+    assert announced[crates]["state"] == {"state": "idle", "stopReason": "error"}
+    assert all(u["capabilities"] == {} for u in announced.values())
+    assert _said(agent, survey) == [
+        ("user_message_chunk", "survey the failing tests"),
+        ("agent_message_chunk", "Started."),
+        ("agent_message_chunk", "It completed."),
+        ("agent_message_chunk", "done: survey the failing tests"),
+    ]
+    assert _said(agent, crates)[-2:] == [
+        ("agent_message_chunk", "It ended failed: provider_error."),
+        ("agent_message_chunk", "could not finish: read the two crates"),
+    ]
+    assert "cannot stop a subagent on its own" in agent.client.text(session)

@@ -40,6 +40,7 @@ from muse_acp.agent.translation.child_transcripts import ChildUpdate
 from muse_acp.agent.translation.translate import Update
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
+from muse_acp.host.features import first_declaring
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
 from muse_acp.rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RequestContext, RpcError
@@ -154,9 +155,10 @@ async def _stop_child(ctx: AgentContext, parent: AcpSession, ref: ChildRef) -> s
         return "this version of muse-acp cannot stop a subagent on its own; stop the prompt"
     host = parent.execution.host
     if host is not None and not host.features.has("workflowChildren"):
+        oldest = first_declaring("workflowChildren")
         return (
-            f"this Muse ({host.version}) cannot stop one child of a workflow; Muse 1.3.0 and "
-            "newer can, or stop the whole workflow"
+            f"this Muse ({host.version}) cannot stop one child of a workflow; Muse {oldest} "
+            "and newer can, or stop the whole workflow"
         )
     attempt = parent.running.child_attempt(ref.run_id, ref.key)
     if attempt is None or host is None or host.dead.is_set():

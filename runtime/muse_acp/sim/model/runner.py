@@ -36,6 +36,7 @@ from muse_acp.sim.model.notices import (
 )
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
+from muse_acp.sim.model.subagents import run_subagent
 from muse_acp.sim.model.tools import (
     SHELL_DISABLED,
     WRITE_DISABLED,
@@ -69,6 +70,7 @@ from muse_acp.sim.script.directives import (
     Shell,
     Spawn,
     Stream,
+    Subagent,
     SwitchApproval,
     SwitchModel,
     ViewLost,
@@ -252,6 +254,8 @@ class TurnRunner:
                 await switch_approval(turn, mode)
             case Workflow(text=text, children=children):
                 await (start_children_workflow if children else start_workflow)(turn, text)
+            case Subagent(objective=objective, fails=fails):
+                await run_subagent(turn, objective, fails=fails)
             case Background(command=command):
                 await start_background(turn, command)
             case AskUser():

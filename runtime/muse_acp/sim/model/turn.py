@@ -35,6 +35,7 @@ from muse_acp_wire.msp import (
     SessionContextUsageParams,
     SessionTodoListChangedParams,
     SessionTokenUsageParams,
+    SubagentItem,
     TodoItem,
     TokenCounts,
     ToolCallItem,
@@ -54,7 +55,9 @@ REASONING_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Reasoning tokens a model step reports per reasoning effort (``ultra`` counts as ``max``)."""
 
-Item: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | WorkflowItem
+Item: TypeAlias = (
+    UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | WorkflowItem | SubagentItem
+)
 
 
 def estimate_tokens(text: str) -> int:

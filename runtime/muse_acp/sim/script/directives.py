@@ -47,6 +47,7 @@ __all__ = [
     "Shell",
     "Spawn",
     "Stream",
+    "Subagent",
     "SwitchApproval",
     "SwitchModel",
     "ViewLost",
@@ -158,6 +159,15 @@ class Workflow:
 
 
 @dataclass(frozen=True, slots=True)
+class Subagent:
+    """Muse delegates to a native subagent (``sim:subagent OBJECTIVE``), which fails with
+    ``sim:subagent-fails OBJECTIVE`` (``subagents``)."""
+
+    objective: str
+    fails: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SwitchModel:
     """Another client switches the session's model (``sim:switch-model MODEL``)."""
 
@@ -233,6 +243,7 @@ Directive: TypeAlias = (
     | Name
     | ViewLost
     | Workflow
+    | Subagent
     | Background
     | SwitchModel
     | SwitchApproval
@@ -335,6 +346,8 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "viewlost": _bare(ViewLost()),
         "workflow": _text(Workflow),
         "workflow-children": _text(lambda text: Workflow(text, children=True)),
+        "subagent": _text(Subagent),
+        "subagent-fails": _text(lambda objective: Subagent(objective, fails=True)),
         "background": _text(Background),
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,
