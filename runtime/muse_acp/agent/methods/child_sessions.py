@@ -9,8 +9,9 @@ apart by its id alone.
   and only the child's own transcript is sent, with the child's session id. A child the
   parent's history does not show is -32002. The child is not opened as a session of its own:
   its parent owns it, and prompts and settings stay the parent's.
-* ``session/cancel`` on a workflow child stops that child alone: ``workflow/childControl``
-  ``skip`` of its current attempt, on the host that runs its parent (1.3.0 and newer, feature
+* ``session/cancel`` on a workflow child stops that child alone, in the background (a
+  notification waits on nothing): ``workflow/childControl`` ``skip`` of its current attempt, on
+  the host that runs its parent (1.3.0 and newer, feature
   ``workflowChildren``), and the parent's turn goes on. Where that cannot be done (the parent is
   not open here, the child no longer runs, Muse cannot stop a child on its own, or the child is
   a subagent: ``subagent/stop`` is not in muse-acp's MSP vocabulary yet) nothing is stopped and
@@ -43,7 +44,13 @@ from muse_acp.host.client import MspHost
 from muse_acp.host.features import first_declaring
 from muse_acp.ids import new_uuid7
 from muse_acp.redact import redact
-from muse_acp.rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RequestContext, RpcError
+from muse_acp.rpc import (
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND,
+    ConnectionClosed,
+    RequestContext,
+    RpcError,
+)
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
@@ -143,10 +150,19 @@ async def handle_cancel(
     if parent is None or parent.closed:
         logger.info("session/cancel for child %s of a session not open here", ref.session_id)
         return
+    # Notifications are handled in arrival order and must not wait on Muse: stopped meanwhile.
+    ctx.hosting.tasks.start_soon(_stop_or_say_why, ctx, parent, ref)
+
+
+async def _stop_or_say_why(ctx: AgentContext, parent: AcpSession, ref: ChildRef) -> None:
     why = await _stop_child(ctx, parent, ref)
-    if why is not None:
-        text = f"muse-acp did not stop {ref.kind} {ref.key[:100]!r}: {why}."
+    if why is None:
+        return
+    text = f"muse-acp did not stop {ref.kind} {ref.key[:100]!r}: {why}."
+    try:
         await parent.tell(Notice("warning", "A child session was not stopped", text))
+    except ConnectionClosed:
+        logger.info("%s", text)  # the client has gone: nobody is left to tell
 
 
 async def _stop_child(ctx: AgentContext, parent: AcpSession, ref: ChildRef) -> str | None:
