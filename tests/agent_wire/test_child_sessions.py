@@ -153,6 +153,11 @@ async def test_cancelling_a_child_session_skips_that_child_alone(
         stopped = {"state": "idle", "stopReason": "cancelled"}
         await agent.client.wait_until(lambda: _announced(agent, session)[first]["state"] == stopped)
         announced = _announced(agent, session)
+        with pytest.raises(sdk.RequestError) as refused:
+            await agent.prompt(first, "and now this")
+    assert refused.value.code == -32602
+    assert "is a child session of" in str(refused.value)
+    assert "send anything else to its parent" in str(refused.value)
     [control] = world.host_requests("workflow/childControl")
     assert control["params"]["childId"] == "child-1"
     assert control["params"]["action"] == "skip"

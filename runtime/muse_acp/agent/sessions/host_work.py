@@ -65,7 +65,7 @@ class RunningWork:
 
     def _note_children(self, item: msp.WorkflowItem) -> None:
         running = item.status == "inProgress"
-        for child in children_of("", item):
+        for child in children_of("", item):  # by Muse's ids: the session id is not needed
             key = (item.workflow_run_id, child.ref.key)
             self._children.pop(key, None)
             if running:
