@@ -89,17 +89,25 @@ async def handle_initialize(
 CHANGES: Final = True
 """``RequestBinding.changes_state``, spelled so the table reads."""
 
+
+async def _handle_load(
+    ctx: AgentContext, params: acp.LoadSessionRequest, rctx: RequestContext
+) -> acp.LoadSessionResponse:
+    """A child session's id names its parent (``child_sessions``); any other is the session's."""
+    return await child_sessions.handle_load(ctx, params, rctx, others=lifecycle.handle_load)
+
+
+async def _handle_cancel(ctx: AgentContext, params: acp.CancelNotification) -> None:
+    """As ``_handle_load``: a child's cancel stops that child alone."""
+    await child_sessions.handle_cancel(ctx, params, others=prompting.handle_cancel)
+
+
 REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
     RequestBinding("initialize", InitializeParams, handle_initialize),
     RequestBinding("authenticate", acp.AuthenticateRequest, auth.handle_authenticate),
     RequestBinding("logout", acp.LogoutRequest, auth.handle_logout, CHANGES),
     RequestBinding("session/new", acp.NewSessionRequest, lifecycle.handle_new, CHANGES),
-    # A child session's id names its parent (``child_sessions``); any other is the session's.
-    RequestBinding(
-        "session/load",
-        acp.LoadSessionRequest,
-        partial(child_sessions.handle_load, others=lifecycle.handle_load),
-    ),
+    RequestBinding("session/load", acp.LoadSessionRequest, _handle_load),
     RequestBinding("session/list", acp.ListSessionsRequest, listing.handle_list),
     RequestBinding("session/resume", acp.ResumeSessionRequest, lifecycle.handle_resume),
     RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close, CHANGES),
@@ -131,11 +139,7 @@ REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
 """Every request the agent serves (see the module contract)."""
 
 NOTIFICATIONS: Final[tuple[NotificationBinding[Any], ...]] = (
-    NotificationBinding(
-        "session/cancel",
-        acp.CancelNotification,
-        partial(child_sessions.handle_cancel, others=prompting.handle_cancel),
-    ),
+    NotificationBinding("session/cancel", acp.CancelNotification, _handle_cancel),
 )
 """Every notification the agent handles."""
 
