@@ -1,24 +1,17 @@
 """Child sessions (``child_sessions`` ids): ``session/load`` and ``session/cancel`` on one.
 
-Contract: ``session/load`` and ``session/cancel`` name either an ordinary session (handled by
-``others``: ``lifecycle`` and ``prompting``, as ``routes`` binds them) or a child session, told
-apart by its id alone.
+Contract: either method names an ordinary session (``others``: ``lifecycle``, ``prompting``)
+or a child, told apart by its id alone; ``session/list`` lists no child (children are reached
+from their parent: its cards' ``_meta["muse/children"]``, its ``subagent_update``s).
 
-* Loading a child needs no record: the parent must be a session Muse has, in the same workspace
-  (the errors of loading the parent, naming the parent); its history is paged as for a load
-  and only the child's own transcript is sent, with the child's session id. A child the
-  parent's history does not show is -32002. The child is not opened as a session of its own:
-  its parent owns it, and prompts and settings stay the parent's.
-* ``session/cancel`` on a workflow child stops that child alone, in the background (a
-  notification waits on nothing): ``workflow/childControl`` ``skip`` of its current attempt, on
-  the host that runs its parent (1.3.0 and newer, feature
-  ``workflowChildren``), and the parent's turn goes on. Where that cannot be done (the parent is
-  not open here, the child no longer runs, Muse cannot stop a child on its own, or the child is
-  a subagent: ``subagent/stop`` is not in muse-acp's MSP vocabulary yet) nothing is stopped and
-  the parent's user is told why (a notice, or chat text for a client without notices); the
-  ``subagent_update`` of such a child never offered ``cancel``.
-* ``session/list`` lists no child: children are reached from their parent (its cards'
-  ``_meta["muse/children"]`` and, for a client that takes them, ``subagent_update``).
+* Loading a child needs no record: the parent must be a session Muse has in this workspace; its
+  history is paged as for a load and only the child's transcript is sent, with the child's id
+  (-32002 when the parent shows no such child). The parent owns the child: no session opens.
+* ``session/cancel`` on a running workflow child skips it alone, in the background (a
+  notification waits on nothing): ``workflow/childControl`` with its current attempt on the
+  parent's host (feature ``workflowChildren``); the parent's turn goes on. Where that cannot be
+  done (parent not open here, child ended, Muse too old, a subagent: ``subagent/stop`` is not in
+  muse-acp's MSP vocabulary yet) nothing stops and the parent's user is told why.
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
 """A session's update outlet: the one way its ``session/update`` notifications reach the client.
 
 Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
-updates in the order their sends begin, noting on the way out what the session keeps of them
-(``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
-usage update's figures, an announced goal. A usage update identical to the last one sent is not
-sent again (Muse often reports the same tokens and context window twice).
+updates in the order their sends begin, noting what the session keeps of them (``SessionRecord``):
+Muse's title as the host title (a /rename title replaces it), usage figures (an update identical
+to the last one sent is dropped: Muse often repeats them), an announced goal.
 
 * ``send`` raises ``ConnectionClosed`` once the client has gone.
 * ``send_nowait`` is the delta lane's: a plain text chunk from its ``chunk_frames`` template,
   queued only when the writer takes it at once; False, nothing sent, otherwise.
 * ``send_unless_gone(update, write)`` is the turns' guard: after a send found the client gone no
   further update is tried, and only that send returns True; ``write`` wraps the wait.
-* ``tell(notice)`` alone decides how a warning reaches the user (``errors.notices``): a
-  ``notice`` update when the client set ``session.notices``, else as before notices existed.
-* Child sessions (``child_transcripts``): for a client that set ``subagents`` a
-  ``subagent_update`` goes out on this session and a ``ChildUpdate`` as a ``session/update`` of
-  the child session it names; any other client gets neither (it sees the cards alone).
+* ``tell(notice)`` alone decides how a warning reaches the user (``errors.notices``), and
+  ``send`` alone whether child sessions do (``child_transcripts``: ``subagent_update`` and each
+  ``ChildUpdate`` only for a client that set ``subagents``, which then get the child's id).
 """
 
 from __future__ import annotations
