@@ -31,7 +31,14 @@ DECLARED_FROM_1_1: Final[frozenset[Feature]] = frozenset(
     {"nativeApprovalPolicy", "mcpOverlay", "turnForkBoundary"}
 )
 FROM_1_3: Final[frozenset[Feature]] = frozenset(
-    {"nativeApprovalPolicy", "goals", "taskControl", "planUsage", "turnForkBoundary"}
+    {
+        "nativeApprovalPolicy",
+        "goals",
+        "taskControl",
+        "workflowChildren",
+        "planUsage",
+        "turnForkBoundary",
+    }
 )
 # What each version offers without trust in newer hosts: what its bundle declares, less what a
 # known behaviour turns off (stored output and the settings overlay only where verified; the

@@ -176,6 +176,7 @@ class AgentContext:
                 notices=self.negotiated.notices,
                 compaction=self.negotiated.compaction,
                 plans=self.negotiated.plans,
+                subagents=self.negotiated.subagents,
             )
         )
 

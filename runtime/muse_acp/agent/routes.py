@@ -25,6 +25,7 @@ from muse_acp.agent.handshake.capabilities import InitializeParams
 from muse_acp.agent.handshake.startup import answer_initialize
 from muse_acp.agent.methods import (
     auth,
+    child_sessions,
     deletion,
     lifecycle,
     listing,
@@ -88,12 +89,25 @@ async def handle_initialize(
 CHANGES: Final = True
 """``RequestBinding.changes_state``, spelled so the table reads."""
 
+
+async def _handle_load(
+    ctx: AgentContext, params: acp.LoadSessionRequest, rctx: RequestContext
+) -> acp.LoadSessionResponse:
+    """A child session's id names its parent (``child_sessions``); any other is the session's."""
+    return await child_sessions.handle_load(ctx, params, rctx, others=lifecycle.handle_load)
+
+
+async def _handle_cancel(ctx: AgentContext, params: acp.CancelNotification) -> None:
+    """As ``_handle_load``: a child's cancel stops that child alone."""
+    await child_sessions.handle_cancel(ctx, params, others=prompting.handle_cancel)
+
+
 REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
     RequestBinding("initialize", InitializeParams, handle_initialize),
     RequestBinding("authenticate", acp.AuthenticateRequest, auth.handle_authenticate),
     RequestBinding("logout", acp.LogoutRequest, auth.handle_logout, CHANGES),
     RequestBinding("session/new", acp.NewSessionRequest, lifecycle.handle_new, CHANGES),
-    RequestBinding("session/load", acp.LoadSessionRequest, lifecycle.handle_load),
+    RequestBinding("session/load", acp.LoadSessionRequest, _handle_load),
     RequestBinding("session/list", acp.ListSessionsRequest, listing.handle_list),
     RequestBinding("session/resume", acp.ResumeSessionRequest, lifecycle.handle_resume),
     RequestBinding("session/close", acp.CloseSessionRequest, lifecycle.handle_close, CHANGES),
@@ -125,7 +139,7 @@ REQUESTS: Final[tuple[RequestBinding[Any], ...]] = (
 """Every request the agent serves (see the module contract)."""
 
 NOTIFICATIONS: Final[tuple[NotificationBinding[Any], ...]] = (
-    NotificationBinding("session/cancel", acp.CancelNotification, prompting.handle_cancel),
+    NotificationBinding("session/cancel", acp.CancelNotification, _handle_cancel),
 )
 """Every notification the agent handles."""
 

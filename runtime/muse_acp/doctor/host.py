@@ -31,6 +31,7 @@ FEATURE_DESCRIPTIONS: Final[Mapping[Feature, str]] = MappingProxyType(
         "storedOutput": "whole tool outputs readable by clients",
         "mcpOverlay": "editor MCP servers through a private settings file",
         "taskControl": "clients can stop workflows and background tasks (_muse/task)",
+        "workflowChildren": "a workflow child can be skipped or retried on its own",
         "planUsage": "the account's subscription usage in /status and usage updates",
         "goals": "the /goal command sets, pauses, resumes and clears Muse's goal",
         "planSkill": "Plan mode as Muse's own Plan skill",

@@ -72,6 +72,7 @@ NEEDS: Final[Mapping[Feature, Needs]] = MappingProxyType(
             "goal/set", "goal/pause", "goal/resume", "goal/clear", notes=("session/goalChanged",)
         ),
         "taskControl": _needs("workflow/cancel", "task/stop"),
+        "workflowChildren": _needs("workflow/childControl"),
         "planUsage": _needs("usage/read", notes=("usage/changed",)),
         "sessionDelete": _needs("session/delete", notes=("session/deleteCompleted",)),
         "turnForkBoundary": _needs("session/fork", models=("ForkCutPoint",)),

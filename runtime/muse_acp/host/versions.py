@@ -35,6 +35,7 @@ Feature = Literal[
     "planSkill",
     "goals",
     "taskControl",
+    "workflowChildren",
     "planUsage",
     "sessionDelete",
     "turnForkBoundary",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, NoReturn, TypeAlias, TypeVar
 
+from muse_acp.agent.cards.child_sessions import workflow_text
 from muse_acp.agent.cards.delegated_titles import delegated_title
 from muse_acp.agent.cards.file_changes import FileBefore, absolute_path, change_content
 from muse_acp.agent.cards.output_cards import (
@@ -380,7 +381,7 @@ def _fallback_texts(item: CardItem) -> tuple[str | None, ...]:
             (result.text, result.summary, item.fallback_text) if result else (item.fallback_text,)
         )
     if isinstance(item, msp.WorkflowItem):
-        return (item.message, item.fallback_text)
+        return (workflow_text(item), item.fallback_text)
     if isinstance(item, msp.UnknownItem):
         return (item.fallback_text,)
     return ()

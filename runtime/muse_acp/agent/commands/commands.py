@@ -1,6 +1,6 @@
 """Local commands: ``/status``, ``/models``, ``/skills``, ``/rename TITLE``, ``/logout``,
-``/compact``, ``/goal``, ``/tasks``, ``/mcp`` and the reviews (each command's logic in its own
-module).
+``/compact``, ``/goal``, ``/tasks``, ``/mcp``, ``/workflow`` and the reviews (each command's
+logic in its module).
 
 Contract: a local command never starts a model turn, except ``/plan TEXT`` (``plan_mode``) and
 the reviews (``review``), which are turns by design. ``recognise`` finds one only when the first
@@ -39,6 +39,7 @@ from muse_acp.agent.commands.review import (
     run_review_branch,
     run_review_commit,
 )
+from muse_acp.agent.commands.workflow import WORKFLOW_HINT, run_workflow
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosting.skills import (
     MAX_SKILLS_SHOWN,
@@ -323,6 +324,9 @@ BUILTINS: Final[Mapping[str, Builtin]] = MappingProxyType(
             Builtin("goal", "Show or change the session goal", GOAL_HINT, run_goal),
             Builtin("tasks", "List or stop Muse's background work", TASKS_HINT, run_tasks),
             Builtin("mcp", "List this session's MCP servers", None, run_mcp),
+            Builtin(
+                "workflow", "List, retry or skip workflow children", WORKFLOW_HINT, run_workflow
+            ),
             Builtin("plan", "Enter plan mode and plan a change", "what to plan", run_plan),
         )
     }

@@ -115,6 +115,9 @@ class Negotiated:
     plans: bool = False
     """The client takes plan operations (``plan``): ``plan_update`` and ``plan_removed`` by
     ``planId`` rather than the legacy ``plan`` update (``translation.plans``)."""
+    subagents: bool = False
+    """The client takes child sessions (``subagents``): each subagent and workflow child is
+    announced with ``subagent_update`` and has a transcript of its own (``child_transcripts``)."""
 
     @property
     def any_steering(self) -> bool:
@@ -177,6 +180,7 @@ def negotiate(
         plans=capabilities is not None and capabilities.plan is not None,
         terminal_output=_declares_terminal(capabilities),
         workspace_roots=on_msp and features.has("workspaceRoots"),
+        subagents=on_msp and capabilities is not None and capabilities.subagents is not None,
     )
 
 

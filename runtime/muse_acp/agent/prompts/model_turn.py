@@ -78,6 +78,7 @@ async def run_turn(
         output=output,
         cwd=session.cwd,
         plan_mode=session.settings.mode_id == PLAN_MODE,
+        stoppable_children=host.features.has("workflowChildren"),
     )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     if session.roots_unsent and host.features.has("workspaceRoots"):

@@ -120,7 +120,12 @@ async def follow_kept(
         references=ctx.negotiated.output and host.features.has("storedOutput"),
         terminal=ctx.negotiated.terminal_output,
     )
-    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+    translator = TurnTranslator(
+        session_id=session.session_id,
+        output=output,
+        cwd=session.cwd,
+        stoppable_children=host.features.has("workflowChildren"),
+    )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     async with session.execution.holding(host):
         session.turn = turn

@@ -22,8 +22,7 @@ from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.tool_cards import output_reference_update
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.hosts import Refusal, ask
-from muse_acp.agent.sessions.outlet import UpdateOutlet
-from muse_acp.agent.translation.translate import TurnTranslator
+from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.agent.translation.view_events import read_event
 from muse_acp.host.client import MspHost
 from muse_acp_wire import msp
@@ -32,6 +31,7 @@ __all__ = [
     "MAX_PAGES",
     "MAX_REANNOUNCED",
     "PAGE_SIZE",
+    "ReplayOutlet",
     "ReplayTarget",
     "read_row",
     "replay_history",
@@ -46,6 +46,15 @@ MAX_REANNOUNCED: Final = 256
 """Stored-output references re-announced after a replay (the latest items win)."""
 
 
+class ReplayOutlet(Protocol):
+    """Where replayed updates go (``outlet.UpdateOutlet`` is one; a child session's load
+    takes only its own, ``child_sessions``)."""
+
+    async def send(self, update: Update) -> None: ...
+
+    async def tell(self, notice: Notice) -> None: ...
+
+
 class ReplayTarget(Protocol):
     """Where history goes (``session.AcpSession`` is one)."""
 
@@ -56,7 +65,7 @@ class ReplayTarget(Protocol):
     def cwd(self) -> str: ...
 
     @property
-    def outlet(self) -> UpdateOutlet: ...
+    def outlet(self) -> ReplayOutlet: ...
 
 
 async def read_row(host: MspHost, session_id: str, budget: float, refusal: Refusal) -> msp.Session:
@@ -83,7 +92,11 @@ async def replay_history(
     """Send the session's history to the client as ``session/update`` notifications; each page
     is read within ``budget`` seconds (``reading`` phase failures)."""
     translator = TurnTranslator(
-        session_id=session.session_id, replay=True, output=output, cwd=session.cwd
+        session_id=session.session_id,
+        replay=True,
+        output=output,
+        cwd=session.cwd,
+        stoppable_children=host.features.has("workflowChildren"),
     )
     latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
     cursor: str | None = None

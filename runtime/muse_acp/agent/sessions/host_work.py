@@ -5,9 +5,11 @@ keeps, by the card's ``toolCallId``, the workflows (their ``workflowRunId``) and
 tasks (the item's ``itemId``, which ``task/stop`` names) still in progress; an item that ended,
 or a tool call that is not in the background, is dropped. ``find`` answers which one a card
 shows, for ``_muse/task``, and ``listed`` names them all in the order they started, each with
-its card's title, for ``/tasks``. It is bounded (``MAX_RUNNING``, the oldest forgotten first)
-and keeps nothing once the work ended, nor once its host is gone (``clear``): Muse's background
-work ends with its host.
+its card's title, for ``/tasks``. It also keeps the children of those workflows as Muse last
+showed them (``workflow_children``, for ``/workflow``; ``child_attempt``, the current attempt of
+one still running, for a child session's ``session/cancel``). It is bounded (``MAX_RUNNING`` of
+each, the oldest forgotten first) and keeps nothing once the work ended, nor once its host is
+gone (``clear``): Muse's background work ends with its host.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from muse_acp.agent.cards.child_sessions import ChildView, children_of
 from muse_acp.agent.cards.tool_cards import card_title, tool_call_id
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
@@ -40,6 +43,8 @@ class RunningWork:
 
     def __init__(self) -> None:
         self._by_card: dict[str, WorkTarget] = {}
+        self._children: dict[tuple[str, str], ChildView] = {}
+        """The children of running workflows, by (run id, child id)."""
 
     def __len__(self) -> int:
         return len(self._by_card)
@@ -47,6 +52,7 @@ class RunningWork:
     def note(self, params: WireModel) -> None:
         item = params.item if isinstance(params, msp.ItemEventParams) else None
         if isinstance(item, msp.WorkflowItem):
+            self._note_children(item)
             target = WorkTarget("workflow", item.workflow_run_id)
         elif isinstance(item, msp.ToolCallItem) and item.background:
             target = WorkTarget("task", item.item_id)
@@ -63,6 +69,25 @@ class RunningWork:
         self._by_card[card] = WorkTarget(target.kind, target.host_id, card_title(item))
         while len(self._by_card) > MAX_RUNNING:
             del self._by_card[next(iter(self._by_card))]
+
+    def _note_children(self, item: msp.WorkflowItem) -> None:
+        running = item.status == "inProgress"
+        for child in children_of("", item):  # by Muse's ids: the session id is not needed
+            key = (item.workflow_run_id, child.ref.key)
+            self._children.pop(key, None)
+            if running:
+                self._children[key] = child
+        while len(self._children) > MAX_RUNNING:
+            del self._children[next(iter(self._children))]
+
+    def child_attempt(self, run_id: str, child_id: str) -> int | None:
+        """The current attempt of a workflow child still running, if it is."""
+        child = self._children.get((run_id, child_id))
+        return child.attempt if child is not None and child.running else None
+
+    def workflow_children(self) -> list[ChildView]:
+        """The children of the running workflows, as Muse last showed them."""
+        return list(self._children.values())
 
     def find(self, card: str) -> WorkTarget | None:
         """The running workflow or background task ``card`` shows, if any."""

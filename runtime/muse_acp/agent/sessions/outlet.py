@@ -9,9 +9,10 @@ delta lane's (a plain text chunk queued only when the writer takes it at once, e
 ``send_unless_gone(update, write)`` is the turns' guard (after a send found the client gone,
 only that send returns True). The outlet alone decides what the client's capabilities change:
 ``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
-``send`` passes compaction updates only with ``session.compaction`` and plans as
-``plans.for_client`` says; ``show_compaction(updates, chat)`` (``/compact``) sends ``updates``
-with ``session.compaction``, else ``chat`` as an agent message.
+``send`` passes compaction updates only with ``session.compaction``, plans as
+``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
+the child's id) only with ``subagents``; ``show_compaction(updates, chat)`` (``/compact``) sends
+``updates`` with ``session.compaction``, else ``chat`` as an agent message.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from muse_acp.agent.errors.notices import Notice, notice_update
+from muse_acp.agent.translation.child_transcripts import ChildUpdate
 from muse_acp.agent.translation.chunk_frames import (
     encoded_chunk,
     encoded_plain,
@@ -68,6 +70,7 @@ class UpdateOutlet:
         "_notices",
         "_plans",
         "_record",
+        "_subagents",
         "gone",
         "session_id",
     )
@@ -81,6 +84,7 @@ class UpdateOutlet:
         notices: bool = False,
         compaction: bool = False,
         plans: bool = False,
+        subagents: bool = False,
     ) -> None:
         self.session_id = session_id
         self._client = client
@@ -91,6 +95,8 @@ class UpdateOutlet:
         """The client set ``session.compaction``: it is sent compaction updates."""
         self._plans = plans
         """The client takes plan operations (``plans.for_client``)."""
+        self._subagents = subagents
+        """The client set ``subagents``: child sessions are announced and sent to it."""
         self._encoded_id = encoded_session_id(session_id)
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
@@ -119,6 +125,13 @@ class UpdateOutlet:
                 await self._client.notify("session/update", plain)
                 return
             update = update.model()
+        elif isinstance(update, ChildUpdate | acp.SubagentUpdateSessionUpdate):
+            if not self._subagents:
+                return  # a client without child sessions sees the parent's card alone
+            if isinstance(update, ChildUpdate):
+                child = acp.SessionNotification(session_id=update.session_id, update=update.update)
+                await self._client.notify("session/update", child)
+                return
         if isinstance(update, Compaction):
             if not self._compaction:
                 return  # before compaction updates, a client was shown none

@@ -23,6 +23,7 @@ from typing import Final, Protocol
 
 import anyio
 
+from muse_acp.agent.cards.child_sessions import parse_child_id
 from muse_acp.agent.cards.output_reference import ProofCache
 from muse_acp.agent.errors import failures
 from muse_acp.agent.errors.notices import Notice
@@ -144,6 +145,8 @@ class AcpSession:
     """The client set ``session.compaction`` (``outlet``)."""
     plans: bool = False
     """The client takes plan operations (``outlet``)."""
+    subagents: bool = False
+    """The client set ``subagents``: delegated work shows as child sessions."""
     closed: bool = False
     work: SessionWork | None = None
     turn: RunningTurn | None = None
@@ -169,6 +172,7 @@ class AcpSession:
             notices=self.notices,
             compaction=self.compaction,
             plans=self.plans,
+            subagents=self.subagents,
         )
         self.execution = ExecutionHost(self, self.hosting, after=self.after)
         # Background work Muse runs keeps its host (and so its cards' updates) while it runs.
@@ -346,6 +350,15 @@ class SessionRegistry:
     def require(self, session_id: str) -> AcpSession:
         """Return the open session, or raise -32602 for an id of the wrong shape and -32002
         (saying how to get it back) for one that is not open."""
+        child = parse_child_id(session_id)
+        if child is not None:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"{shown_id(session_id)} is a child session of {shown_id(child.parent_id)}, "
+                "which owns it: only session/load and session/cancel reach a child; send "
+                "anything else to its parent",
+                {"sessionId": shown_id(child.parent_id)},
+            )
         session = self._sessions.get(check_session_id(session_id))
         if session is None:
             raise RpcError(

@@ -22,10 +22,12 @@ from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 from muse_acp.agent.cards.card_states import TurnCards
+from muse_acp.agent.cards.child_sessions import CHILDREN_META
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.cards.progress import OutputBuffer, plan_update, usage_update
 from muse_acp.agent.cards.tool_cards import CardItem, tool_call_id
 from muse_acp.agent.options.titles import named_title
+from muse_acp.agent.translation.child_transcripts import ChildTranscripts, ChildUpdate
 from muse_acp.agent.translation.compactions import compaction_updates
 from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
 from muse_acp.agent.translation.goal_state import goal_update
@@ -77,8 +79,9 @@ class PlainChunk(NamedTuple):
         return _chunk(self.family, self.message_id, self.text)
 
 
-Update: TypeAlias = acp.SessionUpdate | PlainChunk
-"""What ``updates`` gives: an update model, or a text chunk not built yet."""
+Update: TypeAlias = acp.SessionUpdate | PlainChunk | ChildUpdate
+"""What ``updates`` gives: an update model, a text chunk not built yet, or an update of a child
+session's transcript (``child_transcripts``)."""
 
 
 def _digest() -> hashlib.blake2b:
@@ -166,6 +169,7 @@ class TurnTranslator:
         output: OutputPolicy = BASELINE_OUTPUT,
         cwd: str | None = None,
         plan_mode: bool = False,
+        stoppable_children: bool = False,
     ) -> None:
         self.session_id = session_id
         self.plan_mode = plan_mode
@@ -179,13 +183,16 @@ class TurnTranslator:
         self.cards = TurnCards(session_id, cwd=cwd, output=output, replay=replay)
         """The state of this turn's tool cards (shared with its approvals)."""
         self._items: dict[str, _Tracked] = {}
+        self.children = ChildTranscripts(session_id, stoppable=stoppable_children)
+        """The transcripts of the child sessions of this turn's delegated work."""
 
     def on_notification(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
-        """The updates for one notification; ``params`` is already parsed with the model that
-        ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
+        """The updates of the session itself for one notification; ``params`` is already parsed
+        with the model that ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
         return [
             update.model() if isinstance(update, PlainChunk) else update
             for update in self.updates(method, params)
+            if not isinstance(update, ChildUpdate)
         ]
 
     def updates(self, method: str, params: WireModel) -> list[Update]:
@@ -266,7 +273,7 @@ class TurnTranslator:
             return self._snapshot_part(tracked, item.item_id, 0, text, "user")
         if isinstance(item, msp.CompactionItem):
             return [*compaction_updates(item)]
-        return [*self._card_sighting(tracked, item)]
+        return self._card_sighting(tracked, item)
 
     def _planning(self, turn_id: str | None) -> bool:
         if not self.replay:
@@ -320,10 +327,17 @@ class TurnTranslator:
         tracked.any_text_sent = True
         return [PlainChunk(family, item_id, shown)]
 
-    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> list[acp.SessionUpdate]:
+    def _card_sighting(self, tracked: _Tracked, item: CardItem) -> list[Update]:
         if tracked.call_id is None:
             tracked.call_id = tool_call_id(item)
-        return self.cards.sighting(tracked.call_id, item)
+        cards: list[Update] = [*self.cards.sighting(tracked.call_id, item)]
+        if not isinstance(item, msp.SubagentItem | msp.WorkflowItem):
+            return cards
+        link, children = self.children.sighting(item)
+        for card in cards if link else ():
+            if isinstance(card, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate):
+                card.field_meta = {**(card.field_meta or {}), CHILDREN_META: link}
+        return [*cards, *children]
 
 
 def _family(item: msp.Item) -> _Family:

@@ -38,6 +38,7 @@ from muse_acp.sim.model.notices import (
 )
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
+from muse_acp.sim.model.subagents import run_subagent
 from muse_acp.sim.model.tools import (
     SHELL_DISABLED,
     WRITE_DISABLED,
@@ -50,6 +51,7 @@ from muse_acp.sim.model.tools import (
     shell_args,
 )
 from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.model.workflow_runs import start_children_workflow
 from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
 from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
@@ -73,6 +75,7 @@ from muse_acp.sim.script.directives import (
     Shell,
     Spawn,
     Stream,
+    Subagent,
     SwitchApproval,
     SwitchModel,
     ViewLost,
@@ -257,8 +260,10 @@ class TurnRunner:
                 await switch_model(turn, model_id)
             case SwitchApproval(mode=mode):
                 await switch_approval(turn, mode)
-            case Workflow(text=text):
-                await start_workflow(turn, text)
+            case Workflow(text=text, children=children):
+                await (start_children_workflow if children else start_workflow)(turn, text)
+            case Subagent(objective=objective, fails=fails):
+                await run_subagent(turn, objective, fails=fails)
             case Background(command=command):
                 await start_background(turn, command)
             case AskUser():

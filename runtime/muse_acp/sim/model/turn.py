@@ -36,6 +36,7 @@ from muse_acp_wire.msp import (
     SessionContextUsageParams,
     SessionTodoListChangedParams,
     SessionTokenUsageParams,
+    SubagentItem,
     TodoItem,
     TokenCounts,
     ToolCallItem,
@@ -62,6 +63,7 @@ Item: TypeAlias = (
     | ToolCallItem
     | WorkflowItem
     | CompactionItem
+    | SubagentItem
 )
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "Shell",
     "Spawn",
     "Stream",
+    "Subagent",
     "SwitchApproval",
     "SwitchModel",
     "ViewLost",
@@ -164,9 +165,20 @@ class ViewLost:
 
 @dataclass(frozen=True, slots=True)
 class Workflow:
-    """A workflow that outlives its turn (``sim:workflow TEXT``)."""
+    """A workflow that outlives its turn (``sim:workflow TEXT``), or one with two children, the
+    second failing (``sim:workflow-children TEXT``, ``workflow_runs``)."""
 
     text: str
+    children: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Subagent:
+    """Muse delegates to a native subagent (``sim:subagent OBJECTIVE``), which fails with
+    ``sim:subagent-fails OBJECTIVE`` (``subagents``)."""
+
+    objective: str
+    fails: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +269,7 @@ Directive: TypeAlias = (
     | Name
     | ViewLost
     | Workflow
+    | Subagent
     | Background
     | SwitchModel
     | SwitchApproval
@@ -370,6 +383,9 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "name": _name,
         "viewlost": _bare(ViewLost()),
         "workflow": _text(Workflow),
+        "workflow-children": _text(lambda text: Workflow(text, children=True)),
+        "subagent": _text(Subagent),
+        "subagent-fails": _text(lambda objective: Subagent(objective, fails=True)),
         "background": _text(Background),
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,

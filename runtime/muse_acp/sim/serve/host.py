@@ -36,6 +36,7 @@ from muse_acp.rpc import (
     encode_value,
     open_stdio,
 )
+from muse_acp.sim.model.workflow_runs import ChildControls
 from muse_acp.sim.model.workflows import BackgroundControls
 from muse_acp.sim.options.faults import exit_now
 from muse_acp.sim.options.settings import ServeOptions
@@ -94,6 +95,7 @@ class Host:
             *Compaction(ctx).routes(),
             *Goals(ctx).routes(),
             *BackgroundControls(ctx).routes(),
+            *ChildControls(ctx).routes(),
         ]
         self.router = Router(
             requests=[route for route in routes if ctx.profile.serves(route.method)],

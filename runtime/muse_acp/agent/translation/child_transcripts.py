@@ -1,0 +1,122 @@
+"""The transcripts of child sessions, folded from the items of delegated work.
+
+Contract: a ``ChildTranscripts`` belongs to one ``TurnTranslator`` and is shown every revision
+of a ``subagent`` or ``workflow`` item (``sighting``). It gives the ``_meta`` link for the
+item's card (``child_sessions.children_meta``) and, in order, for each child that changed: a
+``subagent_update`` on the parent session (announcing the child before anything is sent in its
+name: title, description, work state, and ``cancel`` among its capabilities while it runs and
+Muse can stop it on its own) and ``ChildUpdate``s, the child session's own transcript: what it
+was asked (a user message), each change of attempt or status (an agent message), and what it
+handed back. Whether any of it reaches the client is the outlet's decision alone
+(``sessions.outlet``): a client without ``subagents`` sees only the card. State is bounded
+(``MAX_CHILDREN`` children, the oldest forgotten first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, NamedTuple, TypeAlias
+
+from muse_acp.agent.cards.child_sessions import ChildView, child_state, children_meta, children_of
+from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp_wire import acp, msp
+
+__all__ = ["MAX_CHILDREN", "ChildTranscripts", "ChildUpdate"]
+
+MAX_CHILDREN: Final = 1024
+"""Children whose transcript one translator keeps track of."""
+
+
+class ChildUpdate(NamedTuple):
+    """An update of a child session's own transcript (sent with the child's session id)."""
+
+    session_id: str
+    update: acp.SessionUpdate
+
+
+ParentOrChild: TypeAlias = acp.SubagentUpdateSessionUpdate | ChildUpdate
+
+
+@dataclass(slots=True)
+class _Sent:
+    status: str
+    attempt: int
+    output: str | None
+
+
+class ChildTranscripts:
+    """What each child session was told so far (see the module contract)."""
+
+    def __init__(self, parent_id: str, *, stoppable: bool = False) -> None:
+        self.parent_id = parent_id
+        self.stoppable = stoppable
+        """Muse stops a workflow child on its own (``workflow/childControl``)."""
+        self._sent: dict[str, _Sent] = {}
+
+    def sighting(self, item: msp.Item) -> tuple[list[JsonValue], list[ParentOrChild]]:
+        """The card's link to its children, and the updates for the children that changed."""
+        children = children_of(self.parent_id, item)
+        updates: list[ParentOrChild] = []
+        for child in children:
+            updates += self._changes(child)
+        return children_meta(children), updates
+
+    def _changes(self, child: ChildView) -> list[ParentOrChild]:
+        session_id = child.ref.session_id
+        sent = self._sent.get(session_id)
+        updates: list[ParentOrChild] = []
+        if sent is None:
+            while len(self._sent) >= MAX_CHILDREN:
+                del self._sent[next(iter(self._sent))]
+            updates.append(self._announce(child))
+            updates.append(_say(session_id, "user", f"{session_id}#asked", child.title))
+        elif (sent.status, sent.attempt) != (child.status, child.attempt):
+            updates.append(self._announce(child))
+        if sent is None or (sent.status, sent.attempt) != (child.status, child.attempt):
+            key = f"{session_id}#{child.attempt}:{child.status}"
+            updates.append(_say(session_id, "agent", key, _status_line(child)))
+        if child.output and (sent is None or sent.output != child.output):
+            updates.append(_say(session_id, "agent", f"{session_id}#output", child.output))
+        self._sent[session_id] = _Sent(child.status, child.attempt, child.output)
+        return updates
+
+    def _announce(self, child: ChildView) -> acp.SubagentUpdateSessionUpdate:
+        cancel = child.running and self.stoppable and child.ref.kind == "workflow"
+        return acp.SubagentUpdateSessionUpdate(
+            session_update="subagent_update",
+            session_id=child.ref.session_id,
+            title=child.title,
+            description=child.description,
+            capabilities=(
+                acp.SubagentSessionCapabilities(cancel=acp.SessionCancelCapabilities())
+                if cancel
+                else acp.SubagentSessionCapabilities()  # no mutation of the child offered
+            ),
+            state=child_state(child),
+        )
+
+
+def _status_line(child: ChildView) -> str:
+    attempt = f"Attempt {child.attempt}" if child.attempt > 1 else "It"
+    if child.running:
+        return f"{attempt} is running." if child.attempt > 1 else "Started."
+    if child.status == "completed":
+        return f"{attempt} completed."
+    if child.status in ("cancelled", "skipped"):
+        return f"{attempt} was stopped ({child.status})."
+    failure = f": {child.failure}" if child.failure else ""
+    return f"{attempt} ended {child.status}{failure}."
+
+
+def _say(session_id: str, family: str, message_id: str, text: str) -> ChildUpdate:
+    content = acp.TextContentBlock(type="text", text=text)
+    update: acp.SessionUpdate
+    if family == "user":
+        update = acp.UserMessageChunkSessionUpdate(
+            session_update="user_message_chunk", content=content, message_id=message_id
+        )
+    else:
+        update = acp.AgentMessageChunkSessionUpdate(
+            session_update="agent_message_chunk", content=content, message_id=message_id
+        )
+    return ChildUpdate(session_id, update)
