@@ -1,10 +1,12 @@
 """Drive ``muse-acp serve`` with the official ACP Python SDK client, muse-sim as its host.
 
 Each test gets its own temporary world: a workspace, the simulator's state directory, the
-adapter's data directory, a capture of every MSP request that reached the host, and the agent's
-stderr in a file (read by tests on failure, never a pipe left unread). The recording client keeps
-every update and every raw frame the agent wrote, so tests can assert exact sequences and that
-each frame validates with the SDK's own models.
+adapter's data directory (holding, unless the world is ``first_start``, what an earlier start
+of muse-acp remembered of the world's Muse: its probe, so ``initialize`` knows its version as
+on any later start; see ``Startup``), a capture of every MSP request that reached the host, and
+the agent's stderr in a file (read by tests on failure, never a pipe left unread). The recording
+client keeps every update and every raw frame the agent wrote, so tests can assert exact
+sequences and that each frame validates with the SDK's own models.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from acp import schema
 from acp.client.connection import ClientSideConnection
 from pydantic import TypeAdapter
 
+from muse_acp.agent.handshake.startup import Startup
 from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
+from muse_acp.config import load_config
+from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
 from muse_acp.sim.options.settings import CAPTURE_ENV
 from tests.in_process import serving_agent
@@ -40,6 +45,8 @@ class World(SimWorld):
     the agent's stderr in a file and debug logging."""
 
     extra_env: dict[str, str] = field(default_factory=dict)
+    first_start: bool = False
+    """The agent runs as on its first start with this Muse: nothing is remembered of it."""
 
     @property
     def capture(self) -> Path:
@@ -217,6 +224,8 @@ async def running_agent(
         )
         frames.append((direction, event.message))
 
+    if not world.first_start:
+        await remember_muse(world)
     async with _connected(world, client, observe, process) as conn:
         await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
@@ -224,6 +233,14 @@ async def running_agent(
             client_info=schema.Implementation(name="muse-acp-tests", version="0"),
         )
         yield Agent(conn, client, world, frames)
+
+
+async def remember_muse(world: World) -> None:
+    """Leave what a start of muse-acp remembers of the world's Muse (its probe), by the agent's
+    own code, as a user's earlier start would have (see the module contract)."""
+    env = world.env()
+    with anyio.fail_after(WAIT):
+        await Startup(load_config(env), env, SimLauncher()).settle()
 
 
 @asynccontextmanager

@@ -15,7 +15,7 @@ backend sessions can only be created and closed, and no extension is negotiated
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from annotated_types import Le
@@ -37,6 +37,7 @@ __all__ = [
     "negotiate",
     "not_on_exec",
     "schema_maximum",
+    "within",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -151,6 +152,26 @@ def negotiate(
         delete_withdrawn="sessionDelete" in features.withdrawn,
         mcp_http=on_msp and "streamableHttp" in mcp_transports(features),
     )
+
+
+_OFFERS: Final = (
+    "output",
+    "steering",
+    "compatible_steering",
+    "tasks",
+    "tasks_asked",
+    "file_change_report",
+    "mcp_http",
+)
+"""What the agent offers a client only where the executable can do it."""
+
+
+def within(advertised: Negotiated, actual: Negotiated) -> Negotiated:
+    """The negotiation once the executable is probed: ``actual`` (the same request against it),
+    less every offer ``advertised`` did not make; a client is never offered more than it was
+    told at ``initialize``."""
+    kept = {name: getattr(advertised, name) and getattr(actual, name) for name in _OFFERS}
+    return replace(actual, **kept)
 
 
 def not_on_exec(method: str) -> RpcError:
