@@ -70,12 +70,21 @@ class World(SimWorld):
         frames = [json.loads(line) for line in lines if line]
         return [f for f in frames if method is None or f.get("method") == method]
 
+    def session_hosts(self) -> list[dict[str, Any]]:
+        """The ``initialize`` of every host started but those that checked sign-in (the only
+        ones opting in to Muse's experimental methods)."""
+        return [
+            frame
+            for frame in self.host_requests("initialize")
+            if not (frame["params"].get("capabilities") or {}).get("experimentalApi")
+        ]
+
     def stderr_text(self) -> str:
         return self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
 
 
-def make_world(root: Path, version: str = DEFAULT_VERSION) -> World:
-    return World.make(root, version)
+def make_world(root: Path, version: str = DEFAULT_VERSION, *, signed_in: bool = True) -> World:
+    return World.make(root, version, signed_in=signed_in)
 
 
 _ELICITATION_RESPONSE: TypeAdapter[Any] = TypeAdapter(schema.CreateElicitationResponse)
@@ -195,9 +204,23 @@ class Agent:
     frames: list[tuple[str, dict[str, Any]]]
     """Every raw message, as ("in"|"out", message) from the client's point of view."""
 
+    opened: dict[str, list[Any]] = field(default_factory=dict)
+    """The config options each session was opened with (``new_session``)."""
+
     async def new_session(self) -> str:
         response = await self.conn.new_session(cwd=str(self.world.workspace), mcp_servers=[])
+        self.opened[response.session_id] = list(response.config_options or [])
         return response.session_id
+
+    def options(self, session_id: str) -> list[Any]:
+        """The session's config options as the client last heard them: the latest
+        ``config_option_update``, else those ``new_session`` answered."""
+        updates = [
+            update
+            for session, update in self.client.updates
+            if session == session_id and update.session_update == "config_option_update"
+        ]
+        return list(updates[-1].config_options) if updates else self.opened[session_id]
 
     async def prompt(self, session_id: str, text: str) -> schema.PromptResponse:
         return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])

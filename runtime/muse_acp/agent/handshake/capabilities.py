@@ -33,6 +33,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "InitializeParams",
     "Negotiated",
+    "advertised_auth_methods",
     "initialize_response",
     "negotiate",
     "not_on_exec",
@@ -215,6 +216,15 @@ def _auth_methods(negotiated: Negotiated) -> list[Any]:
         )
     )
     return methods
+
+
+def advertised_auth_methods(negotiated: Negotiated) -> list[dict[str, Any]]:
+    """The ``authMethods`` of the ``initialize`` result for ``negotiated``, as JSON (for an
+    ``auth_required`` error to carry them too)."""
+    return [
+        method.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for method in _auth_methods(negotiated)
+    ]
 
 
 def initialize_response(

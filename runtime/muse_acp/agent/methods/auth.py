@@ -9,7 +9,8 @@ credential), a Muse with no credential is -32000 with how to sign in, and ``meta
 Muse uses another credential is -32000 saying what it uses. A host that cannot be started or
 does not answer in time fails with the mapped host failure. Only where Muse cannot be asked (the
 legacy exec backend, or a Muse without ``account/read``) does ``authenticate`` succeed on the
-first check alone, without ``muse/account``.
+first check alone, without ``muse/account``. What Muse said is kept as the agent's answer to
+whether it is signed in (``readiness``); ``logout`` has it asked again at the next session.
 
 ``logout`` closes every adapter session and host, then runs Muse's public ``muse logout`` (see
 ``account``). An exported ``META_API_KEY`` cannot be removed by logging out; callers are told so.
@@ -27,7 +28,7 @@ from muse_acp.agent.commands.account import (
     read_account,
     run_muse_logout,
 )
-from muse_acp.agent.context import AgentContext
+from muse_acp.agent.context import AccountCheck, AgentContext
 from muse_acp.redact import redact
 from muse_acp.rpc import AUTH_REQUIRED, INVALID_PARAMS, RequestContext, RpcError
 from muse_acp.text import clip
@@ -57,6 +58,7 @@ async def handle_authenticate(
     if await ctx.on_exec():
         return acp.AuthenticateResponse()
     account = await read_account(ctx)
+    ctx.account = AccountCheck(account)
     if account is None:
         return acp.AuthenticateResponse()
     meta = account_meta(method, account)
@@ -69,5 +71,6 @@ async def handle_logout(
     ctx: AgentContext, params: acp.LogoutRequest, rctx: RequestContext
 ) -> acp.LogoutResponse:
     async with rctx.commit():  # nothing to prepare: only a cancel in the same read stops it
+        ctx.account = None
         await run_muse_logout(ctx)
     return acp.LogoutResponse()
