@@ -258,10 +258,11 @@ async def running_agent(
         yield Agent(conn, client, world, frames)
 
 
-async def remember_muse(world: World) -> None:
+async def remember_muse(world: World, env: Mapping[str, str] | None = None) -> None:
     """Leave what a start of muse-acp remembers of the world's Muse (its probe), by the agent's
-    own code, as a user's earlier start would have (see the module contract)."""
-    env = world.env()
+    own code, as a user's earlier start would have (see the module contract); ``env``: the
+    agent's environment, when not the world's."""
+    env = env or world.env()
     with anyio.fail_after(WAIT):
         await Startup(load_config(env), env, SimLauncher()).settle()
 

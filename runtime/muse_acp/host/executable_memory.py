@@ -2,7 +2,7 @@
 model catalog its last host listed.
 
 Contract (blocking: callers run it off the event loop, bounded): one JSON file per executable
-path under ``memory_dir(data_dir)``, written atomically and readable by its owner only.
+path under ``memory_dir(data_dir)``, a folder readable by its owner only, written atomically.
 ``recall`` gives what is remembered of an executable: its probe only while the file at that
 path has the size and modification time it was probed with (an updated Muse is probed again),
 its catalog (a ``model/list`` result as JSON) whatever the executable's state, since a catalog
@@ -112,8 +112,18 @@ def recall(folder: Path, path: str) -> Remembered:
     return Remembered(probe, catalog if isinstance(catalog, dict) else None)
 
 
+def _private_folder(folder: Path) -> None:
+    """``folder`` made owner-only, and its parent (the data directory) too when this makes it;
+    an existing data directory keeps the mode its owner chose."""
+    folder.parent.parent.mkdir(parents=True, exist_ok=True)
+    for made in (folder.parent, folder):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir(mode=0o700)
+    os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask
+
+
 def _write(folder: Path, path: str, member: str, value: object, identity: object) -> None:
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _private_folder(folder)
     document = _read(folder, path)
     document.update({"path": path, member: value})
     if identity is not None:

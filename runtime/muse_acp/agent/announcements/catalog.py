@@ -3,7 +3,7 @@
 Contract: ``read_catalog`` asks for ``model/list`` within the read budget, on the session's
 running execution host (held for the read) or the agent's catalog host, raising the mapped host
 failure. ``adopt_catalog`` makes a list the agent's catalog, remembers it for the executable's
-next start (``host.executable_memory``, in the background) and sends ``config_option_update``
+next start when it changed (``host.executable_memory``) and sends ``config_option_update``
 to every open session whose options changed, after ``fit_session_effort`` dropped (stored, and
 told in the chat) an effort the session's model does not offer. ``recall_catalog`` takes the
 catalog remembered from an earlier start, ``stale`` until a host lists it again.
@@ -74,8 +74,10 @@ async def adopt_catalog(ctx: AgentContext, result: msp.ModelListResult) -> None:
     the menus it changed."""
     sessions = ctx.sessions.open_sessions()
     before = [config_options(session.settings, ctx.catalog) for session in sessions]
+    previous = ctx.catalog
     ctx.catalog, ctx.catalog_stale = ModelCatalog.from_result(result), False
-    ctx.hosting.tasks.start_soon(_remember, ctx, result.model_dump(mode="json", by_alias=True))
+    if ctx.catalog != previous:  # what is remembered already needs no rewrite
+        await _remember(ctx, result.model_dump(mode="json", by_alias=True))
     for session, options in zip(sessions, before, strict=True):
         if not session.closed:
             await fit_session_effort(ctx, session)

@@ -1,22 +1,16 @@
 """What the agent knows before it has any session, and how it answers ``initialize``.
 
-Contract: there is one ``Startup`` per ACP connection, made before anything else. It owns the
-configuration, the environment hosts inherit, the launcher that starts them (``host.launch``),
-the configured Muse executable (resolved and probed once: ``muse``), the backend chosen once
-for the connection (``backend``; a failure of the chosen backend never makes the other one run
-instead) and what ``initialize`` negotiated. Before any host runs, ``expected`` says what a host
-of the executable would offer (``host.features``). ``answer_initialize`` never waits on the
-executable: it answers from what is known of it (this process's probe, else the one remembered
-from an earlier run, ``host.executable_memory``, read within ``RECALL_BUDGET``), else from
-defaults true of any Muse (no version-dependent extension, the backend not named). The probe
-runs in the background meanwhile; ``settle`` waits for it (every request after ``initialize``
-does, ``server``), withdraws from the negotiation what the executable turned out not to offer
-(never adds what was not advertised), and remembers the probe for the next start. A Muse that
-cannot be used is logged there and shown to the client at its first session.
-
-This module and what it imports are everything ``initialize`` needs: none of the sessions'
-machinery and none of the MSP models, which the agent loads once that answer is out
-(``server``). ``AgentContext`` and ``Hosting`` read the executable and the backend from here.
+Contract: one ``Startup`` per ACP connection, made first, owns the configuration, the
+environment and launcher of hosts, the Muse executable (probed once: ``muse``), the backend
+(chosen once: ``backend``; a failing backend never makes the other one run) and what
+``initialize`` negotiated; ``expected`` says what a host of the executable would offer.
+``answer_initialize`` never waits on the executable: it answers from this process's probe, else
+the one remembered from an earlier start (``host.executable_memory``, within
+``RECALL_BUDGET``), else defaults true of any Muse (no version-dependent extension, no backend
+named). ``settle``, which every later request awaits (``server``), waits for the probe, withdraws
+what the executable turned out not to offer (never adds), remembers the probe, and logs a Muse
+that cannot be used (the client sees it at its first session). This module and its imports are
+all ``initialize`` needs: the sessions' machinery and the MSP models load after its answer.
 """
 
 from __future__ import annotations

@@ -3,17 +3,16 @@
 Muse owns its credentials; ``authenticate`` checks that the chosen method works, it never signs
 in itself. ``meta-api-key`` first needs ``META_API_KEY`` exported to the agent (-32000 at once
 otherwise). Then either method asks Muse which credential it would use (``account.read_account``,
-MSP ``account/read`` on a short-lived host of its own) and answers as ``account.account_meta``
-says: success carries ``_meta["muse/account"]`` (the credential's kind and label, never the
-credential), a Muse with no credential is -32000 with how to sign in, and ``meta-api-key`` while
-Muse uses another credential is -32000 saying what it uses. A host that cannot be started or
-does not answer in time fails with the mapped host failure. Only where Muse cannot be asked (the
-legacy exec backend, or a Muse without ``account/read``) does ``authenticate`` succeed on the
-first check alone, without ``muse/account``. What Muse said is kept as the agent's answer to
-whether it is signed in (``readiness``); ``logout`` has it asked again at the next session.
+MSP ``account/read`` on a short-lived host of its own; kept for ``readiness``) and answers as
+``account.account_meta`` says: success carries ``_meta["muse/account"]`` (the credential's kind
+and label, never the credential), no credential is -32000 with how to sign in, and
+``meta-api-key`` while Muse uses another credential is -32000 saying what it uses. A host that
+cannot be started or answer in time is the mapped host failure. Where Muse cannot be asked (exec,
+or no ``account/read``) ``authenticate`` succeeds on the first check alone.
 
 ``logout`` closes every adapter session and host, then runs Muse's public ``muse logout`` (see
-``account``). An exported ``META_API_KEY`` cannot be removed by logging out; callers are told so.
+``account``); sign-in is asked again at the next session. An exported ``META_API_KEY`` cannot be
+removed by logging out; callers are told so.
 """
 
 from __future__ import annotations
