@@ -3,12 +3,12 @@
 Contract: new, load and resume first check Muse can serve a session (``readiness``); then
 ``session/new`` needs no host: its UUIDv7 becomes Muse's session id at the first prompt,
 recorded so it can be loaded or resumed. Load, resume and fork read through the agent's
-lease-free catalog host within the startup and read budgets; load replays history first. A session that comes back with a turn in progress in Muse
-(one waiting on the user) is occupied by it, and the turn is taken up once the load or resume
-is answered (``waiting_turn``), with its stored settings read afresh (``remembered``). The
-client's ``mcpServers`` are checked (-32602 for servers the installed Muse cannot take,
-``mcp_servers``) and kept for the execution host. New, fork and close change state inside
-``RequestContext.commit``.
+lease-free catalog host within the startup and read budgets; load replays history first. A
+session that comes back with a turn in progress in Muse (one waiting on the user) is occupied
+by it, and the turn is taken up once the load or resume is answered (``waiting_turn``), with
+its stored settings read afresh (``remembered``). The client's ``mcpServers`` are checked
+(-32602 for servers the installed Muse cannot take, ``mcp_servers``) and kept for the
+execution host. New, fork and close change state inside ``RequestContext.commit``.
 
 Errors: a deleted session is not found (-32002, ``tombstones``); ids are shape-checked first,
 quoted redacted and bounded; on the exec backend only new and close work (``not_on_exec``).
