@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+import anyio
 from anyio.abc import TaskGroup
 
 from muse_acp.agent.handshake.capabilities import Negotiated
@@ -108,6 +109,9 @@ class AgentContext:
         """A background read of the catalog is under way (see ``catalog.read_soon``)."""
         self.account: AccountCheck | None = None
         """What Muse last said of its credential (None: not asked yet, or asked in vain)."""
+        self.asking_muse = anyio.Lock()
+        """Held while a session's first needs are asked of Muse (``readiness``), so sessions
+        opened at once share one check."""
         self.preferences = PreferenceStore(config.data_dir)
         self.tombstones = Tombstones(self.preferences)
         self.hosting = Hosting(config, self.environ, self.startup)

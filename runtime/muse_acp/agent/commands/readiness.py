@@ -45,11 +45,12 @@ async def prepare(ctx: AgentContext, cwd: str) -> None:
     await ctx.hosting.muse()
     if await ctx.on_exec():
         return
-    await recall_catalog(ctx)
-    if ctx.account is None:
-        await _check_account(ctx, models=ctx.catalog is None)
-    if ctx.catalog is None:
-        await _read_models(ctx, cwd)
+    async with ctx.asking_muse:
+        await recall_catalog(ctx)
+        if ctx.account is None:
+            await _check_account(ctx, models=ctx.catalog is None)
+        if ctx.catalog is None:
+            await _read_models(ctx, cwd)
     if ctx.account is not None and ctx.account.signed_out:
         refused = failures.signed_out()
         data = dict(refused.data) if isinstance(refused.data, dict) else {}
