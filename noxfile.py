@@ -173,6 +173,7 @@ def dist(session: nox.Session) -> None:
         env = _uv_environment(session, Path(scratch))
         session.run("uvx", "--from", wheel, "muse-acp", "--version", env=env)
         session.run("uvx", "--from", wheel, "muse-acp", "demo", env=env)
-        # README's trial: the simulated Muse, not signed in, is ready and named as such.
+        # README's trial: the simulated Muse, signed in once, is ready and named as such.
         doctor = {**env, "MUSE_ACP_MUSE_BIN": "muse-sim"}
+        session.run("pipx", "run", "--spec", wheel, "muse-sim", "login", env=doctor)
         session.run("pipx", "run", "--spec", wheel, "muse-acp", "doctor", env=doctor)

@@ -1,7 +1,7 @@
 """Figure: how long an agent takes from spawn to its ``initialize`` answer.
 
 Contract: ``measure`` starts ``muse-acp serve`` (with ``muse-sim`` as its Muse, which it probes
-while answering) and the official SDK's echo agent (``echo_sdk``) ``runs`` times each, in turn,
+beside its answer) and the official SDK's echo agent (``echo_sdk``) ``runs`` times each, in turn,
 the same way: ``python -m ...`` with the ``initialize`` request written as soon as the process
 exists, timed until the answer's line has been read. The figure is the median of each and their
 ratio. Every process is reaped before the next starts.

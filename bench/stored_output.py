@@ -38,7 +38,7 @@ import anyio
 from pydantic_core import from_json, to_json
 
 from bench.report import Figure, Measurement, Ratio, ratios_of
-from bench.world import World, adapter_command
+from bench.world import World, adapter_command, remember_muse
 from muse_acp.client import connect, extensions
 from muse_acp.client.output import decode_page, output_ref
 from muse_acp.sim.model.outputs import TEXT_UNIT, pattern_chunks
@@ -64,6 +64,7 @@ async def _stored_output(
     world: World, size: int
 ) -> AsyncIterator[Callable[[int], Awaitable[float]]]:
     """A session whose turn stored ``size`` bytes, as a read of them all: seconds it took."""
+    await remember_muse(world)  # stored output is offered once Muse's version is known
     async with connect(
         adapter_command(),
         env=world.env(),

@@ -8,6 +8,8 @@ the simulator of this very installation). ``World.env()`` is the environment for
 is always on for them, in ``pycache`` (under ``root`` unless given): an installed package has
 its bytecode compiled, and a process that recompiled every module at each start would measure
 the compiler, not muse-acp. Nothing outside ``root`` and ``pycache`` is written.
+``remember_muse`` leaves what an earlier start of muse-acp remembers of the world's Muse, for a
+figure that needs what ``initialize`` offers only once the Muse version is known.
 """
 
 from __future__ import annotations
@@ -19,9 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from muse_acp.agent.handshake.startup import Startup
+from muse_acp.config import load_config
 from muse_acp.sim.launcher import SimWorld
 
-__all__ = ["REPOSITORY_ROOT", "World", "adapter_command", "make_world", "python_module"]
+__all__ = [
+    "REPOSITORY_ROOT",
+    "World",
+    "adapter_command",
+    "make_world",
+    "python_module",
+    "remember_muse",
+]
 
 REPOSITORY_ROOT: Final = Path(__file__).resolve().parent.parent
 """Where ``bench`` lives, put on ``PYTHONPATH`` so child processes can run its modules."""
@@ -46,6 +57,12 @@ def make_world(root: Path, pycache: Path | None = None) -> World:
     world = World.make(root)
     world.pycache = pycache
     return world
+
+
+async def remember_muse(world: World) -> None:
+    """Probe the world's Muse and remember it, as muse-acp's first start there would have."""
+    env = world.env()
+    await Startup(load_config(env), env).settle()
 
 
 def python_module(module: str, *args: str) -> list[str]:

@@ -106,18 +106,15 @@ def test_muse_sim_is_ready_with_the_bundle_and_features_of_its_version(
 
 
 @pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4"])
-def test_muse_sim_not_signed_in_is_ready_and_said_to_be_the_simulator(
+def test_muse_sim_not_signed_in_is_not_ready_and_says_how_to_sign_it_in(
     version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # README's trial: `MUSE_ACP_MUSE_BIN=muse-sim muse-acp doctor` on a fresh machine. The
-    # simulator's turns work unsigned, so the doctor says so instead of NOT READY.
-    assert run_doctor(str(sim_wrapper(tmp_path, version))) == 0
+    # README's trial: `MUSE_ACP_MUSE_BIN=muse-sim muse-acp doctor` on a fresh machine. Like
+    # Muse, the simulator starts signed out, and a session asks for sign-in first.
+    assert run_doctor(str(sim_wrapper(tmp_path, version))) == 1
     out = capsys.readouterr().out
-    assert re.search(
-        r"^  credential +none, as a real Muse reports before `muse login`; ", out, re.M
-    )
-    assert "`muse-sim login` plays signing in" in out
-    assert re.search(r"^  verdict +ready: .*\(muse-sim, the Muse simulator: ", out, re.M), out
+    assert re.search(r"^  credential +NONE: muse-sim, the simulator, is not signed in$", out, re.M)
+    assert re.search(r"^  verdict +NOT READY: .*Run `muse-sim login` once", out, re.M), out
 
 
 def test_a_muse_without_a_credential_is_not_ready_and_says_how_to_sign_in(

@@ -28,6 +28,7 @@ from muse_acp.agent.routes import REQUESTS
 from muse_acp.cli_commands import app
 from muse_acp.client import connect
 from muse_acp.config import Deadlines
+from muse_acp.sim.options.accounts import login
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 README: Final = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -190,6 +191,7 @@ async def test_the_zed_snippet_starts_an_agent_that_offers_its_default_mode(
         "MUSE_SIM_HOME": str(tmp_path / "sim-home"),
         "MUSE_ACP_DATA_DIR": str(tmp_path / "data"),
     }
+    login(tmp_path / "sim-home")  # what `muse-sim login` does, as the README says to run once
     with anyio.fail_after(60):
         async with connect([str(command), *entry["args"]], env=env, cwd=str(tmp_path)) as agent:
             session = await agent.new_session(str(tmp_path))

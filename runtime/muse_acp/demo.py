@@ -3,7 +3,9 @@
 Contract: ``run_demo`` starts ``muse-acp serve`` as a child process with ``muse-sim`` as its
 Muse host (or the executable given as ``muse``), in a scratch home (the simulator's state, the
 adapter's data and a workspace, all in one temporary directory that is removed afterwards).
-It first prints the version that host reports in an MSP handshake of its own, then runs four
+It first probes that Muse as an earlier start of muse-acp would have (so ``initialize`` knows
+its version, ``host.executable_memory``) and prints the version the host reports in an MSP
+handshake of its own, then runs four
 exchanges and prints them as they happen: a plain text reply, a tool call whose long output Muse
 truncated, a command that needs permission (answered by the ``allow_once`` policy), and a plan.
 It returns 0 when all four turns ended normally and 1, after a one-paragraph explanation, when
@@ -37,8 +39,10 @@ from muse_acp.client import (
     message_text,
     output_ref,
 )
-from muse_acp.host.binary import HostUnavailable, resolve_binary
+from muse_acp.config import load_config
+from muse_acp.host.binary import HostUnavailable, probe, resolve_binary
 from muse_acp.host.client import open_host
+from muse_acp.host.executable_memory import memory_dir, remember_probe
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.sim.launcher import SimWorld, sim_launcher
 from muse_acp_wire import acp
@@ -319,6 +323,14 @@ def _failure(error: BaseException, real: bool) -> str:
     return f"The demo could not finish: {reason}. {hint}{last}"
 
 
+async def _remember_muse(env: Mapping[str, str]) -> None:
+    """Leave in the scratch data directory what a start of muse-acp remembers of its Muse."""
+    config = load_config(env)
+    binary = await probe(resolve_binary(config.muse_bin), env=env)
+    folder = memory_dir(config.data_dir)
+    await anyio.to_thread.run_sync(remember_probe, folder, binary, abandon_on_cancel=True)
+
+
 def run_demo(muse: str | None) -> int:
     """Run the demo (see the module contract); returns the exit status."""
     out = _Transcript(sys.stdout)
@@ -334,6 +346,7 @@ def run_demo(muse: str | None) -> int:
 
             async def main() -> None:
                 with anyio.fail_after(REAL_TIMEOUT if real else SIM_TIMEOUT):
+                    await _remember_muse(env)
                     await _converse(out, env, str(world.workspace), real)
 
             anyio.run(main)

@@ -306,16 +306,17 @@ def test_reselecting_the_current_model_missing_from_the_catalog_keeps_it() -> No
             "model",
             "open-9",
             CATALOG,
-            "model 'open-9' is not in this session's model menu; refresh the model list with "
-            "/models, then choose one of the listed models",
+            "model 'open-9' is not in this session's model menu, which offers 'default', "
+            "'spark-1', 'spark-2', 'meta/open-9', 'gateway/open-9'; choose one of those "
+            "(/models refreshes the list)",
             id="an ambiguous model id without provider",
         ),
         pytest.param(
             "model",
             "spark-2",
             None,
-            "model 'spark-2' is not in this session's model menu; refresh the model list with "
-            "/models, then choose one of the listed models",
+            "model 'spark-2' is not in this session's model menu, which offers 'default'; "
+            "choose one of those (/models refreshes the list)",
             id="a model before the catalog is known",
         ),
     ],

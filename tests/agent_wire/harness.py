@@ -1,10 +1,12 @@
 """Drive ``muse-acp serve`` with the official ACP Python SDK client, muse-sim as its host.
 
 Each test gets its own temporary world: a workspace, the simulator's state directory, the
-adapter's data directory, a capture of every MSP request that reached the host, and the agent's
-stderr in a file (read by tests on failure, never a pipe left unread). The recording client keeps
-every update and every raw frame the agent wrote, so tests can assert exact sequences and that
-each frame validates with the SDK's own models.
+adapter's data directory (holding, unless the world is ``first_start``, what an earlier start
+of muse-acp remembered of the world's Muse: its probe, so ``initialize`` knows its version as
+on any later start; see ``Startup``), a capture of every MSP request that reached the host, and
+the agent's stderr in a file (read by tests on failure, never a pipe left unread). The recording
+client keeps every update and every raw frame the agent wrote, so tests can assert exact
+sequences and that each frame validates with the SDK's own models.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from acp import schema
 from acp.client.connection import ClientSideConnection
 from pydantic import TypeAdapter
 
+from muse_acp.agent.handshake.startup import Startup
 from muse_acp.children import EXIT_GRACE, TERMINATE_GRACE
+from muse_acp.config import load_config
 from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
 from muse_acp.sim.options.settings import CAPTURE_ENV
@@ -41,6 +45,8 @@ class World(SimWorld):
     the agent's stderr in a file and debug logging."""
 
     extra_env: dict[str, str] = field(default_factory=dict)
+    first_start: bool = False
+    """The agent runs as on its first start with this Muse: nothing is remembered of it."""
 
     @property
     def capture(self) -> Path:
@@ -64,12 +70,21 @@ class World(SimWorld):
         frames = [json.loads(line) for line in lines if line]
         return [f for f in frames if method is None or f.get("method") == method]
 
+    def session_hosts(self) -> list[dict[str, Any]]:
+        """The ``initialize`` of every host started but those that checked sign-in (the only
+        ones opting in to Muse's experimental methods)."""
+        return [
+            frame
+            for frame in self.host_requests("initialize")
+            if not (frame["params"].get("capabilities") or {}).get("experimentalApi")
+        ]
+
     def stderr_text(self) -> str:
         return self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
 
 
-def make_world(root: Path, version: str = DEFAULT_VERSION) -> World:
-    return World.make(root, version)
+def make_world(root: Path, version: str = DEFAULT_VERSION, *, signed_in: bool = True) -> World:
+    return World.make(root, version, signed_in=signed_in)
 
 
 _ELICITATION_RESPONSE: TypeAdapter[Any] = TypeAdapter(schema.CreateElicitationResponse)
@@ -194,9 +209,23 @@ class Agent:
     frames: list[tuple[str, dict[str, Any]]]
     """Every raw message, as ("in"|"out", message) from the client's point of view."""
 
+    opened: dict[str, list[Any]] = field(default_factory=dict)
+    """The config options each session was opened with (``new_session``)."""
+
     async def new_session(self) -> str:
         response = await self.conn.new_session(cwd=str(self.world.workspace), mcp_servers=[])
+        self.opened[response.session_id] = list(response.config_options or [])
         return response.session_id
+
+    def options(self, session_id: str) -> list[Any]:
+        """The session's config options as the client last heard them: the latest
+        ``config_option_update``, else those ``new_session`` answered."""
+        updates = [
+            update
+            for session, update in self.client.updates
+            if session == session_id and update.session_update == "config_option_update"
+        ]
+        return list(updates[-1].config_options) if updates else self.opened[session_id]
 
     async def prompt(self, session_id: str, text: str) -> schema.PromptResponse:
         return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
@@ -239,6 +268,8 @@ async def running_agent(
         frames.append((direction, event.message))
         client.nudge()
 
+    if not world.first_start:
+        await remember_muse(world)
     async with _connected(world, client, observe, process, launcher) as conn:
         info = schema.Implementation(name="muse-acp-tests", version="0")
         if isinstance(capabilities, Mapping):
@@ -256,6 +287,15 @@ async def running_agent(
                 client_info=info,
             )
         yield Agent(conn, client, world, frames)
+
+
+async def remember_muse(world: World, env: Mapping[str, str] | None = None) -> None:
+    """Leave what a start of muse-acp remembers of the world's Muse (its probe), by the agent's
+    own code, as a user's earlier start would have (see the module contract); ``env``: the
+    agent's environment, when not the world's."""
+    env = env or world.env()
+    with anyio.fail_after(WAIT):
+        await Startup(load_config(env), env, SimLauncher()).settle()
 
 
 @asynccontextmanager

@@ -51,7 +51,7 @@ def _opted_in(world: World) -> list[bool]:
 async def test_sign_in_is_checked_with_muse_before_and_after_muse_login(
     tmp_path: Path, version: str
 ) -> None:
-    world = make_world(tmp_path, version=version)
+    world = make_world(tmp_path, version=version, signed_in=False)
     async with running_agent(world) as agent:
         # The method every client is offered.
         refused = await _refused(agent, "muse-account")

@@ -1,5 +1,6 @@
 """The model menu as an editor shows it: filled from Muse's catalog without the user asking,
 and a model change the host confirms (or refuses, keeping the previous model)."""
+# The menu at session/new itself, and after a restart: test_model_menu_at_start.
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import acp
 import anyio
 import pytest
 
-from .harness import WAIT, Agent, World, failure_of, make_world, running_agent
+from .harness import WAIT, World, failure_of, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -25,43 +26,40 @@ def _model_values(options: list[Any]) -> list[str]:
     return [value.value for value in _option(options, "model").options]
 
 
-async def _menu_update(agent: Agent, session: str) -> list[Any]:
-    """The options of the first ``config_option_update`` offering more than one model."""
-    count = 1
-    while True:
-        update = await agent.client.wait_for(session, "config_option_update", count)
-        if len(_model_values(update.config_options)) > 1:
-            return list(update.config_options)
-        count += 1
-
-
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_the_model_menu_fills_in_during_the_first_turn(tmp_path: Path, version: str) -> None:
+async def test_the_catalog_read_for_the_menu_costs_no_process_of_its_own(
+    tmp_path: Path, version: str
+) -> None:
     world = make_world(tmp_path, version=version)
     async with running_agent(world) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             response = await agent.prompt(session, "hello")
-            options = await _menu_update(agent, session)
+            options = agent.options(session)
     assert response.stop_reason == "end_turn"
     assert "muse-spark-1.2" in _model_values(options)
+    # Read once, on the host that asked whether Muse is signed in; the session's own host is
+    # the only other one.
     assert len(world.host_requests("model/list")) == 1
-    # The catalog came from the session's own host: no process was started for it.
-    assert len(world.host_requests("initialize")) == 1
+    assert len(world.host_requests("initialize")) == 2
 
 
-async def test_the_model_menu_fills_in_after_a_load_without_a_prompt(world: World) -> None:
+async def test_a_load_offers_the_menu_and_refreshes_it_without_a_prompt(world: World) -> None:
     async with running_agent(world) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             await agent.prompt(session, "hello")
+    listed = len(world.host_requests("model/list"))
     async with running_agent(world) as agent:
         with anyio.fail_after(WAIT):
-            await agent.conn.load_session(
+            loaded = await agent.conn.load_session(
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
-            options = await _menu_update(agent, session)
-    assert "muse-spark-1.3" in _model_values(options)
+            # The remembered catalog is listed again on the host the load used.
+            await agent.client.wait_until(
+                lambda: len(world.host_requests("model/list")) == listed + 1
+            )
+    assert "muse-spark-1.3" in _model_values(list(loaded.config_options or []))
 
 
 async def test_a_model_change_is_confirmed_by_the_running_host(world: World) -> None:
@@ -69,7 +67,6 @@ async def test_a_model_change_is_confirmed_by_the_running_host(world: World) -> 
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             await agent.prompt(session, "hello")
-            await _menu_update(agent, session)
             before = len(world.host_requests("session/setModel"))
             answer = await agent.conn.set_config_option(
                 session_id=session, config_id="model", value="muse-spark-1.2"
@@ -93,8 +90,7 @@ async def test_a_refused_model_is_an_error_and_the_previous_model_stays(
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             await agent.prompt(session, "hello")
-            options = await _menu_update(agent, session)
-            current = str(_option(options, "model").current_value)
+            current = str(_option(agent.options(session), "model").current_value)
             with pytest.raises(acp.RequestError) as raised:
                 await agent.conn.set_config_option(
                     session_id=session, config_id="model", value="muse-spark-1.2"

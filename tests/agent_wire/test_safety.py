@@ -64,7 +64,7 @@ async def test_each_safety_option_changes_the_host_flags(tmp_path: Path, version
         "--sandbox-network=restricted; approval mode: denyUnmatched]"
     )
     # Applied by starting the session's host again, once, at the next prompt.
-    assert len(world.host_requests("initialize")) == 2
+    assert len(world.session_hosts()) == 2
     [policy] = world.host_requests("session/setApprovalMode")
     assert policy["params"]["mode"] == "denyUnmatched"
 

@@ -167,6 +167,6 @@ async def test_a_stored_restriction_muse_cannot_apply_is_kept_and_refuses_turns(
     assert "shell" not in _options(released.config_options), "nothing is held any more"
     assert ran.stop_reason == "end_turn"
     assert json.loads(path.read_text())["settings"]["safety"] == {}
-    # The first agent's host never started; the load's and the last prompt's did, the refused
-    # prompt's did not.
-    assert len(world.host_requests("initialize")) == 2
+    # The first agent's session host never started; the load's and the last prompt's did, the
+    # refused prompt's did not (the others checked sign-in, once per agent).
+    assert len(world.session_hosts()) == 2

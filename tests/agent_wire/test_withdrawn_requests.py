@@ -345,6 +345,12 @@ async def _logout(agent: RawAgent, version: str) -> None:
         made = await Race(agent, label).run("logout", {}, delay)
         after = await _status(agent, session)
         assert (after == -32002) == made, f"{label}: /status then gave {after}"
+        # Signed out now: the user signs in again before the next session.
+        with anyio.fail_after(30):
+            login = await anyio.run_process(
+                [str(agent.world.muse_bin), "login"], env=agent.world.env()
+            )
+        assert login.returncode == 0, label
 
 
 async def _held_turn(agent: RawAgent, session: str) -> tuple[str, str]:

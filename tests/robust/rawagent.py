@@ -24,7 +24,7 @@ import anyio
 from anyio.abc import Process, TaskGroup
 
 from muse_acp.sim.in_process import SimLauncher
-from tests.agent_wire.harness import World
+from tests.agent_wire.harness import World, remember_muse
 from tests.in_process import AgentTask, agent_task
 
 __all__ = ["WAIT", "RawAgent", "id_key", "raw_agent"]
@@ -247,9 +247,13 @@ async def raw_agent(
     (for what only a process shows: signals, its exit, and that its stdout carries nothing but
     frames).
 
-    On exit stdin is closed, and the agent must then end by itself within ``WAIT``.
+    Unless the world is ``first_start``, what an earlier start remembered of its Muse is left
+    first (``harness.remember_muse``). On exit stdin is closed, and the agent must then end by
+    itself within ``WAIT``.
     """
     environment = {**world.env(), "MUSE_ACP_IDLE_TIMEOUT": "600", **(env or {})}
+    if not world.first_start:
+        await remember_muse(world, environment)
     if not process:
         async with (
             agent_task(environment, log=world.stderr, launcher=launcher) as task,

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import pytest
 
+from muse_acp.host.executable_memory import memory_dir
 from muse_acp.rpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from tests.agent_wire.harness import World, make_world
 
@@ -227,8 +228,14 @@ async def test_preference_files_are_private_even_in_a_new_data_directory(
         session_id = await agent.new_session()
         answer = await agent.prompt_text(session_id, "/rename A title of my own")
         assert answer.get("result") == {"stopReason": "end_turn"}, answer
-    files = list(data_dir.rglob("*.json"))
+    memory = memory_dir(data_dir)
+    remembered = list(memory.glob("*.json"))
+    files = [p for p in data_dir.rglob("*.json") if p.parent != memory]
     assert [p.stem for p in files] == [session_id]
+    # What is remembered of the executable (its probe, its catalog) is private too.
+    assert remembered, "the agent remembers its Muse for the next start"
+    assert stat.S_IMODE(memory.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in remembered)
     for directory in (data_dir, files[0].parent):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
     assert stat.S_IMODE(files[0].stat().st_mode) == 0o600

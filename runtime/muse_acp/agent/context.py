@@ -3,9 +3,11 @@
 There is one ``AgentContext`` per ACP connection: the configuration, the ACP connection itself
 (for updates and requests to the client), what ``initialize`` negotiated, the session registry,
 the adapter's own preference store and the tombstones of sessions it deleted, the model
-catalog last read from Muse, how hosts are started (``hosting``) and the agent's catalog host: a
-lease-free host kept for listing and reading sessions, so that paging through ``session/list``
-or loading several sessions does not start a process per request. Work that leaves a session
+catalog last read from Muse (or remembered of it, ``stale`` until a host lists it again), the
+credential Muse last reported (``account``, asked once, see ``readiness``), how hosts are
+started (``hosting``) and the agent's catalog host: a lease-free host kept for listing and
+reading sessions, so that paging through ``session/list`` or loading several sessions does not
+start a process per request. Work that leaves a session
 held by the host it ran on (a fork) gets a one-off host instead, which the new session's
 execution host waits to see gone. The backend (MSP, or the legacy exec; see
 ``muse_acp.host.backends``) is chosen once, at ``initialize`` or first use, and kept for the
@@ -17,10 +19,11 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+import anyio
 from anyio.abc import TaskGroup
 
 from muse_acp.agent.handshake.capabilities import Negotiated
@@ -41,8 +44,9 @@ from muse_acp.host.backends import BackendChoice
 from muse_acp.host.binary import HostUnavailable
 from muse_acp.host.client import MspHost
 from muse_acp.rpc import Connection
+from muse_acp_wire import msp
 
-__all__ = ["CATALOG_HOST_IDLE", "SWEEP_BUDGET", "AgentContext"]
+__all__ = ["CATALOG_HOST_IDLE", "SWEEP_BUDGET", "AccountCheck", "AgentContext"]
 
 CATALOG_HOST_IDLE: Final = 30.0
 """Seconds the catalog host stays up after its last use (less when the configured idle
@@ -72,6 +76,19 @@ async def _sweep_left_behind(data_dir: Path) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class AccountCheck:
+    """What Muse said of its credential: ``state``, or None for a Muse that cannot say."""
+
+    state: msp.AccountState | None
+
+    @property
+    def signed_out(self) -> bool:
+        """Muse has no credential and needs one."""
+        state = self.state
+        return state is not None and state.credential_required and state.state == "loggedOut"
+
+
 class AgentContext:
     """Shared state of one agent connection (see the module contract)."""
 
@@ -86,8 +103,15 @@ class AgentContext:
         self.environ = self.startup.environ
         self.sessions = SessionRegistry()
         self.catalog: ModelCatalog | None = None
+        self.catalog_stale = False
+        """The catalog was remembered from an earlier start: a host has not listed it since."""
         self.catalog_reading = False
         """A background read of the catalog is under way (see ``catalog.read_soon``)."""
+        self.account: AccountCheck | None = None
+        """What Muse last said of its credential (None: not asked yet, or asked in vain)."""
+        self.asking_muse = anyio.Lock()
+        """Held while a session's first needs are asked of Muse (``readiness``), so sessions
+        opened at once share one check."""
         self.preferences = PreferenceStore(config.data_dir)
         self.tombstones = Tombstones(self.preferences)
         self.hosting = Hosting(config, self.environ, self.startup)

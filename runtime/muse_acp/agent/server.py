@@ -3,8 +3,10 @@
 Contract: frames enter through the JSON-RPC runtime (``muse_acp.rpc``) on stdin; stdout carries
 protocol frames and nothing else, written through ``coalescing``. Every request and notification
 is served by the handler tables of ``routes``, bound to the connection's ``AgentContext``. The
-answer to ``initialize`` comes first: the rest (``routes``) loads right after it, or at once when
-another frame arrives earlier, so frames are still served in arrival order. The agent stops in
+answer to ``initialize`` comes first, never waiting on the Muse executable: the rest (``routes``)
+loads right after it, or at once when another frame arrives earlier, so frames are still served
+in arrival order; every other request first waits (bounded by the probes' own limits) until
+the executable's probe has settled the negotiation (``Startup.settle``). The agent stops in
 order on end of input, SIGTERM, SIGHUP or SIGINT: sessions close, every host's process group is
 terminated and reaped before ``serve`` returns, and further signals do not cut that short (it
 would leave settings overlays and staged images on disk).
@@ -23,7 +25,6 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from muse_acp.agent.handshake.capabilities import InitializeParams
 from muse_acp.agent.handshake.startup import Startup, answer_initialize
 from muse_acp.config import AdapterConfig
-from muse_acp.host.binary import HostUnavailable
 from muse_acp.loading import end_loading
 from muse_acp.rpc import (
     Connection,
@@ -106,6 +107,9 @@ class AgentHandler:
     ) -> Result:
         if self._router is None and method == "initialize":
             return await self._first.handle_request(method, params, ctx)
+        if method != "initialize":
+            # What depends on the executable is settled before any of it is used.
+            await self._startup.settle()
         return await self._loaded().handle_request(method, params, ctx)
 
     async def handle_notification(self, method: str, params: JsonValue | None) -> None:
@@ -125,12 +129,9 @@ async def _stop_on_signal(connection: Connection, signals: AsyncIterator[int]) -
 
 
 async def _probe_early(startup: Startup) -> None:
-    """Probe the Muse executable while the client is still starting, so ``initialize`` (which
-    needs the backend and version) finds the answer ready; a problem is reported there."""
-    try:
-        await startup.backend()
-    except HostUnavailable:
-        return
+    """Probe the Muse executable from the start, beside ``initialize`` (which never waits for
+    it), so the client's next request finds it settled (``Startup.settle``)."""
+    await startup.settle()
 
 
 async def serve(config: AdapterConfig) -> None:

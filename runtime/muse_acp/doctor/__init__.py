@@ -6,8 +6,8 @@ prints their findings to stdout, one section per check (``local`` checks this ma
 ``host`` the Muse it runs), then a one-line verdict; with ``as_json`` the same findings are one
 JSON document. A check that finds a blocking problem ends
 the run there. It returns 0 when the adapter can serve ACP with that executable, else 1 with
-what to install or set. muse-sim (its handshake says so) is ready while not signed in, as its
-turns need no credential, and the verdict names it. More checks are added by appending to
+what to install or set. muse-sim (its handshake says so) is named in the verdict, and asked to
+sign in like Muse. More checks are added by appending to
 ``CHECKS``.
 """
 

@@ -175,13 +175,14 @@ def sign_in(doctor: Doctor) -> Section:
         section.line("credential", f"unknown: {account}")
         section.facts.update(ok=None, error=account)
     elif account.credential_required and account.state == "loggedOut" and doctor.simulator:
-        # The simulator's turns need no credential; only what it reports is Muse's.
-        section.line(
-            "credential",
-            "none, as a real Muse reports before `muse login`; muse-sim, the simulator, runs "
-            "turns without one (`muse-sim login` plays signing in)",
+        # Like Muse, the simulator starts signed out, and sessions ask for sign-in first.
+        section.line("credential", "NONE: muse-sim, the simulator, is not signed in")
+        section.facts.update(ok=False, state=account.state, simulator=True)
+        section.problem = (
+            "muse-sim, the Muse simulator, is not signed in, so editors would be asked to sign "
+            "in at every new session. Run `muse-sim login` once (it plays signing in), then "
+            "run the doctor again."
         )
-        section.facts.update(ok=None, state=account.state, simulator=True)
     elif account.credential_required and account.state == "loggedOut":
         section.line("credential", "NONE: Muse has no credential, so every turn would fail")
         section.facts.update(ok=False, state=account.state)

@@ -36,6 +36,7 @@ __all__ = [
     "discard_early_probes",
     "installation_dirs",
     "probe",
+    "probed",
     "resolve_binary",
     "start_probe",
 ]
@@ -233,6 +234,16 @@ async def _probe_exec(
     flags = frozenset(flag for flag in EXEC_FLAGS if flag in offered)
     logger.info("Muse executable %s: exec flags %s", binary.path, sorted(flags) or "none")
     return replace(binary, exec_flags=flags)
+
+
+def probed(path: str) -> MuseBinary | None:
+    """What an earlier ``probe`` of ``path`` in this process found, while the file is unchanged
+    (None: not probed yet, or changed since); runs nothing."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _cache.get((path, stat.st_size, stat.st_mtime_ns))
 
 
 async def probe(

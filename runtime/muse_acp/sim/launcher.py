@@ -2,17 +2,16 @@
 
 Contract: ``write_launcher(path, version=...)`` writes an executable shell script at ``path``
 that runs this very installation's simulator (``python -m muse_acp.sim`` with the running
-interpreter, so no console script need be on PATH), with the host version and any other
-simulator settings fixed in the script, and returns ``path``. ``sim_command`` is the quoted
-command line such scripts ``exec``, for launchers that wrap it further. ``sim_launcher``
-prefers the ``muse-sim`` console script installed beside the interpreter.
+interpreter), with the host version and other simulator settings fixed in the script, and
+returns ``path``. ``sim_command`` is the quoted command line such scripts ``exec``.
+``sim_launcher`` prefers the ``muse-sim`` console script installed beside the interpreter.
 
-``SimWorld.make(root, version)`` lays out a scratch world under ``root``: a workspace (created),
-the simulator's state directory and the adapter's data directory (created by whoever first
-writes them) and a ``muse`` launcher. ``settings`` are the variables that point ``muse-acp
-serve`` and ``muse-sim`` at them; ``env`` lays them over an environment cleared of every
-``MUSE_*`` and ``META_API_KEY`` setting, so nothing of the caller's own setup leaks in. The
-demo, the benchmarks and the tests all run their agents and hosts in such worlds.
+``SimWorld.make(root, version)`` lays out a scratch world under ``root``: a workspace, the
+simulator's state directory (signed in as after ``muse login``, unless ``signed_in`` is False),
+the adapter's data directory and a ``muse`` launcher. ``settings`` are the variables that point
+``muse-acp serve`` and ``muse-sim`` at them; ``env`` lays them over an environment cleared of
+every ``MUSE_*`` and ``META_API_KEY`` setting. The demo, the benchmarks and the tests all run
+their agents and hosts in such worlds.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Self
 
+from muse_acp.sim.options.accounts import login
 from muse_acp.sim.options.faults import FAULTS_ENV
 from muse_acp.sim.options.settings import HOME_ENV
 from muse_acp.sim.options.versions import VERSION_ENV
@@ -111,12 +111,19 @@ class SimWorld:
 
     @classmethod
     def make(
-        cls, root: Path, version: str = DEFAULT_VERSION, *, muse_bin: Path | None = None
+        cls,
+        root: Path,
+        version: str = DEFAULT_VERSION,
+        *,
+        muse_bin: Path | None = None,
+        signed_in: bool = True,
     ) -> Self:
         """Lay out a world under ``root`` (which must exist); ``muse_bin`` defaults to a new
-        launcher, ``root/muse``."""
+        launcher, ``root/muse``; ``signed_in`` False leaves Muse without a credential."""
         workspace = root / "workspace"
         workspace.mkdir()
+        if signed_in:
+            login(root / "sim-home")
         return cls(
             root=root,
             workspace=workspace,

@@ -2,27 +2,35 @@
 
 Contract: ``read_catalog`` asks for ``model/list`` within the read budget, on the session's
 running execution host (held for the read) or the agent's catalog host, raising the mapped host
-failure. ``adopt_catalog`` makes a list the agent's catalog and sends ``config_option_update`` to
-every open session whose options changed, after ``fit_session_effort`` dropped (stored, and
-told in the chat) an effort the session's model does not offer. ``refresh_menu`` reads and
-adopts it when none is known and no read is under way, after a load or resume, before a turn
-that would send an effort, or through ``read_soon`` once a session's host is ready; its
-failures are logged, never shown. So the catalog never costs a process of its own.
+failure. ``adopt_catalog`` makes a list the agent's catalog, remembers it for the executable's
+next start when it changed (``host.executable_memory``) and sends ``config_option_update``
+to every open session whose options changed, after ``fit_session_effort`` dropped (stored, and
+told in the chat) an effort the session's model does not offer. ``recall_catalog`` takes the
+catalog remembered from an earlier start, ``stale`` until a host lists it again.
+``refresh_menu`` reads and adopts it when none is known or the known one is stale, and no read
+is under way, after a load or resume, before a turn that would send an effort, or through
+``read_soon`` once a session's host is ready; its failures are logged, never shown. So keeping
+the catalog fresh never costs a process of its own.
 ``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final
+
+import anyio
+from pydantic import ValidationError
 
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.handshake.startup import RECALL_BUDGET
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.options.config_options import ModelCatalog, config_options, fit_effort
 from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.host.client import MspHost
+from muse_acp.host.executable_memory import memory_dir, recall, remember_catalog
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire import acp, msp
 
@@ -32,6 +40,7 @@ __all__ = [
     "fit_session_effort",
     "read_catalog",
     "read_soon",
+    "recall_catalog",
     "refresh_menu",
 ]
 
@@ -65,7 +74,10 @@ async def adopt_catalog(ctx: AgentContext, result: msp.ModelListResult) -> None:
     the menus it changed."""
     sessions = ctx.sessions.open_sessions()
     before = [config_options(session.settings, ctx.catalog) for session in sessions]
-    ctx.catalog = ModelCatalog.from_result(result)
+    previous = ctx.catalog
+    ctx.catalog, ctx.catalog_stale = ModelCatalog.from_result(result), False
+    if ctx.catalog != previous:  # what is remembered already needs no rewrite
+        await _remember(ctx, result.model_dump(mode="json", by_alias=True))
     for session, options in zip(sessions, before, strict=True):
         if not session.closed:
             await fit_session_effort(ctx, session)
@@ -78,15 +90,55 @@ async def adopt_catalog(ctx: AgentContext, result: msp.ModelListResult) -> None:
             )
 
 
+async def _remember(ctx: AgentContext, catalog: dict[str, Any]) -> None:
+    binary = ctx.hosting.probed
+    if binary is None:
+        return
+    folder = memory_dir(ctx.config.data_dir)
+    try:
+        with anyio.fail_after(RECALL_BUDGET):
+            await anyio.to_thread.run_sync(
+                remember_catalog, folder, binary.path, catalog, abandon_on_cancel=True
+            )
+    except (OSError, TimeoutError) as error:
+        logger.info("could not remember Muse's model catalog: %s", error)
+
+
+async def recall_catalog(ctx: AgentContext) -> None:
+    """Take the catalog remembered for the executable as the agent's, stale, when none is known
+    (nothing when none is remembered, or it cannot be read within ``RECALL_BUDGET``)."""
+    binary = ctx.hosting.probed
+    if ctx.catalog is not None or binary is None:
+        return
+    folder = memory_dir(ctx.config.data_dir)
+    try:
+        with anyio.fail_after(RECALL_BUDGET):
+            found = await anyio.to_thread.run_sync(
+                recall, folder, binary.path, abandon_on_cancel=True
+            )
+        if found.catalog is None or ctx.catalog is not None:
+            return
+        catalog = ModelCatalog.from_result(msp.ModelListResult.model_validate(found.catalog))
+    except (TimeoutError, ValidationError) as error:
+        logger.info("the remembered model catalog is not used: %s", error)
+        return
+    ctx.catalog, ctx.catalog_stale = catalog, True
+
+
+def _wanted(ctx: AgentContext) -> bool:
+    """A read of the catalog would tell something new, and none is under way."""
+    return (ctx.catalog is None or ctx.catalog_stale) and not ctx.catalog_reading
+
+
 async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
-    """Read the catalog and announce it, unless it is known or being read already; a failure is
-    logged and the menu keeps the current model (see the module contract)."""
-    if ctx.catalog is not None or ctx.catalog_reading:
+    """Read the catalog and announce it, unless it is known and fresh or being read already; a
+    failure is logged and the menu keeps what it has (see the module contract)."""
+    if not _wanted(ctx):
         return
     ctx.catalog_reading = True
     try:
         outcome = await read_catalog(ctx, session)
-        if ctx.catalog is None:  # a /models that finished first has the newer list
+        if ctx.catalog is None or ctx.catalog_stale:  # a /models first has the newer list
             await adopt_catalog(ctx, outcome)
     except RpcError as error:
         logger.info("the model menu keeps the current model for now: %s", error.message)
@@ -98,7 +150,7 @@ async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
 
 def read_soon(ctx: AgentContext, session: AcpSession) -> None:
     """``refresh_menu`` in the agent's task group, when there is anything to read."""
-    if ctx.catalog is None and not ctx.catalog_reading:
+    if _wanted(ctx):
         ctx.hosting.tasks.start_soon(refresh_menu, ctx, session)
 
 

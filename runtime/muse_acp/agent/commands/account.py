@@ -5,11 +5,13 @@ Contract: Muse owns its credentials. ``api_key_configured`` says whether ``META_
 exported to the agent. ``read_account`` asks Muse which credential it would use
 (``account/read``) on an experimental host of its own in the temporary directory, within the
 startup and read deadlines, and gives None for a Muse without that method; other failures are
-the mapped host failure (``hosts.ask``). ``account_meta`` turns the answer into
-``authenticate``'s ``_meta["muse/account"]``, or the failure the chosen method meets
-(``signed_out``, ``credential_not_chosen``); Muse's label is redacted and bounded, and no
-credential ever appears. ``run_muse_logout`` closes every session and host first, then runs
-``muse logout`` within ``LOGOUT_TIMEOUT``; an exported key cannot be removed by logging out.
+the mapped host failure (``hosts.ask``). ``read_account_and_models`` also asks that host for the
+model catalog (``model/list``), sparing a second host when both are needed at once.
+``account_meta`` turns the answer into ``authenticate``'s ``_meta["muse/account"]``, or the
+failure the chosen method meets (``signed_out``, ``credential_not_chosen``); Muse's label is
+redacted and bounded, and no credential ever appears. ``run_muse_logout`` closes every session
+and host first, then runs ``muse logout`` within ``LOGOUT_TIMEOUT``; an exported key cannot be
+removed by logging out.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "api_key_configured",
     "describe_credential",
     "read_account",
+    "read_account_and_models",
     "run_muse_logout",
 ]
 
@@ -75,6 +78,19 @@ async def read_account(ctx: AgentContext) -> msp.AccountState | None:
         RpcError: the mapped host failure (the host did not start, went away, refused or did
             not answer in time), or ``HostUnavailable``.
     """
+    account, _ = await read_account_and_models(ctx, models=False)
+    return account
+
+
+async def read_account_and_models(
+    ctx: AgentContext, *, models: bool
+) -> tuple[msp.AccountState | None, msp.ModelListResult | None]:
+    """``read_account``'s answer and, with ``models``, Muse's model catalog read on the same
+    host (None without ``models``, or where Muse cannot report its account).
+
+    Raises:
+        RpcError: as ``read_account``.
+    """
     deadlines = ctx.config.deadlines
     budget = deadlines.read
     overall = deadlines.startup + budget
@@ -84,7 +100,7 @@ async def read_account(ctx: AgentContext) -> msp.AccountState | None:
         with anyio.fail_after(overall):
             host = await keeper.start(tempfile.gettempdir())
             async with keeper.holding(host):
-                return await ask(
+                account = await ask(
                     host,
                     "account/read",
                     None,
@@ -92,13 +108,24 @@ async def read_account(ctx: AgentContext) -> msp.AccountState | None:
                     phase="authenticating",
                     budget=budget,
                 )
+                if not models:
+                    return account, None
+                listed = await ask(
+                    host,
+                    "model/list",
+                    msp.ModelListParams(),
+                    msp.ModelListResult,
+                    phase="reading",
+                    budget=budget,
+                )
+                return account, listed
     except TimeoutError:
         raise failures.deadline_exceeded("authenticating", overall) from None
     except failures.HostRefusal as refusal:
         if refusal.host_kind not in NO_ACCOUNT_SURFACE:
             raise
         logger.warning("this Muse cannot report its account (%s)", refusal.host_kind)
-        return None
+        return None, None
     finally:
         keeper.close()
 

@@ -17,7 +17,7 @@ extension is negotiated (``not_on_exec``).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from annotated_types import Le
@@ -36,10 +36,12 @@ __all__ = [
     "PROTOCOL_VERSION",
     "InitializeParams",
     "Negotiated",
+    "advertised_auth_methods",
     "initialize_response",
     "negotiate",
     "not_on_exec",
     "schema_maximum",
+    "within",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -191,6 +193,29 @@ def _declares_terminal(capabilities: acp.ClientCapabilities | None) -> bool:
     return meta.get("terminal_output") is True
 
 
+_OFFERS: Final = (
+    "output",
+    "steering",
+    "compatible_steering",
+    "tasks",
+    "tasks_asked",
+    "file_change_report",
+    "mcp_http",
+    "delete",
+    "workspace_roots",
+    "subagents",
+)
+"""What the agent offers a client only where the executable can do it."""
+
+
+def within(advertised: Negotiated, actual: Negotiated) -> Negotiated:
+    """The negotiation once the executable is probed: ``actual`` (the same request against it),
+    less every offer ``advertised`` did not make; a client is never offered more than it was
+    told at ``initialize``."""
+    kept = {name: getattr(advertised, name) and getattr(actual, name) for name in _OFFERS}
+    return replace(actual, **kept)
+
+
 def not_on_exec(method: str) -> RpcError:
     """The answer to a session method the exec backend does not advertise."""
     return RpcError(
@@ -234,6 +259,15 @@ def _auth_methods(negotiated: Negotiated) -> list[Any]:
         )
     )
     return methods
+
+
+def advertised_auth_methods(negotiated: Negotiated) -> list[dict[str, Any]]:
+    """The ``authMethods`` of the ``initialize`` result for ``negotiated``, as JSON (for an
+    ``auth_required`` error to carry them too)."""
+    return [
+        method.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for method in _auth_methods(negotiated)
+    ]
 
 
 def initialize_response(

@@ -1,18 +1,16 @@
 """What the agent knows before it has any session, and how it answers ``initialize``.
 
-Contract: there is one ``Startup`` per ACP connection, made before anything else. It owns the
-configuration, the environment hosts inherit, the launcher that starts them (``host.launch``),
-the configured Muse executable (resolved and probed once: ``muse``), the backend chosen once
-for the connection (``backend``; a failure of the chosen backend never makes the other one run
-instead) and what ``initialize`` negotiated. Before any host runs, ``expected`` says what a host
-of the executable would offer (``host.features``). ``answer_initialize`` answers from it alone:
-the backend and Muse's version when the executable can be used, and otherwise a successful
-answer all the same (the problem is logged, and shown to the client at its first session) so
-that the client can still list its sessions.
-
-This module and what it imports are everything ``initialize`` needs: none of the sessions'
-machinery and none of the MSP models, which the agent loads once that answer is out
-(``server``). ``AgentContext`` and ``Hosting`` read the executable and the backend from here.
+Contract: one ``Startup`` per ACP connection, made first, owns the configuration, the
+environment and launcher of hosts, the Muse executable (probed once: ``muse``), the backend
+(chosen once: ``backend``; a failing backend never makes the other one run) and what
+``initialize`` negotiated; ``expected`` says what a host of the executable would offer.
+``answer_initialize`` never waits on the executable: it answers from this process's probe, else
+the one remembered from an earlier start (``host.executable_memory``, within
+``RECALL_BUDGET``), else defaults true of any Muse (no version-dependent extension, no backend
+named). ``settle``, which every later request awaits (``server``), waits for the probe, withdraws
+what the executable turned out not to offer (never adds), remembers the probe, and logs a Muse
+that cannot be used (the client sees it at its first session). This module and its imports are
+all ``initialize`` needs: the sessions' machinery and the MSP models load after its answer.
 """
 
 from __future__ import annotations
@@ -29,17 +27,23 @@ from muse_acp.agent.handshake.capabilities import (
     Negotiated,
     initialize_response,
     negotiate,
+    within,
 )
 from muse_acp.config import AdapterConfig
-from muse_acp.host.backends import BackendChoice, choose_backend
-from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, resolve_binary
+from muse_acp.host.backends import BackendChoice, choose_backend, decide
+from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, probed, resolve_binary
+from muse_acp.host.executable_memory import memory_dir, recall, remember_probe
 from muse_acp.host.features import NO_FEATURES, HostFeatures, features_of
 from muse_acp.host.launch import SUBPROCESSES, Launcher
 from muse_acp_wire import acp_handshake as acp
 
-__all__ = ["Startup", "answer_initialize"]
+__all__ = ["RECALL_BUDGET", "Startup", "answer_initialize"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
+
+RECALL_BUDGET: Final = 1.0
+"""Seconds ``initialize`` may spend reading what is remembered of the executable, and a probe's
+remembering may take: a data directory that does not answer costs no more."""
 
 
 class Startup:
@@ -61,6 +65,10 @@ class Startup:
         self._binary_lock = anyio.Lock()
         self._backend: BackendChoice | None = None
         self._backend_lock = anyio.Lock()
+        self._asked: InitializeParams | None = None
+        self._recalled: MuseBinary | None = None
+        self._settled = False
+        self._settle_lock = anyio.Lock()
 
     @property
     def probed(self) -> MuseBinary | None:
@@ -114,19 +122,80 @@ class Startup:
                 )
             return self._backend
 
+    def _known(self) -> MuseBinary | None:
+        """The probe this process made of the executable, else the remembered one (blocking:
+        it looks the executable up and reads the memory; runs no Muse)."""
+        try:
+            path = resolve_binary(self.config.muse_bin)
+        except HostUnavailable:
+            return None
+        return probed(path) or recall(memory_dir(self.config.data_dir), path).probe
+
+    async def foreseen(self) -> BackendChoice | None:
+        """The backend, as chosen or as what is known of the executable decides it, without
+        running it; None when nothing usable is known in time (``RECALL_BUDGET``)."""
+        if self._backend is not None:
+            return self._backend
+        try:
+            with anyio.fail_after(RECALL_BUDGET):
+                known = await anyio.to_thread.run_sync(self._known, abandon_on_cancel=True)
+        except TimeoutError:
+            logger.info("what is remembered of the Muse executable did not come in time")
+            return None
+        self._recalled = known
+        setting = self.config.backend
+        if known is None or (known.exec_flags is None and (setting == "exec" or not known.serves)):
+            return None  # exec --help was never probed: the choice cannot be foreseen
+        try:
+            return decide(setting, known)
+        except HostUnavailable:
+            return None
+
+    async def settle(self) -> None:
+        """Probe the executable (once), bring the negotiation in line with it and remember
+        the probe (see the module contract); a Muse that cannot be used is logged."""
+        async with self._settle_lock:
+            if self._settled:
+                return
+            try:
+                choice = await self.backend()
+            except HostUnavailable as error:
+                logger.warning("%s", error.message)
+                self._settled = True
+                return
+            if self._asked is not None:
+                actual = negotiate(self._asked, self.expected(choice.binary), choice.report())
+                self.negotiated = within(self.negotiated, actual)
+            self._settled = True
+            if choice.binary != self._recalled:
+                await self._remember(choice.binary)
+
+    async def _remember(self, binary: MuseBinary) -> None:
+        folder = memory_dir(self.config.data_dir)
+        try:
+            with anyio.fail_after(RECALL_BUDGET):
+                await anyio.to_thread.run_sync(
+                    remember_probe, folder, binary, abandon_on_cancel=True
+                )
+        except (OSError, TimeoutError) as error:
+            logger.info("could not remember the probe of %s: %s", binary.path, error)
+
+    def asked(self, params: InitializeParams) -> None:
+        """Keep what the client asked at ``initialize``, for ``settle``."""
+        self._asked = params
+
 
 async def answer_initialize(startup: Startup, params: InitializeParams) -> acp.InitializeResponse:
     """Negotiate with the client and answer ``initialize`` (see the module contract)."""
     features = NO_FEATURES
     backend: acp.MuseBackendReport | None = None
-    try:
-        choice = await startup.backend()
+    choice = await startup.foreseen()
+    if choice is not None:
         features, backend = startup.expected(choice.binary), choice.report()
-    except HostUnavailable as error:
-        logger.warning("%s", error.message)
-        if startup.config.backend == "exec":
-            backend = acp.MuseBackendReport(
-                backend="exec", reason="exec was chosen with --backend or MUSE_ACP_BACKEND"
-            )
+    elif startup.config.backend == "exec":
+        backend = acp.MuseBackendReport(
+            backend="exec", reason="exec was chosen with --backend or MUSE_ACP_BACKEND"
+        )
     startup.negotiated = negotiate(params, features, backend)
+    startup.asked(params)
     return initialize_response(startup.negotiated, backend)

@@ -5,14 +5,14 @@ in itself. ``muse-account`` is offered to every client; ``muse-login`` (the term
 and ``meta-api-key`` (no longer offered: no ACP schema has its ``env_var`` type) are accepted
 too. ``meta-api-key`` first needs ``META_API_KEY`` exported to the agent (-32000 at once
 otherwise). Then each method asks Muse which credential it would use (``account.read_account``,
-MSP ``account/read`` on a short-lived host of its own) and answers as ``account.account_meta``
-says: success carries ``_meta["muse/account"]`` (the credential's kind and label, never the
-credential), a Muse with no credential is -32000 with how to sign in, and ``meta-api-key`` while
-Muse uses another credential is -32000 saying what it uses. A host failure is the mapped one.
-Only where Muse cannot be asked (the legacy exec backend, or a Muse without ``account/read``)
-does ``authenticate`` succeed on the first check alone, without ``muse/account``. ``logout``
-closes every session and host, then runs ``muse logout`` (see ``account``); an exported
-``META_API_KEY`` cannot be removed by logging out, and callers are told so.
+MSP ``account/read`` on a short-lived host of its own; kept for ``readiness``) and answers as
+``account.account_meta`` says: success carries ``_meta["muse/account"]`` (the credential's kind
+and label, never the credential), no credential is -32000 with how to sign in, and
+``meta-api-key`` while Muse uses another credential is -32000 saying what it uses. A host
+failure is the mapped one. Where Muse cannot be asked (exec, or no ``account/read``)
+``authenticate`` succeeds on the first check alone. ``logout`` closes every session and host,
+then runs ``muse logout`` (see ``account``); sign-in is asked again at the next session. An
+exported ``META_API_KEY`` cannot be removed by logging out; callers are told so.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from muse_acp.agent.commands.account import (
     read_account,
     run_muse_logout,
 )
-from muse_acp.agent.context import AgentContext
+from muse_acp.agent.context import AccountCheck, AgentContext
 from muse_acp.agent.handshake.capabilities import ACCOUNT_CHECK_METHOD
 from muse_acp.redact import redact
 from muse_acp.rpc import AUTH_REQUIRED, INVALID_PARAMS, RequestContext, RpcError
@@ -58,6 +58,7 @@ async def handle_authenticate(
     if await ctx.on_exec():
         return acp.AuthenticateResponse()
     account = await read_account(ctx)
+    ctx.account = AccountCheck(account)
     if account is None:
         return acp.AuthenticateResponse()
     meta = account_meta(method, account)
@@ -70,5 +71,6 @@ async def handle_logout(
     ctx: AgentContext, params: acp.LogoutRequest, rctx: RequestContext
 ) -> acp.LogoutResponse:
     async with rctx.commit():  # nothing to prepare: only a cancel in the same read stops it
+        ctx.account = None
         await run_muse_logout(ctx)
     return acp.LogoutResponse()

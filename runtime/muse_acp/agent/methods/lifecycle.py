@@ -1,18 +1,18 @@
 """Session lifecycle handlers: new, load, resume, fork and close.
 
-Contract: ``session/new`` needs no host: the adapter mints a UUIDv7 that becomes Muse's session
-id at the first prompt and records it, so a never-prompted session can be loaded or resumed.
-Load, resume and fork read through the agent's lease-free catalog host within the startup and
-read budgets; load replays history before it answers. A session that comes back with a turn
-in progress in Muse (one waiting on the user) is occupied by it, and the turn is taken up once
-the load or resume is answered (``waiting_turn``). A session comes back with its stored
-settings (``remembered``), read afresh. The client's ``mcpServers`` (-32602 for servers the
-installed Muse cannot take) and ``additionalDirectories`` are checked and kept (``mcp_servers``,
-``workspace_roots``). New, fork and close change state inside ``RequestContext.commit``.
+Contract: new, load and resume first check Muse can serve a session (``readiness``); then
+``session/new`` needs no host: its UUIDv7 becomes Muse's session id at the first prompt,
+recorded so it can be loaded or resumed. Load, resume and fork read through the agent's
+lease-free catalog host within the startup and read budgets; load replays history first. A
+session that comes back with a turn in progress in Muse (one waiting on the user) is occupied
+by it, and the turn is taken up once the load or resume is answered (``waiting_turn``), with
+its stored settings read afresh (``remembered``). The client's ``mcpServers`` (-32602 for
+servers the installed Muse cannot take) and ``additionalDirectories`` are checked and kept
+(``mcp_servers``, ``workspace_roots``). New, fork and close change state inside
+``RequestContext.commit``.
 
-Errors: a deleted session is not found (-32002, ``tombstones``); ids are shape-checked first
-and quoted redacted and bounded; on the exec backend only new and close work
-(``capabilities.not_on_exec``).
+Errors: a deleted session is not found (-32002, ``tombstones``); ids are shape-checked first,
+quoted redacted and bounded; on the exec backend only new and close work (``not_on_exec``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from muse_acp.agent.announcements.catalog import refresh_menu
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.commands import commands
+from muse_acp.agent.commands.readiness import prepare
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.errors.withdrawn import fork_boundary_broken
@@ -182,6 +183,7 @@ async def handle_new(
 ) -> acp.NewSessionResponse:
     cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
+    await prepare(ctx, cwd)
     on_exec = await ctx.on_exec()
     async with rctx.commit():  # withdrawn before this, no session exists or is recorded
         session = ctx.new_session(new_uuid7(), cwd)
@@ -212,6 +214,7 @@ async def handle_load(
     session_id = check_session_id(params.session_id)
     cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
+    await prepare(ctx, cwd)
     async with ctx.catalog_host(cwd) as host:
         session, notes, row = await _reopen(ctx, host, session_id, cwd)
         session.mcp_servers = servers
@@ -246,6 +249,7 @@ async def handle_resume(
     session_id = check_session_id(params.session_id)
     cwd, further = await workspace_of(ctx.startup, ctx.on_exec, params)
     servers = await _mcp_servers(ctx, params.mcp_servers)
+    await prepare(ctx, cwd)
     _refuse_busy(ctx, session_id, "resume")
     live = ctx.sessions.get(session_id)
     notes: list[str] = []

@@ -206,17 +206,28 @@ def _apply_model(
 ) -> SessionSettings:
     if value == DEFAULT_VALUE:
         return replace(settings, model=None)
-    current, _ = model_menu(settings.model, catalog)
+    current, offered = model_menu(settings.model, catalog)
     if value == current:
         return settings
     entry = None if catalog is None else catalog.entry(value)
     if entry is None:
         raise RpcError(
             INVALID_PARAMS,
-            f"model {_shown(value)} is not in this session's model menu; refresh the model "
-            "list with /models, then choose one of the listed models",
+            f"model {_shown(value)} is not in this session's model menu, which offers "
+            f"{_listed([listed for listed, _, _ in offered])}; choose one of those (/models "
+            "refreshes the list)",
         )
     return replace(settings, model=entry.choice)
+
+
+_LISTED: Final = 40
+"""Most menu values an error lists (a catalog can be long)."""
+
+
+def _listed(values: list[str]) -> str:
+    shown = ", ".join(_shown(value) for value in values[:_LISTED])
+    rest = len(values) - _LISTED
+    return shown if rest <= 0 else f"{shown} and {rest} more"
 
 
 def _tiers(settings: SessionSettings, catalog: ModelCatalog | None) -> EffortTiers | None:

@@ -1,0 +1,160 @@
+"""What muse-acp remembers of one Muse executable between its runs: the probe's answer and the
+model catalog its last host listed.
+
+Contract (blocking: callers run it off the event loop, bounded): one JSON file per executable
+path under ``memory_dir(data_dir)``, a folder readable by its owner only, written atomically.
+``recall`` gives what is remembered of an executable: its probe only while the file at that
+path has the size and modification time it was probed with (an updated Muse is probed again),
+its catalog (a ``model/list`` result as JSON) whatever the executable's state, since a catalog
+from before an update is still the best first menu until a host lists the current one. A
+missing, unreadable or garbled file is nothing remembered. ``remember_probe`` and
+``remember_catalog`` each replace their own part and keep the other; they raise ``OSError``
+for the caller to log (nothing depends on the memory being written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from muse_acp.host.binary import MuseBinary
+
+__all__ = [
+    "MAX_MEMORY_BYTES",
+    "Remembered",
+    "memory_dir",
+    "recall",
+    "remember_catalog",
+    "remember_probe",
+]
+
+MAX_MEMORY_BYTES: Final = 4 * 1024 * 1024
+"""Largest memory file read (a catalog of a few hundred models is far smaller)."""
+_FOLDER: Final = "executables"
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """What is remembered of one executable (see the module contract)."""
+
+    probe: MuseBinary | None = None
+    catalog: dict[str, Any] | None = None
+    """The ``model/list`` result its last host gave, as JSON."""
+
+
+def memory_dir(data_dir: Path) -> Path:
+    return data_dir / _FOLDER
+
+
+def _file(folder: Path, path: str) -> Path:
+    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return folder / f"{digest}.json"
+
+
+def _identity(path: str) -> list[int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _read(folder: Path, path: str) -> dict[str, Any]:
+    try:
+        with _file(folder, path).open("rb") as handle:
+            raw = handle.read(MAX_MEMORY_BYTES + 1)
+        document = json.loads(raw) if len(raw) <= MAX_MEMORY_BYTES else None
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(document, dict) or document.get("path") != path:
+        return {}  # another file, or a hash collision: not this executable's
+    return document
+
+
+def _probe_of(stored: object, path: str) -> MuseBinary | None:
+    if not isinstance(stored, dict):
+        return None
+    version, text = stored.get("version"), stored.get("versionText")
+    flags, exec_flags = stored.get("serveFlags"), stored.get("execFlags")
+    if not (
+        (version is None or isinstance(version, str))
+        and isinstance(text, str)
+        and isinstance(stored.get("serves"), bool)
+        and isinstance(flags, list)
+        and all(isinstance(flag, str) for flag in flags)
+        and (exec_flags is None or isinstance(exec_flags, list))
+    ):
+        return None
+    return MuseBinary(
+        path=path,
+        version=version,
+        version_text=text,
+        serves=bool(stored["serves"]),
+        serve_flags=frozenset(flags),
+        exec_flags=None if exec_flags is None else frozenset(map(str, exec_flags)),
+    )
+
+
+def recall(folder: Path, path: str) -> Remembered:
+    """What is remembered of the executable at ``path`` (see the module contract)."""
+    document = _read(folder, path)
+    identity = _identity(path)
+    probe = None
+    if identity is not None and document.get("identity") == identity:
+        probe = _probe_of(document.get("probe"), path)
+    catalog = document.get("catalog")
+    return Remembered(probe, catalog if isinstance(catalog, dict) else None)
+
+
+def _private_folder(folder: Path) -> None:
+    """``folder`` made owner-only, and its parent (the data directory) too when this makes it;
+    an existing data directory keeps the mode its owner chose."""
+    folder.parent.parent.mkdir(parents=True, exist_ok=True)
+    for made in (folder.parent, folder):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir(mode=0o700)
+    os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask
+
+
+def _write(folder: Path, path: str, member: str, value: object, identity: object) -> None:
+    _private_folder(folder)
+    document = _read(folder, path)
+    document.update({"path": path, member: value})
+    if identity is not None:
+        document["identity"] = identity
+    target = _file(folder, path)
+    fd, staging = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, separators=(",", ":"))
+        os.replace(staging, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
+        raise
+
+
+def remember_probe(folder: Path, binary: MuseBinary) -> None:
+    """Remember ``binary``'s probe, for the executable as it is on disk now."""
+    identity = _identity(binary.path)
+    if identity is None:
+        return  # gone meanwhile: nothing true to remember
+    probe = {
+        "version": binary.version,
+        "versionText": binary.version_text,
+        "serves": binary.serves,
+        "serveFlags": sorted(binary.serve_flags),
+        "execFlags": None if binary.exec_flags is None else sorted(binary.exec_flags),
+    }
+    _write(folder, binary.path, "probe", probe, identity)
+
+
+def remember_catalog(folder: Path, path: str, catalog: dict[str, Any]) -> None:
+    """Remember ``catalog`` (a ``model/list`` result as JSON) for the executable at ``path``."""
+    _write(folder, path, "catalog", catalog, None)

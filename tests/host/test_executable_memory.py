@@ -1,0 +1,62 @@
+"""What muse-acp remembers of a Muse executable between starts: its probe while the file is
+unchanged, its catalog whatever happens to the file, nothing from a file it cannot use."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from muse_acp.host.binary import MuseBinary
+from muse_acp.host.executable_memory import (
+    Remembered,
+    memory_dir,
+    recall,
+    remember_catalog,
+    remember_probe,
+)
+
+CATALOG = {"models": [{"modelId": "muse-spark-1.2"}]}
+
+
+def _muse(tmp_path: Path) -> MuseBinary:
+    path = tmp_path / "muse"
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return MuseBinary(
+        path=str(path),
+        version="1.4.2",
+        version_text="muse 1.4.2",
+        serves=True,
+        serve_flags=frozenset({"--disable-shell"}),
+    )
+
+
+def test_a_probe_is_remembered_until_the_executable_changes_and_the_catalog_beyond(
+    tmp_path: Path,
+) -> None:
+    muse = _muse(tmp_path)
+    folder = memory_dir(tmp_path / "data")
+    remember_probe(folder, muse)
+    remember_catalog(folder, muse.path, CATALOG)
+    assert recall(folder, muse.path) == Remembered(muse, CATALOG)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
+    [file] = folder.iterdir()
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+
+    Path(muse.path).write_text("#!/bin/sh\n# updated\n")  # Muse was updated
+    assert recall(folder, muse.path) == Remembered(None, CATALOG)
+    assert recall(folder, str(tmp_path / "another-muse")) == Remembered()
+
+
+def test_a_file_that_cannot_be_used_is_nothing_remembered_and_is_replaced(tmp_path: Path) -> None:
+    muse = _muse(tmp_path)
+    folder = memory_dir(tmp_path / "data")
+    remember_catalog(folder, muse.path, CATALOG)
+    [file] = folder.iterdir()
+    file.write_text('{"path": 12, "catalog": [')
+    assert recall(folder, muse.path) == Remembered()
+    remember_probe(folder, muse)
+    assert recall(folder, muse.path) == Remembered(muse, None)
+    assert os.listdir(folder) == [file.name]  # no staging file left behind
