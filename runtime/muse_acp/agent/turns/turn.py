@@ -250,7 +250,7 @@ class ActiveTurn:
 
     async def _rejoined(self, turn_id: str, tasks: TaskGroup) -> None:
         self.acknowledged.set()
-        budget = self._silence.budget  # the error is made on silence only: redacting costs ~1 ms
+        budget = self._silence.budget  # the error is made on silence only (redaction costs)
         tasks.start_soon(self._silence.watch, lambda: self.fail(failures.host_silent(budget)))
         await self._adopt(turn_id)
         await self._publish_active_turn(self.turn_id)
