@@ -25,11 +25,14 @@ import anyio
 
 from bench import (
     cold_start,
+    first_update,
     growth,
+    idle,
     many_sessions,
     relay,
     runtime_throughput,
     session_list,
+    session_load,
     stored_output,
 )
 from bench.report import Figure, render_table, write_json
@@ -57,11 +60,16 @@ FIGURES: Final[Mapping[str, Plan]] = MappingProxyType(
             stored_output.measure,
             partial(stored_output.measure, size_mib=0.25, page_mib=0.125, rounds=1),
         ),
+        "first_update": Plan(first_update.measure, partial(first_update.measure, rounds=2, cold=1)),
         "cold_start": Plan(cold_start.measure, partial(cold_start.measure, runs=1)),
         "growth": Plan(growth.measure, partial(growth.measure, sizes_mib=(0.5,), repeats=1)),
         "session_list": Plan(
             session_list.measure, partial(session_list.measure, sessions=120, baseline=60)
         ),
+        "session_load": Plan(
+            session_load.measure, partial(session_load.measure, sizes=(40, 80), rounds=1)
+        ),
+        "idle": Plan(idle.measure, partial(idle.measure, sessions=1, window=0.5, settle=0.2)),
         "many_sessions": Plan(
             many_sessions.measure,
             partial(many_sessions.measure, sessions=3, deltas=20, rounds=1),

@@ -6,7 +6,10 @@ minimal and independent of muse-acp's runtime, so that what it costs stays the s
 commit to the next and whichever agent it measures: it splits stdout on LF, decodes each line
 with ``json.loads`` and nothing else, counts notifications by method (``session/update`` ones
 also by update kind: ``session/update:agent_message_chunk``), matches responses to its requests
-by id, and answers any request from the child with METHOD_NOT_FOUND. ``request`` waits at most
+by id, and answers any request from the child with METHOD_NOT_FOUND. ``arrival(key)`` is set by
+the next notification of ``key`` (a method, ``session/update:KIND`` or ``item/delta:FIELD``) and
+``arrived_at[key]`` is the ``time.perf_counter`` of its reading, taken before any task wakes.
+``request`` waits at most
 ``wait`` seconds and raises ``PeerError`` for an error answer or a child that went away. Leaving
 the block closes the child's stdin and reaps it and its process group (killed if it lingers).
 """
@@ -17,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -34,6 +38,7 @@ EXIT_WAIT: Final = 10.0
 """Seconds a child gets to exit after its stdin closes before its group is killed."""
 READ_BYTES: Final = 1 << 20
 UPDATE: Final = "session/update"
+DELTA: Final = "item/delta"
 
 
 class PeerError(RuntimeError):
@@ -85,15 +90,18 @@ class Peer:
         self._next_id = 1
         self._answers: dict[int, _Answer] = {}
         self._arrivals: dict[str, anyio.Event] = {}
+        self.arrived_at: dict[str, float] = {}
+        """When the notification that set each ``arrival`` was read (``time.perf_counter``)."""
         self._gone = False
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
-    def arrival(self, method: str) -> anyio.Event:
-        """An event set when the next ``method`` notification arrives (ask before sending)."""
-        return self._arrivals.setdefault(method, anyio.Event())
+    def arrival(self, key: str) -> anyio.Event:
+        """An event set when the next ``key`` notification arrives (ask before sending): a
+        method, ``session/update:KIND`` or ``item/delta:FIELD``."""
+        return self._arrivals.setdefault(key, anyio.Event())
 
     async def request(self, method: str, params: JsonInput = None, *, wait: float = 60.0) -> Any:
         """The result of a request answered within ``wait`` seconds.
@@ -169,9 +177,13 @@ class Peer:
             if method == UPDATE:
                 key = f"{method}:{message['params']['update']['sessionUpdate']}"
             self.counts[key] += 1
-            arrival = self._arrivals.pop(method, None)
-            if arrival is not None:
-                arrival.set()
+            if self._arrivals:
+                detail = f"{method}:{message['params'].get('field')}" if method == DELTA else key
+                for name in {method, detail}:
+                    arrival = self._arrivals.pop(name, None)
+                    if arrival is not None:
+                        self.arrived_at[name] = time.perf_counter()
+                        arrival.set()
 
 
 async def _reap(process: Process) -> None:

@@ -75,6 +75,8 @@ class Figure:
 
 
 def _number(value: float) -> str:
+    if value == 0:
+        return "0"
     if value >= 1000:
         return f"{value:,.0f}"
     if value >= 10:

@@ -183,4 +183,4 @@ async def test_a_host_slower_to_attach_than_the_idle_timeout_still_runs_the_prom
             response = await agent.prompt(session, "after a slow attach")
     assert response.stop_reason == "end_turn"
     assert "after a slow attach" in agent.client.text(session)
-    assert len(world.host_requests("initialize")) == 1, "one host served the prompt"
+    assert len(world.session_hosts()) == 1, "one host served the prompt"

@@ -36,7 +36,6 @@ from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import HostUnavailable, MuseBinary
 from muse_acp.host.client import HostEnded, MspHost, open_host
 from muse_acp.rpc import ConnectionClosed, RpcError
-from muse_acp.tasks import wait_first
 from muse_acp_wire._base import WireModel
 
 __all__ = [
@@ -383,11 +382,21 @@ class HostKeeper:
             gone.set()
 
     async def _keep(self, host: MspHost, stop: anyio.Event) -> None:
-        while not stop.is_set() and not host.dead.is_set():
-            with anyio.move_on_after(self._idle) as waited:
-                await wait_first(self._activity, stop, host.dead)
-            self._activity = anyio.Event()
-            if waited.cancelled_caught and self._users == 0 and not self.busy():
-                logger.debug("%s: closing the idle host", self.name)
-                stop.set()  # from now on nobody is handed this host
-                return
+        # Whatever sets ``stop`` also sets ``_activity`` (``close``), and one waiter turns the
+        # host's death into activity for its whole life: a wake-up, at every use's start and
+        # end, then costs no task group of its own.
+        async with anyio.create_task_group() as watching:
+            watching.start_soon(self._wake_on_death, host)
+            while not stop.is_set() and not host.dead.is_set():
+                with anyio.move_on_after(self._idle) as waited:
+                    await self._activity.wait()
+                self._activity = anyio.Event()
+                if waited.cancelled_caught and self._users == 0 and not self.busy():
+                    logger.debug("%s: closing the idle host", self.name)
+                    stop.set()  # from now on nobody is handed this host
+                    break
+            watching.cancel_scope.cancel()
+
+    async def _wake_on_death(self, host: MspHost) -> None:
+        await host.dead.wait()
+        self._activity.set()

@@ -7,16 +7,18 @@ History is paged forward from the first event with ``view/page`` and translated 
 translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
 completed messages, thoughts and tool cards in full (paths absolute against the session's
 ``cwd``; no file is read, so editing tools show no diff), plans and compactions as the client
-takes them (the outlet decides, as live). Pages are translated and sent one at a time, so memory
-stays bounded by a page however long the session is; the number of pages read is bounded too,
-and hitting that bound is logged rather than silently ignored (and told as a notice to a client
-that shows notices).
+takes them (the outlet decides, as live). Pages are translated and sent one at a time, the next
+one read from Muse meanwhile, so memory stays bounded by two pages however long the session is;
+the number of pages read is bounded too, and hitting that bound is logged rather than silently
+ignored (and told as a notice to a client that shows notices).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Final, Protocol
+
+import anyio
 
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.tool_cards import output_reference_update
@@ -25,6 +27,7 @@ from muse_acp.agent.hosting.hosts import Refusal, ask
 from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.agent.translation.view_events import read_event
 from muse_acp.host.client import MspHost
+from muse_acp.tasks import task_group
 from muse_acp_wire import msp
 
 __all__ = [
@@ -86,6 +89,14 @@ async def read_row(host: MspHost, session_id: str, budget: float, refusal: Refus
     return result.session
 
 
+class _Page:
+    """One ``view/page`` being read while the page before it is translated."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: msp.ViewPageResult | None = None
+
+
 async def replay_history(
     session: ReplayTarget, host: MspHost, output: OutputPolicy, budget: float
 ) -> None:
@@ -99,35 +110,52 @@ async def replay_history(
         stoppable_children=host.features.has("workflowChildren"),
     )
     latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
-    cursor: str | None = None
-    for _ in range(MAX_PAGES):
-        page = await ask(
-            host,
-            "view/page",
-            msp.ViewPageParams(
-                session_id=session.session_id, limit=PAGE_SIZE, cursor=cursor, direction="forward"
-            ),
-            msp.ViewPageResult,
-            phase="reading",
-            budget=budget,
+
+    async def read(cursor: str | None, into: _Page) -> None:
+        params = msp.ViewPageParams(
+            session_id=session.session_id, limit=PAGE_SIZE, cursor=cursor, direction="forward"
         )
-        for event in page.events:
-            params = read_event(event)
-            if params is None:
-                continue
-            item = params.item if isinstance(params, msp.ItemEventParams) else None
-            if isinstance(item, msp.ToolCallItem | msp.UserShellItem) and item.output_ref:
-                # Re-inserting moves the item to the end, so the dict keeps the latest ones.
-                latest_outputs.pop(item.item_id, None)
-                latest_outputs[item.item_id] = item
-                while len(latest_outputs) > MAX_REANNOUNCED:
-                    latest_outputs.pop(next(iter(latest_outputs)))
-            for update in translator.updates(event.method, params):
-                await session.outlet.send(update)
-        if page.next_cursor is None or page.next_cursor == cursor:
-            break
-        cursor = page.next_cursor
-    else:
+        into.result = await ask(
+            host, "view/page", params, msp.ViewPageResult, phase="reading", budget=budget
+        )
+        into.done.set()
+
+    def read_soon(cursor: str | None) -> _Page:
+        page = _Page()
+        reading.start_soon(read, cursor, page)
+        return page
+
+    cut = True
+    cursor: str | None = None
+    # The next page is asked for as soon as its cursor is known, so Muse reads it while this
+    # page is translated and sent: at most two pages are held at once.
+    async with task_group() as reading:
+        ahead = read_soon(None)
+        for pages in range(1, MAX_PAGES + 1):
+            await ahead.done.wait()
+            page = ahead.result
+            assert page is not None  # set before done
+            more = page.next_cursor is not None and page.next_cursor != cursor
+            if more and pages < MAX_PAGES:
+                ahead = read_soon(page.next_cursor)
+            for event in page.events:
+                params = read_event(event)
+                if params is None:
+                    continue
+                item = params.item if isinstance(params, msp.ItemEventParams) else None
+                if isinstance(item, msp.ToolCallItem | msp.UserShellItem) and item.output_ref:
+                    # Re-inserting moves the item to the end, so the dict keeps the latest ones.
+                    latest_outputs.pop(item.item_id, None)
+                    latest_outputs[item.item_id] = item
+                    while len(latest_outputs) > MAX_REANNOUNCED:
+                        latest_outputs.pop(next(iter(latest_outputs)))
+                for update in translator.updates(event.method, params):
+                    await session.outlet.send(update)
+            if not more:
+                cut = False
+                break
+            cursor = page.next_cursor
+    if cut:
         logger.warning(
             "history of %s exceeds %d pages; replay was cut", session.session_id, MAX_PAGES
         )

@@ -250,8 +250,8 @@ class ActiveTurn:
 
     async def _rejoined(self, turn_id: str, tasks: TaskGroup) -> None:
         self.acknowledged.set()
-        silent = failures.host_silent(self._silence.budget)
-        tasks.start_soon(self._silence.watch, partial(self.fail, silent))
+        budget = self._silence.budget  # the error is made on silence only (redaction costs)
+        tasks.start_soon(self._silence.watch, lambda: self.fail(failures.host_silent(budget)))
         await self._adopt(turn_id)
         await self._publish_active_turn(self.turn_id)
 

@@ -1,0 +1,250 @@
+"""Figure: how long a person waits for the first words of a reply, through the adapter and not.
+
+Contract: ``measure`` times, from the moment a prompt is written to the moment the first text of
+the agent's reply is read, the same one-line turn (``muse-sim`` reasons, then answers) four ways:
+
+* warm, relayed: ``session/prompt`` to ``muse-acp serve`` on a session whose host already runs,
+  to the first ``agent_message_chunk``;
+* warm, direct: ``turn/start`` to a running ``muse-sim serve`` host, to the first ``item/delta``
+  of the answer's text (``field: text``);
+* cold after ``session/new``, relayed: the first prompt of a session just created (the adapter
+  starts its host); direct: spawning ``muse serve``, ``initialize``, ``session/start`` and
+  ``turn/start``, each sent as soon as the one before is answered, to the first text delta;
+* cold after ``session/load``, relayed: the first prompt of a stored session just loaded (the
+  adapter starts a host and resumes the session); direct: the same with ``session/resume``.
+
+Warm, a third way times the direct turn through a host whose input and output each pass through
+a process that only copies bytes (``cat``): what one more process on the path, both ways, costs
+on this machine whatever it does (the adapter is such a process). Each round takes every way
+once, relayed then direct, back to back (``rounds`` warm, ``cold``
+cold); the stored sessions are written straight into ``muse-sim``'s store. Every clock is the
+measuring client's (``Peer.arrived_at``: when the frame was read). The figure is the median and
+95th percentile of each way, the median over rounds of relayed / direct per case, and the
+adapter's CPU time per warm turn (all of it, not only up to the first words).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import statistics
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
+from functools import partial
+from typing import Final
+
+import anyio
+
+from bench.history import write_session
+from bench.peer import Peer, cpu_seconds, spawn_peer
+from bench.report import Figure, Measurement, Ratio
+from bench.world import World, adapter_command
+from muse_acp import __version__
+from muse_acp.ids import new_uuid7
+from muse_acp.rpc import JsonObject
+
+__all__ = ["measure"]
+
+TURN_TIMEOUT: Final = 120.0
+CHUNK: Final = "session/update:agent_message_chunk"
+TEXT_DELTA: Final = "item/delta:text"
+PROMPT: Final = "Say hello."
+STORED_EVENTS: Final = 20
+"""Events of each stored session a cold load opens: a short earlier conversation."""
+
+
+async def _relayed(peer: Peer, session_id: str) -> float:
+    """Seconds from ``session/prompt`` written to its first agent message chunk read."""
+    arrived = peer.arrival(CHUNK)
+    params: JsonObject = {"sessionId": session_id, "prompt": [{"type": "text", "text": PROMPT}]}
+    started = time.perf_counter()
+    answer = await peer.request("session/prompt", params, wait=TURN_TIMEOUT)
+    if not arrived.is_set() or not isinstance(answer, dict) or answer["stopReason"] != "end_turn":
+        raise RuntimeError(f"the relayed turn ended {answer!r} without a message chunk")
+    return peer.arrived_at[CHUNK] - started
+
+
+async def _turn(peer: Peer, session_id: str, started: float) -> float:
+    """Seconds from ``started`` to the turn's first text delta; the turn is played out."""
+    arrived, completed = peer.arrival(TEXT_DELTA), peer.arrival("turn/completed")
+    params: JsonObject = {
+        "commandId": new_uuid7(),
+        "sessionId": session_id,
+        "input": [{"type": "text", "text": PROMPT}],
+    }
+    await peer.request("turn/start", params, wait=TURN_TIMEOUT)
+    with anyio.fail_after(TURN_TIMEOUT):
+        await completed.wait()
+    if not arrived.is_set():
+        raise RuntimeError("the direct turn ended without a text delta")
+    return peer.arrived_at[TEXT_DELTA] - started
+
+
+async def _handshake(peer: Peer) -> None:
+    client_info = {"name": "muse_acp_bench", "version": __version__}
+    await peer.request("initialize", {"clientInfo": client_info}, wait=TURN_TIMEOUT)
+    await peer.notify("initialized")
+
+
+async def _start(peer: Peer, world: World) -> str:
+    started = await peer.request(
+        "session/start",
+        {"commandId": new_uuid7(), "workspaceRoot": str(world.workspace)},
+        wait=TURN_TIMEOUT,
+    )
+    session_id = started["session"]["sessionId"]
+    assert isinstance(session_id, str)
+    return session_id
+
+
+def _host(world: World, name: str, *, copied: bool = False) -> AbstractAsyncContextManager[Peer]:
+    """A ``muse serve`` host; ``copied``: behind byte copiers both ways (``cat``), one more
+    process between client and host in each direction, as the adapter is."""
+    stderr = world.root / f"first-update-{name}.stderr"
+    argv = [str(world.muse_bin), "serve"]
+    if copied:
+        cat = shutil.which("cat") or "cat"
+        launcher = world.root / "muse-between-copiers"
+        launcher.write_text(f"#!/bin/sh\n{cat} | {shlex.join(argv)} | {cat}\n")
+        launcher.chmod(0o755)
+        argv = [str(launcher)]
+    return spawn_peer(argv, env=world.env(), cwd=world.workspace, stderr=stderr)
+
+
+async def _direct_cold(world: World, stored: str | None) -> float:
+    """A host spawned, handshaken and given a turn on a new (or the ``stored``) session."""
+    started = time.perf_counter()
+    async with _host(world, "cold") as peer:
+        await _handshake(peer)
+        if stored is None:
+            session_id = await _start(peer, world)
+        else:
+            resume: JsonObject = {"commandId": new_uuid7(), "sessionId": stored}
+            resume["excludeItems"] = True
+            await peer.request("session/resume", resume, wait=TURN_TIMEOUT)
+            session_id = stored
+        return await _turn(peer, session_id, started)
+
+
+@asynccontextmanager
+async def _adapter(world: World) -> AsyncIterator[Peer]:
+    stderr = world.root / "first-update-adapter.stderr"
+    async with spawn_peer(
+        adapter_command(), env=world.env(), cwd=world.workspace, stderr=stderr
+    ) as peer:
+        init: JsonObject = {"protocolVersion": 1, "clientCapabilities": {}}
+        await peer.request("initialize", init, wait=TURN_TIMEOUT)
+        yield peer
+
+
+async def _new_session(peer: Peer, world: World) -> str:
+    params: JsonObject = {"cwd": str(world.workspace), "mcpServers": []}
+    created = await peer.request("session/new", params, wait=TURN_TIMEOUT)
+    session_id = created["sessionId"]
+    assert isinstance(session_id, str)
+    return session_id
+
+
+async def _loaded_session(peer: Peer, world: World, stored: str) -> str:
+    params: JsonObject = {"sessionId": stored, "cwd": str(world.workspace), "mcpServers": []}
+    await peer.request("session/load", params, wait=TURN_TIMEOUT)
+    return stored
+
+
+async def _close(peer: Peer, session_id: str) -> None:
+    """End a cold session's host, so the hosts of earlier rounds do not pile up."""
+    await peer.request("session/close", {"sessionId": session_id}, wait=TURN_TIMEOUT)
+
+
+async def _stored(world: World, count: int) -> list[str]:
+    write = partial(write_session, world.sim_home, world.workspace, STORED_EVENTS)
+    ids = []
+    for seed in range(count):
+        session_id, _ = await anyio.to_thread.run_sync(partial(write, seed=seed))
+        ids.append(session_id)
+    return ids
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
+    """Median and 95th percentile seconds to the first reply text, four ways (see the contract)."""
+    ways = ("warm", "warm direct", "warm copied", "new", "new direct", "load", "load direct")
+    times: dict[str, list[float]] = {way: [] for way in ways}
+    stored = iter(await _stored(world, 2 * cold))
+    async with (
+        _adapter(world) as acp,
+        _host(world, "warm") as msp,
+        _host(world, "copied", copied=True) as copy,
+    ):
+        warm_acp = await _new_session(acp, world)
+        await _relayed(acp, warm_acp)  # every host running, every code path loaded
+        warm = []
+        for peer in (msp, copy):
+            await _handshake(peer)
+            warm.append(await _start(peer, world))
+            await _turn(peer, warm[-1], time.perf_counter())
+        used = 0.0
+        for _ in range(rounds):
+            cpu = cpu_seconds(acp.pid)
+            times["warm"].append(await _relayed(acp, warm_acp))
+            used += cpu_seconds(acp.pid) - cpu
+            times["warm direct"].append(await _turn(msp, warm[0], time.perf_counter()))
+            times["warm copied"].append(await _turn(copy, warm[1], time.perf_counter()))
+        for _ in range(cold):
+            session_id = await _new_session(acp, world)
+            times["new"].append(await _relayed(acp, session_id))
+            await _close(acp, session_id)
+            times["new direct"].append(await _direct_cold(world, None))
+            session_id = await _loaded_session(acp, world, next(stored))
+            times["load"].append(await _relayed(acp, session_id))
+            await _close(acp, session_id)
+            times["load direct"].append(await _direct_cold(world, next(stored)))
+    figure = _figure(times, rounds, cold)
+    per_turn = Measurement("adapter CPU per warm turn (all of it)", used / rounds * 1e3, "ms")
+    return replace(figure, measurements=(*figure.measurements, per_turn))
+
+
+_CASES: Final = (
+    ("warm", "warm session"),
+    ("new", "cold, first prompt after session/new"),
+    ("load", "cold, first prompt after session/load"),
+)
+
+
+def _figure(times: dict[str, list[float]], rounds: int, cold: int) -> Figure:
+    measurements: list[Measurement] = []
+    ratios: list[Ratio] = []
+    for key, label in _CASES:
+        relayed, direct = times[key], times[f"{key} direct"]
+        for way, values in (("relayed", relayed), ("direct", direct)):
+            measurements += [
+                Measurement(f"{label}, {way}: median", statistics.median(values) * 1e3, "ms"),
+                Measurement(f"{label}, {way}: 95th percentile", _p95(values) * 1e3, "ms"),
+            ]
+        ratio = statistics.median(r / d for r, d in zip(relayed, direct, strict=True))
+        ratios.append(Ratio(f"{label}: relayed / direct, median", ratio, higher_is_better=False))
+        if key == "warm":
+            copied = times["warm copied"]
+            measurements.append(
+                Measurement(
+                    f"{label}, through byte copiers: median", statistics.median(copied) * 1e3, "ms"
+                )
+            )
+            floor = statistics.median(c / d for c, d in zip(copied, direct, strict=True))
+            ratios.append(Ratio(f"{label}: copied / direct, median", floor, False))
+    return Figure(
+        key="first_update",
+        title="first words of a reply",
+        measurements=tuple(measurements),
+        ratios=tuple(ratios),
+        note=(
+            f"prompt written to first agent_message_chunk (relayed) or first text item/delta "
+            f"(direct); {rounds} warm rounds, {cold} cold ones"
+        ),
+    )
