@@ -15,6 +15,7 @@ from muse_acp.agent.sessions import history
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.config import AdapterConfig
 from muse_acp.host.client import MspHost
+from muse_acp.host.features import features_of
 from muse_acp.rpc import Payload
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
@@ -46,6 +47,7 @@ class PagedHost:
     each page was asked for."""
 
     def __init__(self, pages: int, per_page: int) -> None:
+        self.features = features_of("1.4.2", trust_newer=False)
         self.pages = pages
         self.per_page = per_page
         self.asked: list[str | None] = []
