@@ -23,7 +23,6 @@ from muse_acp.agent.commands.commands import (
 )
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.hosting import skills
-from muse_acp.agent.hosting.hosts import Hosting
 from muse_acp.agent.hosting.skills import (
     MAX_SKILLS_SHOWN,
     Skill,
@@ -33,6 +32,7 @@ from muse_acp.agent.hosting.skills import (
     parse_skills,
     skills_reply,
 )
+from muse_acp.agent.hosting.starting import Hosting
 from muse_acp.agent.options.config_options import ModelCatalog, ModelChoice, SessionSettings
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.turns.work import SessionWork

@@ -12,8 +12,8 @@ import pytest
 
 from muse_acp.agent.cards.output_reference import MAX_PROOFS, ProofCache
 from muse_acp.agent.errors import failures
-from muse_acp.agent.hosting import hosts
-from muse_acp.agent.hosting.hosts import MAX_CONCURRENT_STARTS, Hosting, HostKeeper, ask
+from muse_acp.agent.hosting.hosts import HostKeeper, ask
+from muse_acp.agent.hosting.starting import MAX_CONCURRENT_STARTS, Hosting
 from muse_acp.config import AdapterConfig, Deadlines
 from muse_acp.host.client import MspHost, open_host
 from muse_acp.rpc import RpcError
@@ -197,7 +197,7 @@ async def test_at_most_a_few_hosts_start_at_once(
         finally:
             starting = max(0, starting)
 
-    monkeypatch.setattr(hosts, "open_host", counted, raising=True)
+    monkeypatch.setattr("muse_acp.agent.hosting.starting.open_host", counted, raising=True)
     keepers = [HostKeeper(f"k{i}", hosting, idle=60) for i in range(MAX_CONCURRENT_STARTS + 3)]
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tasks:

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from muse_acp.agent.hosting import mcp_overlay
-from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, SetupFailure
+from muse_acp.agent.hosting.hosts import HostKeeper, SetupFailure
 from muse_acp.agent.hosting.mcp_overlay import (
     UserSettings,
     overlay_root,
@@ -27,6 +27,7 @@ from muse_acp.agent.hosting.mcp_overlay import (
     sweep,
 )
 from muse_acp.agent.hosting.private_files import run_dir
+from muse_acp.agent.hosting.starting import Hosting
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec, check_servers
 from muse_acp.config import AdapterConfig
 from muse_acp.rpc import INTERNAL_ERROR

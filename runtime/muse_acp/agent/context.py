@@ -29,10 +29,11 @@ from anyio.abc import TaskGroup
 from muse_acp.agent.handshake.capabilities import Negotiated
 from muse_acp.agent.handshake.startup import Startup
 from muse_acp.agent.hosting.exec_runs import sweep as sweep_exec_runs
-from muse_acp.agent.hosting.hosts import Hosting, HostKeeper
+from muse_acp.agent.hosting.hosts import HostKeeper
 from muse_acp.agent.hosting.mcp_overlay import overlay_root, sweep
 from muse_acp.agent.hosting.private_files import off_loop
 from muse_acp.agent.hosting.skills import SkillsCatalog
+from muse_acp.agent.hosting.starting import Hosting
 from muse_acp.agent.options.config_options import ModelCatalog, SessionSettings
 from muse_acp.agent.options.preferences import PreferenceStore
 from muse_acp.agent.options.safety import offered_controls

@@ -28,7 +28,7 @@ import anyio
 from muse_acp.agent.errors import failures
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.approval_policy import apply_policy, set_back
-from muse_acp.agent.hosting.hosts import Hosting, HostKeeper, Refusal, SetupFailure, ask
+from muse_acp.agent.hosting.hosts import HostKeeper, Refusal, SetupFailure, ask
 from muse_acp.agent.hosting.mcp_overlay import (
     UserSettings,
     overlay_root,
@@ -36,6 +36,7 @@ from muse_acp.agent.hosting.mcp_overlay import (
     settings_overlay,
 )
 from muse_acp.agent.hosting.permission_profile import interactive, profile_refusal
+from muse_acp.agent.hosting.starting import Hosting
 from muse_acp.agent.mcp.mcp_config import session_config
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec, delivery, startup_failure
 from muse_acp.agent.options.config_options import MODES, ModelChoice, SessionSettings, host_flags

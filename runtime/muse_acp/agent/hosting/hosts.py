@@ -7,44 +7,35 @@ for Muse's session lease; ``holding`` (one use of a host), ``occupied`` (its own
 may start and prepare a host for longer than ``idle``) and ``busy`` (work Muse runs on the host
 by itself, while it says so) keep the idle timer off it; it closes after ``idle`` seconds
 otherwise, on ``close``, or when it dies, and then ``ended`` is called. Its ``environment``
-lasts exactly as long as each process. ``Hosting`` starts hosts (``opener``, at most
-``MAX_CONCURRENT_STARTS`` at once) and owns no keeper. ``ask`` sends one MSP request within a
-budget and maps every failure to the ACP failure of the caller's phase: ``deadlineExceeded``,
-``hostExited`` or ``hostRejected`` (or the caller's ``refusal``). Every host call of the agent
-goes through ``ask`` or ``asking``.
+lasts exactly as long as each process; ``starting.Hosting`` starts them. ``ask`` sends one MSP
+request within a budget and maps every failure to the ACP failure of the caller's phase:
+``deadlineExceeded``, ``hostExited`` or ``hostRejected`` (or the caller's ``refusal``). Every
+host call of the agent goes through ``ask`` or ``asking``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import (
-    AbstractAsyncContextManager,
-    AsyncExitStack,
     asynccontextmanager,
 )
-from functools import partial
 from typing import Final, TypeVar
 
 import anyio
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 
 from muse_acp.agent.errors import failures
-from muse_acp.agent.handshake.startup import Startup
+from muse_acp.agent.hosting.starting import EnvironmentScope, Hosting, HostOpener
 from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT, TERMINATE_GRACE
-from muse_acp.config import AdapterConfig
-from muse_acp.host.binary import HostUnavailable, MuseBinary
-from muse_acp.host.client import HostEnded, MspHost, open_host
+from muse_acp.host.binary import HostUnavailable
+from muse_acp.host.client import HostEnded, MspHost
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp_wire._base import WireModel
 
 __all__ = [
-    "MAX_CONCURRENT_STARTS",
     "PROCESS_EXIT_BUDGET",
-    "EnvironmentScope",
     "HostKeeper",
-    "HostOpener",
-    "Hosting",
     "Refusal",
     "SetupFailure",
     "ask",
@@ -55,14 +46,9 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 R = TypeVar("R", bound=WireModel)
 
-HostOpener = Callable[[], AbstractAsyncContextManager[MspHost]]
-"""Starts one host process and yields it after its handshake (``AgentContext.open_host``)."""
 
 Refusal = Callable[[RpcError], "RpcError | None"]
 """Maps a host's error to the caller's own error, or None for the generic refusal."""
-
-EnvironmentScope = Callable[[Mapping[str, str]], AbstractAsyncContextManager[Mapping[str, str]]]
-"""Makes one host process's environment from the agent's, for as long as the process runs."""
 
 
 class SetupFailure(RpcError):
@@ -70,8 +56,6 @@ class SetupFailure(RpcError):
     the error already says what to do and is passed to the caller as it is."""
 
 
-MAX_CONCURRENT_STARTS: Final = 4
-"""Hosts that may be starting (spawned, not yet past their handshake) at the same time."""
 PROCESS_EXIT_BUDGET: Final = EXIT_GRACE + TERMINATE_GRACE + SETTLE_TIMEOUT + 1.0
 """Seconds a closing host may take to be reaped before its successor starts anyway."""
 
@@ -117,97 +101,6 @@ async def ask(
     async with asking(host, method, phase=phase, budget=budget, refusal=refusal):
         result = await host.call(method, params, result_type)
     return result
-
-
-class Hosting:
-    """How the agent starts Muse hosts (see the module contract)."""
-
-    def __init__(
-        self, config: AdapterConfig, environ: Mapping[str, str], startup: Startup | None = None
-    ) -> None:
-        self.config = config
-        self.environ = environ
-        self.startup = startup or Startup(config, environ)
-        self._tasks: TaskGroup | None = None
-        self._starts = anyio.Semaphore(MAX_CONCURRENT_STARTS)
-
-    def attach(self, tasks: TaskGroup) -> None:
-        """Run hosts in ``tasks`` (the agent's task group) from now on."""
-        self._tasks = tasks
-
-    @property
-    def tasks(self) -> TaskGroup:
-        assert self._tasks is not None, "hosts are started only while the agent runs"
-        return self._tasks
-
-    @property
-    def probed(self) -> MuseBinary | None:
-        """The configured Muse executable once probed (see ``Startup.probed``)."""
-        return self.startup.probed
-
-    async def muse(self) -> MuseBinary:
-        """The configured Muse executable, probed once (see ``Startup.muse``).
-
-        Raises:
-            HostUnavailable: it is missing or cannot be probed.
-        """
-        return await self.startup.muse()
-
-    def opener(
-        self,
-        cwd: str,
-        flags: tuple[str, ...] = (),
-        *,
-        experimental: bool = False,
-        requested: tuple[str, ...] = (),
-        environment: EnvironmentScope | None = None,
-    ) -> HostOpener:
-        """Start ``muse serve`` with ``flags`` in ``cwd`` when the returned opener is entered;
-        ``experimental`` opts its connection in to Muse's experimental methods, ``requested``
-        asks for capabilities at its ``initialize``, ``environment`` makes its environment."""
-        return partial(self._open, cwd, flags, experimental, requested, environment)
-
-    @asynccontextmanager
-    async def _open(
-        self,
-        cwd: str,
-        flags: tuple[str, ...],
-        experimental: bool,
-        requested: tuple[str, ...],
-        environment: EnvironmentScope | None,
-    ) -> AsyncIterator[MspHost]:
-        binary = await self.muse()
-        binary.require_serve()
-        binary.require_flags(flags)
-        startup = self.config.deadlines.startup
-        async with AsyncExitStack() as stack:
-            # Entered first, so it is left only after the process below was reaped.
-            env = (
-                self.environ
-                if environment is None
-                else await stack.enter_async_context(environment(self.environ))
-            )
-            # Starting a host is CPU-bound; a few at a time keeps the first ones fast and every
-            # one within the startup budget when many sessions open together.
-            with anyio.fail_after(startup):
-                await self._starts.acquire()
-            try:
-                host = await stack.enter_async_context(
-                    open_host(
-                        binary.path,
-                        cwd=cwd,
-                        flags=flags,
-                        env=env,
-                        startup_timeout=startup,
-                        experimental=experimental,
-                        requested=requested,
-                        trust_newer=self.config.trust_newer_host,
-                        launcher=self.startup.launcher,
-                    )
-                )
-            finally:
-                self._starts.release()
-            yield host
 
 
 class HostKeeper:

@@ -15,7 +15,7 @@ from typing import Final
 
 import anyio
 
-from muse_acp.agent.hosting.hosts import Hosting
+from muse_acp.agent.hosting.starting import Hosting
 from muse_acp.redact import redact
 from muse_acp.rpc import RpcError
 from muse_acp.text import one_line

@@ -28,7 +28,8 @@ from muse_acp.agent.cards.output_reference import ProofCache
 from muse_acp.agent.errors import failures
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.execution import ExecutionHost
-from muse_acp.agent.hosting.hosts import Hosting, HostKeeper
+from muse_acp.agent.hosting.hosts import HostKeeper
+from muse_acp.agent.hosting.starting import Hosting
 from muse_acp.agent.mcp.mcp_servers import McpServerSpec
 from muse_acp.agent.options.config_options import SessionSettings
 from muse_acp.agent.sessions.host_work import RunningWork
