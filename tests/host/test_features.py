@@ -42,6 +42,7 @@ VERIFIED: Final[dict[str, frozenset[Feature]]] = {
     "1.3.0": FROM_1_3,
     "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots"},
     "1.4.4": FROM_1_3 - {"turnForkBoundary"} | frozenset[Feature]({"planSkill", "workspaceRoots"}),
+    "1.4.13": FROM_1_3 | {"planSkill", "workspaceRoots"},
 }
 # Trust in newer hosts adds only the verified-only features to a host newer than all of theirs.
 TRUSTED: Final[dict[str, frozenset[Feature]]] = {
@@ -50,6 +51,7 @@ TRUSTED: Final[dict[str, frozenset[Feature]]] = {
     "1.3.0": VERIFIED["1.3.0"] | {"storedOutput", "mcpOverlay"},
     "1.4.2": VERIFIED["1.4.2"] | {"storedOutput", "mcpOverlay"},
     "1.4.4": VERIFIED["1.4.4"] | {"storedOutput", "mcpOverlay"},
+    "1.4.13": VERIFIED["1.4.13"] | {"storedOutput", "mcpOverlay"},
 }
 NEWEST: Final = FROM_1_3 | {"planSkill", "workspaceRoots"}
 """A host newer than every bundle: the newest bundle's declarations, no Muse delete."""

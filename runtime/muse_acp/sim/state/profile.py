@@ -6,7 +6,8 @@ its fingerprint, method tables and features read off what its own bundle publish
 live in ``VERSION_FACTS``, one row per version; a version without a row takes the nearest older
 row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played without
 an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's
-surface with its own row's fingerprint, less the methods and notifications its row withdraws.
+surface with its own row's fingerprint, less the methods and notifications its row withdraws,
+plus the newer notifications its row adds.
 Frames are built with the vocabulary models; feature flags say which later additions an older
 host leaves out.
 """
@@ -46,6 +47,8 @@ class VersionFacts:
     fork_after_last_turn_only: bool = False
     """``session/fork`` refuses a cut after any turn but the last (``forkBoundaryInvalid``),
     although the schema allows one."""
+    added: frozenset[str] = frozenset()
+    """Notifications of the version's own bundle, beyond that older surface, that it sends."""
 
 
 VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
@@ -70,6 +73,17 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             fingerprint="sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a",
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             fork_after_last_turn_only=True,
+        ),
+        # The newest release ingested, played on the 1.4.2 surface too: no session/delete, forks
+        # at an earlier turn work again, and model retries and Muse's reviewer are announced.
+        "1.4.13": VersionFacts(
+            grantable=("userShell", "sessionMcp", "sessionListStream", "feedback"),
+            granted_unasked=("sessionListStream",),
+            protected_writes=True,
+            stage_race=True,
+            fingerprint="sha256:7fddaf646dbc317e5fcac0785e135eb04df14fbb0db1863089dfd6da21730e5b",
+            withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
+            added=frozenset({"turn/modelRetryScheduled", "approval/reviewing"}),
         ),
     }
 )
@@ -152,7 +166,7 @@ def load_profile(version: HostVersion) -> HostProfile:
         host_requests=MappingProxyType(
             {m: c for m, c in bindings.host_requests.items() if m not in facts.withdrawn}
         ),
-        client_notifications=bindings.client_notifications - facts.withdrawn,
+        client_notifications=(bindings.client_notifications - facts.withdrawn) | facts.added,
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
         titles="title" in bindings.fields("Session"),
