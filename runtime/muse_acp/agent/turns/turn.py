@@ -92,7 +92,7 @@ class ActiveTurn:
         self._session = session
         self._host = host
         self._outlet = session.outlet
-        self.relay = EventRelay(translator, self.send_update, self._outlet.send_nowait, state)
+        self.relay = EventRelay(translator, self.send_update, self._outlet, state)
         self._options = options
         self.command_id = new_uuid7()
         self.workspace_roots: list[str] | None = None  # what turn/start names (None: nothing)

@@ -29,6 +29,7 @@ from muse_acp.sim.model.goal_turns import pause_stopped_goal
 from muse_acp.sim.model.notices import (
     miss_events,
     name_session,
+    report_setting,
     status_changed,
     stray_request,
     switch_approval,
@@ -38,6 +39,8 @@ from muse_acp.sim.model.notices import (
 )
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
+from muse_acp.sim.model.retries import schedule_retry, simulated_failure
+from muse_acp.sim.model.reviews import review_approval
 from muse_acp.sim.model.tools import (
     SHELL_DISABLED,
     WRITE_DISABLED,
@@ -68,6 +71,7 @@ from muse_acp.sim.script.directives import (
     Paced,
     Plan,
     ProtectedWrite,
+    Retry,
     Roots,
     Search,
     Shell,
@@ -97,7 +101,6 @@ __all__ = ["ACK_WAIT", "TurnRunner"]
 ACK_WAIT: Final = 5.0
 """Seconds a turn waits for its acknowledgement to be written before playing anyway."""
 HOLD_MARK: Final = "sim:hold"
-RETRYABLE_FAILURES: Final = frozenset({"modelError", "environmentError"})
 DENIED_BY_POLICY: Final = "the approval policy (denyUnmatched) refused this command"
 APPROVAL_CANCELLED: Final = "tool approval cancelled"
 WRITTEN_CONTENT: Final = "written by muse-sim\n"
@@ -269,21 +272,15 @@ class TurnRunner:
                 await turn.plan()
             case AutoCompact():
                 await auto_compact(turn)
-            case Flags():
-                flags = " ".join(self.ctx.options.safety_flags())
-                mode = self.session.meta.approval_mode
-                await turn.say(f"[host flags: {flags}; approval mode: {mode}]")
-            case Roots():
-                roots = self.session.roots or (self.session.meta.workspace_root or "",)
-                await turn.say(f"[workspace roots: {', '.join(roots)}]")
+            case Flags() | Roots():
+                await report_setting(turn, directive)
+            case Retry():
+                await schedule_retry(turn)
             case Stream(deltas=count):
                 pieces = [f"t{index} " for index in range(count)]
                 await turn.say("".join(pieces), pieces)
             case Fail(kind=kind):
-                retryable = kind in RETRYABLE_FAILURES
-                return TurnError(
-                    kind=kind, message=f"simulated {kind} failure", retryable=retryable
-                )
+                return simulated_failure(kind)
             case Crash():
                 crash(["sim:crash: exiting in the middle of a turn"])
         return None
@@ -311,6 +308,8 @@ class TurnRunner:
             reasons=self.ctx.profile.change_reasons,
             approval_id=approval_id,
         )
+        if directive.review:
+            await review_approval(turn, ask)
         decision = await request_approval(turn, ask)
         if decision in ("approved", "approvedForSession"):
             await call.update()

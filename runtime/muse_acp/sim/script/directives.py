@@ -47,6 +47,7 @@ __all__ = [
     "Plan",
     "Prompt",
     "ProtectedWrite",
+    "Retry",
     "Roots",
     "Search",
     "Shell",
@@ -103,6 +104,8 @@ class Approve:
     command: str
     stages: int
     race: bool = False
+    review: bool = False
+    """Muse's reviewer holds the approval first (``sim:review``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +219,11 @@ class Crash:
 
 
 @dataclass(frozen=True, slots=True)
+class Retry:
+    """A model call retried after a backoff (``sim:retry``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AutoCompact:
     """Muse compacts the session's history by itself mid-turn (``sim:autocompact``)."""
 
@@ -247,6 +255,7 @@ Directive: TypeAlias = (
     | Fail
     | Plan
     | Crash
+    | Retry
     | AutoCompact
     | Stream
     | ProtectedWrite
@@ -361,6 +370,8 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "autocompact": _bare(AutoCompact()),
         "stream": _stream,
         "stagerace": _text(lambda command: Approve(command, 3, race=True)),
+        "review": _text(lambda command: Approve(command, 1, review=True)),
+        "retry": _bare(Retry()),
         "protected": _text(ProtectedWrite),
         "protected-bare": _text(lambda path: ProtectedWrite(path, bare=True)),
         "edit": _edit,

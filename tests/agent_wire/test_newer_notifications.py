@@ -1,0 +1,96 @@
+"""What newer Muse hosts announce mid-turn, on every version muse-sim plays: a model call Muse
+retries after a backoff is told to the user (a ``notice`` for a client that set
+``session.notices``, the same words in the chat otherwise), from ``turn/retryScheduled`` or,
+where the host has it (1.4.8 on), ``turn/modelRetryScheduled``; and Muse's own reviewer holding
+an approval (``approval/reviewing``, 1.4.9 on) shows on the tool's card before the user is
+asked, after which the approval goes on as before. A host without the reviewer asks as usual and
+the card never claims a review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import pytest
+
+from muse_acp.agent.cards.card_states import REVIEW_META
+from muse_acp.sim.options.versions import HOST_VERSIONS
+from muse_acp.sim.state.profile import load_profile
+
+from .harness import WAIT, Agent, make_world, running_agent
+from .test_host_versions import VERSIONS
+from .test_notices import NOTICES, _notices
+
+pytestmark = pytest.mark.anyio
+
+RETRY_WORDS: Final = "retrying in 1.5 s (attempt 2 of 3): overloaded."
+
+
+def _reviews(agent: Agent, session: str) -> list[Any]:
+    return [
+        u
+        for s, u in agent.client.updates
+        if s == session
+        and u.session_update == "tool_call_update"
+        and REVIEW_META in (u.field_meta or {})
+    ]
+
+
+def _has_reviewer(version: str) -> bool:
+    return load_profile(HOST_VERSIONS[version]).publishes("approval/reviewing")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_retry_is_a_notice_and_the_reviewer_shows_on_the_card(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    reviews_when_asked: list[int] = []
+    async with running_agent(world, capabilities=NOTICES) as agent:
+        session = await agent.new_session()
+
+        async def asked() -> None:
+            reviews_when_asked.append(len(_reviews(agent, session)))
+
+        agent.client.on_permission = asked
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:retry\nsim:review ls -la")
+    assert response.stop_reason == "end_turn"
+    [notice] = _notices(agent, session)
+    assert notice["severity"] == "warning"
+    assert notice["title"] == "Retrying the model call (attempt 2 of 3)"
+    assert RETRY_WORDS in notice["description"]
+    assert RETRY_WORDS not in agent.client.text(session), "a notice is never also chat text"
+    # The approval goes on as before: asked once, decided, the command ran.
+    [request] = agent.client.permission_requests
+    [decision] = world.host_requests("approval/decide")
+    assert decision["params"]["choiceId"] == request.options[0].option_id
+    reviews = _reviews(agent, session)
+    if not _has_reviewer(version):
+        assert reviews == []
+        assert reviews_when_asked == [0]
+        return
+    [review] = reviews
+    assert reviews_when_asked == [1], "the card says so before the user is asked"
+    assert review.tool_call_id == request.tool_call.tool_call_id
+    assert review.title.startswith("Muse's reviewer is checking: ")
+    meta = review.field_meta[REVIEW_META]
+    assert meta["state"] == "reviewing"
+    assert meta["approvalId"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_client_without_notices_reads_the_retry_in_the_chat(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "sim:retry\nafter the retry")
+    assert response.stop_reason == "end_turn"
+    chat = agent.client.text(session)
+    assert chat.count(RETRY_WORDS) == 1
+    assert chat.index(RETRY_WORDS) < chat.index("after the retry")
+    assert _notices(agent, session) == []
