@@ -4,7 +4,9 @@ retries after a backoff is told to the user (a ``notice`` for a client that set
 where the host has it (1.4.8 on), ``turn/modelRetryScheduled``; and Muse's own reviewer holding
 an approval (``approval/reviewing``, 1.4.9 on) shows on the tool's card before the user is
 asked, after which the approval goes on as before. A host without the reviewer asks as usual and
-the card never claims a review."""
+the card never claims a review. When Muse's answer is done but its background checks hold the
+turn open (``turn/foregroundCompleted``), the prompt goes on until the turn ends, with what the
+checks add, and a client with notices is told what it waits on; a plain client's chat is not."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import anyio
 import pytest
 
 from muse_acp.agent.cards.card_states import REVIEW_META
+from muse_acp.sim.model.turn_waits import CHECK_REPORT, REMINDER_CHECK
 from muse_acp.sim.options.versions import HOST_VERSIONS
 from muse_acp.sim.state.profile import load_profile
 
@@ -37,8 +40,56 @@ def _reviews(agent: Agent, session: str) -> list[Any]:
     ]
 
 
+def _publishes(version: str, method: str) -> bool:
+    return load_profile(HOST_VERSIONS[version]).publishes(method)
+
+
 def _has_reviewer(version: str) -> bool:
-    return load_profile(HOST_VERSIONS[version]).publishes("approval/reviewing")
+    return _publishes(version, "approval/reviewing")
+
+
+def _first(agent: Agent, holds: Any) -> int:
+    """The index of the first frame the agent sent to the client that ``holds``."""
+    return next(i for i, (way, frame) in enumerate(agent.frames) if way == "in" and holds(frame))
+
+
+def _chunk_with(text: str) -> Any:
+    def holds(frame: dict[str, Any]) -> bool:
+        update = frame.get("params", {}).get("update", {})
+        return text in str(update.get("content", {}).get("text", ""))
+
+    return holds
+
+
+def _notice(frame: dict[str, Any]) -> bool:
+    return frame.get("params", {}).get("update", {}).get("sessionUpdate") == "notice"
+
+
+def _answer(frame: dict[str, Any]) -> bool:
+    return "stopReason" in (frame.get("result") or {})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_the_prompt_outlasts_the_answer_while_background_checks_hold_the_turn(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    async with running_agent(world, capabilities=NOTICES) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            response = await agent.prompt(session, "first the answer\nsim:foreground")
+    assert response.stop_reason == "end_turn"
+    report = _first(agent, _chunk_with(CHECK_REPORT.split()[0]))  # streamed in pieces
+    assert report < _first(agent, _answer), "what the checks add belongs to the prompt"
+    notices = _notices(agent, session)
+    if not _publishes(version, "turn/foregroundCompleted"):
+        assert notices == []
+        return
+    [notice] = notices
+    assert notice["severity"] == "info"
+    assert notice["title"] == "Muse's answer is complete; its background checks are still running"
+    assert f"({REMINDER_CHECK})" in notice["description"]
+    assert _first(agent, _notice) < report, "told while the turn waits on the checks"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -88,9 +139,11 @@ async def test_a_client_without_notices_reads_the_retry_in_the_chat(
     async with running_agent(world) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
-            response = await agent.prompt(session, "sim:retry\nafter the retry")
+            response = await agent.prompt(session, "sim:retry\nafter the retry\nsim:foreground")
     assert response.stop_reason == "end_turn"
     chat = agent.client.text(session)
+    assert "background checks" not in chat, "the chat already shows the whole answer"
+    assert CHECK_REPORT in chat
     assert chat.count(RETRY_WORDS) == 1
     assert chat.index(RETRY_WORDS) < chat.index("after the retry")
     assert _notices(agent, session) == []

@@ -39,7 +39,6 @@ from muse_acp.sim.model.notices import (
 )
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
-from muse_acp.sim.model.retries import schedule_retry, simulated_failure
 from muse_acp.sim.model.reviews import review_approval
 from muse_acp.sim.model.tools import (
     SHELL_DISABLED,
@@ -53,6 +52,7 @@ from muse_acp.sim.model.tools import (
     shell_args,
 )
 from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.model.turn_waits import announce, simulated_failure
 from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
 from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
@@ -65,6 +65,7 @@ from muse_acp.sim.script.directives import (
     Edit,
     Fail,
     Flags,
+    Foreground,
     Gap,
     Hold,
     Name,
@@ -274,8 +275,8 @@ class TurnRunner:
                 await auto_compact(turn)
             case Flags() | Roots():
                 await report_setting(turn, directive)
-            case Retry():
-                await schedule_retry(turn)
+            case Retry() | Foreground():
+                await announce(turn, directive)
             case Stream(deltas=count):
                 pieces = [f"t{index} " for index in range(count)]
                 await turn.say("".join(pieces), pieces)

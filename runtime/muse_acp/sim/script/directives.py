@@ -40,6 +40,7 @@ __all__ = [
     "Edit",
     "Fail",
     "Flags",
+    "Foreground",
     "Gap",
     "Hold",
     "Name",
@@ -224,6 +225,11 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
+class Foreground:
+    """The turn's own work is done; a background check holds it open (``sim:foreground``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AutoCompact:
     """Muse compacts the session's history by itself mid-turn (``sim:autocompact``)."""
 
@@ -256,6 +262,7 @@ Directive: TypeAlias = (
     | Plan
     | Crash
     | Retry
+    | Foreground
     | AutoCompact
     | Stream
     | ProtectedWrite
@@ -372,6 +379,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "stagerace": _text(lambda command: Approve(command, 3, race=True)),
         "review": _text(lambda command: Approve(command, 1, review=True)),
         "retry": _bare(Retry()),
+        "foreground": _bare(Foreground()),
         "protected": _text(ProtectedWrite),
         "protected-bare": _text(lambda path: ProtectedWrite(path, bare=True)),
         "edit": _edit,
