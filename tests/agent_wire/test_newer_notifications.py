@@ -62,7 +62,8 @@ def _chunk_with(text: str) -> Any:
 
 
 def _notice(frame: dict[str, Any]) -> bool:
-    return frame.get("params", {}).get("update", {}).get("sessionUpdate") == "notice"
+    update: dict[str, Any] = frame.get("params", {}).get("update", {})
+    return update.get("sessionUpdate") == "notice"
 
 
 def _answer(frame: dict[str, Any]) -> bool:
