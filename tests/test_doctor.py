@@ -56,7 +56,15 @@ ON: Final[dict[str, frozenset[str]]] = {
     "1.1.1": frozenset({"mcpOverlay", "nativeApprovalPolicy", "turnForkBoundary"}),
     "1.2.1": frozenset({"mcpOverlay", "nativeApprovalPolicy", "turnForkBoundary", "storedOutput"}),
     "1.4.4": frozenset(
-        {"nativeApprovalPolicy", "goals", "taskControl", "planUsage", "planSkill", "workspaceRoots"}
+        {
+            "nativeApprovalPolicy",
+            "goals",
+            "taskControl",
+            "planUsage",
+            "planSkill",
+            "workspaceRoots",
+            "questionEngaged",
+        }
     ),
 }
 """The features each host gets: what the bundle it is read with declares, less known faults."""

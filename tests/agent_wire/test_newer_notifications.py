@@ -6,7 +6,10 @@ an approval (``approval/reviewing``, 1.4.9 on) shows on the tool's card before t
 asked, after which the approval goes on as before. A host without the reviewer asks as usual and
 the card never claims a review. When Muse's answer is done but its background checks hold the
 turn open (``turn/foregroundCompleted``), the prompt goes on until the turn ends, with what the
-checks add, and a client with notices is told what it waits on; a plain client's chat is not."""
+checks add, and a client with notices is told what it waits on; a plain client's chat is not.
+A question put to a client that shows forms is engaged at once (``userInput/engaged``) where
+Muse takes it (1.4.4 on), so Muse's countdown never answers it while the user is on the form;
+elsewhere nothing is sent and the countdown runs."""
 
 from __future__ import annotations
 
@@ -21,13 +24,31 @@ from muse_acp.sim.model.turn_waits import CHECK_REPORT, REMINDER_CHECK
 from muse_acp.sim.options.versions import HOST_VERSIONS
 from muse_acp.sim.state.profile import load_profile
 
-from .harness import WAIT, Agent, make_world, running_agent
-from .test_host_versions import VERSIONS
+from .harness import WAIT, Agent, RecordingClient, make_world, running_agent
+from .test_host_versions import FORMS, VERSIONS
 from .test_notices import NOTICES, _notices
 
 pytestmark = pytest.mark.anyio
 
 RETRY_WORDS: Final = "retrying in 1.5 s (attempt 2 of 3): overloaded."
+COUNTDOWN: Final = 1.0
+"""Seconds after which muse-sim's timed question answers itself unless engaged."""
+ON_THE_FORM: Final = 2.0
+"""Seconds the user spends on the form: well past the countdown."""
+
+
+class SlowUser(RecordingClient):
+    """Answers each form with the first option, after ``ON_THE_FORM`` seconds on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer_elicitations = True
+        self.shown = 0
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.shown += 1
+        await anyio.sleep(ON_THE_FORM)
+        return await super().create_elicitation(message, mode, **kwargs)
 
 
 def _reviews(agent: Agent, session: str) -> list[Any]:
@@ -42,6 +63,10 @@ def _reviews(agent: Agent, session: str) -> list[Any]:
 
 def _publishes(version: str, method: str) -> bool:
     return load_profile(HOST_VERSIONS[version]).publishes(method)
+
+
+def _publishes_engaged(version: str) -> bool:
+    return load_profile(HOST_VERSIONS[version]).takes("userInput/engaged")
 
 
 def _has_reviewer(version: str) -> bool:
@@ -148,3 +173,29 @@ async def test_a_client_without_notices_reads_the_retry_in_the_chat(
     assert chat.count(RETRY_WORDS) == 1
     assert chat.index(RETRY_WORDS) < chat.index("after the retry")
     assert _notices(agent, session) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_question_on_a_form_is_engaged_so_muse_never_answers_it_for_the_user(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    user = SlowUser()
+    async with running_agent(world, user, capabilities=FORMS) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT + ON_THE_FORM):
+            response = await agent.prompt(session, f"sim:timed-ask {COUNTDOWN}")
+    assert response.stop_reason == "end_turn"
+    assert user.shown == 1
+    engaged = world.host_requests("userInput/engaged")
+    chat = agent.client.text(session)
+    if not _publishes_engaged(version):
+        assert engaged == [], "a host that does not take it is never sent it"
+        assert "The question was not answered." in chat  # Muse's countdown settled it
+        assert "You answered" not in chat
+        return
+    [answer] = world.host_requests("userInput/answer")
+    assert [e["params"] for e in engaged] == [
+        {"sessionId": session, "userInputId": answer["params"]["userInputId"]}
+    ]
+    assert "You answered: alpha" in chat, "the user's answer counts, however long it took"

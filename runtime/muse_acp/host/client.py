@@ -194,6 +194,11 @@ class MspHost:
         assert self.connection is not None
         return await call(self.connection, method, _payload(params), result_type)
 
+    async def notify(self, method: str, params: WireModel) -> None:
+        """Send an MSP notification (no answer comes; ``ConnectionClosed`` if the host went)."""
+        assert self.connection is not None
+        await self.connection.notify(method, _payload(params))
+
     async def call_forwarding(
         self, method: str, params: WireModel | None, result_type: type[R], member: str
     ) -> tuple[R, bytes | None]:

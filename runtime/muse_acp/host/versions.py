@@ -39,6 +39,7 @@ Feature = Literal[
     "sessionDelete",
     "turnForkBoundary",
     "workspaceRoots",
+    "questionEngaged",
 ]
 
 Version = tuple[int, int, int]

@@ -106,7 +106,7 @@ class ActiveTurn:
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
         self.acknowledged = anyio.Event()
-        self.interactions = Interactions(self, translator.cards)
+        self.interactions = Interactions(self, translator.cards, host)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail, self._outlet)
         self._silence = SilenceWatch(

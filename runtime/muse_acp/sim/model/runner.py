@@ -265,8 +265,8 @@ class TurnRunner:
                 await start_workflow(turn, text)
             case Background(command=command):
                 await start_background(turn, command)
-            case AskUser():
-                await ask_user(turn)
+            case AskUser(countdown=countdown):
+                await ask_user(turn, countdown)
             case Hold():
                 await self._hold()
             case Plan():

@@ -196,7 +196,10 @@ class Background:
 
 @dataclass(frozen=True, slots=True)
 class AskUser:
-    pass
+    """A question to the user (``sim:ask``); with ``countdown``, Muse settles it ``timedOut``
+    after that many seconds unless a client engaged (``sim:timed-ask SECONDS``)."""
+
+    countdown: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +355,12 @@ def _paced(arg: str) -> Directive | None:
     return Paced(int(count), float(seconds))
 
 
+def _timed_ask(arg: str) -> Directive | None:
+    if _SECONDS.fullmatch(arg) is None or float(arg) > MAX_SPAWN_SECONDS:
+        return None
+    return AskUser(float(arg))
+
+
 def _name(arg: str) -> Directive | None:
     return Name(arg) if slug(arg) else None
 
@@ -370,6 +379,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "approve": _text(lambda command: Approve(command, 1)),
         "stages": _stages,
         "ask": _bare(AskUser()),
+        "timed-ask": _timed_ask,
         "hold": _bare(Hold()),
         "fail": _text(Fail),
         "plan": _bare(Plan()),

@@ -49,6 +49,9 @@ class VersionFacts:
     although the schema allows one."""
     added: frozenset[str] = frozenset()
     """Notifications of the version's own bundle, beyond that older surface, that it sends."""
+    taken: frozenset[str] = frozenset()
+    """Notifications of the version's own bundle, beyond that older surface, that a client may
+    send it (``userInput/engaged``)."""
 
 
 VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
@@ -73,6 +76,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             fingerprint="sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a",
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             fork_after_last_turn_only=True,
+            taken=frozenset({"userInput/engaged"}),
         ),
         # The newest release ingested, played on the 1.4.2 surface too: no session/delete, forks
         # at an earlier turn work again, and model retries and Muse's reviewer are announced.
@@ -84,6 +88,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             fingerprint="sha256:7fddaf646dbc317e5fcac0785e135eb04df14fbb0db1863089dfd6da21730e5b",
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             added=frozenset({"turn/modelRetryScheduled", "approval/reviewing"}),
+            taken=frozenset({"userInput/engaged"}),
         ),
     }
 )
@@ -140,6 +145,10 @@ class HostProfile:
     def publishes(self, method: str) -> bool:
         """Whether this version's schema lets the host send the notification ``method``."""
         return method in self.client_notifications
+
+    def takes(self, notification: str) -> bool:
+        """Whether a client may send this version the notification (beyond ``initialized``)."""
+        return notification in self.facts.taken
 
     def is_command(self, method: str) -> bool:
         return self.host_requests.get(method, False)
