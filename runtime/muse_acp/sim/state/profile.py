@@ -4,12 +4,11 @@ Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simu
 its fingerprint, method tables and features read off what its own bundle publishes
 (``muse_acp.host.bindings``), never off a list of version strings. Facts a bundle does not carry
 live in ``VERSION_FACTS``, one row per version; a version without a row takes the nearest older
-row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played without
-an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's
-surface with its own row's fingerprint, less the methods and notifications its row withdraws,
-plus the newer notifications its row adds.
-Frames are built with the vocabulary models; feature flags say which later additions an older
-host leaves out.
+row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played on
+an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's surface
+with its own row's fingerprint, less the methods and notifications its row withdraws, plus the
+newer notifications its row adds (sent) and takes (from a client). Frames are built with the
+vocabulary models; feature flags say which later additions an older host leaves out.
 """
 
 from __future__ import annotations
