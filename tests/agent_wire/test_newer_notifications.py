@@ -155,6 +155,13 @@ async def test_a_retry_is_a_notice_and_the_reviewer_shows_on_the_card(
     meta = review.field_meta[REVIEW_META]
     assert meta["state"] == "reviewing"
     assert meta["approvalId"]
+    titles = [
+        u.title
+        for s, u in agent.client.updates
+        if s == session and u.session_update == "tool_call_update" and u.title
+        if u.tool_call_id == review.tool_call_id
+    ]
+    assert not titles[-1].startswith("Muse's reviewer"), "the card's own title comes back"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
