@@ -64,18 +64,21 @@ ON: Final[dict[str, frozenset[str]]] = {
             "planUsage",
             "planSkill",
             "workspaceRoots",
+            "questionEngaged",
         }
     ),
 }
+ON["1.4.13"] = ON["1.4.4"] | {"turnForkBoundary"}  # the 1.4.3-1.4.4 fork fault is fixed
 """The features each host gets: what the bundle it is read with declares, less known faults."""
 BUNDLE_LINE: Final = {
     "1.1.1": "MSP 1.1.1 (its own) for Muse 1.1.1",
     "1.2.1": "MSP 1.2.1 (its own) for Muse 1.2.1",
     "1.4.4": "MSP 1.4.4 (its own) for Muse 1.4.4",
+    "1.4.13": "MSP 1.4.13 (its own) for Muse 1.4.13",
 }
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.4.4"])
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.4.4", "1.4.13"])
 @pytest.mark.usefixtures("signed_in")
 def test_muse_sim_is_ready_with_the_bundle_and_features_of_its_version(
     version: str,

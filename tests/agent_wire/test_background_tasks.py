@@ -18,7 +18,7 @@ from .harness import WAIT, Agent, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-STOPPABLE = ("1.3.0", "1.4.2", "1.4.4")
+STOPPABLE = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 OLD_VERSIONS = ("1.1.1", "1.2.1")
 IDLE = "0.2"
 """The host's idle period: shorter than muse-sim's wait before background work reports."""

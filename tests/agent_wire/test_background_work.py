@@ -16,7 +16,7 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-STOPPABLE = ("1.3.0", "1.4.2", "1.4.4")
+STOPPABLE = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 """Muse versions that serve workflow/cancel and task/stop."""
 OPTED_IN = schema.ClientCapabilities(field_meta={"muse/asyncTasks": 1})
 

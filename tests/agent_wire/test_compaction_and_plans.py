@@ -33,7 +33,7 @@ OPTED_IN: Final[dict[str, Any]] = {"session": {"compaction": {}}, "plan": {}}
 """The client capabilities of a client that shows compactions and takes plan operations."""
 UNKNOWN_TO_SDK: Final = frozenset({"compaction_update", "compaction_summary_chunk"})
 """Update kinds this test sees that the SDK's models do not have."""
-PLAN_SKILL_HOSTS: Final = frozenset({"1.4.2", "1.4.4"})
+PLAN_SKILL_HOSTS: Final = frozenset({"1.4.2", "1.4.4", "1.4.13"})
 """Versions whose Plan mode turns are led by Muse's plan skill, which Muse's record omits."""
 NOTHING: Final = "Nothing was compacted: Muse says there is no history to compact yet."
 COMPACTED: Final = "Compacted: Muse summarised this session's earlier history."

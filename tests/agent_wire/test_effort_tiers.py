@@ -15,8 +15,8 @@ from .harness import WAIT, Agent, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
-TIERED = ("1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
+TIERED = ("1.4.2", "1.4.4", "1.4.13")
 """The versions whose catalog names each model's tiers."""
 EVERY = ["default", "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]
 SPARK = ["default", "minimal", "low", "medium", "high", "xhigh"]

@@ -18,7 +18,7 @@ from .harness import WAIT, Agent, ext_request, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-GOAL_VERSIONS = ("1.3.0", "1.4.2", "1.4.4")
+GOAL_VERSIONS = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 OLD_VERSIONS = ("1.1.1", "1.2.1")
 STEERING = schema.ClientCapabilities(field_meta={"muse/steering": 1})
 WORKING = "Muse is working on the goal now"

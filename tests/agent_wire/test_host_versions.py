@@ -20,7 +20,7 @@ from .harness import WAIT, World, ext_request, failure_of, make_world, running_a
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 """Every Muse version muse-sim plays and muse-acp supports."""
 STORED_OUTPUT = {"1.2.1"}
 """Versions verified for stored output (``host.versions``); newer ones need the opt-in."""

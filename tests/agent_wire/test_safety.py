@@ -16,7 +16,7 @@ from .harness import WAIT, Agent, World, failure_of, host_flags, make_world, run
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 SAFETY_IDS = ["sandbox", "sandboxNetwork", "workspaceWrite", "shell", "approvalPolicy"]
 PREAMBLE_MARK = "[Plan mode] Work out a plan"
 SKILL_MARK = "[skill bundled:plan]"
@@ -88,8 +88,8 @@ async def test_plan_mode_refuses_writes_and_shell_and_leads_with_the_plan(
     reply = agent.client.text(session)
     assert "plan the cache" in reply
     # Muse's own plan skill where the host plans that way, our preamble elsewhere.
-    assert (SKILL_MARK in reply) == (version in ("1.4.2", "1.4.4"))
-    assert (PREAMBLE_MARK in reply) == (version not in ("1.4.2", "1.4.4"))
+    assert (SKILL_MARK in reply) == (version in ("1.4.2", "1.4.4", "1.4.13"))
+    assert (PREAMBLE_MARK in reply) == (version not in ("1.4.2", "1.4.4", "1.4.13"))
     assert not agent.client.permission_requests
 
 

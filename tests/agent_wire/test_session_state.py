@@ -14,7 +14,7 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-SUBSCRIPTION_USAGE = ("1.3.0", "1.4.2", "1.4.4")
+SUBSCRIPTION_USAGE = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 """Muse versions that report the account's subscription usage (``usage/changed``)."""
 
 

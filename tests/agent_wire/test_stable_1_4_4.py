@@ -23,7 +23,7 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-NO_DELETE = ("1.1.1", "1.2.1", "1.3.0", "1.4.4")
+NO_DELETE = ("1.1.1", "1.2.1", "1.3.0", "1.4.4", "1.4.13")
 """Versions without Muse's session/delete (it exists in 1.4.1 and 1.4.2 only)."""
 NO_EARLIER_FORK = ("1.4.4",)
 """Versions that fail a fork cut after an earlier turn (1.4.3 and 1.4.4)."""

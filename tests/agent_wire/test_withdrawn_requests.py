@@ -31,8 +31,8 @@ TIMINGS: Final[tuple[float | None, ...]] = (None, 0.002, 0.010)
 """When the cancel is written: in the request's own write (None), or that many seconds later."""
 
 CANCELLED: Final = -32800
-STOPPABLE: Final = frozenset({"1.3.0", "1.4.2", "1.4.4"})
-NO_DELETE: Final = frozenset({"1.1.1", "1.2.1", "1.3.0", "1.4.4"})
+STOPPABLE: Final = frozenset({"1.3.0", "1.4.2", "1.4.4", "1.4.13"})
+NO_DELETE: Final = frozenset({"1.1.1", "1.2.1", "1.3.0", "1.4.4", "1.4.13"})
 """Muse versions that serve workflow/cancel (``_muse/task``) and goal/set (``/goal``)."""
 STATUS_LABELS: Final[Mapping[str, str]] = {
     "mode": "Mode",

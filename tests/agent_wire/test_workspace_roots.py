@@ -17,7 +17,7 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-TAKES_ROOTS: Final = frozenset({"1.4.2", "1.4.4"})
+TAKES_ROOTS: Final = frozenset({"1.4.2", "1.4.4", "1.4.13"})
 
 
 async def _roots(agent: Agent, session: str) -> str:

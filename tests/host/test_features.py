@@ -40,6 +40,9 @@ FROM_1_3: Final[frozenset[Feature]] = frozenset(
         "turnForkBoundary",
     }
 )
+FROM_1_4_4: Final[frozenset[Feature]] = frozenset(
+    {"planSkill", "workspaceRoots", "questionEngaged"}
+)
 # What each version offers without trust in newer hosts: what its bundle declares, less what a
 # known behaviour turns off (stored output and the settings overlay only where verified; the
 # Plan skill from 1.4.0; Muse's own delete on 1.4.1-1.4.2; a chosen fork turn off on 1.4.3-4).
@@ -48,7 +51,8 @@ VERIFIED: Final[dict[str, frozenset[Feature]]] = {
     "1.2.1": DECLARED_FROM_1_1 | {"storedOutput"},
     "1.3.0": FROM_1_3,
     "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots"},
-    "1.4.4": FROM_1_3 - {"turnForkBoundary"} | frozenset[Feature]({"planSkill", "workspaceRoots"}),
+    "1.4.4": FROM_1_3 - {"turnForkBoundary"} | FROM_1_4_4,
+    "1.4.13": FROM_1_3 | FROM_1_4_4,
 }
 # Trust in newer hosts adds only the verified-only features to a host newer than all of theirs.
 TRUSTED: Final[dict[str, frozenset[Feature]]] = {
@@ -57,8 +61,9 @@ TRUSTED: Final[dict[str, frozenset[Feature]]] = {
     "1.3.0": VERIFIED["1.3.0"] | {"storedOutput", "mcpOverlay"},
     "1.4.2": VERIFIED["1.4.2"] | {"storedOutput", "mcpOverlay"},
     "1.4.4": VERIFIED["1.4.4"] | {"storedOutput", "mcpOverlay"},
+    "1.4.13": VERIFIED["1.4.13"] | {"storedOutput", "mcpOverlay"},
 }
-NEWEST: Final = FROM_1_3 | {"planSkill", "workspaceRoots"}
+NEWEST: Final = FROM_1_3 | FROM_1_4_4
 """A host newer than every bundle: the newest bundle's declarations, no Muse delete."""
 TABLE: Final = [
     *((version, False, VERIFIED[version]) for version in VERSIONS),
@@ -74,7 +79,7 @@ TABLE: Final = [
     ("1.3.1", True, FROM_1_3 | {"storedOutput", "mcpOverlay"}),
     ("1.4.0", False, FROM_1_3 | {"planSkill"}),
     ("1.4.1", False, FROM_1_3 | {"planSkill"}),
-    ("1.4.3", False, NEWEST - {"turnForkBoundary"}),
+    ("1.4.3", False, NEWEST - {"turnForkBoundary", "questionEngaged"}),  # read with 1.4.2
     ("1.4.5", False, NEWEST),
 ]
 BUNDLE_READ: Final = [

@@ -15,7 +15,7 @@ from .validation import VERSIONS, bundle
 
 pytestmark = pytest.mark.anyio
 
-PROTECTED = ("1.4.2", "1.4.4")
+PROTECTED = ("1.4.2", "1.4.4", "1.4.13")
 """Versions with protected-write approvals and the stage race (1.4.4 as played on 1.4.2's)."""
 """The version with protected writes and the stage race."""
 

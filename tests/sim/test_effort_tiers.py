@@ -17,7 +17,7 @@ from .validation import VERSIONS
 pytestmark = pytest.mark.anyio
 
 SPARK = ["minimal", "low", "medium", "high", "xhigh"]
-TIERED = ("1.4.2", "1.4.4")
+TIERED = ("1.4.2", "1.4.4", "1.4.13")
 
 
 def _summaries(frames: list[Frame]) -> list[str]:

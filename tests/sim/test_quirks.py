@@ -16,7 +16,7 @@ from .validation import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-STATUS_VERSIONS = ("1.3.0", "1.4.2", "1.4.4")
+STATUS_VERSIONS = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 """The versions whose bundle publishes ``session/statusChanged``."""
 
 

@@ -81,6 +81,16 @@ _REQUEST_TWINS: Final[Mapping[str, str]] = MappingProxyType(
 )
 
 
+# Notifications newer than the vocabulary's table, read with the models the vocabulary adds
+# (``msp_additions``); a host that does not declare one never sends it.
+_NEWER_NOTIFICATIONS: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
+    {
+        "turn/modelRetryScheduled": msp.TurnModelRetryScheduledParams,
+        "approval/reviewing": msp.ApprovalRequestParams,
+    }
+)
+
+
 class HostEnded(ConnectionClosed):
     """The host process ended before its handshake finished; carries how it ended."""
 
@@ -184,6 +194,11 @@ class MspHost:
         assert self.connection is not None
         return await call(self.connection, method, _payload(params), result_type)
 
+    async def notify(self, method: str, params: WireModel) -> None:
+        """Send an MSP notification (no answer comes; ``ConnectionClosed`` if the host went)."""
+        assert self.connection is not None
+        await self.connection.notify(method, _payload(params))
+
     async def call_forwarding(
         self, method: str, params: WireModel | None, result_type: type[R], member: str
     ) -> tuple[R, bytes | None]:
@@ -236,6 +251,9 @@ def _router(host_ref: list[MspHost]) -> RefusingUnknown:
         else NotificationRoute(method, spec.params, partial(on_event, method))
         for method, spec in msp.CLIENT_NOTIFICATIONS.items()
         if spec.params is not None
+    ] + [
+        NotificationRoute(method, model, partial(on_event, method))
+        for method, model in _NEWER_NOTIFICATIONS.items()
     ]
     requests = [
         RequestRoute(method, AskParams, partial(on_server_request, _REQUEST_TWINS[method]))

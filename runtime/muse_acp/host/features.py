@@ -81,6 +81,9 @@ NEEDS: Final[Mapping[Feature, Needs]] = MappingProxyType(
                 {("SessionStartParams", "workspace_roots"), ("TurnStartParams", "workspace_roots")}
             )
         ),
+        # The client's userInput/engaged (a notification to the host: only its params model
+        # shows that the host takes it).
+        "questionEngaged": Needs(models=frozenset({"UserInputEngagedParams"})),
     }
 )
 """Feature -> what the bundle a host is read with must declare for it."""

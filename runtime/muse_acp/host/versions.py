@@ -40,6 +40,7 @@ Feature = Literal[
     "sessionDelete",
     "turnForkBoundary",
     "workspaceRoots",
+    "questionEngaged",
 ]
 
 Version = tuple[int, int, int]

@@ -243,6 +243,18 @@ class TurnCards:
             content.append(text_content(note))
         return PermissionCard(status, tuple(content), tuple(tool_locations(fields, self.cwd)))
 
+    def reviewing(self, call_id: str, approval_id: str) -> list[acp.SessionUpdate]:
+        """The update saying that Muse's reviewer decides the card's approval (``approval/
+        reviewing``): its title says so until the card's next update, and ``_meta`` names the
+        approval; nothing for a card not shown yet (the approval's own request shows it)."""
+        card = self._cards.get(call_id)
+        if card is None or not card.announced:
+            return []
+        update = _bare_update(call_id, card.name)
+        update.title = REVIEWING_TITLE.format(title=card.title or card.name or "tool call")
+        update.field_meta = {REVIEW_META: {"state": "reviewing", "approvalId": approval_id}}
+        return [update]
+
     def refused(self, call_id: str, refusal: Refusal) -> list[acp.SessionUpdate]:
         """Record that muse-acp denied the card's approval; the update for a card that already
         failed (the host may finish the tool before it answers the decision)."""
@@ -263,6 +275,11 @@ class TurnCards:
         if card.name is not None:
             update.name = card.name
         return [update]
+
+
+REVIEW_META: Final = "muse/review"
+"""The ``_meta`` key of a card whose approval Muse's own reviewer is deciding."""
+REVIEWING_TITLE: Final = "Muse's reviewer is checking: {title}"
 
 
 def _bare_update(call_id: str, name: str | None) -> acp.ToolCallUpdateSessionUpdate:

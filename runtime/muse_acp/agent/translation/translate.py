@@ -219,6 +219,15 @@ class TurnTranslator:
         if method == "session/contextUsage" and isinstance(params, msp.SessionContextUsageParams):
             usage = usage_update(params)
             return [] if usage is None else [usage]
+        if (  # Muse's reviewer decides an approval of this turn: its card says so
+            method == "approval/reviewing"
+            and isinstance(params, msp.ApprovalRequestParams)
+            and not self.replay
+            and params.turn_id == self.turn_id
+        ):
+            return [
+                *self.cards.reviewing(params.tool_call_id or params.item_id, params.approval_id)
+            ]
         return []
 
     def card_output(self, item_id: str) -> OutputBuffer | None:

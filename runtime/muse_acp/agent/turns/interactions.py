@@ -22,6 +22,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from muse_acp.agent.asks import ask_failures
+from muse_acp.agent.asks.engagement import engage
 from muse_acp.agent.asks.permissions import (
     DENYING_DECISIONS,
     ApprovalView,
@@ -42,6 +43,7 @@ from muse_acp.agent.cards.tool_kinds import kind_for_tool
 from muse_acp.agent.errors import failures
 from muse_acp.agent.translation.event_kinds import ASKS
 from muse_acp.host.asks import UnreadableAsk
+from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RpcError, describe_validation_error
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -109,8 +111,11 @@ def _client_result(model: type[M], raw: JsonValue, method: str) -> M:
 class Interactions:
     """Approvals and questions of one turn (see the module contract)."""
 
-    def __init__(self, turn: TurnPort, cards: TurnCards | None = None) -> None:
+    def __init__(
+        self, turn: TurnPort, cards: TurnCards | None = None, host: MspHost | None = None
+    ) -> None:
         self._turn = turn
+        self._host = host
         self._cards = cards or TurnCards(turn.session_id)
         self._approvals: dict[str, ApprovalView] = {}
         self._asked: set[tuple[str, int]] = set()
@@ -309,6 +314,7 @@ class Interactions:
             )
             return
         method = "elicitation/create"
+        await engage(self._host, self._turn.session_id, params.user_input_id)
         try:
             raw = await self._turn.ask_client(
                 method, elicitation_request(self._turn.session_id, params)

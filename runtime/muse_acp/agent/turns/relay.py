@@ -5,10 +5,11 @@ not a turn's lifecycle (the turn keeps ``turn/started``, ``turn/completed``, ``v
 its asks). For each it lets the session's ``StateObserver`` report what changed
 (``session_state``), reads an editing tool's file before its card is first shown
 (``file_changes.capture_before``), then sends the translator's updates in order through
-``send``. ``relay_now`` does the same for a delta without a coroutine unless something has to
-wait (``send_now``, then ``send``). It keeps no state of its own, so the relay of an ended turn
-can go on updating its cards (``background``). Once its ``gate`` is closed it makes nothing of
-any event.
+``send``, and tells the user what a waiting turn waits on (``turn_waits``) through the outlet.
+``relay_now`` does the same for a delta without a coroutine unless something has to wait
+(``send_now``, then ``send``). It keeps no state of its own, so the relay of an ended turn can
+go on updating its cards (``background``). Once its ``gate`` is closed it makes nothing of any
+event.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Protocol
 from muse_acp.agent.cards.file_changes import capture_before
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.translation.turn_waits import wait_notice
 from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
@@ -70,13 +72,14 @@ class EventRelay:
         self,
         translator: TurnTranslator,
         send: Callable[[Update], Awaitable[None]],
-        send_now: Callable[[Update], bool],
+        outlet: TurnOutlet,
         state: StateObserver | None = None,
     ) -> None:
         self.translator = translator
         self._send = send
         self._state = state
-        self._send_now = send_now
+        self._send_now = outlet.send_nowait
+        self._tell = outlet.tell
         self.gate = UpdateGate()
 
     async def relay(self, method: str, params: WireModel) -> None:
@@ -90,6 +93,9 @@ class EventRelay:
             await capture_before(self.translator.cards, *unseen)
         for translated in self.translator.updates(method, params):
             await self._send(translated)
+        notice = wait_notice(params, self.translator.turn_id)
+        if notice is not None:
+            await self._tell(notice)
 
     def relay_now(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
         """``relay`` of a delta: None once every update it makes went out through

@@ -92,7 +92,7 @@ class ActiveTurn:
         self._session = session
         self._host = host
         self._outlet = session.outlet
-        self.relay = EventRelay(translator, self.send_update, self._outlet.send_nowait, state)
+        self.relay = EventRelay(translator, self.send_update, self._outlet, state)
         self._options = options
         self.command_id = new_uuid7()
         self.workspace_roots: list[str] | None = None  # what turn/start names (None: nothing)
@@ -106,7 +106,7 @@ class ActiveTurn:
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
         self.acknowledged = anyio.Event()
-        self.interactions = Interactions(self, translator.cards)
+        self.interactions = Interactions(self, translator.cards, host)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail, self._outlet)
         self._silence = SilenceWatch(

@@ -4,9 +4,10 @@ and gaps in the live view.
 Contract: each function emits its notification only where the simulated version's schema
 publishes it: ``status_changed`` (around turns), ``usage_changed`` (after every
 ``turn/completed``), ``name_session`` (``sim:name``), ``view_lost`` (``sim:viewlost``),
-``miss_events`` (``sim:gap``: events recorded but not sent, then ``view/gap``, so ``view/page``
-returns exactly what was missed), ``switch_model`` / ``switch_approval`` (another client's
-change, kept and emitted as durable events) and ``stray_request`` (the fault of that name: the
+``report_setting`` (``sim:flags``, ``sim:roots``), ``miss_events`` (``sim:gap``: events
+recorded but not sent, then ``view/gap``, so ``view/page`` returns exactly what was missed),
+``switch_model`` / ``switch_approval`` (another client's change, kept and emitted as durable
+events) and ``stray_request`` (the fault of that name: the
 turn then waits, silent, until stopped). docs/muse-sim.md says what each directive plays.
 """
 
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from muse_acp.sim.script.directives import Name
+from muse_acp.sim.script.directives import Flags, Name, Roots
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire.msp import (
     SessionApprovalModeChangedParams,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "miss_events",
     "name_session",
+    "report_setting",
     "status_changed",
     "stray_request",
     "switch_approval",
@@ -76,6 +78,18 @@ async def name_session(turn: Turn, directive: Name) -> None:
             ),
         )
     await ctx.list_changed(session.meta)
+
+
+async def report_setting(turn: Turn, directive: Flags | Roots) -> None:
+    """The model says the host's safety flags and approval mode (``sim:flags``) or the
+    session's workspace roots (``sim:roots``)."""
+    session = turn.session
+    if isinstance(directive, Flags):
+        flags = " ".join(turn.ctx.options.safety_flags())
+        await turn.say(f"[host flags: {flags}; approval mode: {session.meta.approval_mode}]")
+        return
+    roots = session.roots or (session.meta.workspace_root or "",)
+    await turn.say(f"[workspace roots: {', '.join(roots)}]")
 
 
 async def view_lost(turn: Turn) -> None:

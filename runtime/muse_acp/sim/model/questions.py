@@ -7,7 +7,9 @@ notification with the same params. ``QuestionAsk.answer`` and ``cancel`` (comman
 and settle it at once (-32056 when already settled, -32057 when the answers do not fit the
 questions); once that command's answer is written the turn emits ``userInput/settled``, completes
 the tool call (``visibleOutput`` reports the outcome as JSON) and has an agent message report it.
-A turn stopped while waiting settles the question ``interrupted``.
+A turn stopped while waiting settles the question ``interrupted``. A timed question
+(``sim:timed-ask``) is settled ``timedOut`` when its countdown ends, unless a client engaged it
+first (``engage``: ``userInput/engaged``, on the versions that take it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from muse_acp.sim.model.tools import ToolCall, compact_json
 from muse_acp.sim.model.turn import Turn
 from muse_acp.sim.options.faults import exit_now
 from muse_acp.sim.state import errors
-from muse_acp.sim.state.session import Position
+from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     ErrorData,
     UserInputAnswer,
@@ -32,9 +34,10 @@ from muse_acp_wire.msp import (
     UserInputSettledParams,
 )
 
-__all__ = ["QUESTION", "QuestionAsk", "ask_user", "await_answer", "hold_open"]
+__all__ = ["QUESTION", "QuestionAsk", "ask_user", "await_answer", "engage", "hold_open"]
 
 REQUEST_OUT_WAIT: Final = 5.0
+TIMED_OUT: Final = "nobody answered before the countdown ended"
 QUESTION: Final = UserInputQuestion(
     id="choice",
     header="Choice",
@@ -61,6 +64,8 @@ class QuestionAsk:
     questions: list[UserInputQuestion]
     settlement: _Settlement | None = None
     wake: anyio.Event = field(default_factory=anyio.Event)
+    engaged: bool = False
+    """A client said its user started on the question (``userInput/engaged``)."""
 
     def _check_open(self) -> None:
         if self.settlement is not None:
@@ -106,6 +111,12 @@ class QuestionAsk:
         self._check_open()
         self._settle(_Settlement("cancelled", None, reason, command_id, answered))
 
+    async def count_down(self, seconds: float) -> None:
+        """Settle the question ``timedOut`` after ``seconds`` unless a client engaged."""
+        await anyio.sleep(seconds)
+        if self.settlement is None and not self.engaged:
+            self._settle(_Settlement("timedOut", None, TIMED_OUT, None, None))
+
     def _settle(self, settlement: _Settlement) -> None:
         self.settlement = settlement
         self.wake.set()
@@ -149,8 +160,8 @@ async def _settled(turn: Turn, ask: QuestionAsk, settlement: _Settlement) -> Non
     await turn.session.emit("userInput/settled", build)
 
 
-async def ask_user(turn: Turn) -> None:
-    """The ``sim:ask`` step (see the module contract)."""
+async def ask_user(turn: Turn, countdown: float | None = None) -> None:
+    """The ``sim:ask`` step, or with a ``countdown`` ``sim:timed-ask`` (see the contract)."""
     options = [{"label": option.label} for option in QUESTION.options or []]
     asked = {"header": QUESTION.header, "id": QUESTION.id, "options": options}
     args = {"questions": [{**asked, "question": QUESTION.question}]}
@@ -184,6 +195,8 @@ async def ask_user(turn: Turn) -> None:
         with anyio.move_on_after(REQUEST_OUT_WAIT):
             await sent.wait()
     await session.outbox.send_event("userInput/requested", body)
+    if countdown is not None:
+        turn.ctx.spawn(ask.count_down, countdown)
     if turn.ctx.options.faults.exits_at("userInput"):
         exit_now("exit:userInput")
     await await_answer(turn, call, ask, done)
@@ -224,3 +237,11 @@ async def await_answer(turn: Turn, call: ToolCall, ask: QuestionAsk, done: anyio
     await call.finish_with(status, visible)
     turn.phase = "the model was working"
     await turn.say(sentence)
+
+
+def engage(session: LiveSession, user_input_id: str) -> None:
+    """A client's ``userInput/engaged``: the question's countdown is disarmed (an unknown or
+    settled question is ignored, as the notification has no answer)."""
+    ask = session.asks.get(user_input_id)
+    if isinstance(ask, QuestionAsk):
+        ask.engaged = True

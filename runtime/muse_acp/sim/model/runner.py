@@ -29,6 +29,7 @@ from muse_acp.sim.model.goal_turns import pause_stopped_goal
 from muse_acp.sim.model.notices import (
     miss_events,
     name_session,
+    report_setting,
     status_changed,
     stray_request,
     switch_approval,
@@ -39,6 +40,7 @@ from muse_acp.sim.model.notices import (
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
 from muse_acp.sim.model.subagents import run_subagent
+from muse_acp.sim.model.reviews import review_approval
 from muse_acp.sim.model.tools import (
     SHELL_DISABLED,
     WRITE_DISABLED,
@@ -52,6 +54,7 @@ from muse_acp.sim.model.tools import (
 )
 from muse_acp.sim.model.turn import Turn
 from muse_acp.sim.model.workflow_runs import start_children_workflow
+from muse_acp.sim.model.turn_waits import announce, simulated_failure
 from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
 from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
@@ -64,12 +67,14 @@ from muse_acp.sim.script.directives import (
     Edit,
     Fail,
     Flags,
+    Foreground,
     Gap,
     Hold,
     Name,
     Paced,
     Plan,
     ProtectedWrite,
+    Retry,
     Roots,
     Search,
     Shell,
@@ -100,7 +105,6 @@ __all__ = ["ACK_WAIT", "TurnRunner"]
 ACK_WAIT: Final = 5.0
 """Seconds a turn waits for its acknowledgement to be written before playing anyway."""
 HOLD_MARK: Final = "sim:hold"
-RETRYABLE_FAILURES: Final = frozenset({"modelError", "environmentError"})
 DENIED_BY_POLICY: Final = "the approval policy (denyUnmatched) refused this command"
 APPROVAL_CANCELLED: Final = "tool approval cancelled"
 WRITTEN_CONTENT: Final = "written by muse-sim\n"
@@ -266,29 +270,23 @@ class TurnRunner:
                 await run_subagent(turn, objective, fails=fails)
             case Background(command=command):
                 await start_background(turn, command)
-            case AskUser():
-                await ask_user(turn)
+            case AskUser(countdown=countdown):
+                await ask_user(turn, countdown)
             case Hold():
                 await self._hold()
             case Plan():
                 await turn.plan()
             case AutoCompact():
                 await auto_compact(turn)
-            case Flags():
-                flags = " ".join(self.ctx.options.safety_flags())
-                mode = self.session.meta.approval_mode
-                await turn.say(f"[host flags: {flags}; approval mode: {mode}]")
-            case Roots():
-                roots = self.session.roots or (self.session.meta.workspace_root or "",)
-                await turn.say(f"[workspace roots: {', '.join(roots)}]")
+            case Flags() | Roots():
+                await report_setting(turn, directive)
+            case Retry() | Foreground():
+                await announce(turn, directive)
             case Stream(deltas=count):
                 pieces = [f"t{index} " for index in range(count)]
                 await turn.say("".join(pieces), pieces)
             case Fail(kind=kind):
-                retryable = kind in RETRYABLE_FAILURES
-                return TurnError(
-                    kind=kind, message=f"simulated {kind} failure", retryable=retryable
-                )
+                return simulated_failure(kind)
             case Crash():
                 crash(["sim:crash: exiting in the middle of a turn"])
         return None
@@ -316,6 +314,8 @@ class TurnRunner:
             reasons=self.ctx.profile.change_reasons,
             approval_id=approval_id,
         )
+        if directive.review:
+            await review_approval(turn, ask)
         decision = await request_approval(turn, ask)
         if decision in ("approved", "approvedForSession"):
             await call.update()

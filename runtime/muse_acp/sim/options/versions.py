@@ -44,9 +44,11 @@ RELEASE_BUILDS: Final[Mapping[str, str]] = MappingProxyType(
 )
 """The release build real hosts of each version report after the version."""
 
-PLAYED_ON_OLDER: Final[Mapping[str, str]] = MappingProxyType({"1.4.4": "1.4.2"})
+PLAYED_ON_OLDER: Final[Mapping[str, str]] = MappingProxyType({"1.4.4": "1.4.2", "1.4.13": "1.4.2"})
 """Versions played on an older bundle's surface, with that bundle: 1.4.4 (Muse's stable channel
-since 2026-10-10) on 1.4.2's, the surface its simulated behaviour was written against."""
+since 2026-10-10) and 1.4.13 (the newest release ingested) on 1.4.2's, the surface their
+simulated behaviour was written against (what they add is in ``state.profile.VERSION_FACTS``).
+1.4.13's release build is not known: it reports the made-up one."""
 
 PLAYED: Final[Mapping[str, str]] = MappingProxyType(
     {

@@ -40,6 +40,7 @@ __all__ = [
     "Edit",
     "Fail",
     "Flags",
+    "Foreground",
     "Gap",
     "Hold",
     "Name",
@@ -47,6 +48,7 @@ __all__ = [
     "Plan",
     "Prompt",
     "ProtectedWrite",
+    "Retry",
     "Roots",
     "Search",
     "Shell",
@@ -104,6 +106,8 @@ class Approve:
     command: str
     stages: int
     race: bool = False
+    review: bool = False
+    """Muse's reviewer holds the approval first (``sim:review``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +208,10 @@ class Background:
 
 @dataclass(frozen=True, slots=True)
 class AskUser:
-    pass
+    """A question to the user (``sim:ask``); with ``countdown``, Muse settles it ``timedOut``
+    after that many seconds unless a client engaged (``sim:timed-ask SECONDS``)."""
+
+    countdown: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +232,16 @@ class Plan:
 @dataclass(frozen=True, slots=True)
 class Crash:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A model call retried after a backoff (``sim:retry``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Foreground:
+    """The turn's own work is done; a background check holds it open (``sim:foreground``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +276,8 @@ Directive: TypeAlias = (
     | Fail
     | Plan
     | Crash
+    | Retry
+    | Foreground
     | AutoCompact
     | Stream
     | ProtectedWrite
@@ -349,6 +368,12 @@ def _paced(arg: str) -> Directive | None:
     return Paced(int(count), float(seconds))
 
 
+def _timed_ask(arg: str) -> Directive | None:
+    if _SECONDS.fullmatch(arg) is None or float(arg) > MAX_SPAWN_SECONDS:
+        return None
+    return AskUser(float(arg))
+
+
 def _name(arg: str) -> Directive | None:
     return Name(arg) if slug(arg) else None
 
@@ -367,6 +392,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "approve": _text(lambda command: Approve(command, 1)),
         "stages": _stages,
         "ask": _bare(AskUser()),
+        "timed-ask": _timed_ask,
         "hold": _bare(Hold()),
         "fail": _text(Fail),
         "plan": _bare(Plan()),
@@ -374,6 +400,9 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "autocompact": _bare(AutoCompact()),
         "stream": _stream,
         "stagerace": _text(lambda command: Approve(command, 3, race=True)),
+        "review": _text(lambda command: Approve(command, 1, review=True)),
+        "retry": _bare(Retry()),
+        "foreground": _bare(Foreground()),
         "protected": _text(ProtectedWrite),
         "protected-bare": _text(lambda path: ProtectedWrite(path, bare=True)),
         "edit": _edit,

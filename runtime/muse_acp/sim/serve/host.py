@@ -36,6 +36,7 @@ from muse_acp.rpc import (
     encode_value,
     open_stdio,
 )
+from muse_acp.sim.model.questions import engage
 from muse_acp.sim.model.workflow_runs import ChildControls
 from muse_acp.sim.model.workflows import BackgroundControls
 from muse_acp.sim.options.faults import exit_now
@@ -57,6 +58,7 @@ from muse_acp_wire.msp import (
     InitializeResult,
     SchemaInfo,
     ServerInfo,
+    UserInputEngagedParams,
 )
 
 __all__ = ["ADMISSION_CAPACITY", "Host", "run_host", "serve_streams"]
@@ -97,9 +99,16 @@ class Host:
             *BackgroundControls(ctx).routes(),
             *ChildControls(ctx).routes(),
         ]
+        notifications: list[NotificationRoute[Any]] = [
+            NotificationRoute("initialized", EmptyResult, self.initialized)
+        ]
+        if ctx.profile.takes("userInput/engaged"):
+            notifications.append(
+                NotificationRoute("userInput/engaged", UserInputEngagedParams, self.engaged)
+            )
         self.router = Router(
             requests=[route for route in routes if ctx.profile.serves(route.method)],
-            notifications=[NotificationRoute("initialized", EmptyResult, self.initialized)],
+            notifications=notifications,
         )
         self._stage: Literal["new", "initializing", "ready"] = "new"
         self._in_flight = 0
@@ -128,6 +137,11 @@ class Host:
             experimental_api=experimental,
             session_durability="ephemeral" if ctx.options.no_session_log else "durable",
         )
+
+    async def engaged(self, params: UserInputEngagedParams) -> None:
+        session = self.ctx.sessions.get(params.session_id)
+        if session is not None:  # a notification has no answer: an unknown session is ignored
+            engage(session, params.user_input_id)
 
     async def initialized(self, _: EmptyResult) -> None:
         if self.ctx.options.quirks.drop_initialized:

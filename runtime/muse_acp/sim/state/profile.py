@@ -4,11 +4,11 @@ Contract: ``load_profile(version)`` returns the frozen ``HostProfile`` of a simu
 its fingerprint, method tables and features read off what its own bundle publishes
 (``muse_acp.host.bindings``), never off a list of version strings. Facts a bundle does not carry
 live in ``VERSION_FACTS``, one row per version; a version without a row takes the nearest older
-row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played without
-an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's
-surface with its own row's fingerprint, less the methods and notifications its row withdraws.
-Frames are built with the vocabulary models; feature flags say which later additions an older
-host leaves out.
+row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played on
+an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's surface
+with its own row's fingerprint, less the methods and notifications its row withdraws, plus the
+newer notifications its row adds (sent) and takes (from a client). Frames are built with the
+vocabulary models; feature flags say which later additions an older host leaves out.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ class VersionFacts:
     fork_after_last_turn_only: bool = False
     """``session/fork`` refuses a cut after any turn but the last (``forkBoundaryInvalid``),
     although the schema allows one."""
+    added: frozenset[str] = frozenset()
+    """Notifications of the version's own bundle, beyond that older surface, that it sends."""
+    taken: frozenset[str] = frozenset()
+    """Notifications of the version's own bundle, beyond that older surface, that a client may
+    send it (``userInput/engaged``)."""
 
 
 VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
@@ -70,6 +75,19 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             fingerprint="sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a",
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             fork_after_last_turn_only=True,
+            taken=frozenset({"userInput/engaged"}),
+        ),
+        # The newest release ingested, played on the 1.4.2 surface too: no session/delete, forks
+        # at an earlier turn work again, and model retries and Muse's reviewer are announced.
+        "1.4.13": VersionFacts(
+            grantable=("userShell", "sessionMcp", "sessionListStream", "feedback"),
+            granted_unasked=("sessionListStream",),
+            protected_writes=True,
+            stage_race=True,
+            fingerprint="sha256:7fddaf646dbc317e5fcac0785e135eb04df14fbb0db1863089dfd6da21730e5b",
+            withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
+            added=frozenset({"turn/modelRetryScheduled", "approval/reviewing"}),
+            taken=frozenset({"userInput/engaged"}),
         ),
     }
 )
@@ -127,6 +145,10 @@ class HostProfile:
         """Whether this version's schema lets the host send the notification ``method``."""
         return method in self.client_notifications
 
+    def takes(self, notification: str) -> bool:
+        """Whether a client may send this version the notification (beyond ``initialized``)."""
+        return notification in self.facts.taken
+
     def is_command(self, method: str) -> bool:
         return self.host_requests.get(method, False)
 
@@ -152,7 +174,7 @@ def load_profile(version: HostVersion) -> HostProfile:
         host_requests=MappingProxyType(
             {m: c for m, c in bindings.host_requests.items() if m not in facts.withdrawn}
         ),
-        client_notifications=bindings.client_notifications - facts.withdrawn,
+        client_notifications=(bindings.client_notifications - facts.withdrawn) | facts.added,
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
         titles="title" in bindings.fields("Session"),
