@@ -26,7 +26,7 @@ from muse_acp.sim.state.profile import load_profile
 
 from .harness import WAIT, Agent, RecordingClient, make_world, running_agent
 from .test_host_versions import FORMS, VERSIONS
-from .test_notices import NOTICES, _notices
+from .test_notices import NOTICES
 
 pytestmark = pytest.mark.anyio
 
@@ -107,7 +107,7 @@ async def test_the_prompt_outlasts_the_answer_while_background_checks_hold_the_t
     assert response.stop_reason == "end_turn"
     report = _first(agent, _chunk_with(CHECK_REPORT.split()[0]))  # streamed in pieces
     assert report < _first(agent, _answer), "what the checks add belongs to the prompt"
-    notices = _notices(agent, session)
+    notices = agent.raw_updates(session, "notice")
     if not _publishes(version, "turn/foregroundCompleted"):
         assert notices == []
         return
@@ -134,7 +134,7 @@ async def test_a_retry_is_a_notice_and_the_reviewer_shows_on_the_card(
         with anyio.fail_after(WAIT):
             response = await agent.prompt(session, "sim:retry\nsim:review ls -la")
     assert response.stop_reason == "end_turn"
-    [notice] = _notices(agent, session)
+    [notice] = agent.raw_updates(session, "notice")
     assert notice["severity"] == "warning"
     assert notice["title"] == "Retrying the model call (attempt 2 of 3)"
     assert RETRY_WORDS in notice["description"]
@@ -179,7 +179,7 @@ async def test_a_client_without_notices_reads_the_retry_in_the_chat(
     assert CHECK_REPORT in chat
     assert chat.count(RETRY_WORDS) == 1
     assert chat.index(RETRY_WORDS) < chat.index("after the retry")
-    assert _notices(agent, session) == []
+    assert agent.raw_updates(session, "notice") == []
 
 
 @pytest.mark.parametrize("version", VERSIONS)

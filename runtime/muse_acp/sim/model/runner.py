@@ -39,8 +39,8 @@ from muse_acp.sim.model.notices import (
 )
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
-from muse_acp.sim.model.subagents import run_subagent
 from muse_acp.sim.model.reviews import review_approval
+from muse_acp.sim.model.subagents import run_subagent
 from muse_acp.sim.model.tools import (
     SHELL_DISABLED,
     WRITE_DISABLED,
@@ -53,8 +53,8 @@ from muse_acp.sim.model.tools import (
     shell_args,
 )
 from muse_acp.sim.model.turn import Turn
-from muse_acp.sim.model.workflow_runs import start_children_workflow
 from muse_acp.sim.model.turn_waits import announce, simulated_failure
+from muse_acp.sim.model.workflow_runs import start_children_workflow
 from muse_acp.sim.model.workflows import after_turn, start_background, start_workflow
 from muse_acp.sim.options.faults import crash
 from muse_acp.sim.script.directives import (
