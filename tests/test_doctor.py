@@ -108,7 +108,7 @@ def test_muse_sim_is_ready_with_the_bundle_and_features_of_its_version(
     assert "verdict       ready" in out
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4"])
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13"])
 def test_muse_sim_not_signed_in_is_not_ready_and_says_how_to_sign_it_in(
     version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

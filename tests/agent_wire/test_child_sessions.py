@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 
 SUBAGENTS: Final[dict[str, Any]] = {"subagents": {}}
 """The client capabilities of a client that takes child sessions."""
-STOPPABLE: Final = ("1.3.0", "1.4.2", "1.4.4")
+STOPPABLE: Final = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 """Muse versions that stop one workflow child (``workflow/childControl``)."""
 PROMPT: Final = "sim:workflow-children Triage issues"
 

@@ -36,7 +36,7 @@ async def test_local_commands_never_start_a_turn(world: World) -> None:
     assert "My title" in replies
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4"])
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13"])
 async def test_status_tells_where_the_session_stands_without_a_turn(
     tmp_path: Path, version: str
 ) -> None:

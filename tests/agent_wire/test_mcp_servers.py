@@ -20,10 +20,18 @@ from .harness import WAIT, World, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 SECRET = "mcp-secret-7f3a91"
-HTTP_WORKS = {"1.1.1": True, "1.2.1": True, "1.3.0": False, "1.4.2": True, "1.4.4": True}
-"""Whether http servers reach each version: natively on 1.4.2, by overlay on 1.1.1 and 1.2.1."""
+HTTP_WORKS = {
+    "1.1.1": True,
+    "1.2.1": True,
+    "1.3.0": False,
+    "1.4.2": True,
+    "1.4.4": True,
+    "1.4.13": True,
+}
+"""Whether http servers reach each version: natively from 1.4.2, by overlay on 1.1.1 and
+1.2.1."""
 _SERVERS: TypeAdapter[list[Any]] = TypeAdapter(
     list[schema.HttpMcpServer | schema.SseMcpServer | schema.McpServerStdio]
 )
@@ -188,7 +196,7 @@ async def test_http_passes_through(tmp_path: Path, version: str) -> None:
     assert received["web"]["headers"] == {"Authorization": f"Bearer {SECRET}"}
     assert set(received) >= {"files", "web"}
     # 1.2.1 takes stdio natively but not http: the session's servers all go one way.
-    assert bool(_overlay_reads(world)) is (version not in ("1.4.2", "1.4.4"))
+    assert bool(_overlay_reads(world)) is (version not in ("1.4.2", "1.4.4", "1.4.13"))
     _assert_no_secret_left(world)
 
 

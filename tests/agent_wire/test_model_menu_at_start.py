@@ -20,7 +20,7 @@ from .harness import WAIT, Agent, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 ZED = schema.ClientCapabilities(
     fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
     terminal=True,

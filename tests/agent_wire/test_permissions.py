@@ -89,7 +89,7 @@ async def test_a_question_without_form_support_is_withdrawn_and_said_in_the_chat
     assert len(world.host_requests("userInput/cancel")) == 1
 
 
-@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4"])
+@pytest.mark.parametrize("version", ["1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13"])
 async def test_a_question_the_client_answers_with_an_error_is_withdrawn_naming_the_client(
     tmp_path: Path, version: str
 ) -> None:

@@ -19,7 +19,7 @@ from .harness import WAIT, Agent, World, failure_of, host_flags, make_world, run
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 SET_BACK = "muse-acp set Muse's approval policy back to 'promptUnmatched'"
 
 

@@ -14,7 +14,7 @@ from .harness import WAIT, Agent, World, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 GOAL_VERSIONS = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 OLD_VERSIONS = ("1.1.1", "1.2.1")
 

@@ -131,7 +131,9 @@ async def test_after_a_sigkill_mid_exec_run_the_next_start_stops_it_and_removes_
             os.killpg(run["pid"], signal.SIGKILL)  # never leave the run behind, pass or fail
 
 
-@pytest.mark.parametrize("version", ["0.2.1", "1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4"])
+@pytest.mark.parametrize(
+    "version", ["0.2.1", "1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13"]
+)
 async def test_what_an_ended_agent_left_is_swept_without_stalling_the_next_start(
     tmp_path: Path, version: str
 ) -> None:

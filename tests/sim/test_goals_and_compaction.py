@@ -14,7 +14,7 @@ from .harness import SimPeer, agent_texts, item_of, labels, sim_served
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 
 
 def command(session_id: str, **extra: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from .harness import sim_served
 
 pytestmark = pytest.mark.anyio
 
-VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4")
+VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 WORKING = {"transport": "stdio", "command": sys.executable, "env": {"TOKEN": "t"}}
 HTTP = {"transport": "streamableHttp", "url": "https://mcp.example/x", "mode": "required"}
 
