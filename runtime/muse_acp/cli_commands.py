@@ -81,6 +81,30 @@ BackendOption = Annotated[
         callback=_check_backend,
     ),
 ]
+
+
+def _check_trace(value: str | None) -> str | None:
+    from muse_acp.config import ConfigError, check_trace
+
+    if value is None:
+        return None
+    try:
+        return check_trace(value, "--trace")
+    except ConfigError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
+TraceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace",
+        metavar="MODE",
+        help="Write a trace of each connection to replay a bug: redacted (secrets hidden, text "
+        "as sizes and hashes), full (secrets hidden) or off (default: $MUSE_ACP_TRACE, else off).",
+        show_default=False,
+        callback=_check_trace,
+    ),
+]
 MuseOption = Annotated[
     str | None,
     typer.Option(
@@ -189,6 +213,7 @@ def serve(
     log_level: LogOption = None,
     data_dir: DataDirOption = None,
     backend: BackendOption = None,
+    trace: TraceOption = None,
 ) -> None:
     """Serve ACP on stdin/stdout (what editors and acpx launch)."""
     given = _common(ctx)
@@ -198,6 +223,7 @@ def serve(
             log_level=log_level or given.log_level,
             data_dir=data_dir or given.data_dir,
             backend=backend or given.backend,
+            trace=trace,
         )
     )
 

@@ -37,6 +37,7 @@ from muse_acp.host.binary import HostUnavailable, MuseBinary
 from muse_acp.host.client import HostEnded, MspHost, open_host
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.tasks import wait_first
+from muse_acp.traces import host_observer
 from muse_acp_wire._base import WireModel
 
 __all__ = [
@@ -192,6 +193,7 @@ class Hosting:
             # one within the startup budget when many sessions open together.
             with anyio.fail_after(startup):
                 await self._starts.acquire()
+            tracer = self.startup.tracer
             try:
                 host = await stack.enter_async_context(
                     open_host(
@@ -204,10 +206,13 @@ class Hosting:
                         requested=requested,
                         trust_newer=self.config.trust_newer_host,
                         launcher=self.startup.launcher,
+                        on_frame=host_observer(tracer, [binary.path, "serve", *flags], cwd),
                     )
                 )
             finally:
                 self._starts.release()
+            if tracer is not None:
+                tracer.features(host.features)
             yield host
 
 
