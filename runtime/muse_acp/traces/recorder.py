@@ -2,7 +2,8 @@
 
 Contract: ``acp`` and the observers ``host`` returns are ``rpc.FrameObserver``s: they only
 append the frame, its source and a monotonic time to a queue of at most ``max_queue`` entries
-(a frame arriving when it is full is counted as dropped, never waited for) and wake ``run``.
+(a frame arriving when it is full, or once the file is capped, is counted as dropped, never
+waited for) and wake ``run``.
 ``decision`` records a choice of muse-acp (the backend, what a host offers) the same way.
 ``run`` is the writer task: it takes the queue in batches and hands each to a worker thread
 (``sink``), so no file access happens on the event loop; when cancelled it writes what is left
@@ -99,7 +100,7 @@ class Tracer:
 
     def _put(self, source: str, direction: str, payload: bytes | JsonValue) -> None:
         queue = self._queue
-        if len(queue) >= self._max_queue:
+        if len(queue) >= self._max_queue or self.sink.capped:
             self._dropped += 1
             return
         queue.append((time.monotonic_ns(), source, direction, payload))

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from pydantic_core import from_json
+
 from muse_acp.config import TraceSetting
 from muse_acp.redact import REDACTED, SESSION_SECRETS, SecretRegistry, looks_like_credential, redact
 from muse_acp.rpc import JsonValue
@@ -41,11 +43,30 @@ _TEXT_MEMBERS: Final = frozenset(
 )  # fmt: skip
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.:/@+-]{1,64}")
 _SECRET_MIN: Final = 6
+_MAY_HOLD_CREDENTIALS: Final = re.compile(r"://|=|bearer", re.IGNORECASE)
+"""What ``muse_acp.redact``'s patterns (URL credentials, secret queries, bearer tokens) need."""
+_REMEMBERED: Final = 8192
+_REMEMBERED_LENGTH: Final = 128
 
 
 def is_placeholder(text: str) -> bool:
     """``text`` is a whole placeholder of redacted text."""
     return PLACEHOLDER.fullmatch(text) is not None
+
+
+def _secret_value(value: JsonValue) -> JsonValue:
+    """The value of a secret member as recorded."""
+    if isinstance(value, list):
+        # ACP's ``env`` and ``headers``: a list of {name, value}; the names are no secret.
+        return [
+            {k: (v if k == "name" else REDACTED) for k, v in item.items()}
+            if isinstance(item, dict)
+            else REDACTED
+            for item in value
+        ]
+    if isinstance(value, dict):
+        return {name: REDACTED for name in value}
+    return REDACTED if isinstance(value, str) else value
 
 
 def _placeholder(text: str) -> str:
@@ -71,6 +92,8 @@ class Redactor:
         self._home = home_path.rstrip("/") if len(home_path) > 1 else None
         self._secrets: list[str] = []
         self._empty = SecretRegistry()
+        self._secret_keys: dict[str, bool] = {}
+        self._known: dict[tuple[str, str], str] = {}
 
     def refresh(self) -> None:
         """Learn the secrets known now (the editor's MCP secrets arrive with its sessions)."""
@@ -80,46 +103,67 @@ class Redactor:
             if _SECRET_MEMBER.search(name) and len(value) >= _SECRET_MIN
         }
         values.update(v for v in self._registry.values() if len(v) >= _SECRET_MIN)
-        self._secrets = sorted(values, key=len, reverse=True)
+        secrets = sorted(values, key=len, reverse=True)
+        if secrets != self._secrets:
+            self._secrets = secrets
+            self._known.clear()
 
     def frame(self, raw: bytes) -> JsonValue:
         """The recorded form of one frame (see the module contract)."""
         try:
-            message = json.loads(raw)
-        except (ValueError, RecursionError):
+            message = from_json(raw)
+        except ValueError:
             return {"unreadable": len(raw)}
         return self.value(message, "")
 
     def value(self, value: JsonValue, member: str) -> JsonValue:
         """``value`` as recorded when it is the value of ``member`` (``""`` at the top)."""
-        if isinstance(value, str):
-            return self._string(value, member)
-        if isinstance(value, list):
-            return [self.value(item, member) for item in value]
-        if isinstance(value, dict):
-            return {key: self._member(key, item) for key, item in value.items()}
-        return value
+        kind = type(value)
+        if kind is str:
+            return self._string(value, member)  # type: ignore[arg-type]
+        if kind is list:
+            return [self.value(item, member) for item in value]  # type: ignore[union-attr]
+        if kind is not dict:
+            return value
+        out: dict[str, JsonValue] = {}
+        secret_keys = self._secret_keys
+        for key, item in value.items():  # type: ignore[union-attr]
+            secret = secret_keys.get(key)
+            if secret is None:
+                secret = secret_keys[key] = _SECRET_MEMBER.search(key) is not None
+            if secret:
+                out[key] = _secret_value(item)
+            elif type(item) is str:
+                out[key] = self._string(item, key)
+            elif type(item) is dict or type(item) is list:
+                out[key] = self.value(item, key)
+            else:
+                out[key] = item
+        return out
 
-    def _member(self, key: str, value: JsonValue) -> JsonValue:
-        if _SECRET_MEMBER.search(key) is None:
-            return self.value(value, key)
-        if isinstance(value, list):
-            # ACP's ``env`` and ``headers``: a list of {name, value}; the names are no secret.
-            return [
-                {k: (v if k == "name" else REDACTED) for k, v in item.items()}
-                if isinstance(item, dict)
-                else REDACTED
-                for item in value
-            ]
-        if isinstance(value, dict):
-            return {name: REDACTED for name in value}
-        return REDACTED if isinstance(value, str) else value
+    def _secret(self, key: str) -> bool:
+        known = self._secret_keys.get(key)
+        if known is None:
+            known = self._secret_keys[key] = _SECRET_MEMBER.search(key) is not None
+        return known
 
     def text(self, text: str, member: str) -> str:
         """``text`` as recorded when it is the value of ``member``."""
-        return REDACTED if _SECRET_MEMBER.search(member) else self._string(text, member)
+        return REDACTED if self._secret(member) else self._string(text, member)
 
     def _string(self, text: str, member: str) -> str:
+        # The same short values (ids, methods, kinds) come in nearly every frame: remembered.
+        if len(text) > _REMEMBERED_LENGTH:
+            return self._redacted(text, member)
+        key = (text, member)
+        known = self._known.get(key)
+        if known is None:
+            if len(self._known) >= _REMEMBERED:
+                self._known.clear()
+            known = self._known[key] = self._redacted(text, member)
+        return known
+
+    def _redacted(self, text: str, member: str) -> str:
         if not text or is_placeholder(text):
             return text  # an empty text says something a placeholder would not
         if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
@@ -135,7 +179,8 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        text = redact(text, environ={}, limit=len(text) + 64, registry=self._empty)
+        if _MAY_HOLD_CREDENTIALS.search(text):
+            text = redact(text, environ={}, limit=len(text) + 64, registry=self._empty)
         if self._home is not None and self._home in text:
             text = re.sub(re.escape(self._home) + r"(?=/|\b|$)", "~", text)
         return text

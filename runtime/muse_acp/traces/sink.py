@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TypeAlias
 
+from pydantic_core import to_json
+
 from muse_acp import __version__
 from muse_acp.rpc import JsonValue
 from muse_acp.traces.redaction import Redactor
@@ -65,6 +67,9 @@ class TraceSink:
             self._lost += dropped
             self._line({"t": self._ms(entries[0][0]) if entries else None, "dropped": dropped})
         for ns, source, direction, payload in entries:
+            if self._capped:
+                self._capped += 1  # counted, not redacted: it will not be written
+                continue
             if source == "decision":
                 line: dict[str, JsonValue] = {"t": self._ms(ns), "decision": direction}
                 line["value"] = self.redactor.value(payload, direction)  # type: ignore[arg-type]
@@ -73,6 +78,11 @@ class TraceSink:
                 frame = self.redactor.frame(payload)
                 line = {"t": self._ms(ns), "on": source, "dir": direction, "frame": frame}
             self._line(line)
+
+    @property
+    def capped(self) -> bool:
+        """The file reached its size limit: later entries are only counted."""
+        return self._capped > 0
 
     def close(self) -> None:
         """Write the ``end`` line and close the file (nothing when it was never opened)."""
@@ -90,7 +100,7 @@ class TraceSink:
         if self._capped:
             self._capped += 1
             return
-        data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = to_json(line) + b"\n"
         if self._written + len(data) > self.max_bytes:
             self._capped = 1
             note = {"capped": self.max_bytes, "note": "the trace reached its size limit"}
