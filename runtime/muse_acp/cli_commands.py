@@ -1,5 +1,6 @@
-"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``login``,
-``install`` / ``uninstall`` (``editors``) and ``--version``, with the options ``cli`` documents.
+"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``support``
+(``cli_traces``), ``login``, ``install`` / ``uninstall`` (``editors``) and ``--version``, with the
+options ``cli`` documents.
 Loaded by ``cli.main`` only when the command line needs parsing.
 """
 
@@ -15,6 +16,7 @@ from typing import Annotated, Final
 import typer
 
 from muse_acp import __version__
+from muse_acp.cli_traces import TraceOption, support
 from muse_acp.editors.targets import DEFAULT_NAME
 from muse_acp.serving import CommonOptions, serve_with
 
@@ -83,28 +85,6 @@ BackendOption = Annotated[
 ]
 
 
-def _check_trace(value: str | None) -> str | None:
-    from muse_acp.config import ConfigError, check_trace
-
-    if value is None:
-        return None
-    try:
-        return check_trace(value, "--trace")
-    except ConfigError as error:
-        raise typer.BadParameter(str(error)) from None
-
-
-TraceOption = Annotated[
-    str | None,
-    typer.Option(
-        "--trace",
-        metavar="MODE",
-        help="Write a trace of each connection to replay a bug: redacted (secrets hidden, text "
-        "as sizes and hashes), full (secrets hidden) or off (default: $MUSE_ACP_TRACE, else off).",
-        show_default=False,
-        callback=_check_trace,
-    ),
-]
 MuseOption = Annotated[
     str | None,
     typer.Option(
@@ -269,6 +249,9 @@ def doctor(
             backend=backend or given.backend,
         )
     )
+
+
+app.command()(support)
 
 
 @app.command()

@@ -108,3 +108,17 @@ async def replay(recording: Recording, launcher: SimLauncher | None = None) -> O
     return await check_trace(
         trace, load_config(env), env, launcher or SimLauncher(), cwd=str(world.workspace)
     )
+
+
+async def _record_fixtures(folder: Path, versions: list[str]) -> None:
+    """Record the session on each of ``versions`` into ``folder`` (as ``<version>.jsonl``)."""
+    for version in versions:
+        with tempfile.TemporaryDirectory() as scratch:
+            recording = await record(Path(scratch), version, http=False)
+            (folder / f"{version}.jsonl").write_bytes(recording.trace.read_bytes())
+
+
+if __name__ == "__main__":
+    # Re-record the traces the suite replays: python -m tests.agent_wire.scenario_traced
+    # tests/fixtures/traces 1.1.1 1.4.4 (after a deliberate change of muse-acp's output).
+    anyio.run(_record_fixtures, Path(sys.argv[1]), sys.argv[2:])

@@ -4,7 +4,8 @@ Contract: ``acp`` and the observers ``host`` returns are ``rpc.FrameObserver``s:
 append the frame, its source and a monotonic time to a queue of at most ``max_queue`` entries
 (a frame arriving when it is full, or once the file is capped, is counted as dropped, never
 waited for) and wake ``run``.
-``decision`` records a choice of muse-acp (the backend, what a host offers) the same way.
+``decision`` records a choice of muse-acp (the backend, what a host offers) the same way, as
+are muse-acp's log records (``log``) while ``run`` runs.
 ``run`` is the writer task: it takes the queue in batches and hands each to a worker thread
 (``sink``), so no file access happens on the event loop; when cancelled it writes what is left
 and closes the file, within ``CLOSE_TIMEOUT`` seconds. A trace that cannot be written is
@@ -14,6 +15,7 @@ logged once and the session goes on untraced.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -25,6 +27,7 @@ import anyio
 
 from muse_acp.config import AdapterConfig, TraceSetting
 from muse_acp.host.features import HostFeatures
+from muse_acp.redact import RedactingFilter
 from muse_acp.rpc import FrameObserver, JsonValue
 from muse_acp.traces.redaction import Redactor
 from muse_acp.traces.sink import Entry, TraceSink
@@ -82,6 +85,13 @@ class Tracer:
         self.decision("host", {"on": source, "argv": list(argv), "cwd": cwd})
         return partial(self._put, source)
 
+    def log_handler(self) -> logging.Handler:
+        """A handler putting muse-acp's log records in the trace (``log`` lines), redacted as
+        its logs are; for the event loop's thread only (it wakes the writer)."""
+        handler = _TraceLog(self)
+        handler.addFilter(RedactingFilter())
+        return handler
+
     def features(self, features: HostFeatures) -> None:
         """Record what a host just started offers, and the bundle it is read with."""
         self.decision(
@@ -109,7 +119,11 @@ class Tracer:
             self._wake.set()
 
     async def run(self) -> None:
-        """Write queued entries until cancelled, then what is left (see the module contract)."""
+        """Write queued entries until cancelled, then what is left (see the module contract);
+        muse-acp's log records go in the trace meanwhile."""
+        handler = self.log_handler()
+        muse_logger = logging.getLogger("muse_acp")
+        muse_logger.addHandler(handler)
         try:
             while True:
                 if not self._queue and not self._dropped:
@@ -118,6 +132,7 @@ class Tracer:
                     await self._wake.wait()
                 await self._write()
         finally:
+            muse_logger.removeHandler(handler)
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
                 await self._write()
                 await anyio.to_thread.run_sync(self._close)
@@ -145,6 +160,18 @@ class Tracer:
         if not self.sink.failed:
             logger.warning("the trace stops: %s cannot be written (%s)", self.sink.folder, error)
         self.sink.failed = True
+
+
+class _TraceLog(logging.Handler):
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self._tracer = tracer
+        self._thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if threading.get_ident() == self._thread:  # the writer's wake-up is the loop's alone
+            line = f"{record.levelname} {record.name}: {record.getMessage()}"
+            self._tracer.decision("log", line)
 
 
 def host_observer(tracer: Tracer | None, argv: list[str], cwd: str) -> FrameObserver | None:

@@ -141,7 +141,8 @@ class Redactor:
                 out[key] = item
         return out
 
-    def _secret(self, key: str) -> bool:
+    def secret_member(self, key: str) -> bool:
+        """A member or variable of that name holds a secret."""
         known = self._secret_keys.get(key)
         if known is None:
             known = self._secret_keys[key] = _SECRET_MEMBER.search(key) is not None
@@ -149,7 +150,7 @@ class Redactor:
 
     def text(self, text: str, member: str) -> str:
         """``text`` as recorded when it is the value of ``member``."""
-        return REDACTED if self._secret(member) else self._string(text, member)
+        return REDACTED if self.secret_member(member) else self._string(text, member)
 
     def _string(self, text: str, member: str) -> str:
         # The same short values (ids, methods, kinds) come in nearly every frame: remembered.
@@ -176,6 +177,11 @@ class Redactor:
                 return json.dumps(self.value(inner, member), ensure_ascii=False)
         if self.mode == "redacted" and not self._keeps(text, member):
             return _placeholder(text)
+        return self.plain(text)
+
+    def plain(self, text: str) -> str:
+        """``text`` without secrets and with ``~`` for the home folder, its words otherwise
+        kept (a log line, already redacted as logs are)."""
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)

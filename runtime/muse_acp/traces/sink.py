@@ -3,9 +3,10 @@
 Contract: a ``TraceSink`` is used from one worker thread at a time. Its file is created on the
 first ``write`` (the folder ``0700``, the file ``0600``, a new name ``trace-<UTC time>-<pid>
 .jsonl``; only the newest ``KEEP`` traces of the folder are kept) and starts with a ``header``
-line. Each entry is redacted (``redaction``) and written as one JSON line. Once the file would
-exceed ``max_bytes`` a ``capped`` line says so and later entries are only counted; ``close``
-writes an ``end`` line with what was written and lost (it may pass the cap by that line).
+line. Each entry is redacted (``redaction``; a log line keeps its words) and written as one
+JSON line. Once the file would exceed ``max_bytes`` a ``capped`` line says so and later entries
+are only counted; ``close`` writes an ``end`` line with what was written and lost (it may pass
+the cap by that line).
 """
 
 from __future__ import annotations
@@ -70,8 +71,11 @@ class TraceSink:
             if self._capped:
                 self._capped += 1  # counted, not redacted: it will not be written
                 continue
-            if source == "decision":
-                line: dict[str, JsonValue] = {"t": self._ms(ns), "decision": direction}
+            if source == "decision" and direction == "log":
+                line: dict[str, JsonValue] = {"t": self._ms(ns)}
+                line["log"] = self.redactor.plain(str(payload))
+            elif source == "decision":
+                line = {"t": self._ms(ns), "decision": direction}
                 line["value"] = self.redactor.value(payload, direction)  # type: ignore[arg-type]
             else:
                 assert isinstance(payload, bytes)

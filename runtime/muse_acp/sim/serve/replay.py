@@ -41,6 +41,8 @@ __all__ = ["Player", "Recorded", "Transcript", "load_transcript", "run_replay", 
 
 RESPONSE: Final = "(response)"
 UNREADABLE: Final = "(unreadable)"
+_TRACE_LINES: Final = frozenset({"on", "trace", "decision", "log", "end", "capped", "dropped"})
+"""Members that make a line one of a muse-acp trace."""
 
 
 def _classify(raw: bytes) -> tuple[str, RequestId | None]:
@@ -96,9 +98,9 @@ def transcript_of(entries: Iterable[tuple[str, bytes]]) -> Transcript:
 
 
 def _entry(path: Path, number: int, entry: Any, host: str) -> tuple[str, bytes] | None:
-    if isinstance(entry, dict) and "on" in entry:  # a line of a muse-acp trace
-        if entry["on"] != host or "frame" not in entry:
-            return None
+    if isinstance(entry, dict) and "raw" not in entry and entry.keys() & _TRACE_LINES:
+        if entry.get("on") != host or "frame" not in entry:
+            return None  # a line of a muse-acp trace that is not one of this host's frames
         return ("client" if entry.get("dir") == "out" else "server"), encode_message(entry["frame"])
     if not isinstance(entry, dict) or not isinstance(entry.get("raw"), str):
         raise ValueError(f"{path}:{number}: not a transcript entry")
