@@ -1,7 +1,7 @@
 """The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``support``
-(``cli_traces``), ``login``, ``install`` / ``uninstall`` (``editors``) and ``--version``, with the
-options ``cli`` documents.
-Loaded by ``cli.main`` only when the command line needs parsing.
+and ``check-trace`` (``cli_traces``), ``login``, ``install`` / ``uninstall`` (``editors``) and
+``--version``, with the options ``cli`` documents. Loaded by ``cli.main`` only when the command
+line needs parsing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Annotated, Final
 import typer
 
 from muse_acp import __version__
-from muse_acp.cli_traces import TraceOption, support
+from muse_acp.cli_traces import TraceOption, check_trace_command, support
 from muse_acp.editors.targets import DEFAULT_NAME
 from muse_acp.serving import CommonOptions, serve_with
 
@@ -252,6 +252,7 @@ def doctor(
 
 
 app.command()(support)
+app.command("check-trace")(check_trace_command)
 
 
 @app.command()

@@ -52,8 +52,9 @@ async def _trace(folder: Path, mode: str, environ: dict[str, str]) -> None:
 
 
 def test_a_support_bundle_says_what_it_holds_and_holds_no_secret(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="muse_acp")  # whatever an earlier test configured
     traces = tmp_path / "traces"
     environ = {"DEPLOY_TOKEN": CANARIES["environment"], "META_API_KEY": CANARIES["meta"]}
     for name, value in {
