@@ -3,18 +3,19 @@
 Contract: ``acp`` and the observers ``host`` returns are ``rpc.FrameObserver``s: they only
 append the frame, its source and a monotonic time to a queue of at most ``max_queue`` entries
 (a frame arriving when it is full, or once the file is capped, is counted as dropped, never
-waited for) and wake ``run``.
-``decision`` records a choice of muse-acp (the backend, what a host offers) the same way, as
-are muse-acp's log records (``log``) while ``run`` runs.
-``run`` is the writer task: it takes the queue in batches and hands each to a worker thread
-(``sink``), so no file access happens on the event loop; when cancelled it writes what is left
-and closes the file, within ``CLOSE_TIMEOUT`` seconds. A trace that cannot be written is
-logged once and the session goes on untraced.
+waited for) and wake ``run``. ``decision`` records a choice of muse-acp (the backend, what a
+host offers) the same way, as are muse-acp's log records (``log``) while ``run`` runs. ``run``
+is the writer task: it takes the queue in batches and hands each to a worker thread (``sink``),
+so no file access happens on the event loop, with the GIL handed over more often meanwhile
+(``SWITCH_INTERVAL``); when cancelled it writes what is left and closes the file, within
+``CLOSE_TIMEOUT`` seconds. A trace that cannot be written is logged once and the session goes
+on untraced.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -40,6 +41,8 @@ MAX_BYTES: Final = 64 * 1024 * 1024
 """Size limit of one trace file."""
 MAX_QUEUE: Final = 20_000
 """Entries waiting for the writer; beyond, frames are dropped and the trace says how many."""
+SWITCH_INTERVAL: Final = 0.0005
+"""Seconds between GIL hand-overs while a trace is written (``_SwitchInterval``)."""
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds the writer may spend writing what is left when the connection ends."""
 
@@ -124,6 +127,7 @@ class Tracer:
         handler = self.log_handler()
         muse_logger = logging.getLogger("muse_acp")
         muse_logger.addHandler(handler)
+        switch = _prompt_switches()
         try:
             while True:
                 if not self._queue and not self._dropped:
@@ -132,6 +136,7 @@ class Tracer:
                     await self._wake.wait()
                 await self._write()
         finally:
+            switch.close()
             muse_logger.removeHandler(handler)
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
                 await self._write()
@@ -160,6 +165,29 @@ class Tracer:
         if not self.sink.failed:
             logger.warning("the trace stops: %s cannot be written (%s)", self.sink.folder, error)
         self.sink.failed = True
+
+
+class _SwitchInterval:
+    """While a writer runs, the interpreter hands the GIL over every ``SWITCH_INTERVAL``
+    seconds, not every 5 ms: the writer's thread would otherwise keep the event loop (the
+    relay) waiting up to that long each time it takes the GIL. The interval in force before
+    the first writer comes back after the last one."""
+
+    running = 0
+    before = 0.0
+
+    def close(self) -> None:
+        _SwitchInterval.running -= 1
+        if _SwitchInterval.running == 0:
+            sys.setswitchinterval(_SwitchInterval.before)
+
+
+def _prompt_switches() -> _SwitchInterval:
+    if _SwitchInterval.running == 0:
+        _SwitchInterval.before = sys.getswitchinterval()
+        sys.setswitchinterval(min(SWITCH_INTERVAL, _SwitchInterval.before))
+    _SwitchInterval.running += 1
+    return _SwitchInterval()
 
 
 class _TraceLog(logging.Handler):

@@ -39,9 +39,10 @@ _SECRET_MEMBER: Final = re.compile(
 )
 _TEXT_MEMBERS: Final = frozenset(
     {"text", "content", "data", "delta", "newText", "oldText", "output", "title", "message",
-     "description", "prompt", "command", "arguments", "args", "rawInput", "rawOutput", "diff"}
+     "description", "prompt", "command", "arguments", "args", "rawInput", "rawOutput", "diff",
+     "email", "user", "account"}
 )  # fmt: skip
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.:/@+-]{1,64}")
+_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.:/+-]{1,64}")
 _SECRET_MIN: Final = 6
 _MAY_HOLD_CREDENTIALS: Final = re.compile(r"://|=|bearer", re.IGNORECASE)
 """What ``muse_acp.redact``'s patterns (URL credentials, secret queries, bearer tokens) need."""
@@ -94,6 +95,7 @@ class Redactor:
         self._empty = SecretRegistry()
         self._secret_keys: dict[str, bool] = {}
         self._known: dict[tuple[str, str], str] = {}
+        self._hashed = _TEXT_MEMBERS if mode == "redacted" else frozenset()
 
     def refresh(self) -> None:
         """Learn the secrets known now (the editor's MCP secrets arrive with its sessions)."""
@@ -127,6 +129,7 @@ class Redactor:
             return value
         out: dict[str, JsonValue] = {}
         secret_keys = self._secret_keys
+        known = self._known
         for key, item in value.items():  # type: ignore[union-attr]
             secret = secret_keys.get(key)
             if secret is None:
@@ -134,7 +137,8 @@ class Redactor:
             if secret:
                 out[key] = _secret_value(item)
             elif type(item) is str:
-                out[key] = self._string(item, key)
+                got = known.get((item, key))
+                out[key] = got if got is not None else self._string(item, key)
             elif type(item) is dict or type(item) is list:
                 out[key] = self.value(item, key)
             else:
@@ -153,7 +157,10 @@ class Redactor:
         return REDACTED if self.secret_member(member) else self._string(text, member)
 
     def _string(self, text: str, member: str) -> str:
-        # The same short values (ids, methods, kinds) come in nearly every frame: remembered.
+        # The same short values (ids, methods, kinds) come in nearly every frame: remembered;
+        # text (each delta its own) is not, so it does not push them out.
+        if member in self._hashed and text and text[0] not in "{[" and not is_placeholder(text):
+            return _placeholder(text)
         if len(text) > _REMEMBERED_LENGTH:
             return self._redacted(text, member)
         key = (text, member)

@@ -50,6 +50,7 @@ class TraceSink:
         self._entries = 0
         self._capped = 0
         self._lost = 0
+        self._pending: list[bytes] = []
         self.failed = False
         """Set once writing failed: later entries are ignored."""
 
@@ -64,6 +65,13 @@ class TraceSink:
         if self._fd < 0:
             self._open()
         self.redactor.refresh()
+        self._pending = []
+        try:
+            self._write(entries, dropped)
+        finally:
+            self._flush()
+
+    def _write(self, entries: Sequence[Entry], dropped: int) -> None:
         if dropped:
             self._lost += dropped
             self._line({"t": self._ms(entries[0][0]) if entries else None, "dropped": dropped})
@@ -108,17 +116,26 @@ class TraceSink:
         if self._written + len(data) > self.max_bytes:
             self._capped = 1
             note = {"capped": self.max_bytes, "note": "the trace reached its size limit"}
+            self._flush()
             self._raw(json.dumps(note).encode() + b"\n")
             return
         self._entries += 1
-        self._raw(data)
+        self._written += len(data)
+        self._pending.append(data)
 
-    def _raw(self, data: bytes) -> None:
+    def _flush(self) -> None:
+        """Write the lines of the batch at once (one system call, not one a frame)."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self._raw(b"".join(pending), counted=True)
+
+    def _raw(self, data: bytes, *, counted: bool = False) -> None:
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        self._written += len(data)
+        if not counted:
+            self._written += len(data)
 
     def _open(self) -> None:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
