@@ -6,10 +6,11 @@ hashed), and plays a turn of ``deltas`` agent-message deltas (``sim:stream N``) 
 ``rounds`` rounds taken in turn (one turn each, back to back, so a change in the machine's load
 between rounds does not tip the ratio). Each gets a warm-up turn first. The figure is the median
 seconds per turn of each, the median over rounds of traced / untraced, the adapter's CPU time
-per relayed delta of each, and the size of the trace written, which must hold every frame
+per relayed delta of each (the traced one's with its trace writer process, up to each turn's
+answer), and the size of the trace written, which must hold every frame
 (``deltas`` is kept small enough that the turns stay under the trace's size cap). The trace is
-written by a worker thread of the traced adapter, so its cost shows in the CPU figure more than
-in the time.
+redacted and written by a process of its own, so its cost shows in the CPU figure more than in
+the time.
 """
 
 from __future__ import annotations
@@ -56,16 +57,35 @@ async def _client(world: World, traces: Path | None) -> AsyncIterator[tuple[Peer
         yield peer, session_id
 
 
+def _cpu(pid: int) -> float:
+    """CPU seconds of the adapter and of its children that are not Muse hosts (the trace's
+    writer process), so the trace's whole cost is counted."""
+    total = cpu_seconds(pid)
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return total
+    for child in children:
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"muse_acp.traces.writer" in command:
+                total += cpu_seconds(int(child))
+        except OSError:
+            continue
+    return total
+
+
 async def _turn(peer: Peer, session_id: str, text: str) -> tuple[float, float]:
-    """Seconds the turn took, and CPU seconds the adapter spent on it."""
+    """Seconds the turn took, and CPU seconds the adapter (with its trace writer) spent on it
+    up to the answer (the writer may finish the turn's frames after it)."""
     params: JsonObject = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-    cpu = cpu_seconds(peer.pid)
+    cpu = _cpu(peer.pid)
     started = time.perf_counter()
     answer = await peer.request("session/prompt", params, wait=TURN_TIMEOUT)
     elapsed = time.perf_counter() - started
     if not isinstance(answer, dict) or answer.get("stopReason") != "end_turn":
         raise RuntimeError(f"the relayed turn ended with {answer!r}")
-    return elapsed, cpu_seconds(peer.pid) - cpu
+    return elapsed, _cpu(peer.pid) - cpu
 
 
 async def measure(world: World, *, deltas: int = 10_000, rounds: int = 7) -> Figure:

@@ -6,8 +6,8 @@ ACP connection of ``muse-acp serve`` writes one trace file under ``AdapterConfig
 or from each host the connection started (``"on": "msp1"``...; ``"dir"`` is ``out`` towards the
 peer, ``in`` from it), and per decision of muse-acp (``"decision"``), each with ``t``, the
 milliseconds since the trace began (monotonic). ``recorder`` takes frames on the hot path and
-writes them from a worker thread; ``sink`` owns the file (owner-only, capped, oldest traces
-pruned); ``redaction`` decides what of a frame is kept.
+hands them to a writer process (``writer``); ``sink`` owns the file (owner-only, capped, oldest
+traces pruned); ``redaction`` decides what of a frame is kept.
 """
 
 from muse_acp.traces.recorder import Tracer, host_observer, tracer_for

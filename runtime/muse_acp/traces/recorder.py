@@ -1,20 +1,23 @@
-"""The tracer of one ACP connection: frames taken on the hot path, written by a task of its own.
+"""The tracer of one ACP connection: frames taken on the hot path, written by a process of its own.
 
 Contract: ``acp`` and the observers ``host`` returns are ``rpc.FrameObserver``s: they only
 append the frame, its source and a monotonic time to a queue of at most ``max_queue`` entries
-(a frame arriving when it is full, or once the file is capped, is counted as dropped, never
-waited for) and wake ``run``. ``decision`` records a choice of muse-acp (the backend, what a
-host offers) the same way, as are muse-acp's log records (``log``) while ``run`` runs. ``run``
-is the writer task: it takes the queue in batches and hands each to a worker thread (``sink``),
-so no file access happens on the event loop, with the GIL handed over more often meanwhile
-(``SWITCH_INTERVAL``); when cancelled it writes what is left and closes the file, within
-``CLOSE_TIMEOUT`` seconds. A trace that cannot be written is logged once and the session goes
-on untraced.
+(a frame arriving when it is full is counted as dropped, never waited for) and wake ``run``.
+``decision`` records a choice of muse-acp (the backend, what a host offers) the same way, as
+are muse-acp's log records (``log``) while ``run`` runs. ``run`` is the writer task: it starts
+the writer process (``writer``: redaction and file access happen there, never in the relay's
+interpreter) and hands it the queue in batches through its stdin, with the editor's MCP
+secrets as they become known; when cancelled it hands over what is left, ends the process's
+input and waits for it to finish the file, within ``CLOSE_TIMEOUT`` seconds, killing it
+after. A trace that cannot be written is logged once and the session goes on untraced.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -25,13 +28,14 @@ from pathlib import Path
 from typing import Final, Literal
 
 import anyio
+from anyio.abc import Process
 
 from muse_acp.config import AdapterConfig, TraceSetting
 from muse_acp.host.features import HostFeatures
-from muse_acp.redact import RedactingFilter
+from muse_acp.redact import SESSION_SECRETS, RedactingFilter
 from muse_acp.rpc import FrameObserver, JsonValue
-from muse_acp.traces.redaction import Redactor
-from muse_acp.traces.sink import Entry, TraceSink
+from muse_acp.traces.sink import Entry
+from muse_acp.traces.writer import encode
 
 __all__ = ["CLOSE_TIMEOUT", "MAX_BYTES", "MAX_QUEUE", "Tracer", "host_observer", "tracer_for"]
 
@@ -41,8 +45,6 @@ MAX_BYTES: Final = 64 * 1024 * 1024
 """Size limit of one trace file."""
 MAX_QUEUE: Final = 20_000
 """Entries waiting for the writer; beyond, frames are dropped and the trace says how many."""
-SWITCH_INTERVAL: Final = 0.0005
-"""Seconds between GIL hand-overs while a trace is written (``_SwitchInterval``)."""
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds the writer may spend writing what is left when the connection ends."""
 
@@ -60,21 +62,26 @@ class Tracer:
         max_queue: int = MAX_QUEUE,
         home: str | None = None,
     ) -> None:
-        start = time.monotonic_ns()
-        self.sink = TraceSink(
-            folder, Redactor(mode, environ, home=home), max_bytes=max_bytes, start_ns=start
-        )
+        self.folder = folder
+        self._argv = [
+            sys.executable,
+            "-m",
+            "muse_acp.traces.writer",
+            str(folder),
+            mode,
+            str(max_bytes),
+            str(time.monotonic_ns()),
+            home if home is not None else str(Path.home()),
+        ]
+        self._environ = {**os.environ, **environ}
+        self._secrets = 0
+        self._failed = False
         self._queue: deque[Entry] = deque()
         self._max_queue = max_queue
         self._dropped = 0
         self._hosts = 0
         self._waiting = False
         self._wake = anyio.Event()
-
-    @property
-    def path(self) -> Path | None:
-        """The trace file, once its first entry was written."""
-        return self.sink.path
 
     def acp(self, direction: Literal["in", "out"], frame: bytes) -> None:
         """The ACP connection's frame observer."""
@@ -113,7 +120,7 @@ class Tracer:
 
     def _put(self, source: str, direction: str, payload: bytes | JsonValue) -> None:
         queue = self._queue
-        if len(queue) >= self._max_queue or self.sink.capped:
+        if len(queue) >= self._max_queue:
             self._dropped += 1
             return
         queue.append((time.monotonic_ns(), source, direction, payload))
@@ -122,72 +129,69 @@ class Tracer:
             self._wake.set()
 
     async def run(self) -> None:
-        """Write queued entries until cancelled, then what is left (see the module contract);
-        muse-acp's log records go in the trace meanwhile."""
+        """Hand queued entries to the writer process until cancelled, then what is left (see
+        the module contract); muse-acp's log records go in the trace meanwhile."""
         handler = self.log_handler()
         muse_logger = logging.getLogger("muse_acp")
         muse_logger.addHandler(handler)
-        switch = _prompt_switches()
+        process: Process | None = None
         try:
+            process = await anyio.open_process(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=self._environ,
+            )
             while True:
                 if not self._queue and not self._dropped:
                     self._wake = anyio.Event()
                     self._waiting = True
                     await self._wake.wait()
-                await self._write()
+                await self._hand(process)
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+            self._fail(error)
         finally:
-            switch.close()
             muse_logger.removeHandler(handler)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-                await self._write()
-                await anyio.to_thread.run_sync(self._close)
+            if process is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._finish(process)
 
-    async def _write(self) -> None:
+    async def _hand(self, process: Process) -> None:
+        assert process.stdin is not None
         batch = list(self._queue)
         self._queue.clear()
-        dropped, self._dropped = self._dropped, 0
-        if batch or dropped:
-            await anyio.to_thread.run_sync(self._write_batch, batch, dropped)
+        parts = [encode(*entry) for entry in batch]
+        if self._dropped:
+            parts.insert(0, b"X %d - - -\n" % self._dropped)
+            self._dropped = 0
+        secrets = SESSION_SECRETS.values()
+        if len(secrets) != self._secrets:  # the editor's MCP secrets, as they become known
+            self._secrets = len(secrets)
+            parts.insert(0, b"S 0 - - " + json.dumps(list(secrets)).encode() + b"\n")
+        if parts and not self._failed:
+            await process.stdin.send(b"".join(parts))
 
-    def _write_batch(self, batch: list[Entry], dropped: int) -> None:
-        try:
-            self.sink.write(batch, dropped)
-        except OSError as error:
-            self._fail(error)
+    async def _finish(self, process: Process) -> None:
+        with anyio.move_on_after(CLOSE_TIMEOUT):
+            try:
+                await self._hand(process)
+                assert process.stdin is not None
+                await process.stdin.aclose()
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                self._fail(error)
+            if await process.wait() != 0:
+                self._fail(OSError(f"the writer exited with status {process.returncode}"))
+        if process.returncode is None:
+            process.kill()
+            with anyio.move_on_after(CLOSE_TIMEOUT):
+                await process.wait()
+        await process.aclose()
 
-    def _close(self) -> None:
-        try:
-            self.sink.close()
-        except OSError as error:
-            self._fail(error)
-
-    def _fail(self, error: OSError) -> None:
-        if not self.sink.failed:
-            logger.warning("the trace stops: %s cannot be written (%s)", self.sink.folder, error)
-        self.sink.failed = True
-
-
-class _SwitchInterval:
-    """While a writer runs, the interpreter hands the GIL over every ``SWITCH_INTERVAL``
-    seconds, not every 5 ms: the writer's thread would otherwise keep the event loop (the
-    relay) waiting up to that long each time it takes the GIL. The interval in force before
-    the first writer comes back after the last one."""
-
-    running = 0
-    before = 0.0
-
-    def close(self) -> None:
-        _SwitchInterval.running -= 1
-        if _SwitchInterval.running == 0:
-            sys.setswitchinterval(_SwitchInterval.before)
-
-
-def _prompt_switches() -> _SwitchInterval:
-    if _SwitchInterval.running == 0:
-        _SwitchInterval.before = sys.getswitchinterval()
-        sys.setswitchinterval(min(SWITCH_INTERVAL, _SwitchInterval.before))
-    _SwitchInterval.running += 1
-    return _SwitchInterval()
+    def _fail(self, error: BaseException) -> None:
+        if not self._failed:
+            logger.warning("the trace stops: %s cannot be written (%s)", self.folder, error)
+        self._failed = True
 
 
 class _TraceLog(logging.Handler):

@@ -9,7 +9,7 @@ URL credentials removed (``muse_acp.redact``), and the home folder is written ``
 method, a kind, an id; see ``_keeps``) becomes ``PLACEHOLDER``'s ``[text N bytes #hash]``: the same
 text gives the same placeholder, so the structure of a session survives, and a placeholder is
 kept as it is, so redacting twice equals redacting once. An unreadable frame is recorded as its
-size; JSON held in a string is redacted inside it. Pure: no I/O (the writer thread runs it).
+size; JSON held in a string is redacted inside it. Pure: no I/O (the writer process runs it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The trace file: created owner-only, written line by line, capped, the oldest traces pruned.
 
-Contract: a ``TraceSink`` is used from one worker thread at a time. Its file is created on the
+Contract: a ``TraceSink`` is used from one thread at a time. Its file is created on the
 first ``write`` (the folder ``0700``, the file ``0600``, a new name ``trace-<UTC time>-<pid>
 .jsonl``; only the newest ``KEEP`` traces of the folder are kept) and starts with a ``header``
 line. Each entry is redacted (``redaction``; a log line keeps its words) and written as one
