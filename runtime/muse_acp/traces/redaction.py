@@ -186,6 +186,16 @@ class Redactor:
             return _placeholder(text)
         return self.plain(text)
 
+    def plain_value(self, value: JsonValue) -> JsonValue:
+        """``value`` with ``plain`` applied to each of its strings (muse-acp's own words)."""
+        if isinstance(value, str):
+            return self.plain(value)
+        if isinstance(value, list):
+            return [self.plain_value(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.plain_value(item) for key, item in value.items()}
+        return value
+
     def plain(self, text: str) -> str:
         """``text`` without secrets and with ``~`` for the home folder, its words otherwise
         kept (a log line, already redacted as logs are)."""

@@ -3,10 +3,10 @@
 Contract: a ``TraceSink`` is used from one thread at a time. Its file is created on the
 first ``write`` (the folder ``0700``, the file ``0600``, a new name ``trace-<UTC time>-<pid>
 .jsonl``; only the newest ``KEEP`` traces of the folder are kept) and starts with a ``header``
-line. Each entry is redacted (``redaction``; a log line keeps its words) and written as one
-JSON line. Once the file would exceed ``max_bytes`` a ``capped`` line says so and later entries
-are only counted; ``close`` writes an ``end`` line with what was written and lost (it may pass
-the cap by that line).
+line. Each entry is redacted (``redaction``; a log line or a decision keeps its words, muse-acp's
+own, without secrets) and written as one JSON line. Once the file would exceed ``max_bytes`` a
+``capped`` line says so and later entries are only counted; ``close`` writes an ``end`` line
+with what was written and lost (it may pass the cap by that line).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class TraceSink:
                 line["log"] = self.redactor.plain(str(payload))
             elif source == "decision":
                 line = {"t": self._ms(ns), "decision": direction}
-                line["value"] = self.redactor.value(payload, direction)  # type: ignore[arg-type]
+                line["value"] = self.redactor.plain_value(payload)  # type: ignore[arg-type]
             else:
                 assert isinstance(payload, bytes)
                 frame = self.redactor.frame(payload)
