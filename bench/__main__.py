@@ -34,6 +34,7 @@ from bench import (
     session_list,
     session_load,
     stored_output,
+    traced_relay,
 )
 from bench.report import Figure, render_table, write_json
 from bench.world import World, make_world
@@ -56,6 +57,9 @@ FIGURES: Final[Mapping[str, Plan]] = MappingProxyType(
             partial(runtime_throughput.measure, updates=50, rounds=1),
         ),
         "relay": Plan(relay.measure, partial(relay.measure, deltas=50, rounds=1)),
+        "traced_relay": Plan(
+            traced_relay.measure, partial(traced_relay.measure, deltas=50, rounds=1)
+        ),
         "stored_output": Plan(
             stored_output.measure,
             partial(stored_output.measure, size_mib=0.25, page_mib=0.125, rounds=1),

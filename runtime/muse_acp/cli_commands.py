@@ -1,6 +1,7 @@
-"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``login``,
-``install`` / ``uninstall`` (``editors``) and ``--version``, with the options ``cli`` documents.
-Loaded by ``cli.main`` only when the command line needs parsing.
+"""The ``muse-acp`` command-line parser: ``serve`` (the default), ``demo``, ``doctor``, ``support``
+and ``check-trace`` (``cli_traces``), ``login``, ``install`` / ``uninstall`` (``editors``) and
+``--version``, with the options ``cli`` documents. Loaded by ``cli.main`` only when the command
+line needs parsing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Annotated, Final
 import typer
 
 from muse_acp import __version__
+from muse_acp.cli_traces import TraceOption, check_trace_command, support
 from muse_acp.editors.targets import DEFAULT_NAME
 from muse_acp.serving import CommonOptions, serve_with
 
@@ -81,6 +83,8 @@ BackendOption = Annotated[
         callback=_check_backend,
     ),
 ]
+
+
 MuseOption = Annotated[
     str | None,
     typer.Option(
@@ -189,6 +193,7 @@ def serve(
     log_level: LogOption = None,
     data_dir: DataDirOption = None,
     backend: BackendOption = None,
+    trace: TraceOption = None,
 ) -> None:
     """Serve ACP on stdin/stdout (what editors and acpx launch)."""
     given = _common(ctx)
@@ -198,6 +203,7 @@ def serve(
             log_level=log_level or given.log_level,
             data_dir=data_dir or given.data_dir,
             backend=backend or given.backend,
+            trace=trace,
         )
     )
 
@@ -243,6 +249,10 @@ def doctor(
             backend=backend or given.backend,
         )
     )
+
+
+app.command()(support)
+app.command("check-trace")(check_trace_command)
 
 
 @app.command()

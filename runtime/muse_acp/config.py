@@ -18,10 +18,17 @@ ENV_MUSE_BIN: Final = "MUSE_ACP_MUSE_BIN"
 ENV_DATA_DIR: Final = "MUSE_ACP_DATA_DIR"
 ENV_BACKEND: Final = "MUSE_ACP_BACKEND"
 ENV_TRUST_NEWER: Final = "MUSE_ACP_TRUST_NEWER_HOST"
+ENV_TRACE: Final = "MUSE_ACP_TRACE"
+ENV_TRACE_DIR: Final = "MUSE_ACP_TRACE_DIR"
 
 BackendSetting: TypeAlias = Literal["auto", "msp", "exec"]
 """How Muse is driven: ``auto`` chooses ``msp`` when the executable has ``serve``, else ``exec``."""
 BACKEND_SETTINGS: Final[tuple[BackendSetting, ...]] = get_args(BackendSetting)
+
+TraceSetting: TypeAlias = Literal["off", "redacted", "full"]
+"""Whether sessions are traced (``muse_acp.traces``): ``redacted`` hides secrets and replaces
+text by sizes and hashes, ``full`` hides secrets alone."""
+TRACE_SETTINGS: Final[tuple[TraceSetting, ...]] = get_args(TraceSetting)
 
 
 class ConfigError(ValueError):
@@ -63,6 +70,15 @@ class AdapterConfig:
     trust_newer_host: bool = False
     """Offer the features offered only on verified hosts to a host newer than every verified
     one (``MUSE_ACP_TRUST_NEWER_HOST=1``); see ``host.versions``."""
+    trace: TraceSetting = "off"
+    """Session traces (``--trace`` or ``MUSE_ACP_TRACE``); see ``muse_acp.traces``."""
+    trace_dir: Path | None = None
+    """Where traces go (``MUSE_ACP_TRACE_DIR``); None: ``traces`` under ``data_dir``."""
+
+    @property
+    def traces(self) -> Path:
+        """The folder traces are written to."""
+        return self.trace_dir or self.data_dir / "traces"
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -82,6 +98,22 @@ def check_backend(raw: str, source: str) -> BackendSetting:
         raise ConfigError(
             f"{source} must be {accepted} (msp: `muse serve`; exec: the legacy `muse exec "
             f"--json`; auto: msp when Muse has `serve`, else exec), got {raw!r}"
+        )
+    return value
+
+
+def _is_trace(value: str) -> TypeGuard[TraceSetting]:
+    return value in TRACE_SETTINGS
+
+
+def check_trace(raw: str, source: str) -> TraceSetting:
+    """``raw`` as a trace setting (``1`` meaning ``redacted``, ``0`` ``off``), or a
+    ConfigError saying which ``source`` held what."""
+    value = {"1": "redacted", "0": "off", "": "off"}.get(raw.strip().lower(), raw.strip().lower())
+    if not _is_trace(value):
+        raise ConfigError(
+            f"{source} must be off, redacted (secrets hidden, text replaced by sizes and hashes) "
+            f"or full (secrets hidden, text kept), got {raw!r}"
         )
     return value
 
@@ -111,6 +143,7 @@ def load_config(
     muse_bin: str | None = None,
     data_dir: Path | None = None,
     backend: str | None = None,
+    trace: str | None = None,
 ) -> AdapterConfig:
     """Build the configuration from explicit options and the environment.
 
@@ -130,10 +163,16 @@ def load_config(
     else:
         raw_backend = environ.get(ENV_BACKEND, "")
         chosen = check_backend(raw_backend, ENV_BACKEND) if raw_backend.strip() else "auto"
+    if trace:
+        traced = check_trace(trace, "--trace")
+    else:
+        traced = check_trace(environ.get(ENV_TRACE, ""), ENV_TRACE)
     return AdapterConfig(
         muse_bin=muse_bin or environ.get(ENV_MUSE_BIN) or None,
         data_dir=explicit_data or default_data_dir(environ),
         deadlines=deadlines,
         backend=chosen,
         trust_newer_host=_flag(ENV_TRUST_NEWER, environ.get(ENV_TRUST_NEWER, "")),
+        trace=traced,
+        trace_dir=Path(environ[ENV_TRACE_DIR]) if environ.get(ENV_TRACE_DIR) else None,
     )

@@ -34,6 +34,7 @@ class CommonOptions:
     log_level: str | None = None
     data_dir: Path | None = None
     backend: str | None = None
+    trace: str | None = None
 
 
 def serve_with(options: CommonOptions) -> int:
@@ -58,7 +59,11 @@ def serve_with(options: CommonOptions) -> int:
     try:
         configure_logging(options.log_level)
         config = load_config(
-            os.environ, muse_bin=options.muse, data_dir=options.data_dir, backend=options.backend
+            os.environ,
+            muse_bin=options.muse,
+            data_dir=options.data_dir,
+            backend=options.backend,
+            trace=options.trace,
         )
     except ConfigError as error:
         print(f"muse-acp: {error}", file=sys.stderr)

@@ -89,3 +89,27 @@ async def test_a_recorded_transcript_replays_byte_for_byte(tmp_path: Path, scena
                 continue
             line = await sim.line()
             assert line == entry["raw"].encode(), f"frame {index} differs"
+
+
+def test_a_muse_acp_trace_is_replayed_as_its_hosts_frames(tmp_path: Path) -> None:
+    from muse_acp.sim.serve.replay import load_transcript
+
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {"version": "1.4.4"}}}
+    lines = [
+        {"trace": 1, "mode": "redacted"},
+        {"t": 0.1, "on": "acp", "dir": "in", "frame": {"jsonrpc": "2.0", "method": "x"}},
+        {"t": 0.2, "decision": "host", "value": {"on": "msp1"}},
+        {"t": 0.3, "on": "msp1", "dir": "out", "frame": initialize},
+        {"t": 0.4, "on": "msp2", "dir": "out", "frame": {**initialize, "id": 9}},
+        {"t": 0.5, "log": "WARNING muse_acp.agent: something"},
+        {"t": 0.6, "on": "msp1", "dir": "in", "frame": answer},
+        {"end": True, "entries": 5, "capped": 0, "lost": 0},
+    ]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    [first] = load_transcript(trace).turns
+    assert (first.kind, first.request_id) == ("initialize", 1)
+    assert [json.loads(a) for a in first.answers] == [answer]
+    [second] = load_transcript(trace, host="msp2").turns
+    assert (second.kind, second.request_id, second.answers) == ("initialize", 9, ())

@@ -155,8 +155,17 @@ async def serve_streams(
     the tests' in-process tier is this over pipes of one process."""
     async with coalescing(send) as output, anyio.create_task_group() as tasks:
         handler = AgentHandler(startup, output, tasks)
-        connection = Connection(FrameReader(receive), FrameWriter(output), handler, name="acp")
+        tracer = startup.tracer
+        connection = Connection(
+            FrameReader(receive),
+            FrameWriter(output),
+            handler,
+            name="acp",
+            on_frame=tracer.acp if tracer is not None else None,
+        )
         handler.attach(connection)
+        if tracer is not None:
+            tasks.start_soon(tracer.run)
         if signals is not None:
             tasks.start_soon(_stop_on_signal, connection, signals)
         tasks.start_soon(_probe_early, startup)

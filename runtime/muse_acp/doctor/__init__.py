@@ -111,8 +111,10 @@ def run_doctor(
     as_json: bool = False,
     data_dir: Path | None = None,
     backend: str | None = None,
+    out: TextIO | None = None,
 ) -> int:
-    """Run the checks (see the module contract); returns the exit status."""
+    """Run the checks (see the module contract); returns the exit status. The findings go to
+    ``out`` (default: stdout)."""
     doctor = Doctor(muse=muse, environ=os.environ, data_dir=data_dir, backend_setting=backend)
     sections: list[Section] = []
     problem: str | None = None
@@ -124,5 +126,5 @@ def run_doctor(
             break
     ready = problem is None
     verdict = _ready_text(doctor, sections) if problem is None else problem
-    (_write_json if as_json else _write_text)(sys.stdout, sections, ready, verdict)
+    (_write_json if as_json else _write_text)(out or sys.stdout, sections, ready, verdict)
     return 0 if ready else 1

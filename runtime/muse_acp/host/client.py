@@ -35,6 +35,7 @@ from muse_acp.host.unanswered import RefusingUnknown
 from muse_acp.rpc import (
     Connection,
     ConnectionClosed,
+    FrameObserver,
     FrameReader,
     FrameWriter,
     NotificationRoute,
@@ -288,6 +289,7 @@ async def open_host(
     requested: Sequence[str] = (),
     trust_newer: bool = False,
     launcher: Launcher = SUBPROCESSES,
+    on_frame: FrameObserver | None = None,
 ) -> AsyncIterator[MspHost]:
     """Start ``muse serve`` and yield it once the handshake is done; always reaps it.
 
@@ -296,7 +298,7 @@ async def open_host(
     behaves exactly as the stable protocol says. ``requested`` names capabilities to ask for
     (``requestedCapabilities``), e.g. ``sessionMcp`` for a session with its own MCP servers.
     ``trust_newer`` is the user's ``MUSE_ACP_TRUST_NEWER_HOST`` (``MspHost.features``);
-    ``launcher`` starts the process (``host.launch``).
+    ``launcher`` starts the process (``host.launch``); ``on_frame`` sees every frame (a trace).
 
     Raises:
         TimeoutError: the host did not finish its handshake within ``startup_timeout``.
@@ -314,6 +316,7 @@ async def open_host(
             name=f"msp[{process.pid}]",
             cancel_method=None,
             lane=lane,
+            on_frame=on_frame,
         )
         async with task_group() as tasks:
             await tasks.start(connection.serve)

@@ -35,6 +35,7 @@ from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, probed, res
 from muse_acp.host.executable_memory import memory_dir, recall, remember_probe
 from muse_acp.host.features import NO_FEATURES, HostFeatures, features_of
 from muse_acp.host.launch import SUBPROCESSES, Launcher
+from muse_acp.traces import Tracer, tracer_for
 from muse_acp_wire import acp_handshake as acp
 
 __all__ = ["RECALL_BUDGET", "Startup", "answer_initialize"]
@@ -61,6 +62,8 @@ class Startup:
         self.launcher = launcher
         """Starts every ``muse`` the connection runs but the exec backend's (``host.launch``)."""
         self.negotiated = Negotiated()
+        self.tracer: Tracer | None = tracer_for(config, self.environ)
+        """Records the connection and its hosts when the user asked for traces."""
         self._binary: MuseBinary | None = None
         self._binary_lock = anyio.Lock()
         self._backend: BackendChoice | None = None
@@ -120,6 +123,11 @@ class Startup:
                 self._backend = await choose_backend(
                     self.config.backend, binary.path, launcher=self.launcher, env=self.environ
                 )
+                if self.tracer is not None:
+                    report = self._backend.report()
+                    self.tracer.decision(
+                        "backend", {**report.model_dump(mode="json"), "version": binary.version}
+                    )
             return self._backend
 
     def _known(self) -> MuseBinary | None:

@@ -21,6 +21,7 @@ from muse_acp.agent.handshake.startup import Startup
 from muse_acp.config import AdapterConfig
 from muse_acp.host.binary import MuseBinary
 from muse_acp.host.client import MspHost, open_host
+from muse_acp.traces import host_observer
 
 __all__ = ["MAX_CONCURRENT_STARTS", "EnvironmentScope", "HostOpener", "Hosting"]
 
@@ -106,6 +107,7 @@ class Hosting:
             # one within the startup budget when many sessions open together.
             with anyio.fail_after(startup):
                 await self._starts.acquire()
+            tracer = self.startup.tracer
             try:
                 host = await stack.enter_async_context(
                     open_host(
@@ -118,8 +120,11 @@ class Hosting:
                         requested=requested,
                         trust_newer=self.config.trust_newer_host,
                         launcher=self.startup.launcher,
+                        on_frame=host_observer(tracer, [binary.path, "serve", *flags], cwd),
                     )
                 )
             finally:
                 self._starts.release()
+            if tracer is not None:
+                tracer.features(host.features)
             yield host

@@ -1,25 +1,29 @@
 """``muse-sim serve --replay FILE``: a recorded MSP conversation played back to a live client.
 
 Contract: FILE is a transcript, one ``{"dir": "client"|"server", "raw": "<JSON-RPC line>"}`` per
-line (the format of the official MSP transcripts). Server frames recorded before the first
-client frame are sent at once. Each frame the live client sends is matched with the next
-recorded client frame of the same kind (same method, or a response), skipping recorded frames
-the client did not send, and answered with the server frames recorded after it, up to the next
-recorded client frame; a recorded response to that client request is given the id the live
-client used. A live request with no recorded counterpart is answered -32603 (``kind``
-``internal``); an unmatched notification or response is ignored. Frames are otherwise sent
-exactly as recorded, ``emittedAtMs`` included.
+line (the format of the official MSP transcripts), or a muse-acp trace (its first host's frames,
+``muse_acp.traces``). A ``Player`` plays one: server frames recorded before the first client
+frame are sent at once; each frame the live client sends is matched with the next recorded
+client frame of the same kind (same method, or a response), skipping recorded frames the client
+did not send, and answered with the server frames recorded after it, up to the next recorded
+client frame; a recorded response is given the id the live client used. A live request with no
+recorded counterpart is answered -32603 (``kind`` ``internal``); an unmatched notification or
+response is ignored; both, and skipped requests, are noted in ``departures``. Frames are
+otherwise sent as recorded, ``emittedAtMs`` included; with ``learn``, values the live client
+wrote in place of recorded ones are put in their place in the answers.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from muse_acp.rpc import (
     FrameReader,
@@ -33,10 +37,12 @@ from muse_acp.rpc import (
 from muse_acp.sim.options.settings import ServeOptions
 from muse_acp.sim.state import errors
 
-__all__ = ["Recorded", "Transcript", "load_transcript", "run_replay"]
+__all__ = ["Player", "Recorded", "Transcript", "load_transcript", "run_replay", "transcript_of"]
 
 RESPONSE: Final = "(response)"
 UNREADABLE: Final = "(unreadable)"
+_TRACE_LINES: Final = frozenset({"on", "trace", "decision", "log", "end", "capped", "dropped"})
+"""Members that make a line one of a muse-acp trace."""
 
 
 def _classify(raw: bytes) -> tuple[str, RequestId | None]:
@@ -62,6 +68,8 @@ class Recorded:
     kind: str
     request_id: RequestId | None
     answers: tuple[bytes, ...]
+    raw: bytes = b""
+    """The recorded client frame itself."""
 
 
 @dataclass(slots=True)
@@ -71,30 +79,47 @@ class Transcript:
     turns: list[Recorded] = field(default_factory=list)
 
 
-def load_transcript(path: Path) -> Transcript:
-    """Read a transcript file; raises ``ValueError`` when a line is not a transcript entry."""
+def transcript_of(entries: Iterable[tuple[str, bytes]]) -> Transcript:
+    """A transcript of ``(dir, raw)`` entries in recorded order, ``dir`` client or server."""
     transcript = Transcript()
     pending: tuple[str, RequestId | None] | None = None
     answers: list[bytes] = []
+    pending_raw = b""
+    for direction, raw in entries:
+        if direction == "server":
+            (answers if pending is not None else transcript.opening).append(raw)
+        else:
+            if pending is not None:
+                transcript.turns.append(Recorded(*pending, tuple(answers), pending_raw))
+            pending, answers, pending_raw = _classify(raw), [], raw
+    if pending is not None:
+        transcript.turns.append(Recorded(*pending, tuple(answers), pending_raw))
+    return transcript
+
+
+def _entry(path: Path, number: int, entry: Any, host: str) -> tuple[str, bytes] | None:
+    if isinstance(entry, dict) and "raw" not in entry and entry.keys() & _TRACE_LINES:
+        if entry.get("on") != host or "frame" not in entry:
+            return None  # a line of a muse-acp trace that is not one of this host's frames
+        return ("client" if entry.get("dir") == "out" else "server"), encode_message(entry["frame"])
+    if not isinstance(entry, dict) or not isinstance(entry.get("raw"), str):
+        raise ValueError(f"{path}:{number}: not a transcript entry")
+    if entry.get("dir") not in ("client", "server"):
+        raise ValueError(f"{path}:{number}: dir must be client or server")
+    return entry["dir"], entry["raw"].rstrip("\r\n").encode()
+
+
+def load_transcript(path: Path, host: str = "msp1") -> Transcript:
+    """Read a transcript file, or the frames of ``host`` in a muse-acp trace (its other lines
+    are skipped); raises ``ValueError`` when a line is neither."""
+    entries: list[tuple[str, bytes]] = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            entry: Any = json.loads(line)
-            if not isinstance(entry, dict) or not isinstance(entry.get("raw"), str):
-                raise ValueError(f"{path}:{number}: not a transcript entry")
-            raw = entry["raw"].rstrip("\r\n").encode()
-            if entry.get("dir") == "server":
-                (answers if pending is not None else transcript.opening).append(raw)
-            elif entry.get("dir") == "client":
-                if pending is not None:
-                    transcript.turns.append(Recorded(*pending, tuple(answers)))
-                pending, answers = _classify(raw), []
-            else:
-                raise ValueError(f"{path}:{number}: dir must be client or server")
-    if pending is not None:
-        transcript.turns.append(Recorded(*pending, tuple(answers)))
-    return transcript
+            if line.strip():
+                found = _entry(path, number, json.loads(line), host)
+                if found is not None:
+                    entries.append(found)
+    return transcript_of(entries)
 
 
 def _with_id(frame: bytes, recorded: RequestId | None, live: RequestId | None) -> bytes:
@@ -106,28 +131,94 @@ def _with_id(frame: bytes, recorded: RequestId | None, live: RequestId | None) -
     return encode_message(message)
 
 
-async def _play(transcript: Transcript) -> None:
-    async with open_stdio() as (receive, send):
+def _learn(recorded: Any, live: Any, into: dict[str, str]) -> None:
+    """Pair each string of a recorded client frame with the one the live client wrote there
+    (the ids it made anew: sessions, commands), so later recorded answers can carry them."""
+    if isinstance(recorded, str) and isinstance(live, str):
+        if recorded != live:
+            into.setdefault(recorded, live)
+    elif isinstance(recorded, dict) and isinstance(live, dict):
+        for key in recorded.keys() & live.keys():
+            _learn(recorded[key], live[key], into)
+    elif isinstance(recorded, list) and isinstance(live, list):
+        for pair in zip(recorded, live, strict=False):
+            _learn(*pair, into)
+
+
+def _substituted(value: Any, learned: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return learned.get(value, value)
+    if isinstance(value, dict):
+        return {key: _substituted(item, learned) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substituted(item, learned) for item in value]
+    return value
+
+
+@dataclass(slots=True)
+class Player:
+    """Plays a transcript to one live client (see the module contract) and keeps what departed
+    from it: ``departures``, each a sentence naming the frame."""
+
+    transcript: Transcript
+    name: str = "host"
+    learn: bool = False
+    """Carry values the live client wrote in place of recorded ones (its own ids) into the
+    recorded answers (a trace's replay: ``muse_acp.traces``); off for plain transcripts."""
+    departures: list[str] = field(default_factory=list)
+    learned: dict[str, str] = field(default_factory=dict)
+    """Recorded value -> the live one (may be shared by the players of one recording)."""
+    _position: int = 0
+
+    def missing(self) -> list[str]:
+        """The recorded client frames the live client has not sent (so far)."""
+        return [
+            f"{self.name}: muse-acp never sent {turn.kind} (recorded client frame {i + 1})"
+            for i, turn in enumerate(self.transcript.turns[self._position :], self._position)
+            if turn.kind != RESPONSE
+        ]
+
+    async def play(self, receive: ByteReceiveStream, send: ByteSendStream) -> None:
+        """Answer the live client on ``receive``/``send`` until its input ends."""
         reader = FrameReader(receive)
         writer = FrameWriter(send)
-        for frame in transcript.opening:
-            await writer.send(frame)
-        position = 0
+        for frame in self.transcript.opening:
+            await writer.send(self._answer(frame))
         async for line in reader:
             if isinstance(line, OversizedFrame):
                 continue
             kind, live_id = _classify(line)
-            turns = transcript.turns
-            match = next((i for i in range(position, len(turns)) if turns[i].kind == kind), None)
+            turns = self.transcript.turns
+            start = self._position
+            match = next((i for i in range(start, len(turns)) if turns[i].kind == kind), None)
             if match is None:
+                if kind != RESPONSE:
+                    self.departures.append(f"{self.name}: muse-acp sent {kind}, not in the trace")
                 if kind not in (RESPONSE, UNREADABLE) and live_id is not None:
                     error = errors.internal(f"muse-sim replay has no recorded answer to {kind}")
                     await writer.send(encode_error(live_id, error))
                 continue
-            position = match + 1
+            self.departures += [
+                f"{self.name}: muse-acp never sent {turn.kind} (recorded client frame {i + 1})"
+                for i, turn in enumerate(turns[start:match], start)
+                if turn.kind != RESPONSE
+            ]
+            self._position = match + 1
             recorded = turns[match]
+            if self.learn and recorded.raw:
+                _learn(json.loads(recorded.raw), json.loads(line), self.learned)
             for answer in recorded.answers:
-                await writer.send(_with_id(answer, recorded.request_id, live_id))
+                await writer.send(_with_id(self._answer(answer), recorded.request_id, live_id))
+
+    def _answer(self, frame: bytes) -> bytes:
+        if not self.learned:
+            return frame
+        return encode_message(_substituted(json.loads(frame), self.learned))
+
+
+async def _play(transcript: Transcript) -> None:
+    async with open_stdio() as (receive, send):
+        await Player(transcript).play(receive, send)
 
 
 def run_replay(options: ServeOptions) -> int:
