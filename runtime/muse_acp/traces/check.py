@@ -94,6 +94,9 @@ async def check_trace(
     launcher.learned.update(_recorded_cwds(trace, cwd))
     startup = Startup(config, environ, launcher)
     startup.tracer = None  # the live run is compared here, not traced again
+    # The executable is probed before ``initialize``, as on every start but a machine's very
+    # first (when muse-acp remembers a probe of it), so the answer offers what the host can do.
+    await startup.settle()
     matcher = Matcher(recorded, redactor)
     live: list[JsonValue] = []
     grown = anyio.Event()
