@@ -65,12 +65,16 @@ async def test_the_next_prompt_after_an_unanswerable_request_runs_on_a_new_host(
     assert failure_of(again.value)["kind"] == "hostRequestUnanswerable"
 
 
-SILENCE = 1.0
+SILENCE = 0.5
 """The silence budget of the stalled-client tests: well under the time the client stalls."""
 STALL = 3 * SILENCE
 """How long the client reads nothing: the stimulus itself, three silence budgets."""
-LONG_STREAM = "sim:stream 20000"
-"""Far more text than the pipe and the agent's writer hold, so the agent's writes must wait."""
+CANCEL = "0.5"
+"""The cancel budget of the stalled-client tests: it runs out while the client still stalls."""
+DELTAS = 8000
+LONG_STREAM = f"sim:stream {DELTAS}"
+"""About four times what the pipe and the agent's writer hold (``MAX_QUEUED_BYTES``), so the
+agent's writes must wait."""
 
 
 def _chunks(agent: RawAgent, session: str, after: str | None = None) -> list[str]:
@@ -111,7 +115,7 @@ async def test_a_client_that_stops_reading_is_not_muse_going_silent(
         answer = await agent.response(key)
         text = "".join(_chunks(agent, session))
     assert answer.get("result") == {"stopReason": "end_turn"}, answer
-    assert text == "".join(f"t{index} " for index in range(20000))
+    assert text == "".join(f"t{index} " for index in range(DELTAS))
     log = world.stderr_text()
     assert "seems to have stopped reading" in log
     assert "the client reads again" in log
@@ -123,7 +127,7 @@ async def test_a_cancel_while_the_client_stopped_reading_answers_cancelled(
     tmp_path: Path, version: str
 ) -> None:
     world = make_world(tmp_path, version=version)
-    budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": "1"}
+    budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": CANCEL}
     async with raw_agent(world, budgets) as agent:
         await agent.initialize()
         session = await agent.new_session()
@@ -156,7 +160,7 @@ async def test_a_cancel_while_a_large_edit_waits_on_the_client_answers_cancelled
     # answered, not lost with a broken stream.
     world = make_world(tmp_path, version=version)
     (world.workspace / "big.txt").write_text("filler line\n" * 30000 + "uniqueword\n")
-    budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": "1"}
+    budgets = {"MUSE_ACP_SILENCE_TIMEOUT": f"{SILENCE:g}", "MUSE_ACP_CANCEL_TIMEOUT": CANCEL}
     async with raw_agent(world, budgets) as agent:
         await agent.initialize()
         session = await agent.new_session()
