@@ -7,9 +7,10 @@ updates. A status only moves forward (``pending``, ``in_progress``, then ``compl
 ``failed``), also through permission requests. ``wants_before`` names the file to read once per
 editing card, before the tool runs, at most ``TURN_FILE_TEXT_LIMIT_BYTES`` per turn.
 ``refused`` marks a denied approval (shown as rejected; ACP's status is ``failed``).
-``edited_paths`` are the absolute paths of the editing tools whose cards completed. Under
+``edited_paths`` are the absolute paths of the editing tools whose cards completed (live). Under
 ``OutputPolicy.terminal`` a shell card not declined shows a terminal (``terminal_cards``):
 ``streamed`` sends its deltas as terminal chunks, and ``sighting`` may then give two updates.
+``forget`` drops an ended card's state (a replay's translator bounds its cards with it).
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ class TurnCards:
         card = self._cards.get(call_id)
         return None if card is None else card.output
 
+    def forget(self, call_id: str) -> None:
+        """Drop the card's state: a later sighting announces it anew."""
+        self._cards.pop(call_id, None)
+
     def sighting(self, call_id: str, item: CardItem) -> list[acp.SessionUpdate]:
         """The whole card for ``item``'s latest revision: ``tool_call`` the first time; a card
         shown as a terminal that ends at its first sighting is ended by a second update."""
@@ -148,6 +153,7 @@ class TurnCards:
         card.name = update.name or card.name
         if (
             update.status == "completed"
+            and not self.replay  # no turn's edits are reported after a replay
             and card.refusal is None
             and isinstance(item, msp.ToolCallItem)
         ):

@@ -4,18 +4,18 @@ Contract: a ``TurnTranslator`` is fed every MSP notification of one turn, in ord
 (``on_notification``, or ``updates``, which leaves text chunks as ``PlainChunk`` for
 ``chunk_frames``), and returns the ACP updates to send for it, in order. It is pure and
 synchronous and keeps only bounded state per item; built with ``replay=True`` it replays history
-for ``session/load``. Live, events of another turn are dropped, so a cancelled turn's tail never
-reaches the next prompt. Text is sent once (deltas, then only what a snapshot adds); items that
-do work become tool cards kept in ``cards`` (``card_states.TurnCards``), whose status never goes
-back. Compaction items become compaction updates (``compactions``); a todo list, the legacy
-``plan``; each agent message a Plan mode turn completes, also a Markdown plan (``plans``: the
-outlet decides what each client sees of them). Turn lifecycle, approvals and questions belong to
-the caller; docs/architecture.md describes the flow.
+for ``session/load``, forgetting the oldest ended items (and cards) beyond ``ENDED_KEPT``. Live,
+events of another turn are dropped, so a cancelled turn's tail never reaches the next prompt.
+Text is sent once (deltas, then only what a snapshot adds, ``text_streams``); items that do work
+become tool cards kept in ``cards`` (``card_states.TurnCards``), whose status never goes back.
+Compaction items become compaction updates (``compactions``); a todo list, the legacy ``plan``;
+each agent message a Plan mode turn completes, also a Markdown plan (``plans``: the outlet
+decides what each client sees of them). Turn lifecycle, approvals and questions belong to the
+caller; docs/architecture.md describes the flow.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,10 +32,12 @@ from muse_acp.agent.translation.compactions import compaction_updates
 from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
 from muse_acp.agent.translation.goal_state import goal_update
 from muse_acp.agent.translation.plans import led_by_plan_mode, markdown_plan
+from muse_acp.agent.translation.text_streams import TextStream
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
 __all__ = [
+    "ENDED_KEPT",
     "REASONING_PART_LIMIT",
     "PlainChunk",
     "TextChunk",
@@ -49,6 +51,9 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 REASONING_PART_LIMIT: Final = 500
 """Reasoning summary parts from this index on are ignored."""
+ENDED_KEPT: Final = 1024
+"""Replaying, the ended items (and their cards) kept for a later revision; older ones are
+forgotten, as a later revision of an item a thousand items back is not expected."""
 
 _ITEM_EVENTS: Final = frozenset({"item/started", "item/updated", "item/completed"})
 _SUMMARY_FIELD: Final = "summary."
@@ -84,56 +89,6 @@ Update: TypeAlias = acp.SessionUpdate | PlainChunk | ChildUpdate
 session's transcript (``child_transcripts``)."""
 
 
-def _digest() -> hashlib.blake2b:
-    return hashlib.blake2b(digest_size=16)
-
-
-_UNHASHED_CHARS: Final = 4096
-"""Text sent but not yet hashed, at most (plus one piece): hashing per delta costs more than the
-rest of keeping count, and the hash of the pieces joined is the hash of the pieces in turn."""
-
-
-@dataclass(slots=True)
-class _TextStream:
-    """What was sent of one text: its length and a digest, so state stays small however long
-    the text grows; a snapshot is checked by hashing its prefix of the same length."""
-
-    chars: int = 0
-    digest: hashlib.blake2b = field(default_factory=_digest)
-    diverged: bool = False
-    unhashed: list[str] = field(default_factory=list)
-    """The latest pieces, not yet in ``digest`` (fewer than ``_UNHASHED_CHARS`` characters)."""
-    unhashed_chars: int = 0
-
-    def add(self, text: str) -> None:
-        self.chars += len(text)
-        self.unhashed.append(text)
-        self.unhashed_chars += len(text)
-        if self.unhashed_chars >= _UNHASHED_CHARS:
-            self._hash_pieces()
-
-    def _hash_pieces(self) -> None:
-        if self.unhashed:
-            joined = "".join(self.unhashed)
-            self.digest.update(joined.encode("utf-8", errors="surrogatepass"))
-            self.unhashed.clear()
-            self.unhashed_chars = 0
-
-    def suffix(self, text: str) -> str | None:
-        """The part of ``text`` not sent yet, or None when ``text`` does not extend it."""
-        if self.diverged:
-            return None
-        self._hash_pieces()
-        if self.chars:
-            prefix = text[: self.chars].encode("utf-8", errors="surrogatepass")
-            if len(text) < self.chars or (
-                hashlib.blake2b(prefix, digest_size=16).digest() != self.digest.digest()
-            ):
-                self.diverged = True
-                return None
-        return text[self.chars :]
-
-
 @dataclass(slots=True)
 class _Tracked:
     """The folded state of one item."""
@@ -142,14 +97,14 @@ class _Tracked:
     revision: int = 0
     ended: bool = False
     any_text_sent: bool = False
-    streams: dict[int, _TextStream] = field(default_factory=dict)
+    streams: dict[int, TextStream] = field(default_factory=dict)
     call_id: str | None = None
     """The ``toolCallId`` of the item's card, once announced."""
 
-    def stream(self, part: int) -> _TextStream:
+    def stream(self, part: int) -> TextStream:
         stream = self.streams.get(part)
         if stream is None:  # not ``setdefault``: that would make a stream (and a hash) every call
-            stream = self.streams[part] = _TextStream()
+            stream = self.streams[part] = TextStream()
         return stream
 
 
@@ -183,6 +138,8 @@ class TurnTranslator:
         self.cards = TurnCards(session_id, cwd=cwd, output=output, replay=replay)
         """The state of this turn's tool cards (shared with its approvals)."""
         self._items: dict[str, _Tracked] = {}
+        self._ended: dict[str, None] = {}
+        """Replay: the ids of the ended items in ``_items``, oldest ending first."""
         self.children = ChildTranscripts(session_id, stoppable=stoppable_children)
         """The transcripts of the child sessions of this turn's delegated work."""
 
@@ -254,6 +211,12 @@ class TurnTranslator:
         return tool_call_id(item), item.tool, item.args
 
     def _on_item(self, item: msp.Item) -> list[Update]:
+        updates = self._item_updates(item)
+        if self.replay:
+            self._settle(item.item_id)
+        return updates
+
+    def _item_updates(self, item: msp.Item) -> list[Update]:
         if self._other_turn(item.turn_id):
             return []
         tracked = self._items.get(item.item_id)
@@ -283,6 +246,22 @@ class TurnTranslator:
         if isinstance(item, msp.CompactionItem):
             return [*compaction_updates(item)]
         return self._card_sighting(tracked, item)
+
+    def _settle(self, item_id: str) -> None:
+        """Replay: note whether the item ended; forget the oldest ended beyond ``ENDED_KEPT``."""
+        tracked = self._items.get(item_id)
+        self._ended.pop(item_id, None)
+        if tracked is None or not tracked.ended:
+            return
+        self._ended[item_id] = None
+        for stream in tracked.streams.values():
+            stream.compact()
+        if len(self._ended) > ENDED_KEPT:
+            oldest = next(iter(self._ended))
+            del self._ended[oldest]
+            call_id = self._items.pop(oldest).call_id
+            if call_id is not None:
+                self.cards.forget(call_id)
 
     def _planning(self, turn_id: str | None) -> bool:
         if not self.replay:
