@@ -100,10 +100,14 @@ async def test_one_subagent_stops_and_workflows_pause_where_muse_can(
         assert f"Muse can pause a workflow from 1.4.4 on, and this Muse is {version}" in idle
         assert not world.host_requests("workflow/pause")
     if version in RESUMES:
+        assert "/workflow resume resumes it" in replies
         [resume] = world.host_requests("workflow/resume")
         assert resume["params"]["workflowRunId"] == pause["params"]["workflowRunId"]
         assert "Muse is resuming 'Workflow: Triage issues'" in replies
     else:
+        assert "/workflow resume resumes it" not in replies
+        if version in STOPS_SUBAGENTS:  # paused with no way back here: the reply says so
+            assert "this Muse cannot resume a workflow (Muse 1.4.6 and newer can)" in replies
         assert f"Muse can resume a workflow from 1.4.6 on, and this Muse is {version}" in replies
         assert not world.host_requests("workflow/resume")
     assert start["params"]["sessionId"] == session

@@ -170,7 +170,12 @@ async def _ask_pause(
                 phase="submitting",
                 budget=budget,
             )
-            return f"Muse is pausing {title!r}; /workflow resume resumes it."
+            if host.features.has("workflowResume"):
+                return f"Muse is pausing {title!r}; /workflow resume resumes it."
+            return (
+                f"Muse is pausing {title!r}; this Muse cannot resume a workflow (Muse "
+                f"{first_declaring('workflowResume')} and newer can): stop it from its card."
+            )
         resume = msp.WorkflowResumeParams(**ids, workflow_run_id=run.host_id)
         await ask(
             host,
