@@ -65,10 +65,15 @@ ON: Final[dict[str, frozenset[str]]] = {
             "planSkill",
             "workspaceRoots",
             "questionEngaged",
+            "subagentStop",
+            "workflowPause",
         }
     ),
 }
-ON["1.4.13"] = ON["1.4.4"] | {"turnForkBoundary"}  # the 1.4.3-1.4.4 fork fault is fixed
+ON["1.4.13"] = ON["1.4.4"] | {
+    "turnForkBoundary",
+    "workflowResume",
+}  # the 1.4.3-1.4.4 fork fault is fixed
 """The features each host gets: what the bundle it is read with declares, less known faults."""
 BUNDLE_LINE: Final = {
     "1.1.1": "MSP 1.1.1 (its own) for Muse 1.1.1",

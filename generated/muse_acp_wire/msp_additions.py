@@ -84,6 +84,15 @@ class SessionLeaveResult(WireModel):
     "A closed MSP enum: no other value is valid."
 
 
+class SubagentOwnerReasonParams(WireModel):
+    """Params of the host method subagent/close."""
+
+    command_id: Annotated[str, Field(alias="commandId")]
+    session_id: Annotated[str, Field(alias="sessionId")]
+    subagent_id: Annotated[str, Field(alias="subagentId")]
+    reason: str | None = None
+
+
 class UserInputEngagedParams(WireModel):
     """Params of the notification userInput/engaged."""
 
@@ -109,12 +118,53 @@ class UserInputInterruptResult(WireModel):
     user_input_id: Annotated[str, Field(alias="userInputId")]
 
 
+class WorkflowControlResult(WireModel):
+    """Result of the host method workflow/cancel."""
+
+    command_id: Annotated[str, Field(alias="commandId")]
+    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
+    "An open MSP enum: these values are known; others may arrive."
+
+
+class WorkflowPauseParams(WireModel):
+    """Params of the host method workflow/pause."""
+
+    command_id: Annotated[str, Field(alias="commandId")]
+    session_id: Annotated[str, Field(alias="sessionId")]
+    workflow_run_id: Annotated[str, Field(alias="workflowRunId")]
+
+
+class WorkflowResumeParams(WireModel):
+    """Params of the host method workflow/resume."""
+
+    command_id: Annotated[str, Field(alias="commandId")]
+    session_id: Annotated[str, Field(alias="sessionId")]
+    workflow_run_id: Annotated[str, Field(alias="workflowRunId")]
+
+
+class WorkflowResumeResult(WireModel):
+    """Result of the host method workflow/resume."""
+
+    command_id: Annotated[str, Field(alias="commandId")]
+    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
+    "An open MSP enum: these values are known; others may arrive."
+    turn_id: Annotated[str, Field(alias="turnId")]
+
+
 class ApprovalCuaDataFact(WireModel):
     """An MSP object type."""
 
     kind: str
     mask: ApprovalCuaMask | None = None
     secret_kind: Annotated[str | None, Field(alias="secretKind")] = None
+
+
+class CommandAcceptedResult(WireModel):
+    """Result of the host method subagent/close."""
+
+    command_id: Annotated[str, Field(alias="commandId")]
+    status: Literal["accepted", "noop"]
+    "A closed MSP enum: no other value is valid."
 
 
 class SessionLeaveCompletedParams(WireModel):

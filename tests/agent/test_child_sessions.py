@@ -1,6 +1,6 @@
 """Child session ids name their parent and Muse's ids of the child, and read back after any
 restart; a subagent's item becomes a card linking its child session, a ``subagent_update`` that
-never offers cancel (``subagent/stop`` is not in the MSP vocabulary yet) and a transcript of its
+offers cancel only where its host stops a subagent (``subagent/stop``) and a transcript of its
 own: what it was asked, its end and what it handed back."""
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ def _subagent(revision: int, status: str, **members: Any) -> msp.ItemEventParams
 
 
 def test_a_subagent_is_a_child_session_with_its_own_transcript() -> None:
-    translator = TurnTranslator(session_id=PARENT, turn_id="t-1", stoppable_children=True)
+    translator = TurnTranslator(
+        session_id=PARENT, turn_id="t-1", stoppable_children=frozenset({"workflow"})
+    )
     child = child_session_id(PARENT, "subagent", "subagent-a")
     started = translator.updates("item/started", _subagent(1, "inProgress"))
     result = {"summary": "two failures share a fixture", "artifactRefs": [], "evidenceRefs": []}

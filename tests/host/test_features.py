@@ -41,7 +41,7 @@ FROM_1_3: Final[frozenset[Feature]] = frozenset(
     }
 )
 FROM_1_4_4: Final[frozenset[Feature]] = frozenset(
-    {"planSkill", "workspaceRoots", "questionEngaged"}
+    {"planSkill", "workspaceRoots", "questionEngaged", "subagentStop", "workflowPause"}
 )
 # What each version offers without trust in newer hosts: what its bundle declares, less what a
 # known behaviour turns off (stored output and the settings overlay only where verified; the
@@ -52,7 +52,7 @@ VERIFIED: Final[dict[str, frozenset[Feature]]] = {
     "1.3.0": FROM_1_3,
     "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots"},
     "1.4.4": FROM_1_3 - {"turnForkBoundary"} | FROM_1_4_4,
-    "1.4.13": FROM_1_3 | FROM_1_4_4,
+    "1.4.13": FROM_1_3 | FROM_1_4_4 | {"workflowResume"},
 }
 # Trust in newer hosts adds only the verified-only features to a host newer than all of theirs.
 TRUSTED: Final[dict[str, frozenset[Feature]]] = {
@@ -63,7 +63,7 @@ TRUSTED: Final[dict[str, frozenset[Feature]]] = {
     "1.4.4": VERIFIED["1.4.4"] | {"storedOutput", "mcpOverlay"},
     "1.4.13": VERIFIED["1.4.13"] | {"storedOutput", "mcpOverlay"},
 }
-NEWEST: Final = FROM_1_3 | FROM_1_4_4
+NEWEST: Final = FROM_1_3 | FROM_1_4_4 | {"workflowResume"}
 """A host newer than every bundle: the newest bundle's declarations, no Muse delete."""
 TABLE: Final = [
     *((version, False, VERIFIED[version]) for version in VERSIONS),
@@ -79,8 +79,9 @@ TABLE: Final = [
     ("1.3.1", True, FROM_1_3 | {"storedOutput", "mcpOverlay"}),
     ("1.4.0", False, FROM_1_3 | {"planSkill"}),
     ("1.4.1", False, FROM_1_3 | {"planSkill"}),
-    ("1.4.3", False, NEWEST - {"turnForkBoundary", "questionEngaged"}),  # read with 1.4.2
-    ("1.4.5", False, NEWEST),
+    # 1.4.3 is read with 1.4.2, 1.4.5 with 1.4.4 (no workflow/resume before 1.4.13's bundle).
+    ("1.4.3", False, FROM_1_3 - {"turnForkBoundary"} | {"planSkill", "workspaceRoots"}),
+    ("1.4.5", False, NEWEST - {"workflowResume"}),
 ]
 BUNDLE_READ: Final = [
     ("1.1.1", "1.1.1"),

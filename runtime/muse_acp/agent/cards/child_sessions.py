@@ -15,16 +15,22 @@ status, attempt and failure), which every client sees.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 from urllib.parse import quote, unquote
 
+from muse_acp.host.features import HostFeatures
+from muse_acp.host.versions import Feature
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
 __all__ = [
     "CHILDREN_META",
+    "STOPPED_BY",
+    "ChildKind",
     "ChildRef",
     "ChildView",
     "child_session_id",
@@ -32,6 +38,7 @@ __all__ = [
     "children_meta",
     "children_of",
     "parse_child_id",
+    "stoppable_kinds",
     "workflow_text",
 ]
 
@@ -50,6 +57,19 @@ _MAX_LISTED: Final = 64
 
 ChildKind: TypeAlias = Literal["subagent", "workflow"]
 StateUpdate: TypeAlias = acp.RunningStateUpdate | acp.IdleStateUpdate
+
+STOPPED_BY: Final[Mapping[ChildKind, Feature]] = MappingProxyType(
+    {
+        "workflow": "workflowChildren",  # workflow/childControl, action skip
+        "subagent": "subagentStop",  # subagent/stop
+    }
+)
+"""The feature a host needs to stop one child of each kind on its own."""
+
+
+def stoppable_kinds(features: HostFeatures) -> frozenset[ChildKind]:
+    """The kinds of child a host with ``features`` stops on its own."""
+    return frozenset(kind for kind, feature in STOPPED_BY.items() if features.has(feature))
 
 
 def _encode(part: str) -> str:

@@ -7,21 +7,22 @@ from their parent: its cards' ``_meta["muse/children"]``, its ``subagent_update`
 * Loading a child needs no record: the parent must be a session Muse has in this workspace; its
   history is paged as for a load and only the child's transcript is sent, with the child's id
   (-32002 when the parent shows no such child). The parent owns the child: no session opens.
-* ``session/cancel`` on a running workflow child skips it alone, in the background (a
-  notification waits on nothing): ``workflow/childControl`` with its current attempt on the
-  parent's host (feature ``workflowChildren``); the parent's turn goes on. Where that cannot be
-  done (parent not open here, child ended, Muse too old, a subagent: ``subagent/stop`` is not in
-  muse-acp's MSP vocabulary yet) nothing stops and the parent's user is told why.
+* ``session/cancel`` on a running child stops it alone, in the background (a notification
+  waits on nothing), on the parent's host: a workflow child is skipped (``workflow/childControl``
+  with its current attempt, feature ``workflowChildren``), a subagent stopped (``subagent/stop``,
+  feature ``subagentStop``); the parent's turn goes on. Where that cannot be done (parent not
+  open here, child ended, Muse too old) nothing is sent and the parent's user is told why.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
+from types import MappingProxyType
 from typing import Final
 
-from muse_acp.agent.cards.child_sessions import ChildRef, parse_child_id
+from muse_acp.agent.cards.child_sessions import STOPPED_BY, ChildRef, parse_child_id
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors.notices import Notice
@@ -158,37 +159,71 @@ async def _stop_or_say_why(ctx: AgentContext, parent: AcpSession, ref: ChildRef)
         logger.info("%s", text)  # the client has gone: nobody is left to tell
 
 
+_CANNOT: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
+    {
+        "workflow": ("one child of a workflow", "stop the whole workflow"),
+        "subagent": ("one subagent on its own", "stop the prompt"),
+    }
+)
+"""Where Muse cannot stop one child of a kind: what it cannot stop, and what to stop instead."""
+_REASON: Final = "cancelled from the ACP client"
+"""The ``reason`` ``subagent/stop`` carries."""
+
+
 async def _stop_child(ctx: AgentContext, parent: AcpSession, ref: ChildRef) -> str | None:
-    """Skip the workflow child ``ref`` names on the parent's host; why not, when it cannot."""
-    if ref.kind == "subagent" or ref.run_id is None:
-        return "this version of muse-acp cannot stop a subagent on its own; stop the prompt"
+    """Stop the child ``ref`` names on the parent's host; why not, when it cannot."""
     host = parent.execution.host
-    if host is not None and not host.features.has("workflowChildren"):
-        oldest = first_declaring("workflowChildren")
+    feature = STOPPED_BY[ref.kind]
+    if host is not None and not host.features.has(feature):
+        oldest = first_declaring(feature)
+        what, instead = _CANNOT[ref.kind]
         return (
-            f"this Muse ({host.version}) cannot stop one child of a workflow; Muse {oldest} "
-            "and newer can, or stop the whole workflow"
+            f"this Muse ({host.version}) cannot stop {what}; Muse {oldest} and newer can, "
+            f"or {instead}"
         )
-    attempt = parent.running.child_attempt(ref.run_id, ref.key)
-    if attempt is None or host is None or host.dead.is_set():
+    command_id, session_id = new_uuid7(), parent.session_id
+    params: msp.WorkflowChildControlParams | msp.SubagentOwnerReasonParams
+    if ref.run_id is not None:
+        attempt = parent.running.child_attempt(ref.run_id, ref.key)
+        running = attempt is not None
+        params = msp.WorkflowChildControlParams(
+            command_id=command_id,
+            session_id=session_id,
+            workflow_run_id=ref.run_id,
+            child_id=ref.key,
+            attempt=attempt or 1,
+            action="skip",
+        )
+    else:
+        running = parent.running.subagent_running(ref.key)
+        params = msp.SubagentOwnerReasonParams(
+            command_id=command_id, session_id=session_id, subagent_id=ref.key, reason=_REASON
+        )
+    if not running or host is None or host.dead.is_set():
         return "it is not running any more"
+    budget = ctx.config.deadlines.submit
     try:
         async with parent.execution.holding(host):
-            await ask(
-                host,
-                "workflow/childControl",
-                msp.WorkflowChildControlParams(
-                    command_id=new_uuid7(),
-                    session_id=parent.session_id,
-                    workflow_run_id=ref.run_id,
-                    child_id=ref.key,
-                    attempt=attempt,
-                    action="skip",
-                ),
-                msp.CommandAck,
-                phase="cancelling",
-                budget=ctx.config.deadlines.submit,
-            )
+            if isinstance(params, msp.WorkflowChildControlParams):
+                ack = await ask(
+                    host,
+                    "workflow/childControl",
+                    params,
+                    msp.CommandAck,
+                    phase="cancelling",
+                    budget=budget,
+                )
+                status = ack.status
+            else:
+                accepted = await ask(
+                    host,
+                    "subagent/stop",
+                    params,
+                    msp.CommandAcceptedResult,
+                    phase="cancelling",
+                    budget=budget,
+                )
+                status = accepted.status
     except RpcError as error:
         return f"Muse refused ({error.message})"
-    return None
+    return "it had ended by the time Muse was asked" if status == "noop" else None

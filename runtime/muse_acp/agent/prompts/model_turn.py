@@ -22,6 +22,7 @@ from muse_acp.agent.announcements.catalog import (
     refresh_menu,
 )
 from muse_acp.agent.announcements.session_state import SessionState
+from muse_acp.agent.cards.child_sessions import stoppable_kinds
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
@@ -78,7 +79,7 @@ async def run_turn(
         output=output,
         cwd=session.cwd,
         plan_mode=session.settings.mode_id == PLAN_MODE,
-        stoppable_children=host.features.has("workflowChildren"),
+        stoppable_children=stoppable_kinds(host.features),
     )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     if session.roots_unsent and host.features.has("workspaceRoots"):

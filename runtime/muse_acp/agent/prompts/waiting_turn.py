@@ -18,6 +18,7 @@ import logging
 from typing import Final
 
 from muse_acp.agent.announcements.session_state import SessionState
+from muse_acp.agent.cards.child_sessions import stoppable_kinds
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors.notices import Notice
@@ -124,7 +125,7 @@ async def follow_kept(
         session_id=session.session_id,
         output=output,
         cwd=session.cwd,
-        stoppable_children=host.features.has("workflowChildren"),
+        stoppable_children=stoppable_kinds(host.features),
     )
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     async with session.execution.holding(host):

@@ -20,6 +20,7 @@ from typing import Final, Protocol
 
 import anyio
 
+from muse_acp.agent.cards.child_sessions import stoppable_kinds
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.tool_cards import output_reference_update
 from muse_acp.agent.errors.notices import Notice
@@ -107,7 +108,7 @@ async def replay_history(
         replay=True,
         output=output,
         cwd=session.cwd,
-        stoppable_children=host.features.has("workflowChildren"),
+        stoppable_children=stoppable_kinds(host.features),
     )
     latest_outputs: dict[str, msp.ToolCallItem | msp.UserShellItem] = {}
 

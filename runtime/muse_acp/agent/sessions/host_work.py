@@ -7,7 +7,8 @@ or a tool call that is not in the background, is dropped. ``find`` answers which
 shows, for ``_muse/task``, and ``listed`` names them all in the order they started, each with
 its card's title, for ``/tasks``. It also keeps the children of those workflows as Muse last
 showed them (``workflow_children``, for ``/workflow``; ``child_attempt``, the current attempt of
-one still running, for a child session's ``session/cancel``). It is bounded (``MAX_RUNNING`` of
+one still running, for a child session's ``session/cancel``), and the subagents still running
+(``subagent_running``, for the same). It is bounded (``MAX_RUNNING`` of
 each, the oldest forgotten first) and keeps nothing once the work ended, nor once its host is
 gone (``clear``): Muse's background work ends with its host.
 """
@@ -45,12 +46,17 @@ class RunningWork:
         self._by_card: dict[str, WorkTarget] = {}
         self._children: dict[tuple[str, str], ChildView] = {}
         """The children of running workflows, by (run id, child id)."""
+        self._subagents: dict[str, None] = {}
+        """The ids of the subagents still running, in the order they started."""
 
     def __len__(self) -> int:
         return len(self._by_card)
 
     def note(self, params: WireModel) -> None:
         item = params.item if isinstance(params, msp.ItemEventParams) else None
+        if isinstance(item, msp.SubagentItem):
+            self._note_subagent(item)
+            return
         if isinstance(item, msp.WorkflowItem):
             self._note_children(item)
             target = WorkTarget("workflow", item.workflow_run_id)
@@ -80,6 +86,17 @@ class RunningWork:
         while len(self._children) > MAX_RUNNING:
             del self._children[next(iter(self._children))]
 
+    def _note_subagent(self, item: msp.SubagentItem) -> None:
+        self._subagents.pop(item.subagent_id, None)
+        if item.status == "inProgress":
+            self._subagents[item.subagent_id] = None
+        while len(self._subagents) > MAX_RUNNING:
+            del self._subagents[next(iter(self._subagents))]
+
+    def subagent_running(self, subagent_id: str) -> bool:
+        """Whether the subagent ``subagent_id`` is still running, as Muse last showed it."""
+        return subagent_id in self._subagents
+
     def child_attempt(self, run_id: str, child_id: str) -> int | None:
         """The current attempt of a workflow child still running, if it is."""
         child = self._children.get((run_id, child_id))
@@ -100,3 +117,5 @@ class RunningWork:
     def clear(self) -> None:
         """Forget everything: the host that ran it is gone."""
         self._by_card.clear()
+        self._children.clear()
+        self._subagents.clear()

@@ -17,7 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, NamedTuple, TypeAlias
 
-from muse_acp.agent.cards.child_sessions import ChildView, child_state, children_meta, children_of
+from muse_acp.agent.cards.child_sessions import (
+    ChildKind,
+    ChildView,
+    child_state,
+    children_meta,
+    children_of,
+)
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp_wire import acp, msp
 
@@ -47,10 +53,10 @@ class _Sent:
 class ChildTranscripts:
     """What each child session was told so far (see the module contract)."""
 
-    def __init__(self, parent_id: str, *, stoppable: bool = False) -> None:
+    def __init__(self, parent_id: str, *, stoppable: frozenset[ChildKind] = frozenset()) -> None:
         self.parent_id = parent_id
         self.stoppable = stoppable
-        """Muse stops a workflow child on its own (``workflow/childControl``)."""
+        """The kinds of child Muse stops on its own (``child_sessions.stoppable_kinds``)."""
         self._sent: dict[str, _Sent] = {}
 
     def sighting(self, item: msp.Item) -> tuple[list[JsonValue], list[ParentOrChild]]:
@@ -81,7 +87,7 @@ class ChildTranscripts:
         return updates
 
     def _announce(self, child: ChildView) -> acp.SubagentUpdateSessionUpdate:
-        cancel = child.running and self.stoppable and child.ref.kind == "workflow"
+        cancel = child.running and child.ref.kind in self.stoppable
         return acp.SubagentUpdateSessionUpdate(
             session_update="subagent_update",
             session_id=child.ref.session_id,

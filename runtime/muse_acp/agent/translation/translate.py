@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple, TypeAlias
 
 from muse_acp.agent.cards.card_states import TurnCards
-from muse_acp.agent.cards.child_sessions import CHILDREN_META
+from muse_acp.agent.cards.child_sessions import CHILDREN_META, ChildKind
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.cards.progress import OutputBuffer, plan_update, usage_update
 from muse_acp.agent.cards.tool_cards import CardItem, tool_call_id
@@ -124,7 +124,7 @@ class TurnTranslator:
         output: OutputPolicy = BASELINE_OUTPUT,
         cwd: str | None = None,
         plan_mode: bool = False,
-        stoppable_children: bool = False,
+        stoppable_children: frozenset[ChildKind] = frozenset(),
     ) -> None:
         self.session_id = session_id
         self.plan_mode = plan_mode

@@ -73,6 +73,8 @@ class WorkflowRun:
         self.controllable = turn.ctx.profile.serves(_CONTROL)
         self.ended = False
         """Whether the run has ended (the session's ``background`` table reads it)."""
+        self.paused = False
+        """Whether ``workflow/pause`` paused it (``workflow_pauses``)."""
 
     def item(self, status: str) -> WorkflowItem:
         self.revision += 1

@@ -179,10 +179,12 @@ class Workflow:
 @dataclass(frozen=True, slots=True)
 class Subagent:
     """Muse delegates to a native subagent (``sim:subagent OBJECTIVE``), which fails with
-    ``sim:subagent-fails OBJECTIVE`` (``subagents``)."""
+    ``sim:subagent-fails OBJECTIVE`` and runs until stopped with ``sim:subagent-hold OBJECTIVE``
+    (``subagents``)."""
 
     objective: str
     fails: bool = False
+    hold: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +417,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "workflow-children": _text(lambda text: Workflow(text, children=True)),
         "subagent": _text(Subagent),
         "subagent-fails": _text(lambda objective: Subagent(objective, fails=True)),
+        "subagent-hold": _text(lambda objective: Subagent(objective, hold=True)),
         "background": _text(Background),
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,

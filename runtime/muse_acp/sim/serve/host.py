@@ -37,6 +37,8 @@ from muse_acp.rpc import (
     open_stdio,
 )
 from muse_acp.sim.model.questions import engage
+from muse_acp.sim.model.subagents import SubagentControls
+from muse_acp.sim.model.workflow_pauses import WorkflowPauses
 from muse_acp.sim.model.workflow_runs import ChildControls
 from muse_acp.sim.model.workflows import BackgroundControls
 from muse_acp.sim.options.faults import exit_now
@@ -98,6 +100,8 @@ class Host:
             *Goals(ctx).routes(),
             *BackgroundControls(ctx).routes(),
             *ChildControls(ctx).routes(),
+            *SubagentControls(ctx).routes(),
+            *WorkflowPauses(ctx).routes(),
         ]
         notifications: list[NotificationRoute[Any]] = [
             NotificationRoute("initialized", EmptyResult, self.initialized)

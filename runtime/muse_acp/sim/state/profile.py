@@ -7,8 +7,9 @@ live in ``VERSION_FACTS``, one row per version; a version without a row takes th
 row, so a bundle added to ``spec/msp/`` is playable with no edit here. A version played on
 an older bundle's surface (``options.versions.PLAYED_ON_OLDER``) serves that bundle's surface
 with its own row's fingerprint, less the methods and notifications its row withdraws, plus the
-newer notifications its row adds (sent) and takes (from a client). Frames are built with the
-vocabulary models; feature flags say which later additions an older host leaves out.
+newer notifications its row adds (sent) and takes (from a client) and the newer methods it
+serves (read off its own bundle). Frames are built with the vocabulary models; feature flags
+say which later additions an older host leaves out.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class VersionFacts:
     taken: frozenset[str] = frozenset()
     """Notifications of the version's own bundle, beyond that older surface, that a client may
     send it (``userInput/engaged``)."""
+    served: frozenset[str] = frozenset()
+    """Methods of the version's own bundle, beyond that older surface, that it serves (the
+    controls muse-acp uses: ``subagent/stop``, ``workflow/pause``, ``workflow/resume``)."""
 
 
 VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
@@ -76,6 +80,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             fork_after_last_turn_only=True,
             taken=frozenset({"userInput/engaged"}),
+            served=frozenset({"subagent/stop", "workflow/pause"}),
         ),
         # The newest release ingested, played on the 1.4.2 surface too: no session/delete, forks
         # at an earlier turn work again, and model retries and Muse's reviewer are announced.
@@ -88,6 +93,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             added=frozenset({"turn/modelRetryScheduled", "approval/reviewing"}),
             taken=frozenset({"userInput/engaged"}),
+            served=frozenset({"subagent/stop", "workflow/pause", "workflow/resume"}),
         ),
     }
 )
@@ -168,11 +174,14 @@ def load_profile(version: HostVersion) -> HostProfile:
     if bindings.version != surface:
         raise KeyError(version.version)
     facts = facts_for(version.version)
+    own = bindings_for(version.version).host_requests
+    # A method the version's own bundle does not declare is no fact of it: KeyError.
+    added = {method: own[method] for method in facts.served}
     return HostProfile(
         version=version,
         fingerprint=facts.fingerprint or bindings.fingerprint,
         host_requests=MappingProxyType(
-            {m: c for m, c in bindings.host_requests.items() if m not in facts.withdrawn}
+            {m: c for m, c in bindings.host_requests.items() if m not in facts.withdrawn} | added
         ),
         client_notifications=(bindings.client_notifications - facts.withdrawn) | facts.added,
         output_refs=bindings.serves("item/readOutput"),

@@ -160,6 +160,8 @@ class LiveSession:
         """Approvals and questions put to the client by this process, pending or settled."""
         self.background: dict[str, Background] = {}
         """Workflows and background tasks that outlive their turn, by run or task id."""
+        self.subagents: dict[str, anyio.Event] = {}
+        """Subagents held running (``sim:subagent-hold``) by subagent id: set to stop one."""
         self.roots: tuple[str, ...] = ()
         """The workspace roots ``session/start`` or a ``turn/start`` named (primary first),
         kept by this process only: the session record has its primary root alone."""
