@@ -16,11 +16,10 @@ from __future__ import annotations
 import anyio
 
 from muse_acp.agent.announcements.session_state import SessionState
-from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.prompts.waiting_turn import translator_for
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.goal_state import goal_update
-from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp.agent.turns.background import keep_relaying
 from muse_acp.agent.turns.turn import MAX_HELD_EVENTS, ActiveTurn
 from muse_acp.agent.turns.work import SessionWork
@@ -77,8 +76,7 @@ async def follow_goal_turn(
     Raises:
         RpcError: the turn failed (as ``ActiveTurn.rejoin``).
     """
-    output = OutputPolicy(references=ctx.negotiated.output and host.features.has("storedOutput"))
-    translator = TurnTranslator(session_id=session.session_id, output=output, cwd=session.cwd)
+    translator = translator_for(ctx, session, host)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     # Work that outlives the turn keeps updating its cards (``background``).
     keep_relaying(host, session.session_id, turn.relay)

@@ -22,14 +22,10 @@ from muse_acp.agent.announcements.catalog import (
     refresh_menu,
 )
 from muse_acp.agent.announcements.session_state import SessionState
-from muse_acp.agent.cards.child_sessions import stoppable_kinds
-from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
-from muse_acp.agent.prompts.waiting_turn import early_events, follow_kept
+from muse_acp.agent.prompts.waiting_turn import early_events, follow_kept, translator_for
 from muse_acp.agent.sessions.session import AcpSession
-from muse_acp.agent.translation.plans import PLAN_MODE
-from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp.agent.turns.background import keep_relaying
 from muse_acp.agent.turns.turn import ActiveTurn
 from muse_acp.agent.turns.work import SessionWork
@@ -70,17 +66,7 @@ async def run_turn(
         return "cancelled"
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
-    output = OutputPolicy(
-        references=ctx.negotiated.output and host.features.has("storedOutput"),
-        terminal=ctx.negotiated.terminal_output,
-    )
-    translator = TurnTranslator(
-        session_id=session.session_id,
-        output=output,
-        cwd=session.cwd,
-        plan_mode=session.settings.mode_id == PLAN_MODE,
-        stoppable_children=stoppable_kinds(host.features),
-    )
+    translator = translator_for(ctx, session, host)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     if session.roots_unsent and host.features.has("workspaceRoots"):
         turn.workspace_roots = [session.cwd, *session.further_roots]  # Muse may lack them

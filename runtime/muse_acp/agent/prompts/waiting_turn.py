@@ -24,6 +24,7 @@ from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.sessions.session import AcpSession
+from muse_acp.agent.translation.plans import PLAN_MODE
 from muse_acp.agent.translation.translate import TurnTranslator
 from muse_acp.agent.turns.background import keep_relaying
 from muse_acp.agent.turns.turn import MAX_HELD_EVENTS, ActiveTurn
@@ -33,7 +34,15 @@ from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["WAITING_TURN", "claim", "early_events", "follow_kept", "take_up", "take_up_soon"]
+__all__ = [
+    "WAITING_TURN",
+    "claim",
+    "early_events",
+    "follow_kept",
+    "take_up",
+    "take_up_soon",
+    "translator_for",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -99,6 +108,23 @@ def _asking(turn: ActiveTurn) -> bool:
     return turn.interactions.waiting_on_client()
 
 
+def translator_for(ctx: AgentContext, session: AcpSession, host: MspHost) -> TurnTranslator:
+    """The translator of a turn of ``session`` on ``host``, whoever started it: stored output
+    references and live terminals as the client negotiated them and the host offers them,
+    children stoppable as the host can, a Markdown plan in Plan mode."""
+    output = OutputPolicy(
+        references=ctx.negotiated.output and host.features.has("storedOutput"),
+        terminal=ctx.negotiated.terminal_output,
+    )
+    return TurnTranslator(
+        session_id=session.session_id,
+        output=output,
+        cwd=session.cwd,
+        plan_mode=session.settings.mode_id == PLAN_MODE,
+        stoppable_children=stoppable_kinds(host.features),
+    )
+
+
 async def follow_kept(
     ctx: AgentContext,
     session: AcpSession,
@@ -117,16 +143,7 @@ async def follow_kept(
         RpcError: the turn failed (as ``ActiveTurn.run``).
     """
     early.extend(await _still_pending(ctx, host, session.session_id))
-    output = OutputPolicy(
-        references=ctx.negotiated.output and host.features.has("storedOutput"),
-        terminal=ctx.negotiated.terminal_output,
-    )
-    translator = TurnTranslator(
-        session_id=session.session_id,
-        output=output,
-        cwd=session.cwd,
-        stoppable_children=stoppable_kinds(host.features),
-    )
+    translator = translator_for(ctx, session, host)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     async with session.execution.holding(host):
         session.turn = turn
