@@ -38,6 +38,7 @@ __all__ = [
     "adopt_catalog",
     "fall_back_model",
     "fit_session_effort",
+    "list_models",
     "read_catalog",
     "read_soon",
     "recall_catalog",
@@ -57,12 +58,19 @@ async def read_catalog(ctx: AgentContext, session: AcpSession) -> msp.ModelListR
     host = session.execution.host
     if host is not None and not host.dead.is_set():
         async with session.execution.holding(host):
-            return await _list(host, session.session_id, budget)
+            return await list_models(host, budget, session.session_id)
     async with ctx.catalog_host(session.cwd) as reader:
-        return await _list(reader, None, budget)
+        return await list_models(reader, budget)
 
 
-async def _list(host: MspHost, session_id: str | None, budget: float) -> msp.ModelListResult:
+async def list_models(
+    host: MspHost, budget: float, session_id: str | None = None
+) -> msp.ModelListResult:
+    """Muse's ``model/list`` on ``host`` (for ``session_id``, when given) within ``budget``.
+
+    Raises:
+        RpcError: the mapped failure of the ``reading`` phase.
+    """
     params = msp.ModelListParams(session_id=session_id)
     return await ask(
         host, "model/list", params, msp.ModelListResult, phase="reading", budget=budget

@@ -23,6 +23,7 @@ from typing import Final
 
 import anyio
 
+from muse_acp.agent.announcements.catalog import list_models
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting.hosts import HostKeeper, ask
@@ -110,15 +111,7 @@ async def read_account_and_models(
                 )
                 if not models:
                     return account, None
-                listed = await ask(
-                    host,
-                    "model/list",
-                    msp.ModelListParams(),
-                    msp.ModelListResult,
-                    phase="reading",
-                    budget=budget,
-                )
-                return account, listed
+                return account, await list_models(host, budget)
     except TimeoutError:
         raise failures.deadline_exceeded("authenticating", overall) from None
     except failures.HostRefusal as refusal:

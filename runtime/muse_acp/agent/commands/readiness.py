@@ -20,12 +20,11 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from muse_acp.agent.announcements.catalog import adopt_catalog, recall_catalog
+from muse_acp.agent.announcements.catalog import adopt_catalog, list_models, recall_catalog
 from muse_acp.agent.commands.account import read_account_and_models
 from muse_acp.agent.context import AccountCheck, AgentContext
 from muse_acp.agent.errors import failures
 from muse_acp.agent.handshake.capabilities import advertised_auth_methods
-from muse_acp.agent.hosting.hosts import ask
 from muse_acp.rpc import ConnectionClosed, RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp_wire import msp
@@ -73,14 +72,7 @@ async def _check_account(ctx: AgentContext, *, models: bool) -> None:
 async def _read_models(ctx: AgentContext, cwd: str) -> None:
     try:
         async with ctx.catalog_host(cwd) as host:
-            listed = await ask(
-                host,
-                "model/list",
-                msp.ModelListParams(),
-                msp.ModelListResult,
-                phase="reading",
-                budget=ctx.config.deadlines.read,
-            )
+            listed = await list_models(host, ctx.config.deadlines.read)
     except RpcError as error:
         logger.info("the model menu offers Muse's default model for now: %s", error.message)
         return
