@@ -61,12 +61,7 @@ async def _one_size(world: World, size: int, repeats: int) -> _Size:
     ) as peer:
         init: JsonObject = {"protocolVersion": 1, "clientCapabilities": {}}
         await peer.request("initialize", init, wait=TURN_TIMEOUT)
-        created = await peer.request(
-            "session/new", {"cwd": str(world.workspace), "mcpServers": []}, wait=TURN_TIMEOUT
-        )
-        assert isinstance(created, dict)
-        session_id = created["sessionId"]
-        assert isinstance(session_id, str)
+        session_id = await peer.new_session(str(world.workspace), wait=TURN_TIMEOUT)
         await _turn(peer, session_id, "warm up")
         baseline = peak_rss_mib(peer.pid)
         turns = [await _turn(peer, session_id, f"sim:bash {size}") for _ in range(repeats)]

@@ -72,10 +72,7 @@ async def measure(
         baseline = rss_mib(peer.pid)
         session_ids: list[str] = []
         for _ in range(sessions):
-            created = await peer.request(
-                "session/new", {"cwd": str(world.workspace), "mcpServers": []}, wait=TURN_TIMEOUT
-            )
-            session_ids.append(str(created["sessionId"]))
+            session_ids.append(await peer.new_session(str(world.workspace), wait=TURN_TIMEOUT))
         idle = rss_mib(peer.pid)
         async with anyio.create_task_group() as warm_ups:
             for session_id in session_ids:

@@ -123,6 +123,14 @@ class Peer:
             raise PeerError(f"{method}: {answer.error}")
         return answer.result
 
+    async def new_session(self, cwd: str, *, wait: float = 60.0) -> str:
+        """An ACP ``session/new`` in ``cwd``, answered within ``wait`` seconds: its id."""
+        created = await self.request("session/new", {"cwd": cwd, "mcpServers": []}, wait=wait)
+        session_id = created.get("sessionId") if isinstance(created, dict) else None
+        if not isinstance(session_id, str):
+            raise PeerError(f"session/new: no session id in {created!r}")
+        return session_id
+
     async def notify(self, method: str, params: JsonInput = None) -> None:
         message: dict[str, JsonInput] = {"jsonrpc": "2.0", "method": method}
         if params is not None:

@@ -61,12 +61,7 @@ async def _acp_client(world: World) -> AsyncIterator[tuple[Peer, str]]:
         await peer.request(
             "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, wait=TURN_TIMEOUT
         )
-        created = await peer.request(
-            "session/new", {"cwd": str(world.workspace), "mcpServers": []}, wait=TURN_TIMEOUT
-        )
-        assert isinstance(created, dict)
-        session_id = created["sessionId"]
-        assert isinstance(session_id, str)
+        session_id = await peer.new_session(str(world.workspace), wait=TURN_TIMEOUT)
         await _relayed_turn(peer, session_id, "warm up")
         yield peer, session_id
 

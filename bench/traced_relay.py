@@ -47,12 +47,7 @@ async def _client(world: World, traces: Path | None) -> AsyncIterator[tuple[Peer
         await peer.request(
             "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, wait=TURN_TIMEOUT
         )
-        created = await peer.request(
-            "session/new", {"cwd": str(world.workspace), "mcpServers": []}, wait=TURN_TIMEOUT
-        )
-        assert isinstance(created, dict)
-        session_id = created["sessionId"]
-        assert isinstance(session_id, str)
+        session_id = await peer.new_session(str(world.workspace), wait=TURN_TIMEOUT)
         await _turn(peer, session_id, "warm up")
         yield peer, session_id
 
