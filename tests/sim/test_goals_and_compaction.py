@@ -160,3 +160,39 @@ async def test_a_goal_wakes_a_turn_that_a_stop_ends_with_the_goal_paused(
     assert "turnId" not in paused  # a paused goal wakes nothing
     assert last[-1]["params"]["turnId"] == resumed["turnId"]
     assert "Later" in agent_texts(last)
+
+
+@pytest.mark.parametrize("version", ["1.3.0", "1.4.13"])
+async def test_sim_goal_again_makes_muse_take_the_next_goal_turn_by_itself(
+    tmp_path: Path, version: str
+) -> None:
+    objective = "Green the suite\nsim:goal-again\nStill greening\nsim:goal-again\nsim:hold\nLast"
+    async with sim_served(tmp_path, version) as sim:
+        session_id = await _ready(sim)
+        woke = command(session_id, objective=objective)
+        ack = await sim.call("goal/set", woke)
+        first = await sim.until_method("turn/completed")
+        second = await sim.until_method("turn/completed")
+        third = await sim.until_method("turn/started")
+        await sim.call("turn/interrupt", command(session_id, turnId=third[-1]["params"]["turnId"]))
+        stopped = await sim.until_method("turn/completed")
+        # A stopped goal turn pauses the goal: Muse takes no further turn by itself.
+        resumed = await sim.call("goal/resume", command(session_id))
+        after = await sim.until_method("turn/completed")
+    assert sim.violations == []
+    own = [f for f in second if f.get("method") == "turn/started"]
+    assert [f["params"]["turnId"] for f in own] != [ack["turnId"]]
+    assert own[0]["params"]["commandId"] != woke["commandId"]
+    kinds = [item_of(f)["kind"] for f in second if "item" in f.get("params", {})]
+    assert "userMessage" not in kinds
+    assert "Green the suite" in agent_texts(first)
+    assert "Still greening" not in agent_texts(first)
+    assert "Still greening" in agent_texts(second)
+    assert third[-1]["params"]["commandId"] not in (
+        woke["commandId"],
+        own[0]["params"]["commandId"],
+    )
+    assert stopped[-1]["params"]["terminal"] == "cancelled"
+    # The resumed goal plays its objective from the start, each part once more.
+    assert after[-1]["params"]["turnId"] == resumed["turnId"]
+    assert "Green the suite" in agent_texts(after)

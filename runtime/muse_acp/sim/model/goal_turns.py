@@ -3,7 +3,10 @@
 Contract: ``goal_turn`` is the ``TurnRequest`` of a turn a goal command woke (``goal/set``,
 ``goal/resume``, ``goal/edit`` of an active goal on an idle session): its command id is the goal
 command's, it has no user message, and it plays the objective as a prompt (so an objective's
-``sim:`` lines script the turn, ``sim:hold`` keeping it running until it is stopped).
+``sim:`` lines script the turn, ``sim:hold`` keeping it running until it is stopped). A
+``sim:goal-again`` line of the objective (at most ``MAX_GOAL_TURNS``) ends the part that turn
+plays: once it completed, the goal still active and no turn queued, Muse takes the next turn by
+itself (``goal_again``: a command id no client sent, no user message) and plays the next part.
 ``pause_stopped_goal`` is what a host does when such a turn is stopped (``turn/cancel`` or
 ``turn/interrupt``): an active goal is paused, through one durable ``session/goalChanged``,
 before the turn's ``turn/completed``, so Muse does not wake it again at once.
@@ -11,23 +14,46 @@ before the turn's ``turn/completed``, so Muse does not wake it again at once.
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
 from muse_acp.sim.script.directives import parse_prompt
 from muse_acp.sim.script.turn_requests import TurnRequest
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import Goal, SessionGoalChangedParams
 
-__all__ = ["goal_changed", "goal_turn", "pause_stopped_goal"]
+__all__ = ["MAX_GOAL_TURNS", "goal_again", "goal_changed", "goal_turn", "pause_stopped_goal"]
+
+MAX_GOAL_TURNS: Final = 16
+"""Turns Muse takes by itself after a woken one, at most (further markers stay text)."""
+_AGAIN: Final = re.compile(r"^[ \t]*sim:goal-again[ \t]*$\n?", re.MULTILINE)
 
 
 def goal_turn(objective: str, command_id: str) -> TurnRequest:
     """The turn a goal command with ``command_id`` woke to work on ``objective``."""
+    first, *rest = re.split(_AGAIN, objective, maxsplit=MAX_GOAL_TURNS)
+    return _turn(first, command_id, tuple(rest))
+
+
+def goal_again(session: LiveSession, completed: TurnRequest | None) -> TurnRequest | None:
+    """The turn Muse takes by itself after the ``completed`` one (see the module contract)."""
+    goal = session.fold.goal
+    if completed is None or not completed.then or session.queue:
+        return None
+    if goal is None or goal.get("status") != "active":
+        return None
+    return _turn(completed.then[0], new_uuid7(), completed.then[1:])
+
+
+def _turn(part: str, command_id: str, then: tuple[str, ...]) -> TurnRequest:
     return TurnRequest(
         turn_id=new_uuid7(),
         command_id=command_id,
-        text=objective,
-        prompt=parse_prompt(objective),
+        text=part,
+        prompt=parse_prompt(part),
         goal=True,
+        then=then,
     )
 
 

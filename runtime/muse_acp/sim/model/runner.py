@@ -8,7 +8,7 @@ message echoing the prompt, usage) and ends with ``turn/completed``; steering in
 between steps. ``stop`` ends the turn early: open items complete ``cancelled``, pending asks are
 settled, and ``turn/completed`` reports ``cancelled``. Either way the session is stored idle
 before ``turn/completed`` is sent, so a client that sees the turn end finds nothing still
-changing; then the session's next queued turn starts.
+changing; then the session's next queued turn starts (or a goal's next, ``goal_turns``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from muse_acp.sim.model.asks import (
     split_stages,
 )
 from muse_acp.sim.model.compacting import auto_compact
-from muse_acp.sim.model.goal_turns import pause_stopped_goal
+from muse_acp.sim.model.goal_turns import goal_again, pause_stopped_goal
 from muse_acp.sim.model.notices import (
     miss_events,
     name_session,
@@ -124,6 +124,7 @@ class TurnRunner:
         self._ending = False
         self._released = False
         """A correction that did not ask to keep holding was answered (and no hold used it)."""
+        self._played_through = False
         self.done = anyio.Event()
 
     @property
@@ -194,6 +195,7 @@ class TurnRunner:
                 played = True
             self._ending = True
             if played:
+                self._played_through = failure is None
                 cursor = await self._complete(failure)
                 await self._settle(cursor)
             else:
@@ -465,7 +467,9 @@ class TurnRunner:
         session = self.session
         if session.runner is self:
             session.runner = None
-        if session.runner is None and session.queue:
-            runner = TurnRunner(self.ctx, session, session.queue.popleft())
-            session.runner = runner
-            self.ctx.spawn(runner.launch)
+        if session.runner is None:
+            done = self.turn.request if self._played_through else None
+            request = session.queue.popleft() if session.queue else goal_again(session, done)
+            if request is not None:
+                session.runner = runner = TurnRunner(self.ctx, session, request)
+                self.ctx.spawn(runner.launch)

@@ -31,6 +31,8 @@ class TurnRequest:
     effort: str | None = None
     goal: bool = False
     """A turn the host woke for the session goal: it has no user message."""
+    then: tuple[str, ...] = ()
+    """A goal turn's: the parts of the objective Muse plays next, each in a turn of its own."""
 
 
 @dataclass(frozen=True, slots=True)
