@@ -1,8 +1,9 @@
 """Goal turns over the wire: the turn Muse wakes for the session goal (``/goal set``, ``edit``,
-``resume``) is followed live by the prompt that woke it, Stop cancels it in Muse (which pauses
-the goal), a prompt sent meanwhile waits for it, ``/goal edit`` replaces the objective, and a
-load replays it all. muse-sim plays a goal turn as a turn with no user message that runs the
-objective's text as its prompt (``sim:hold`` keeps it running until it is steered or stopped).
+``resume``) is followed live by the prompt that woke it, Stop interrupts it in Muse (which
+pauses the goal), a prompt sent meanwhile waits for it, ``/goal edit`` replaces the objective, and
+a load replays it all; so is a turn Muse takes by itself once no prompt is open. muse-sim plays a
+goal turn as a turn with no user message that runs the objective's text as its prompt
+(``sim:hold`` keeps it running until steered or stopped; ``sim:goal-again`` starts the next part).
 """
 
 from __future__ import annotations
@@ -169,19 +170,99 @@ async def test_stop_cancels_a_goal_turn_and_a_prompt_sent_meanwhile_waits_for_it
                 await agent.conn.cancel(session_id=session)
         assert stopped.stop == "cancelled"
         shown = await _reply(agent, session, "/goal")
-    [cancel] = world.host_requests("turn/cancel")
-    assert cancel["params"]["turnId"] == second != goal_turn
+    [stop] = world.host_requests("turn/interrupt")
+    assert stop["params"]["turnId"] == second != goal_turn
     assert "Goal: sim:hold\nKeep at it" in shown
     assert "Status: paused" in shown
     assert _goals(agent, session)[-1]["status"] == "paused"
 
 
+AGAIN = "Green the suite\nsim:goal-again\nStill greening\nsim:approve make test\nsim:hold"
+"""An objective whose woken turn completes, after which Muse takes another turn by itself: it
+asks an approval, then works until it is steered or stopped."""
+
+
+async def _muse_turn(agent: Agent, session: str) -> tuple[str, str]:
+    """Set ``AGAIN`` as the goal; once the prompt has ended, the turn Muse took by itself (its
+    id) after the woken one, and the prompt's text."""
+    said = await _reply(agent, session, f"/goal set {AGAIN}")
+    await agent.client.wait_until(lambda: len(agent.client.permission_requests) == 1)
+    return await _next_active_turn(agent, session, 1), said
+
+
+@pytest.mark.parametrize("version", GOAL_VERSIONS)
+async def test_a_turn_muse_takes_by_itself_is_shown_with_no_prompt_open_and_stop_interrupts_it(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world, capabilities=STEERING) as agent:
+        session = await agent.new_session()
+        own, said = await _muse_turn(agent, session)
+        assert "Green the suite" in said
+        # Its approval was asked and its tool ran, shown with no prompt open.
+        [asked] = agent.client.permission_requests
+        assert "make test" in str(asked.tool_call.raw_input)
+        await agent.client.wait_until(
+            lambda: "simulated run of: make test" in str(agent.raw_updates(session))
+        )
+        with anyio.fail_after(WAIT):
+            await agent.conn.cancel(session_id=session)
+            await agent.client.wait_until(lambda: _goals(agent, session)[-1]["status"] == "paused")
+        shown = await _reply(agent, session, "/goal")
+    assert world.host_requests("turn/start") == []
+    [stop] = world.host_requests("turn/interrupt")
+    assert stop["params"]["turnId"] == own
+    assert world.host_requests("turn/cancel") == []
+    assert "Status: paused" in shown
+
+
+@pytest.mark.parametrize("version", GOAL_VERSIONS)
+async def test_a_prompt_sent_while_muse_works_by_itself_waits_and_a_load_replays_both(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    order: list[str] = []
+    async with running_agent(world, capabilities=STEERING) as agent:
+        session = await agent.new_session()
+        own, _ = await _muse_turn(agent, session)
+        waiting = Prompt(agent, session, "hello", order)
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(waiting.run)
+                await anyio.wait_all_tasks_blocked()  # the prompt is in the session's line
+                assert world.host_requests("turn/start") == []
+                steer = {
+                    "sessionId": session,
+                    "expectedTurnId": own,
+                    "prompt": [{"type": "text", "text": "go on"}],
+                }
+                assert (await ext_request(agent, "_muse/steer", steer))["status"] == "accepted"
+        assert waiting.stop == "end_turn"
+        live = agent.client.text(session)
+    assert live.index('Steering received: "go on"') < live.rindex("Still greening")
+    assert live.rindex("Still greening") < live.rindex("hello")
+    assert len(world.host_requests("turn/start")) == 1
+
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+        replayed = agent.client.text(session)
+    assert replayed.index("Green the suite") < replayed.index("Still greening")
+    assert replayed.rindex("Still greening") < replayed.rindex("hello")
+
+
 @pytest.mark.parametrize("version", OLD_VERSIONS)
-async def test_goal_edit_is_refused_on_older_muse(tmp_path: Path, version: str) -> None:
+@pytest.mark.parametrize("command", ["edit Ship it", f"set {AGAIN}"])
+async def test_goal_controls_are_refused_on_older_muse(
+    tmp_path: Path, version: str, command: str
+) -> None:
     world = make_world(tmp_path, version=version)
     async with running_agent(world) as agent:
         session = await agent.new_session()
-        refused = await _reply(agent, session, "/goal edit Ship it")
+        refused = await _reply(agent, session, f"/goal {command}")
     assert "Goal controls need Muse 1.3.0 or newer" in refused
     assert f"this Muse is {version}" in refused
     assert [f for f in world.host_requests() if f["method"].startswith("goal/")] == []
+    assert world.host_requests("turn/start") == []

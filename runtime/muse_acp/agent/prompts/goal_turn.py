@@ -6,9 +6,10 @@ is sent (``start``) until ``follow_goal_turn`` hands them, with no moment in bet
 goal Muse announces (``session/goalChanged``) is relayed at once, the other events that came
 first (at most ``MAX_HELD_EVENTS``) go to the turn in arrival order, which keeps its own and drops
 the rest. The turn is then run as the prompt's own: its output streams into the prompt, its
-approvals and questions are asked, ``session/cancel`` cancels it in Muse, and a prompt sent
-meanwhile waits in the session's line until it ends. Work it leaves running goes on being
-relayed after it (``background``); a host it left in an unknown state is closed.
+approvals and questions are asked, ``session/cancel`` interrupts it in Muse (``turn/interrupt``,
+after which Muse pauses the goal), and a prompt sent meanwhile waits in the session's line until
+it ends. Work it leaves running goes on being relayed after it (``background``), and a turn Muse
+takes by itself next is followed (``waiting_turn``); a host left in an unknown state is closed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import anyio
 
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.context import AgentContext
-from muse_acp.agent.prompts.waiting_turn import translator_for
+from muse_acp.agent.prompts.waiting_turn import taking_up, translator_for
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.goal_state import goal_update
 from muse_acp.agent.turns.background import keep_relaying
@@ -78,8 +79,11 @@ async def follow_goal_turn(
     """
     translator = translator_for(ctx, session, host)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
-    # Work that outlives the turn keeps updating its cards (``background``).
-    keep_relaying(host, session.session_id, turn.relay)
+    # Work that outlives the turn keeps updating its cards, and the turn Muse may start by
+    # itself for the goal once this one ends is followed, as this prompt ends (``ending``).
+    keep_relaying(host, session.session_id, turn.relay, taking_up(ctx, session))
+    work.ending = lambda: turn.settled
+    turn.interrupts = True  # Stop pauses the goal in Muse: it wakes no turn again at once
     session.turn = turn
     try:
         with work.running(turn):

@@ -24,7 +24,12 @@ from muse_acp.agent.announcements.catalog import (
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
-from muse_acp.agent.prompts.waiting_turn import early_events, follow_kept, translator_for
+from muse_acp.agent.prompts.waiting_turn import (
+    early_events,
+    follow_kept,
+    taking_up,
+    translator_for,
+)
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.turns.background import keep_relaying
 from muse_acp.agent.turns.turn import ActiveTurn
@@ -70,8 +75,10 @@ async def run_turn(
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     if session.roots_unsent and host.features.has("workspaceRoots"):
         turn.workspace_roots = [session.cwd, *session.further_roots]  # Muse may lack them
-    # Work that outlives the turn keeps updating its cards (``background``).
-    keep_relaying(host, session.session_id, turn.relay)
+    # Work that outlives the turn keeps updating its cards, and a turn Muse starts by itself
+    # afterwards is followed (``background``); it may start as this prompt ends (``ending``).
+    keep_relaying(host, session.session_id, turn.relay, taking_up(ctx, session))
+    work.ending = lambda: turn.settled
     async with session.execution.holding(host):
         session.turn = turn
         try:

@@ -4,9 +4,10 @@ Contract: an ``AcpSession`` owns everything that runs on its behalf: its executi
 lease-free read host, its steering queue, the one ``SessionWork`` that occupies it and the
 prompts queued behind it (``prompt_queue``); nothing about a session lives anywhere else.
 ``begin`` claims it for new work or refuses (-32600, saying what occupies it); ``admit_prompt``
-claims it for a prompt, or queues the prompt behind the prompt that occupies it (``wait_turn``),
-and ``end`` hands it to the next queued prompt; ``cancel(arrival)`` stops what runs and what
-arrived before ``arrival``, queued prompts included; ``reading(budget)`` lends a host to a read;
+claims it for a prompt, or queues the prompt behind the prompt that occupies it (``wait_turn``;
+a turn Muse started by itself is lined up first, ``line_up_first``), and ``end`` hands it on;
+``cancel(arrival)`` stops what runs and what arrived before ``arrival``, queued prompts
+included; ``reading(budget)`` lends a host to a read;
 ``close()`` closes both hosts and leaves the session registered as closed, so later requests
 get a clear error. Updates for the client go through the session's ``outlet``, where the user's
 own title wins. A session's execution host starts only once the host it must follow (``after``)
@@ -72,6 +73,11 @@ PROMPT: Final = "a prompt"
 
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 _ID_SHOWN: Final = 100
+
+
+def _lines_up(work: SessionWork) -> bool:
+    """Prompts that arrive while ``work`` runs wait in the session's line behind it."""
+    return work.activity == PROMPT or work.queues_prompts
 
 
 def shown_id(session_id: str) -> str:
@@ -230,20 +236,31 @@ class AcpSession:
                 is full.
         """
         current = self.work
-        if current is not None and current.activity != PROMPT:
+        if current is not None and not _lines_up(current):
             if current.cancel_requested or current.ending():
                 cancel = self.hosting.config.deadlines.cancel
                 within = cancel if current.cancel_requested else current.ending_within or cancel
                 with anyio.move_on_after(within):
                     await current.finished.wait()
             current = self.work
-        if current is None or current.activity != PROMPT:
+        if current is None or not _lines_up(current):
             return self.begin(PROMPT, arrival)
         work = SessionWork(PROMPT, arrival)
         if 0 < arrival < self.cancelled_through:
             work.cancel()  # a cancel that arrived after this prompt already stopped it
         else:
             self.prompts.join(work, self.session_id, current)
+        return work
+
+    def line_up_first(self, activity: str) -> SessionWork:
+        """Claim the session for a turn Muse already runs: at once when it is free, else as the
+        first in line (ahead of waiting prompts, ``wait_turn``); prompts then wait behind it."""
+        work = SessionWork(activity)
+        work.queues_prompts = True
+        if self.work is None:
+            self._occupy(work)
+        else:
+            self.prompts.join(work, self.session_id, self.work, first=True)
         return work
 
     async def wait_turn(self, work: SessionWork) -> bool:

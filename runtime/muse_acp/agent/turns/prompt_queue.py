@@ -5,8 +5,9 @@ cancelled) takes a place in the session's one FIFO ``PromptQueue``, at most ``MA
 them (-32600 beyond, saying so), and ``wait``s there. When the work that occupies the session
 ends, the session hands itself to the first prompt still waiting (``call_next``) before anything
 else can claim it, so prompts run one after another in the order they arrived, each answered
-with its own stop reason. A waiting prompt that is cancelled (``session/cancel`` through
-``cancel``, its own ``$/cancel_request``, the session's close) leaves the line and never runs:
+with its own stop reason (a turn Muse started by itself waits first: it already runs there).
+A waiting prompt that is cancelled (``session/cancel`` through ``cancel``, its own
+``$/cancel_request``, the session's close) leaves the line and never runs:
 nothing of it reached Muse, so ``cancelled`` is the whole truth. The line is the adapter's, the
 same on every backend and Muse version: a prompt sends ``turn/start`` only once it has the
 session, so Muse's own queue (``turn/start`` ``ifBusy``) is never used besides it.
@@ -46,12 +47,18 @@ class PromptQueue:
     def __len__(self) -> int:
         return len(self._places)
 
-    def join(self, work: SessionWork, session_id: str, ahead_of_it: SessionWork) -> None:
-        """Give ``work`` the last place in line (no await, so arrival order is run order).
+    def join(
+        self, work: SessionWork, session_id: str, ahead_of_it: SessionWork, *, first: bool = False
+    ) -> None:
+        """Give ``work`` the last place in line (no await, so arrival order is run order), or
+        the first (``first``: a turn Muse already runs, never refused).
 
         Raises:
             RpcError: INVALID_REQUEST when ``MAX_QUEUED`` prompts already wait, saying so.
         """
+        if first:
+            self._places.appendleft(_Place(work))
+            return
         if len(self._places) >= self._limit:
             state = "being cancelled" if ahead_of_it.cancel_requested else "running"
             raise RpcError(

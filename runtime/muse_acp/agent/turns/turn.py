@@ -36,7 +36,7 @@ from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
-from muse_acp.host.client import MspHost
+from muse_acp.host.client import Listening, MspHost
 from muse_acp.host.delta_lane import METHOD as DELTA
 from muse_acp.host.unanswered import UnansweredRequest
 from muse_acp.ids import new_uuid7
@@ -54,6 +54,7 @@ R = TypeVar("R", bound=WireModel)
 
 MAX_HELD_EVENTS: Final = 4096
 """Events held back until the turn's id is known; a host that sends more fails the turn."""
+_CANCEL: Final = ("turn/cancel", msp.TurnCancelParams)
 
 
 class TurnSession(Protocol):
@@ -95,6 +96,7 @@ class ActiveTurn:
         self.relay = EventRelay(translator, self.send_update, self._outlet, state)
         self._options = options
         self.command_id = new_uuid7()
+        self.interrupts = False  # stop with turn/interrupt (Muse pauses a goal), not turn/cancel
         self.workspace_roots: list[str] | None = None  # what turn/start names (None: nothing)
         self.turn_id: str | None = None
         self.cancel_requested = False
@@ -105,6 +107,7 @@ class ActiveTurn:
         self._explanation: RpcError | None = None
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
+        self._listening: Listening | None = None
         self.acknowledged = anyio.Event()
         self.interactions = Interactions(self, translator.cards, host)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
@@ -114,7 +117,6 @@ class ActiveTurn:
         )
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
-
     @property
     def session_id(self) -> str:
         return self._session.session_id
@@ -158,7 +160,6 @@ class ActiveTurn:
             raise
 
     # -- settling -------------------------------------------------------------------------
-
     def settle(self, outcome: acp.StopReason | RpcError) -> None:
         """Record the first outcome; a cancel turns any later success into ``cancelled``."""
         if self._settled.is_set():
@@ -168,6 +169,8 @@ class ActiveTurn:
         self._outcome = outcome
         self._settled.set()
         self.interactions.withdraw_all()
+        if self._listening is not None:  # what Muse sends next is the session's (``background``)
+            self._listening.close()
 
     def explain_failure(self, error: RpcError) -> None:
         """Report ``error`` (something the client caused, such as a question it could not
@@ -185,7 +188,6 @@ class ActiveTurn:
             self.spawn(self._send_cancel)
 
     # -- running ------------------------------------------------------------------------
-
     async def run(self, parts: list[msp.TurnInputPart]) -> acp.StopReason:
         """Submit the turn and wait until it settles.
 
@@ -205,6 +207,7 @@ class ActiveTurn:
         early: list[tuple[str, WireModel]] | None = None,
     ) -> acp.StopReason:
         listening = self._host.listen(self.session_id, self.on_event, self.take_delta)
+        self._listening = listening
         if early and self._held is not None:
             self._held.extend(early)
             early.clear()
@@ -291,7 +294,6 @@ class ActiveTurn:
         self.settle(failures.host_exited(phase, code, stderr_tail))
 
     # -- steering -----------------------------------------------------------------------
-
     @property
     def steerable(self) -> bool:
         """True between the host's acknowledgement and the turn settling, unless cancelled."""
@@ -306,7 +308,6 @@ class ActiveTurn:
             await self.send_update(active_turn_update(turn_id))
 
     # -- cancelling ---------------------------------------------------------------------
-
     def request_cancel(self) -> None:
         """Start cancelling (idempotent); returns at once, the turn settles soon after."""
         if self.cancel_requested or self._settled.is_set():
@@ -330,17 +331,15 @@ class ActiveTurn:
     async def _send_cancel(self) -> None:
         if self.turn_id is None or self._host.dead.is_set():
             return
-        params = msp.TurnCancelParams(
-            command_id=new_uuid7(), session_id=self.session_id, turn_id=self.turn_id
-        )
+        method, model = ("turn/interrupt", msp.TurnInterruptParams) if self.interrupts else _CANCEL
+        params = model(command_id=new_uuid7(), session_id=self.session_id, turn_id=self.turn_id)
         try:
-            await self.ask_host("turn/cancel", params, msp.TurnCommandResult, "cancelling")
+            await self.ask_host(method, params, msp.TurnCommandResult, "cancelling")
         except RpcError as error:
-            logger.warning("turn/cancel for %s was not accepted: %s", self.turn_id, error.message)
+            logger.warning("%s for %s was not accepted: %s", method, self.turn_id, error.message)
             self.host_unsettled = True
 
     # -- host events --------------------------------------------------------------------
-
     async def on_event(self, method: str, params: WireModel) -> None:
         self._silence.heard()
         if (

@@ -57,6 +57,8 @@ class SessionWork:
         """True while the work is about to end on its own (a prompt then waits for it)."""
         self.ending_within: float | None = None
         """Seconds a prompt waits for such work to end (None: the cancel budget)."""
+        self.queues_prompts = False
+        """A prompt that arrives meanwhile waits in the session's line, as behind a prompt."""
 
     def cancel(self) -> None:
         """Stop the work (idempotent); returns at once, the work ends soon after."""
