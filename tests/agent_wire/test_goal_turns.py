@@ -177,9 +177,9 @@ async def test_stop_cancels_a_goal_turn_and_a_prompt_sent_meanwhile_waits_for_it
     assert _goals(agent, session)[-1]["status"] == "paused"
 
 
-AGAIN = "Green the suite\nsim:goal-again\nStill greening\nsim:approve make test\nsim:hold"
+AGAIN = "Green the suite\nsim:goal-again\nStill greening\nsim:plan\nsim:approve make test\nsim:hold"
 """An objective whose woken turn completes, after which Muse takes another turn by itself: it
-asks an approval, then works until it is steered or stopped."""
+makes a plan, asks an approval, then works until it is steered or stopped."""
 
 
 async def _muse_turn(agent: Agent, session: str) -> tuple[str, str]:
@@ -199,7 +199,8 @@ async def test_a_turn_muse_takes_by_itself_is_shown_with_no_prompt_open_and_stop
         session = await agent.new_session()
         own, said = await _muse_turn(agent, session)
         assert "Green the suite" in said
-        # Its approval was asked and its tool ran, shown with no prompt open.
+        # Its plan was shown, its approval asked and its tool ran, with no prompt open.
+        assert "plan" in agent.client.kinds(session)
         [asked] = agent.client.permission_requests
         assert "make test" in str(asked.tool_call.raw_input)
         await agent.client.wait_until(
