@@ -7,11 +7,11 @@ prompts queued behind it (``prompt_queue``); nothing about a session lives anywh
 claims it for a prompt, or queues the prompt behind the prompt that occupies it (``wait_turn``;
 a turn Muse started by itself is lined up first, ``line_up_first``), and ``end`` hands it on;
 ``cancel(arrival)`` stops what runs and what arrived before ``arrival``, queued prompts
-included; ``reading(budget)`` lends a host to a read;
-``close()`` closes both hosts and leaves the session registered as closed, so later requests
-get a clear error. Updates for the client go through the session's ``outlet``, where the user's
-own title wins. A session's execution host starts only once the host it must follow (``after``)
-is gone, so the two never race for Muse's session lease.
+included; ``reading(budget)`` lends a host to a read; ``close()`` closes both hosts and leaves
+the session registered as closed, so later requests get a clear error. Updates for the client
+go through the session's ``outlet``, where the user's own title wins. A session's execution host
+starts only once the host it must follow (``after``) is gone, so the two never race for Muse's
+session lease.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ then events of another turn are dropped, so one prompt never receives another's 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
 cancel, which always settles within the cancel budget. A host that did not end the turn itself
-is not reused, and nothing of the turn follows the answer (the relay's ``UpdateGate``).
+is not reused, and nothing of the turn follows the answer (the relay's ``UpdateGate``). A settled
+turn stops listening at once: what Muse sends next is the session's (``background``).
 """
 
 from __future__ import annotations
