@@ -62,10 +62,13 @@ def tests(session: nox.Session) -> None:
     subprocess tier; the in-process tier costs little CPU, and four more workers fill that time.
     Work stealing lets an idle worker take tests queued for a busy one, so the run does not end
     with one worker finishing a long queue alone. The twenty slowest tests are listed at the end,
-    so a test that grows slow shows in CI's log before it nears its timeout.
+    so a test that grows slow shows in CI's log before it nears its timeout. The ACP SDK's
+    schemas the wire tests validate every frame against are fetched first (once, into the
+    user's cache; see tests/acp_sdk_schema.py), so pytest itself never touches the network.
     """
     session.install("-e", ".[dev,codegen]")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
+    session.run("python", "-m", "tests.acp_sdk_schema")
     args = session.posargs or ["-n", "6", "--dist", "worksteal", "--durations=20"]
     session.run("pytest", *args, env=BYTECODE_ENV)
 
@@ -79,6 +82,7 @@ def coverage(session: nox.Session) -> None:
     """
     session.install("-e", ".[dev,codegen]", "pytest-cov>=7")
     session.run("python", "-m", "compileall", "-q", "runtime", "generated", env=BYTECODE_ENV)
+    session.run("python", "-m", "tests.acp_sdk_schema")
     args = session.posargs or ["-n", "6", "--dist", "worksteal"]
     session.run("pytest", "--cov", "--cov-report=term", *args, env=BYTECODE_ENV)
 

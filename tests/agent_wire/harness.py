@@ -6,7 +6,8 @@ of muse-acp remembered of the world's Muse: its probe, so ``initialize`` knows i
 on any later start; see ``Startup``), a capture of every MSP request that reached the host, and
 the agent's stderr in a file (read by tests on failure, never a pipe left unread). The recording
 client keeps every update and every raw frame the agent wrote, so tests can assert exact
-sequences and that each frame validates with the SDK's own models.
+sequences; every test's frames are checked when it ends (``recorded_frames``, used by this
+package's conftest with ``frame_check``).
 """
 
 from __future__ import annotations
@@ -243,6 +244,19 @@ class Agent:
         ]
 
 
+_recorded: list[list[tuple[str, dict[str, Any]]]] = []
+"""The frames of every agent started since ``recorded_frames`` last cleared them."""
+
+
+def recorded_frames(*, clear: bool = False) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The frames of each agent ``running_agent`` started (in this test, when the caller
+    clears them as each test starts)."""
+    found = list(_recorded)
+    if clear:
+        _recorded.clear()
+    return found
+
+
 @asynccontextmanager
 async def running_agent(
     world: World,
@@ -260,6 +274,7 @@ async def running_agent(
     written (for members the SDK's models lack)."""
     client = client or RecordingClient()
     frames: list[tuple[str, dict[str, Any]]] = []
+    _recorded.append(frames)
 
     def observe(event: Any) -> None:
         direction = (
