@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from typing import Any, Final
 
 import pytest
@@ -39,10 +39,8 @@ from pydantic import BaseModel, ValidationError
 from muse_acp_wire import acp
 from muse_acp_wire._base import WireModel
 from tests.acp_sdk_schema import VERSION, MissingSchemas, schema_files
+from tests.frames_seen import Frame, recorded_frames
 
-from .harness import recorded_frames
-
-Frame = tuple[str, dict[str, Any]]
 STABLE: Final = "schema.json"
 UNSTABLE: Final = "schema.unstable.json"
 PROTOCOL_LEVEL: Final = frozenset({"$/cancel_request"})
@@ -250,21 +248,27 @@ def _check_error(error: Any) -> list[str]:
     return [f"SDK {VERSION} {STABLE} Error: {found.message}"]
 
 
-def frame_problems(frames: Iterable[Frame]) -> list[str]:
-    """One line per frame the agent wrote (``"in"``) that does not validate, naming it."""
+def frame_problems(frames: Iterable[Frame], start: int = 0) -> list[str]:
+    """One line per frame the agent wrote (``"in"``) that does not validate, naming it; from
+    ``start`` on (the requests answered may come earlier)."""
     frames = list(frames)
-    asked = {m["id"]: m["method"] for d, m in frames if d == "out" and "method" in m and "id" in m}
+    asked: dict[str, str | None] = {}  # by the id's JSON; None: ids sent twice (raw clients)
+    for direction, message in frames:
+        if direction == "out" and "method" in message and "id" in message:
+            key = json.dumps(message["id"], sort_keys=True)
+            asked[key] = None if key in asked else str(message["method"])
     problems = []
     for index, (direction, message) in enumerate(frames):
-        if direction != "in":
+        if direction != "in" or index < start:
             continue
         if "method" in message:
             role = "request" if "id" in message else "notification"
             found = _check(role, message["method"], message.get("params"))
         elif "error" in message:
             found = _check_error(message["error"])
-        elif message.get("id") in asked:
-            found = _check("response", asked[message["id"]], message.get("result"))
+        elif (answered := json.dumps(message.get("id"), sort_keys=True)) in asked:
+            method = asked[answered]
+            found = [] if method is None else _check("response", method, message.get("result"))
         else:
             found = ["a result answering no request the client sent"]
         if message.get("jsonrpc") != "2.0":
@@ -278,9 +282,9 @@ def frame_problems(frames: Iterable[Frame]) -> list[str]:
 def check_recorded() -> None:
     """Fail the running test when a frame the agents started since the last call wrote does
     not validate (naming the first ten), or when the SDK's schemas are not fetched."""
-    recorded = recorded_frames(clear=True)
+    recorded = recorded_frames()
     try:
-        problems = [line for frames in recorded for line in frame_problems(frames)]
+        problems = [line for frames, start in recorded for line in frame_problems(frames, start)]
     except MissingSchemas as exc:
         missing = str(exc)  # failed outside the handler, so the report is this message alone
     else:
@@ -291,3 +295,16 @@ def check_recorded() -> None:
         shown = "\n".join(problems[:10])
         more = f"\n(and {len(problems) - 10} more)" if len(problems) > 10 else ""
         pytest.fail(f"the agent wrote frames that do not validate:\n{shown}{more}", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail a test that passed when a frame its agents wrote does not validate (see
+    ``frame_check``): checked here, once per test, so no test has to ask for it."""
+    try:
+        outcome = yield
+    except BaseException:
+        recorded_frames()  # a failed test's frames are not the next test's to answer for
+        raise
+    check_recorded()  # frames written since the last test ended: set-up and this test's own
+    return outcome

@@ -32,6 +32,7 @@ from muse_acp.config import load_config
 from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.launcher import DEFAULT_VERSION, SimWorld
 from muse_acp.sim.options.settings import CAPTURE_ENV
+from tests.frames_seen import Frame, record_frames
 from tests.in_process import serving_agent
 
 WAIT = 30.0
@@ -244,19 +245,6 @@ class Agent:
         ]
 
 
-_recorded: list[list[tuple[str, dict[str, Any]]]] = []
-"""The frames of every agent started since ``recorded_frames`` last cleared them."""
-
-
-def recorded_frames(*, clear: bool = False) -> list[list[tuple[str, dict[str, Any]]]]:
-    """The frames of each agent ``running_agent`` started (in this test, when the caller
-    clears them as each test starts)."""
-    found = list(_recorded)
-    if clear:
-        _recorded.clear()
-    return found
-
-
 @asynccontextmanager
 async def running_agent(
     world: World,
@@ -273,8 +261,8 @@ async def running_agent(
     once: in one process they would share one core). ``capabilities`` given as JSON go out as
     written (for members the SDK's models lack)."""
     client = client or RecordingClient()
-    frames: list[tuple[str, dict[str, Any]]] = []
-    _recorded.append(frames)
+    frames: list[Frame] = []
+    recorded = record_frames(frames)
 
     def observe(event: Any) -> None:
         direction = (
@@ -283,25 +271,28 @@ async def running_agent(
         frames.append((direction, event.message))
         client.nudge()
 
-    if not world.first_start:
-        await remember_muse(world)
-    async with _connected(world, client, observe, process, launcher) as conn:
-        info = schema.Implementation(name="muse-acp-tests", version="0")
-        if isinstance(capabilities, Mapping):
-            params = {
-                "protocolVersion": acp.PROTOCOL_VERSION,
-                "clientCapabilities": dict(capabilities),
-                "clientInfo": info.model_dump(by_alias=True, exclude_none=True),
-            }
-            with anyio.fail_after(WAIT):
-                await conn._conn.send_request("initialize", params)
-        else:
-            await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION,
-                client_capabilities=capabilities or schema.ClientCapabilities(),
-                client_info=info,
-            )
-        yield Agent(conn, client, world, frames)
+    try:
+        if not world.first_start:
+            await remember_muse(world)
+        async with _connected(world, client, observe, process, launcher) as conn:
+            info = schema.Implementation(name="muse-acp-tests", version="0")
+            if isinstance(capabilities, Mapping):
+                params = {
+                    "protocolVersion": acp.PROTOCOL_VERSION,
+                    "clientCapabilities": dict(capabilities),
+                    "clientInfo": info.model_dump(by_alias=True, exclude_none=True),
+                }
+                with anyio.fail_after(WAIT):
+                    await conn._conn.send_request("initialize", params)
+            else:
+                await conn.initialize(
+                    protocol_version=acp.PROTOCOL_VERSION,
+                    client_capabilities=capabilities or schema.ClientCapabilities(),
+                    client_info=info,
+                )
+            yield Agent(conn, client, world, frames)
+    finally:
+        recorded.ended = True
 
 
 async def remember_muse(world: World, env: Mapping[str, str] | None = None) -> None:

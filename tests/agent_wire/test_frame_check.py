@@ -1,7 +1,8 @@
 """The check every wire test ends with (``frame_check.check_recorded``, run by this package's
 conftest) fails the test, naming the frame, when the agent writes one the ACP schemas refuse: a
 tool call with a status ACP 1.25.0 does not have, or a plan operation (a kind only the SDK's
-unstable schema has) with malformed entries. A real run's frames pass it unchanged."""
+unstable schema has) with malformed entries. A real run's frames pass it unchanged, whether the
+SDK's client or the raw one wrote them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+from tests.robust.rawagent import raw_agent
 
 from .frame_check import check_recorded, frame_problems
 from .harness import WAIT, World, running_agent
@@ -60,3 +63,20 @@ def test_a_plan_operation_is_checked_against_the_unstable_schema() -> None:
     assert problems[0].startswith("frame 0 "), problems
     assert len(sdk) == 1, problems
     assert "at update/plan/entries: 'all of it'" in sdk[0], problems
+
+
+async def test_a_raw_clients_frames_are_checked_too(world: World) -> None:
+    """Tests that speak to the agent with the raw client (``tests.robust.rawagent``: withdrawn
+    requests, watchdogs, fuzzed frames) have its frames checked the same way."""
+    async with raw_agent(world) as agent:
+        await agent.initialize()
+        session = await agent.new_session()
+    index, message = next(
+        (i, m)
+        for i, (direction, m) in enumerate(agent.frames)
+        if direction == "in" and m.get("result", {}).get("sessionId") == session
+    )
+    message["result"]["sessionId"] = 7  # as a buggy agent would have answered
+    with pytest.raises(pytest.fail.Exception) as failed:
+        check_recorded()
+    assert f"\nframe {index} " in str(failed.value), str(failed.value)

@@ -2,7 +2,8 @@
 
 Spawning ``muse-acp serve`` costs far more than an example, so each module shares one agent
 (``agent``) in one isolated world (``world``) across all its tests and hypothesis examples. That
-needs one event loop for the whole module, hence ``anyio_backend`` is module-scoped here.
+needs one event loop for the whole module, hence ``anyio_backend`` is module-scoped here. Every
+frame an agent writes is checked when each test ends, as in the wire tests (``frame_check``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent_wire.frame_check import pytest_runtest_call  # noqa: F401  (frames checked)
 from tests.agent_wire.harness import World, make_world
 
 from .faults_harness import FaultWorld, fault_world

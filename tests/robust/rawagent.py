@@ -25,6 +25,7 @@ from anyio.abc import Process, TaskGroup
 
 from muse_acp.sim.in_process import SimLauncher
 from tests.agent_wire.harness import World, remember_muse
+from tests.frames_seen import Frame, record_frames
 from tests.in_process import AgentTask, agent_task
 
 __all__ = ["WAIT", "RawAgent", "id_key", "raw_agent"]
@@ -77,6 +78,9 @@ class RawAgent:
         self._reading.set()
         self._next_id = 0
         self._write_lock = anyio.Lock()
+        self.frames: list[Frame] = []
+        self._sent = bytearray()
+        """Every JSON object written either way, for the end-of-test check (``frame_check``)."""
 
     @property
     def spawned(self) -> Process:
@@ -94,6 +98,14 @@ class RawAgent:
         with anyio.fail_after(WAIT):
             async with self._write_lock:
                 await self.process.stdin.send(data)
+        self._sent += data
+        *complete, rest = bytes(self._sent).split(b"\n")
+        self._sent = bytearray(rest if len(rest) <= MAX_STDOUT_LINE else b"")
+        for line in complete:
+            with suppress(ValueError, RecursionError):  # fuzzed frames are anything
+                sent = json.loads(line)
+                if isinstance(sent, dict):
+                    self.frames.append(("out", sent))
 
     async def send(self, message: Mapping[str, Any]) -> None:
         await self.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
@@ -211,6 +223,7 @@ class RawAgent:
             return  # kept in ``lines``; tests of stdout purity look there
         if not isinstance(message, dict):
             return
+        self.frames.append(("in", message))
         if "method" in message and "id" in message:
             self.agent_requests.append(message)
             self._tasks.start_soon(self._answer_agent_request, message)
@@ -280,6 +293,7 @@ async def _driving(process: Process | AgentTask, world: World) -> AsyncIterator[
     (``_stop``)."""
     async with anyio.create_task_group() as tasks:
         agent = RawAgent(process, world, tasks)
+        recorded = record_frames(agent.frames)
         tasks.start_soon(agent.read_stdout)
         try:
             yield agent
@@ -287,6 +301,7 @@ async def _driving(process: Process | AgentTask, world: World) -> AsyncIterator[
             with anyio.CancelScope(shield=True):
                 await _stop(agent)
             tasks.cancel_scope.cancel()
+            recorded.ended = True
 
 
 async def _stop(agent: RawAgent) -> None:
