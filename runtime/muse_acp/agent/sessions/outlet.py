@@ -104,6 +104,11 @@ class UpdateOutlet:
         self._last_usage: dict[str, object] | None = None
         """The last usage update sent, as it went out; an identical one is not sent again."""
 
+    @property
+    def takes_children(self) -> bool:
+        """Child sessions are sent to the client (it set ``subagents``)."""
+        return self._subagents
+
     def send_nowait(self, update: Update) -> bool:
         """``send`` of a plain text chunk, if the client's writer takes it at once
         (``Connection.send_notification_nowait``); False, with nothing sent, for anything else."""

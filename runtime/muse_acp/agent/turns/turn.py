@@ -4,7 +4,8 @@ Contract: the host's events arrive in order through ``on_event`` (and text delta
 ``take_delta``) and are translated and sent at once (``relay``); approvals and questions go to
 ``interactions``. Events are held (at most ``MAX_HELD_EVENTS``) until the turn's id is known,
 then events of another turn are dropped, so one prompt never receives another's output; a
-``view/gap`` is filled by paging the missed range back (``GapFiller``, which tells of a cut).
+``view/gap`` is filled by paging the missed range back (``GapFiller``, which tells of a cut);
+a subagent's own session is followed for a client that takes child sessions (``subagents``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
@@ -34,6 +35,7 @@ from muse_acp.agent.translation.view_events import GapFiller
 from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
+from muse_acp.agent.turns.subagent_views import SubagentViews
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
@@ -106,9 +108,10 @@ class ActiveTurn:
         self._tasks: TaskGroup | None = None
         self._held: deque[tuple[str, WireModel]] | None = deque()
         self.acknowledged = anyio.Event()
-        self.interactions = Interactions(self, translator.cards, host)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail, self._outlet)
+        self.subagents = SubagentViews(translator, self._outlet, pages, self._gaps, self)
+        self.interactions = Interactions(self, translator.cards, host, self.subagents)
         self._silence = SilenceWatch(
             options.deadlines.silence, self.interactions.waiting_on_client, session.session_id
         )
@@ -156,8 +159,6 @@ class ActiveTurn:
             if self._host.dead.is_set():
                 await self._host_gone()
             raise
-
-    # -- settling -------------------------------------------------------------------------
 
     def settle(self, outcome: acp.StopReason | RpcError) -> None:
         """Record the first outcome; a cancel turns any later success into ``cancelled``."""
@@ -290,8 +291,6 @@ class ActiveTurn:
         code, stderr_tail = self._host.exit_summary()
         self.settle(failures.host_exited(phase, code, stderr_tail))
 
-    # -- steering -----------------------------------------------------------------------
-
     @property
     def steerable(self) -> bool:
         """True between the host's acknowledgement and the turn settling, unless cancelled."""
@@ -304,8 +303,6 @@ class ActiveTurn:
     async def _publish_active_turn(self, turn_id: str | None) -> None:
         if self._options.announce_active_turn:
             await self.send_update(active_turn_update(turn_id))
-
-    # -- cancelling ---------------------------------------------------------------------
 
     def request_cancel(self) -> None:
         """Start cancelling (idempotent); returns at once, the turn settles soon after."""
@@ -382,7 +379,8 @@ class ActiveTurn:
         elif isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
             self.fail(failures.host_request_unanswerable(params.method))
             return
-        await self.relay.relay(method, params)
+        if not self.subagents.follows(method, params):
+            await self.relay.relay(method, params)
 
     async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away or the gate closed (see the module
