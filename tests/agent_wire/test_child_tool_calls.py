@@ -14,7 +14,7 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from .harness import WAIT, Agent, make_world, running_agent
+from .harness import WAIT, Agent, choose, make_world, running_agent
 from .test_child_sessions import SUBAGENTS, _announced, _updates
 from .test_host_versions import VERSIONS
 
@@ -24,6 +24,7 @@ ATTRIBUTED: Final = ("1.4.2", "1.4.4", "1.4.13")
 """Muse versions whose declarations name the subagent an approval is for."""
 PROMPT: Final = "sim:subagent-approve make lint"
 RAN: Final = "simulated run of: make lint\n"
+CANCELLED: Final = "tool approval cancelled"
 
 
 def _cards(agent: Agent, session: str) -> list[dict[str, Any]]:
@@ -159,3 +160,21 @@ async def test_a_subagent_child_session_loads_with_its_tool_calls_after_a_restar
     # Its calls are told after it started and before it ended, as they happened.
     assert kinds.index("tool_call") == 2
     assert kinds[kinds.index("tool_call") :].count("agent_message_chunk") == 2
+
+
+@pytest.mark.parametrize("version", ATTRIBUTED)
+async def test_a_subagents_command_declined_in_its_child_session_ends_there(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world, capabilities=SUBAGENTS) as agent:
+        agent.client.policy = choose("reject_once")
+        session, child = await _run(agent)
+        cards, parent_cards = _cards(agent, child), _cards(agent, session)
+        said = _messages(agent, child)
+    [decide] = world.host_requests("approval/decide")
+    assert (decide["params"]["sessionId"], decide["params"]["choiceId"]) == (session, "abort")
+    assert cards[-1]["status"] == "failed"
+    assert _texts(cards[-1]) == [f"{CANCELLED}\n\n[Not completed: failed.]"]
+    assert {c["name"] for c in parent_cards} == {"subagent"}
+    assert said[-1] == "make lint: abort"

@@ -30,7 +30,7 @@ from muse_acp_wire.msp import ApprovalSubagentOrigin
 
 __all__ = ["open_child", "run_command"]
 
-REFUSED: Final = "the user declined this command"
+DENIED: Final = "the approval policy (denyUnmatched) refused this command"
 ABORTED: Final = "tool approval cancelled"
 
 
@@ -96,6 +96,6 @@ async def run_command(turn: Turn, child: LiveSession, subagent_id: str, command:
     else:
         await call.finish_with(
             "rejected" if decision == "denied" else "failed",
-            REFUSED if decision == "denied" else ABORTED,
+            DENIED if decision == "denied" else ABORTED,
         )
     return decision
