@@ -76,7 +76,9 @@ async def test_a_subagents_tool_call_and_its_approval_are_the_child_sessions(
         )
         started = _position(agent, lambda m: "Started." in str(m.get("params")))
         completed = _position(agent, lambda m: "It completed." in str(m.get("params")))
+        listed = await agent.conn.list_sessions(cwd=str(world.workspace))
     assert child.startswith(f"{session}~subagent~")
+    assert [s.session_id for s in listed.sessions] == [session], "a subagent's is no session"
     first = cards[0]
     assert (first["sessionUpdate"], first["name"], first["kind"]) == (
         "tool_call",

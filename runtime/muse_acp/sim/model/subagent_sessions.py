@@ -1,16 +1,16 @@
 """A subagent's own session, and the shell command a subagent runs in it
 (``sim:subagent-approve COMMAND``).
 
-Contract: ``open_child`` stores a new session for one subagent (its id is the ``childSessionId``
-of the subagent item) that no connection is subscribed to: its events are recorded as durable
-view events, which ``view/page`` and ``session/read`` return, and sent to no client (Muse sends
-a session's view only to the connections subscribed to it). ``run_command`` plays the
-subagent's ``bash`` call in it, in a turn of the child's own: started, then asked on the PARENT
-session's approval plane (``approval/requested``, ``approval/request``, ``approval/resolved``,
-answered with the parent's ``approval/decide``) with ``subagentOrigin`` naming the child, and
-completed with its output, or rejected or failed as the parent's own approved commands are. A
-host without ``subagent_origin`` (before 1.4.2) declares no way to say whose approval it asks:
-there the subagent runs the command unasked.
+Contract: ``open_child`` stores a new session for one subagent (the ``childSessionId`` of its
+item) that no connection is subscribed to: its events are durable view events, which
+``view/page`` and ``session/read`` return, sent to no client (Muse sends a session's view only
+to its subscribers) and not listed by ``session/list`` (muse-sim's choice: before 1.4.4 no
+declared row member says whose subagent it is). ``run_command`` plays the subagent's ``bash``
+call there, in a turn of the child's own: started, then asked on the PARENT session's approval
+plane (``approval/requested``, ``approval/request``, ``approval/resolved``, answered with the
+parent's ``approval/decide``) with ``subagentOrigin`` naming the child, then completed, rejected
+or failed as the parent's approved commands are. A host without ``subagent_origin`` (before
+1.4.2) declares no way to say whose approval it asks: there the command runs unasked.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def open_child(turn: Turn) -> LiveSession:
         provider_id=parent.provider_id,
         model_id=parent.model_id,
         approval_mode=parent.approval_mode,
+        parent_session_id=parent.session_id,
     )
     return turn.ctx.adopt(meta, _Unsubscribed(turn.session.outbox.writer))
 
