@@ -11,8 +11,8 @@ only that send returns True). The outlet alone decides what the client's capabil
 ``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
 ``send`` passes compaction updates only with ``session.compaction``, plans as
 ``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
-the child's id) only with ``subagents``; ``show_compaction(updates, chat)`` (``/compact``) sends
-``updates`` with ``session.compaction``, else ``chat`` as an agent message.
+the child's id) only with ``subagents`` (``takes_children``: a turn reads a subagent's session
+only then); ``show_compaction`` (``/compact``) sends updates or chat text as the client takes.
 """
 
 from __future__ import annotations
