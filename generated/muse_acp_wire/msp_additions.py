@@ -12,6 +12,7 @@ from pydantic import Field
 from muse_acp_wire._base import WireModel
 from muse_acp_wire.msp_1_4_2 import (
     ApprovalChoice,
+    ApprovalSubagentOrigin,
     ApprovalSubject,
     SourceRange,
     UserInputAnswer,
@@ -58,14 +59,6 @@ class ApprovalRequirementRef(WireModel):
 
     approval_id: Annotated[str, Field(alias="approvalId")]
     source_index: Annotated[int, Field(alias="sourceIndex")]
-
-
-class ApprovalSubagentOrigin(WireModel):
-    """An MSP object type."""
-
-    child_run_id: Annotated[str, Field(alias="childRunId")]
-    child_session_id: Annotated[str, Field(alias="childSessionId")]
-    subagent_id: Annotated[str, Field(alias="subagentId")]
 
 
 class SessionLeaveParams(WireModel):

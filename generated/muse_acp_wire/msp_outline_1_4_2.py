@@ -10,7 +10,7 @@ from muse_acp_wire._base import BundleOutline, ErrorSpec
 
 OUTLINE: Final = BundleOutline(
     version="1.4.2",
-    fingerprint="sha256:5fc7bcee73f735b7672ee6705c9ff62568826b688f9a369fb69d30d71ca09ada",
+    fingerprint="sha256:39d1771ed86998af29a9113004f9f1dec0ea4c401af59b6e32a5fff14cbd4a71",
     host_requests=MappingProxyType(
         {
             "initialize": False,
@@ -881,6 +881,9 @@ OUTLINE: Final = BundleOutline(
                 }
             ),
             "RequirementId": MappingProxyType({"approval_id": True, "source_index": True}),
+            "ApprovalSubagentOrigin": MappingProxyType(
+                {"child_session_id": True, "child_run_id": True, "subagent_id": True}
+            ),
             "ApprovalChoice": MappingProxyType(
                 {
                     "choice_id": True,
@@ -935,6 +938,7 @@ OUTLINE: Final = BundleOutline(
                     "available_choices": True,
                     "protected_write": False,
                     "judge_escalated": False,
+                    "subagent_origin": False,
                 }
             ),
             "ApprovalChange": MappingProxyType(
@@ -959,6 +963,7 @@ OUTLINE: Final = BundleOutline(
                     "subject": False,
                     "available_choices": False,
                     "change": True,
+                    "subagent_origin": False,
                 }
             ),
             "PolicyAmendment": MappingProxyType({"durability": True, "rule_preview": True}),
@@ -986,6 +991,7 @@ OUTLINE: Final = BundleOutline(
                     "decided_by_command_id": False,
                     "decided_at": False,
                     "stage_evidence": False,
+                    "subagent_origin": False,
                 }
             ),
             "ApprovalDecideParams": MappingProxyType(

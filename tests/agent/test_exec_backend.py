@@ -268,6 +268,10 @@ class RecordingSession:
     async def tell(self, notice: Notice) -> None:
         self.notices.append(notice)
 
+    @property
+    def takes_children(self) -> bool:
+        return False
+
     def send_nowait(self, update: Update) -> bool:
         return False
 

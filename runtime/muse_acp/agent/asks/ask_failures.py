@@ -3,24 +3,50 @@ give, and requests the host sent in a form that cannot be answered.
 
 Contract: each function returns the ``RpcError`` of one such failure, built with
 ``failures.Failure`` (kind, source, retryability, the ``running`` phase), in words of our own
-that say what happened and what to do; host and client text in them is bounded. Pure.
+that say what happened and what to do; host and client text in them is bounded.
+``client_result`` reads a client's answer as its model or says, as a ``ValueError``, why it is
+not one; ``client_words`` tells a client's error as the client's. Pure.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from muse_acp.agent.errors.failures import Failure, sentence
+from muse_acp.rpc import describe_validation_error
 from muse_acp.rpc.errors import RpcError
+from muse_acp.rpc.jsonvalue import JsonValue
 
 __all__ = [
     "answer_refused",
     "automatic_unavailable",
     "client_answer_failed",
+    "client_result",
+    "client_words",
     "unreadable_ask",
     "user_input_unsupported",
 ]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def client_result(model: type[M], raw: JsonValue, method: str) -> M:
+    """The client's result as ``model``, or a ``ValueError`` in words of our own."""
+    try:
+        return model.model_validate(raw, by_alias=True, by_name=False)
+    except ValidationError as error:
+        detail = describe_validation_error(error, raw)
+        raise ValueError(f"the answer to {method} is not a valid result ({detail})") from None
+
+
+def client_words(error: RpcError) -> str:
+    """A client's error, told as the client's (its message is client text: bounded)."""
+    message = " ".join(error.message.split())[:200] or "no message"
+    return f"the client answered with error {error.code} ({message})"
 
 
 _POLICY_WORDS: Final[MappingProxyType[Literal["approve", "reject"], tuple[str, str]]] = (

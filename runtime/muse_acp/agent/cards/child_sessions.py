@@ -127,6 +127,8 @@ class ChildView:
     failure: str | None = None
     output: str | None = None
     """What the child handed back (a subagent's result), when it did."""
+    muse_session_id: str | None = None
+    """A subagent's own Muse session (``childSessionId``), once it has one."""
 
     @property
     def running(self) -> bool:
@@ -145,6 +147,7 @@ def children_of(parent_id: str, item: msp.Item) -> list[ChildView]:
                 item.status,
                 failure=result.error_kind if result else None,
                 output=(result.text or result.summary) if result else None,
+                muse_session_id=item.child_session_id or None,
             )
         ]
     if isinstance(item, msp.WorkflowItem):

@@ -6,7 +6,8 @@ from their parent: its cards' ``_meta["muse/children"]``, its ``subagent_update`
 
 * Loading a child needs no record: the parent must be a session Muse has in this workspace; its
   history is paged as for a load and only the child's transcript is sent, with the child's id
-  (-32002 when the parent shows no such child). The parent owns the child: no session opens.
+  (-32002 when the parent shows no such child), with a subagent's tool calls read from its own
+  Muse session (``child_tool_calls``). The parent owns the child: no session opens.
 * ``session/cancel`` on a running child stops it alone, in the background (a notification
   waits on nothing), on the parent's host: a workflow child is skipped (``workflow/childControl``
   with its current attempt, feature ``workflowChildren``), a subagent stopped (``subagent/stop``,
@@ -31,8 +32,10 @@ from muse_acp.agent.handshake.capabilities import not_on_exec
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.sessions.history import read_row, replay_history
 from muse_acp.agent.sessions.session import AcpSession, ClientLink, shown_id
+from muse_acp.agent.translation.child_tool_calls import ChildToolCalls
 from muse_acp.agent.translation.child_transcripts import ChildUpdate
 from muse_acp.agent.translation.translate import Update
+from muse_acp.agent.translation.view_events import PageReader
 from muse_acp.host.bindings import error_kind
 from muse_acp.host.client import MspHost
 from muse_acp.host.features import first_declaring
@@ -59,14 +62,18 @@ CancelHandler = Callable[[AgentContext, acp.CancelNotification], Awaitable[None]
 
 
 class _ChildReplay:
-    """A parent's history as a replay target that lets through only one child's transcript."""
+    """A parent's history as a replay target that lets through only one child's transcript;
+    a subagent's own tool calls are read from its Muse session once it shows one."""
 
-    def __init__(self, ref: ChildRef, cwd: str, client: ClientLink) -> None:
+    def __init__(self, ref: ChildRef, cwd: str, client: ClientLink, read_page: PageReader) -> None:
         self.ref = ref
         self.session_id = ref.parent_id
         self.cwd = cwd
         self._client = client
         self._child = ref.session_id
+        self._tools = ChildToolCalls(ref.parent_id, cwd=cwd)
+        self._read_page = read_page
+        self._read_from: str | None = None
         self.found = False
 
     @property
@@ -74,10 +81,22 @@ class _ChildReplay:
         return self
 
     async def send(self, update: Update) -> None:
-        if isinstance(update, ChildUpdate) and update.session_id == self._child:
-            self.found = True
-            params = acp.SessionNotification(session_id=self._child, update=update.update)
-            await self._client.notify("session/update", params)
+        if not isinstance(update, ChildUpdate) or update.session_id != self._child:
+            return
+        self.found = True
+        muse_session = update.muse_session_id
+        if muse_session is not None and muse_session != self._read_from:
+            # Told once, before the first status that names its session: after it started,
+            # before the end of its work (which that status may already be).
+            self._read_from = muse_session
+            child = self._tools.note(self.ref.key, muse_session)
+            for call in await self._tools.catch_up(child, self._read_page):
+                await self._notify(call)
+        await self._notify(update)
+
+    async def _notify(self, update: ChildUpdate) -> None:
+        params = acp.SessionNotification(session_id=self._child, update=update.update)
+        await self._client.notify("session/update", params)
 
     async def tell(self, notice: Notice) -> None:
         logger.info("loading child session %s: %s", self._child, notice.text)
@@ -96,10 +115,14 @@ async def handle_load(
     if await ctx.on_exec():
         raise not_on_exec("session/load")
     cwd = check_workspace(params.cwd, params.additional_directories)
-    target = _ChildReplay(ref, cwd, ctx.acp)
+    budget = ctx.config.deadlines.read
     async with ctx.catalog_host(cwd) as host:
+        pages = partial(
+            ask, host, "view/page", result_type=msp.ViewPageResult, phase="reading", budget=budget
+        )
+        target = _ChildReplay(ref, cwd, ctx.acp, pages)
         await _check_parent(ctx, host, ref.parent_id, cwd)
-        await replay_history(target, host, BASELINE_OUTPUT, ctx.config.deadlines.read)
+        await replay_history(target, host, BASELINE_OUTPUT, budget)
     if not target.found:
         raise RpcError(
             RESOURCE_NOT_FOUND,

@@ -11,8 +11,8 @@ only that send returns True). The outlet alone decides what the client's capabil
 ``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
 ``send`` passes compaction updates only with ``session.compaction``, plans as
 ``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
-the child's id) only with ``subagents``; ``show_compaction(updates, chat)`` (``/compact``) sends
-``updates`` with ``session.compaction``, else ``chat`` as an agent message.
+the child's id) only with ``subagents`` (``takes_children``: a turn reads a subagent's session
+only then); ``show_compaction`` (``/compact``) sends updates or chat text as the client takes.
 """
 
 from __future__ import annotations
@@ -103,6 +103,11 @@ class UpdateOutlet:
         """A guarded send found the client gone (``send_unless_gone``)."""
         self._last_usage: dict[str, object] | None = None
         """The last usage update sent, as it went out; an identical one is not sent again."""
+
+    @property
+    def takes_children(self) -> bool:
+        """Child sessions are sent to the client (it set ``subagents``)."""
+        return self._subagents
 
     def send_nowait(self, update: Update) -> bool:
         """``send`` of a plain text chunk, if the client's writer takes it at once

@@ -38,6 +38,8 @@ class ChildUpdate(NamedTuple):
 
     session_id: str
     update: acp.SessionUpdate
+    muse_session_id: str | None = None
+    """The subagent's own Muse session, when known (``child_tool_calls`` reads it)."""
 
 
 ParentOrChild: TypeAlias = acp.SubagentUpdateSessionUpdate | ChildUpdate
@@ -75,14 +77,14 @@ class ChildTranscripts:
             while len(self._sent) >= MAX_CHILDREN:
                 del self._sent[next(iter(self._sent))]
             updates.append(self._announce(child))
-            updates.append(_say(session_id, "user", f"{session_id}#asked", child.title))
+            updates.append(_say(child, "user", f"{session_id}#asked", child.title))
         elif (sent.status, sent.attempt) != (child.status, child.attempt):
             updates.append(self._announce(child))
         if sent is None or (sent.status, sent.attempt) != (child.status, child.attempt):
             key = f"{session_id}#{child.attempt}:{child.status}"
-            updates.append(_say(session_id, "agent", key, _status_line(child)))
+            updates.append(_say(child, "agent", key, _status_line(child)))
         if child.output and (sent is None or sent.output != child.output):
-            updates.append(_say(session_id, "agent", f"{session_id}#output", child.output))
+            updates.append(_say(child, "agent", f"{session_id}#output", child.output))
         self._sent[session_id] = _Sent(child.status, child.attempt, child.output)
         return updates
 
@@ -114,7 +116,7 @@ def _status_line(child: ChildView) -> str:
     return f"{attempt} ended {child.status}{failure}."
 
 
-def _say(session_id: str, family: str, message_id: str, text: str) -> ChildUpdate:
+def _say(child: ChildView, family: str, message_id: str, text: str) -> ChildUpdate:
     content = acp.TextContentBlock(type="text", text=text)
     update: acp.SessionUpdate
     if family == "user":
@@ -125,4 +127,4 @@ def _say(session_id: str, family: str, message_id: str, text: str) -> ChildUpdat
         update = acp.AgentMessageChunkSessionUpdate(
             session_update="agent_message_chunk", content=content, message_id=message_id
         )
-    return ChildUpdate(session_id, update)
+    return ChildUpdate(child.ref.session_id, update, child.muse_session_id)

@@ -10,9 +10,9 @@ of the view and after ``MAX_GAP_PAGES`` pages of ``GAP_PAGE_SIZE`` events (logge
 
 A ``GapFiller`` keeps a turn's order across a gap: live events are held (up to ``limit``;
 beyond it handled at once, out of order but never lost) until the missed events were handled,
-then follow in arrival order; a further gap among them is filled the same way. A page that
-cannot be read goes to ``on_failure`` (the turn fails). A gap cut at its bound is also told as
-a notice (``errors.notices``: logged only, as before, for a client without notices).
+then follow in arrival order; a further gap among them, or work ``defer``red among them (a
+subagent's session read, ``drain``), is done the same way. A page that cannot be read fails
+the turn (``on_failure``); a gap cut at its bound is also told as a notice (``notices``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ MAX_GAP_PAGES: Final = 50
 PageReader = Callable[[msp.ViewPageParams], Awaitable[msp.ViewPageResult]]
 """Reads one ``view/page`` (the caller's budget and failure mapping apply)."""
 EventHandler = Callable[[str, WireModel], Awaitable[None]]
+Deferred = Callable[[], Awaitable[None]]
 
 
 def read_event(event: msp.ViewEvent) -> WireModel | None:
@@ -114,7 +115,7 @@ class GapFiller:
         self._limit = limit
         self._on_failure = on_failure
         self._notices = notices
-        self._backlog: deque[tuple[str, WireModel]] | None = None
+        self._backlog: deque[tuple[str, WireModel] | Deferred] | None = None
 
     @property
     def holding(self) -> bool:
@@ -134,7 +135,17 @@ class GapFiller:
         backlog.append((method, params))
         return True
 
-    async def fill(self, gap: msp.ViewGapParams) -> None:
+    def defer(self, work: Deferred) -> bool:
+        """Hold live events from now until ``work`` has run; False when nothing runs them yet,
+        and the caller is to run ``drain`` (in a task). Deferred while an event is handled,
+        ``work`` runs next: every event held arrived after that one."""
+        if self._backlog is not None:
+            self._backlog.appendleft(work)
+            return True
+        self._backlog = deque([work])
+        return False
+
+    async def fill(self, gap: msp.ViewGapParams | None) -> None:
         """Handle the missed events of ``gap``, then the held live ones, in order; a page that
         cannot be read goes to ``on_failure``, and live events stay held."""
         try:
@@ -142,16 +153,26 @@ class GapFiller:
         except RpcError as failure:
             self._on_failure(failure)
 
-    async def _fill(self, gap: msp.ViewGapParams) -> None:
+    async def drain(self) -> None:
+        """``fill`` without a gap: what ``defer`` held, in order."""
+        await self.fill(None)
+
+    async def _fill(self, gap: msp.ViewGapParams | None) -> None:
         while True:
-            cut: list[int] = []
-            async for method, params in missed_events(self._read_page, gap, cut):
-                await self._handle(method, params)
-            if cut:
-                await self._tell_cut(cut[0])
+            if gap is not None:
+                cut: list[int] = []
+                async for method, params in missed_events(self._read_page, gap, cut):
+                    await self._handle(method, params)
+                    await self._run_deferred()  # what handling it deferred comes next
+                if cut:
+                    await self._tell_cut(cut[0])
             backlog = self._backlog
             while backlog:
-                method, params = backlog.popleft()
+                held = backlog.popleft()
+                if not isinstance(held, tuple):
+                    await held()
+                    continue
+                method, params = held
                 if isinstance(params, msp.ViewGapParams):
                     gap = params
                     break
@@ -159,6 +180,15 @@ class GapFiller:
             else:
                 self._backlog = None
                 return
+
+    async def _run_deferred(self) -> None:
+        backlog = self._backlog
+        while backlog:
+            work = backlog[0]
+            if isinstance(work, tuple):
+                return
+            backlog.popleft()
+            await work()
 
     async def _tell_cut(self, shown: int) -> None:
         if self._notices is None:

@@ -3,9 +3,11 @@
 Contract: ``Interactions`` answers each approval stage and question in a task of the turn,
 reaching the turn only through ``TurnPort``. The client is asked once per approval stage, with
 the card as ``TurnCards`` keeps it, and only choices the host offered are sent back; automatic
-modes pick an offered "once" choice. A stale decision (-32053) makes it read the pending
-approvals back and ask about the current stage. A question goes to the client as a form
-elicitation. Everything outstanding is withdrawn when the turn settles or is cancelled.
+modes pick an offered "once" choice; one Muse asks for a subagent is asked in the subagent's
+child session for a client that takes them (``subagent_views``). A stale decision (-32053)
+makes it read the pending approvals back and ask about the current stage. A question goes
+to the client as a form elicitation. Everything outstanding is withdrawn when the turn settles
+or is cancelled.
 
 Errors: an unusable permission answer fails the turn as the client's failure; a question the
 client cannot show or answer is withdrawn from Muse (``userInput/cancel``) and said in the chat;
@@ -19,7 +21,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 import anyio
-from pydantic import BaseModel, ValidationError
 
 from muse_acp.agent.asks import ask_failures
 from muse_acp.agent.asks.engagement import engage
@@ -42,10 +43,11 @@ from muse_acp.agent.cards.file_changes import capture_before
 from muse_acp.agent.cards.tool_kinds import kind_for_tool
 from muse_acp.agent.errors import failures
 from muse_acp.agent.translation.event_kinds import ASKS
+from muse_acp.agent.turns.subagent_views import SubagentViews
 from muse_acp.host.asks import UnreadableAsk
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
-from muse_acp.rpc import RpcError, describe_validation_error
+from muse_acp.rpc import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
@@ -55,7 +57,6 @@ __all__ = ["Interactions", "TurnPort"]
 logger: Final = logging.getLogger("muse_acp.agent")
 
 R = TypeVar("R", bound=WireModel)
-M = TypeVar("M", bound=BaseModel)
 
 STALE_REQUIREMENT: Final = "approvalRequirementStale"
 BENIGN_DECISION_ERRORS: Final = frozenset({"approvalAlreadyResolved"})
@@ -99,24 +100,20 @@ class TurnPort(Protocol):
     ) -> R: ...
 
 
-def _client_result(model: type[M], raw: JsonValue, method: str) -> M:
-    """The client's result as ``model``, or a ``ValueError`` in words of our own."""
-    try:
-        return model.model_validate(raw, by_alias=True, by_name=False)
-    except ValidationError as error:
-        detail = describe_validation_error(error, raw)
-        raise ValueError(f"the answer to {method} is not a valid result ({detail})") from None
-
-
 class Interactions:
     """Approvals and questions of one turn (see the module contract)."""
 
     def __init__(
-        self, turn: TurnPort, cards: TurnCards | None = None, host: MspHost | None = None
+        self,
+        turn: TurnPort,
+        cards: TurnCards | None = None,
+        host: MspHost | None = None,
+        subagents: SubagentViews | None = None,
     ) -> None:
         self._turn = turn
         self._host = host
         self._cards = cards or TurnCards(turn.session_id)
+        self._subagents = subagents
         self._approvals: dict[str, ApprovalView] = {}
         self._asked: set[tuple[str, int]] = set()
         self._asking: dict[str, anyio.CancelScope] = {}
@@ -150,7 +147,9 @@ class Interactions:
             # first is news, a repeat must not roll the approval back to its first stage.
             if params.approval_id not in self._seen_approvals:
                 self._seen_approvals.add(params.approval_id)
-                self._on_approval(ApprovalView.from_requested(params), params.turn_id)
+                # A subagent's approval is of the child's own turn, asked during this one.
+                turn_id = None if params.subagent_origin else params.turn_id
+                self._on_approval(ApprovalView.from_requested(params), turn_id)
         elif isinstance(params, msp.ApprovalUpdatedParams):
             view = self._approvals.get(params.approval_id)
             if view is not None:
@@ -205,23 +204,26 @@ class Interactions:
             return choice, "mode" if automatic == "reject" else None
         requested = view.requested
         call_id, tool = requested.tool_call_id or requested.item_id, requested.tool_name
+        session_id, cards = await self._asked_in(requested)
         # An editing tool's file is read before the client sees its change, if not read yet.
-        await capture_before(self._cards, call_id, tool, requested.raw_args)
+        await capture_before(cards, call_id, tool, requested.raw_args)
         request = permission_request(
-            self._turn.session_id,
+            session_id,
             view,
             tool_call_id=call_id,
             kind=kind_for_tool(tool),
-            card=self._cards.permission(call_id, tool, requested.raw_args),
+            card=cards.permission(call_id, tool, requested.raw_args),
         )
         method = "session/request_permission"
         try:
             raw = await self._turn.ask_client(method, request)
         except RpcError as error:
-            self._turn.fail(ask_failures.client_answer_failed("permission", _client_words(error)))
+            self._turn.fail(
+                ask_failures.client_answer_failed("permission", ask_failures.client_words(error))
+            )
             return None
         try:
-            response = _client_result(acp.RequestPermissionResponse, raw, method)
+            response = ask_failures.client_result(acp.RequestPermissionResponse, raw, method)
             choice = choice_from_response(view, response)
         except (ValueError, RpcError) as refused:  # by muse-acp: not an error the client sent
             self._turn.fail(ask_failures.answer_refused("permission", refused))
@@ -231,6 +233,13 @@ class Interactions:
         return choice, (
             None if decision not in DENYING_DECISIONS else "user" if selected else "client"
         )
+
+    async def _asked_in(self, requested: msp.ApprovalRequestedParams) -> tuple[str, TurnCards]:
+        """The session an approval is asked in, and its cards: a subagent's own child session
+        for a client that takes them (``subagent_views``), else this turn's."""
+        origin, subagents = requested.subagent_origin, self._subagents
+        child = None if origin is None or subagents is None else await subagents.asking(origin)
+        return child or (self._turn.session_id, self._cards)
 
     async def _decide(self, view: ApprovalView, choice: str, refusal: Refusal | None) -> None:
         params = msp.ApprovalDecideParams(
@@ -253,7 +262,9 @@ class Interactions:
         except RpcError as failure:
             self._turn.fail(failure)
             return
-        if refusal is not None:  # the host took the denial: the card says who declined it
+        if refusal is not None and view.requested.subagent_origin is None:
+            # The host took the denial: the card says who declined it (a subagent's card is
+            # its own session's, which says so itself).
             requested = view.requested
             call_id = requested.tool_call_id or requested.item_id
             for update in self._cards.refused(call_id, refusal):
@@ -319,10 +330,10 @@ class Interactions:
             raw = await self._turn.ask_client(
                 method, elicitation_request(self._turn.session_id, params)
             )
-            response = _client_result(acp.CreateElicitationResponse, raw, method)
+            response = ask_failures.client_result(acp.CreateElicitationResponse, raw, method)
             answers = answers_from_response(params, response)
         except RpcError as error:
-            said = _client_words(error)
+            said = ask_failures.client_words(error)
             failure = ask_failures.client_answer_failed("question", said)
             await self._withdraw_question(params, "invalid", failure, said)
             return
@@ -387,9 +398,3 @@ class Interactions:
                     self._turn.fail(refused)
             except RpcError as failure:
                 self._turn.fail(failure)
-
-
-def _client_words(error: RpcError) -> str:
-    """A client's error, told as the client's (its message is client text: bounded)."""
-    message = " ".join(error.message.split())[:200] or "no message"
-    return f"the client answered with error {error.code} ({message})"

@@ -41,6 +41,10 @@ class TurnOutlet(Protocol):
     ``send_nowait`` for a relay's ``send_now``, ``send_unless_gone`` for everything else,
     ``tell`` for a warning (``errors.notices``)."""
 
+    @property
+    def takes_children(self) -> bool:
+        """Child sessions are sent to the client (``subagent_views`` reads them only then)."""
+
     def send_nowait(self, update: Update) -> bool: ...
 
     async def tell(self, notice: Notice) -> None: ...

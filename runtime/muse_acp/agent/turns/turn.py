@@ -1,10 +1,11 @@
 """One turn on a Muse host, from ``turn/start`` (or ``rejoin``, one Muse runs) until it settles.
 
-Contract: the host's events arrive in order through ``on_event`` (and text deltas through
-``take_delta``) and are translated and sent at once (``relay``); approvals and questions go to
-``interactions``. Events are held (at most ``MAX_HELD_EVENTS``) until the turn's id is known,
-then events of another turn are dropped, so one prompt never receives another's output; a
-``view/gap`` is filled by paging the missed range back (``GapFiller``, which tells of a cut).
+Contract: the host's events arrive in order through ``on_event`` (text deltas: ``take_delta``),
+translated and sent at once (``relay``); approvals and questions go to ``interactions``. Events are
+held (at most ``MAX_HELD_EVENTS``) until the turn's id is known, then events of another turn are
+dropped, so one prompt never receives another's output; a ``view/gap`` is filled by paging the
+missed range back (``GapFiller``, which tells of a cut); a subagent's own session is followed for a
+client that takes child sessions (``subagents``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
@@ -35,6 +36,7 @@ from muse_acp.agent.translation.view_events import GapFiller
 from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
+from muse_acp.agent.turns.subagent_views import SubagentViews
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import Listening, MspHost
@@ -110,9 +112,10 @@ class ActiveTurn:
         self._held: deque[tuple[str, WireModel]] | None = deque()
         self._listening: Listening | None = None
         self.acknowledged = anyio.Event()
-        self.interactions = Interactions(self, translator.cards, host)
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
         self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail, self._outlet)
+        self.subagents = SubagentViews(translator, self._outlet, pages, self._gaps, self)
+        self.interactions = Interactions(self, translator.cards, host, self.subagents)
         self._silence = SilenceWatch(
             options.deadlines.silence, self.interactions.waiting_on_client, session.session_id
         )
@@ -160,7 +163,6 @@ class ActiveTurn:
                 await self._host_gone()
             raise
 
-    # -- settling -------------------------------------------------------------------------
     def settle(self, outcome: acp.StopReason | RpcError) -> None:
         """Record the first outcome; a cancel turns any later success into ``cancelled``."""
         if self._settled.is_set():
@@ -281,8 +283,7 @@ class ActiveTurn:
     async def _host_gone(self) -> None:
         """Settle a turn whose host went away: ``cancelled`` if asked for, else how it ended."""
         if not self._settled.is_set() and not self.cancel_requested:
-            # A host's output closes a moment before its exit status and last stderr lines
-            # are in, and the error must carry both.
+            # The output closes before the exit status and stderr are in; the error needs both.
             await self._host.process.settle()
         if self._settled.is_set():
             return
@@ -294,7 +295,6 @@ class ActiveTurn:
         code, stderr_tail = self._host.exit_summary()
         self.settle(failures.host_exited(phase, code, stderr_tail))
 
-    # -- steering -----------------------------------------------------------------------
     @property
     def steerable(self) -> bool:
         """True between the host's acknowledgement and the turn settling, unless cancelled."""
@@ -308,7 +308,6 @@ class ActiveTurn:
         if self._options.announce_active_turn:
             await self.send_update(active_turn_update(turn_id))
 
-    # -- cancelling ---------------------------------------------------------------------
     def request_cancel(self) -> None:
         """Start cancelling (idempotent); returns at once, the turn settles soon after."""
         if self.cancel_requested or self._settled.is_set():
@@ -382,7 +381,8 @@ class ActiveTurn:
         elif isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
             self.fail(failures.host_request_unanswerable(params.method))
             return
-        await self.relay.relay(method, params)
+        if not self.subagents.follows(method, params):
+            await self.relay.relay(method, params)
 
     async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away or the gate closed (see the module

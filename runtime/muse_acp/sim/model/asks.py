@@ -39,6 +39,7 @@ from muse_acp_wire.msp import (
     ApprovalResolutionSummary,
     ApprovalResolvedParams,
     ApprovalStage,
+    ApprovalSubagentOrigin,
     ApprovalSubject,
     ApprovalUpdatedParams,
     ErrorData,
@@ -139,6 +140,8 @@ class ApprovalAsk:
     race: bool = False
     reasons: bool = False
     """Updates say why they happened (``change.reason``)."""
+    origin: ApprovalSubagentOrigin | None = None
+    """The subagent whose call this is, asked on its parent session (``subagent_sessions``)."""
     choices: tuple[ApprovalChoice, ...] = CHOICES
     approval_id: str = field(default_factory=new_uuid7)
     resolutions: list[str] = field(default_factory=list)
@@ -213,7 +216,7 @@ class ApprovalAsk:
         )
 
     def requested(self, pos: Position) -> ApprovalRequestedParams:
-        return ApprovalRequestedParams(
+        requested = ApprovalRequestedParams(
             session_id=self.session_id,
             approval_id=self.approval_id,
             turn_id=self.turn_id,
@@ -230,6 +233,9 @@ class ApprovalAsk:
             protected_write=self.protected,
             judge_escalated=False,
         )
+        if self.origin is not None:  # a member older hosts do not have: never sent unset
+            requested.subagent_origin = self.origin
+        return requested
 
     def decide(
         self, requirement: RequirementId, choice_id: str, command_id: str, answered: anyio.Event
@@ -333,6 +339,8 @@ async def _resolve(
             resolved_by=by,
             stage_evidence=ask.evidence(ask.resolutions),
         )
+        if ask.origin is not None:
+            resolved.subagent_origin = ask.origin
         if decision == "approvedForSession":
             resolved.amendment = PolicyAmendment(
                 durability="session", rule_preview=ask.rule_preview()

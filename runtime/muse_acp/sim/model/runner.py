@@ -268,8 +268,8 @@ class TurnRunner:
                 await switch_approval(turn, mode)
             case Workflow(text=text, children=children):
                 await (start_children_workflow if children else start_workflow)(turn, text)
-            case Subagent(objective=objective, fails=fails, hold=hold):
-                await run_subagent(turn, objective, fails=fails, hold=hold)
+            case Subagent():
+                await run_subagent(turn, directive)
             case Background(command=command):
                 await start_background(turn, command)
             case AskUser(countdown=countdown):

@@ -1,5 +1,6 @@
 """A native subagent Muse delegates to within a turn (``sim:subagent OBJECTIVE``,
-``sim:subagent-fails OBJECTIVE``, ``sim:subagent-hold OBJECTIVE``), and ``subagent/stop``.
+``sim:subagent-fails OBJECTIVE``, ``sim:subagent-hold OBJECTIVE``,
+``sim:subagent-approve COMMAND``), and ``subagent/stop``.
 
 Contract: ``run_subagent`` emits the ``subagent`` item as Muse's official transcripts show one:
 started ``accepted``, then running with its own ``childSessionId``, then completed with a result
@@ -18,7 +19,9 @@ from typing import Any, Final
 import anyio
 
 from muse_acp.rpc import RequestContext, RequestRoute
+from muse_acp.sim.model.subagent_sessions import open_child, run_command
 from muse_acp.sim.model.turn import Turn
+from muse_acp.sim.script.delegation import Subagent
 from muse_acp.sim.state.context import HostContext
 from muse_acp.sim.state.ids import new_uuid7, rfc3339_now
 from muse_acp_wire.msp import (
@@ -33,10 +36,12 @@ __all__ = ["SubagentControls", "run_subagent"]
 _STOPPED: Final = "stopped by its owner"
 
 
-async def run_subagent(
-    turn: Turn, objective: str, *, fails: bool = False, hold: bool = False
-) -> None:
+async def run_subagent(turn: Turn, directive: Subagent) -> None:
+    objective, fails, hold = directive.objective, directive.fails, directive.hold
     item_id, subagent_id, child_session = new_uuid7(), f"subagent-{new_uuid7()}", new_uuid7()
+    child = None if directive.command is None else open_child(turn)
+    if child is not None:
+        child_session = child.session_id
     revision = 0
 
     def item(status: str, control: str, result: SubagentResult | None = None) -> SubagentItem:
@@ -62,6 +67,11 @@ async def run_subagent(
 
     await turn.item_event("item/started", item("inProgress", "accepted"))
     await turn.item_event("item/updated", item("inProgress", "running"))
+    if child is not None and directive.command is not None:
+        decision = await run_command(turn, child, subagent_id, directive.command)
+        result = SubagentResult(summary=f"{directive.command}: {decision}")
+        await turn.item_event("item/completed", item("completed", "closed", result))
+        return
     if hold:
         stop = turn.session.subagents[subagent_id] = anyio.Event()
         try:

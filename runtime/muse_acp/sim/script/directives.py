@@ -3,7 +3,8 @@
 Contract: ``parse_prompt`` splits a prompt into its text (every line that is not a directive,
 echoed back by the final agent message) and its directives, in order, one per line. A directive
 line starts with ``sim:`` after optional leading blanks; each directive is one of the
-``Directive`` types below, and docs/muse-sim.md lists what each one plays.
+``Directive`` types below (delegated work's are in ``delegation``), and docs/muse-sim.md lists
+what each one plays.
 
 A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text,
 never an error. Arguments are bounded: sizes by ``MAX_OUTPUT_BYTES``, stages by ``MAX_STAGES``,
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
+
+from muse_acp.sim.script.delegation import DELEGATION_PARSERS, Subagent, Workflow
 
 __all__ = [
     "APPROVAL_MODES",
@@ -165,26 +168,6 @@ class Name:
 @dataclass(frozen=True, slots=True)
 class ViewLost:
     """The host reports the live view unavailable (``sim:viewlost``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Workflow:
-    """A workflow that outlives its turn (``sim:workflow TEXT``), or one with two children, the
-    second failing (``sim:workflow-children TEXT``, ``workflow_runs``)."""
-
-    text: str
-    children: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Subagent:
-    """Muse delegates to a native subagent (``sim:subagent OBJECTIVE``), which fails with
-    ``sim:subagent-fails OBJECTIVE`` and runs until stopped with ``sim:subagent-hold OBJECTIVE``
-    (``subagents``)."""
-
-    objective: str
-    fails: bool = False
-    hold: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,11 +396,7 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "paced": _paced,
         "name": _name,
         "viewlost": _bare(ViewLost()),
-        "workflow": _text(Workflow),
-        "workflow-children": _text(lambda text: Workflow(text, children=True)),
-        "subagent": _text(Subagent),
-        "subagent-fails": _text(lambda objective: Subagent(objective, fails=True)),
-        "subagent-hold": _text(lambda objective: Subagent(objective, hold=True)),
+        **DELEGATION_PARSERS,
         "background": _text(Background),
         "switch-model": _text(SwitchModel),
         "switch-approval": _switch_approval,

@@ -1,16 +1,16 @@
 """Lease-free reads: sessions, history pages, stored output, models and pending requests.
 
 Contract: these requests work on any stored session, including one another host process holds
-(they never take a lease and never write): ``session/read`` (history excluded unless asked
-for), ``session/list`` (most recently updated first, ``limit`` 1..200 default 50, opaque
-``nextCursor``, null on the last page, optional ``workspaceRoot`` filter), ``view/page``
-(durable events only, ascending in both directions, ``limit`` 1..1000, ``nextCursor`` null when
-nothing further), ``item/readOutput`` (1.2.1), ``model/list``, ``approval/listPending``,
-``view/unsubscribe``, ``usage/read`` (1.3.0; ``{}`` until the host has observed usage at the
-end of a turn, then ``{usage}``, the figures ``usage/changed`` last sent) and the experimental
-``account/read`` (-32601 ``experimentalRequired`` unless the connection opted in with
-``experimentalApi``; else ``envKey`` when ``META_API_KEY`` is set, the credential ``muse-sim
-login`` stored, or ``loggedOut``; a credential is always required). ``history`` and
+(they never take a lease and never write): ``session/read`` (history excluded unless asked for),
+``session/list`` (no subagent's session, most recently updated first, ``limit`` 1..200 default
+50, opaque ``nextCursor``, null on the last page, optional ``workspaceRoot`` filter),
+``view/page`` (durable events only, ascending in both directions, ``limit`` 1..1000,
+``nextCursor`` null when nothing further), ``item/readOutput`` (1.2.1), ``model/list``,
+``approval/listPending``, ``view/unsubscribe``, ``usage/read`` (1.3.0; ``{}`` until the host has
+observed usage at the end of a turn, then ``{usage}``, the figures ``usage/changed`` last sent)
+and the experimental ``account/read`` (-32601 ``experimentalRequired`` unless the connection
+opted in with ``experimentalApi``; else ``envKey`` when ``META_API_KEY`` is set, the credential
+``muse-sim login`` stored, or ``loggedOut``; a credential is always required). ``history`` and
 ``pending_requests`` also shape resume and fork results.
 """
 
@@ -135,7 +135,8 @@ class Reads:
         rows = [
             meta
             for meta in metas.values()
-            if (params.workspace_root is None or meta.workspace_root == params.workspace_root)
+            if meta.parent_session_id is None  # a subagent's own session is not listed
+            and (params.workspace_root is None or meta.workspace_root == params.workspace_root)
             and (
                 params.updated_after is None
                 or micros_of(meta.updated_at) > micros_of(params.updated_after)

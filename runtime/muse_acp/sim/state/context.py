@@ -273,14 +273,15 @@ class HostContext:
         if params is not None:
             self.send_after(request, "session/listChanged", params)
 
-    def adopt(self, meta: SessionMeta) -> LiveSession:
-        """Create a new session's storage and hold it (its id must be fresh)."""
+    def adopt(self, meta: SessionMeta, outbox: Outbox | None = None) -> LiveSession:
+        """Create a new session's storage and hold it (its id must be fresh); its events go to
+        ``outbox`` (default: this connection's)."""
         lease = self.store.create(meta)
         if lease is None:
             raise errors.session_in_use(meta.session_id)
         log = self.store.log(meta.session_id)
         log.open_for_append()
-        session = LiveSession(meta, Fold(), log, lease, self.outbox, self.store)
+        session = LiveSession(meta, Fold(), log, lease, outbox or self.outbox, self.store)
         self.sessions[meta.session_id] = session
         return session
 

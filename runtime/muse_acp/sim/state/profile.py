@@ -52,6 +52,9 @@ class VersionFacts:
     taken: frozenset[str] = frozenset()
     """Notifications of the version's own bundle, beyond that older surface, that a client may
     send it (``userInput/engaged``)."""
+    subagent_origin: bool = False
+    """A subagent's approval is asked on its parent session naming the subagent
+    (``subagentOrigin``, first in Muse's own 1.4.2 declarations)."""
     served: frozenset[str] = frozenset()
     """Methods of the version's own bundle, beyond that older surface, that it serves (the
     controls muse-acp uses: ``subagent/stop``, ``workflow/pause``, ``workflow/resume``)."""
@@ -67,6 +70,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             granted_unasked=("sessionListStream",),
             protected_writes=True,
             stage_race=True,
+            subagent_origin=True,
         ),
         # Played on the 1.4.2 surface: the official 1.4.4 declarations (stable fingerprint
         # below) no longer have session/delete, and forks cut after an earlier turn fail there
@@ -76,6 +80,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             granted_unasked=("sessionListStream",),
             protected_writes=True,
             stage_race=True,
+            subagent_origin=True,
             fingerprint="sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a",
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             fork_after_last_turn_only=True,
@@ -89,6 +94,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             granted_unasked=("sessionListStream",),
             protected_writes=True,
             stage_race=True,
+            subagent_origin=True,
             fingerprint="sha256:7fddaf646dbc317e5fcac0785e135eb04df14fbb0db1863089dfd6da21730e5b",
             withdrawn=frozenset({"session/delete", "session/deleteCompleted"}),
             added=frozenset({"turn/modelRetryScheduled", "approval/reviewing"}),

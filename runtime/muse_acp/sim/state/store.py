@@ -56,6 +56,8 @@ class SessionMeta:
     """The turn in progress, as last recorded by the lease holder (for list rows)."""
     permission_profile: str | None = None
     """The permission profile the session was created under (None: none was named)."""
+    parent_session_id: str | None = None
+    """The session whose subagent this session is (``subagent_sessions``); None for a root."""
 
 
 @dataclass(frozen=True, slots=True)
