@@ -7,7 +7,8 @@ values learned so far in place of recorded ones, answers to muse-acp's requests 
 it used, ``cwd`` members naming ``cwd``, as do the hosts' answers), and matches what it writes
 with the recorded output (``compare.Matcher``). ``Outcome.first`` is the first difference
 (None: none), whose ``describe`` names the frame; ``host_departures`` lists where muse-acp's
-MSP frames departed from the trace. Every wait for muse-acp is bounded by ``wait`` seconds.
+MSP frames departed from the trace. Every wait for muse-acp is bounded by ``wait`` seconds; the
+hosts answer at the recorded pace times ``pace`` (0: at once; ``replay.ReplayLauncher``).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ async def check_trace(
     *,
     cwd: str,
     wait: float = 20.0,
+    pace: float = 0.0,
 ) -> Outcome:
     """Check ``trace`` against muse-acp (see the module contract); ``fallback`` runs the
     commands that are not hosts (the executable's probes)."""
@@ -90,7 +92,7 @@ async def check_trace(
     redactor = Redactor(mode, environ)
     redactor.refresh()
     recorded = [frame for direction, frame in trace.acp if direction == "out"]
-    launcher = ReplayLauncher(trace, fallback)
+    launcher = ReplayLauncher(trace, fallback, pace=pace)
     launcher.learned.update(_recorded_cwds(trace, cwd))
     startup = Startup(config, environ, launcher)
     startup.tracer = None  # the live run is compared here, not traced again
