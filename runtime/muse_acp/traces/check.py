@@ -5,7 +5,8 @@ replayed (``replay.ReplayLauncher``), sends it the trace's ACP input frames in o
 muse-acp has written as many frames as it had written before it in the trace (with the live
 values learned so far in place of recorded ones, answers to muse-acp's requests under the ids
 it used, ``cwd`` members naming ``cwd``, as do the hosts' answers), and matches what it writes
-with the recorded output (``compare.Matcher``). ``Outcome.first`` is the first difference
+with the recorded output (``compare.Matcher``, paths under ``cwd`` read as under the recorded
+folder). ``Outcome.first`` is the first difference
 (None: none), whose ``describe`` names the frame; ``host_departures`` lists where muse-acp's
 MSP frames departed from the trace. Every wait for muse-acp is bounded by ``wait`` seconds; the
 hosts answer at the recorded pace times ``pace`` (0: at once; ``replay.ReplayLauncher``).
@@ -93,13 +94,15 @@ async def check_trace(
     redactor.refresh()
     recorded = [frame for direction, frame in trace.acp if direction == "out"]
     launcher = ReplayLauncher(trace, fallback, pace=pace)
-    launcher.learned.update(_recorded_cwds(trace, cwd))
+    folders = _recorded_cwds(trace, cwd)
+    launcher.learned.update(folders)
     startup = Startup(config, environ, launcher)
     startup.tracer = None  # the live run is compared here, not traced again
     # The executable is probed before ``initialize``, as on every start but a machine's very
     # first (when muse-acp remembers a probe of it), so the answer offers what the host can do.
     await startup.settle()
     matcher = Matcher(recorded, redactor)
+    matcher.roots.update({live: folder for folder, live in folders.items()})
     live: list[JsonValue] = []
     grown = anyio.Event()
     ended = anyio.Event()

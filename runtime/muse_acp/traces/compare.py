@@ -9,7 +9,8 @@ always stands for the same live one (ids muse-acp makes anew). A live frame is m
 first unmatched recorded frame among the next ``WINDOW`` that it matches, as independent streams
 (a host's answers, a session's updates) may interleave differently from run to run. ``pairs``
 and ``ids`` are what the live values learned so far stand for, to send later recorded input
-with. ``first`` is the first ``Difference`` (None while there is none).
+with; a live path under one of ``roots`` (a live folder -> the recorded one) is compared as
+the same path under the recorded folder. ``first`` is the first ``Difference`` (None: none).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class Matcher:
         self.first: Difference | None = None
         self.pairs: dict[str, str] = {}
         self.ids: dict[JsonValue, JsonValue] = {}
+        self.roots: dict[str, str] = {}
         self._taken: dict[str, str] = {}
         self._trial: dict[str, str] = {}
         self._trial_ids: dict[JsonValue, JsonValue] = {}
@@ -142,8 +144,15 @@ class Matcher:
             return f"a different value at {path}"
         return None
 
+    def _rooted(self, raw: str) -> str:
+        """``raw`` with a live folder of ``roots`` at its start written as the recorded one."""
+        for live, recorded in self.roots.items():
+            if raw == live or raw.startswith(live + "/"):
+                return recorded + raw[len(live) :]
+        return raw
+
     def _strings(self, recorded: str, raw: str, path: str, key: str) -> str | None:
-        live = self.redactor.text(raw, key)
+        live = self.redactor.text(self._rooted(raw), key)
         if recorded == live or (is_placeholder(recorded) and is_placeholder(live)):
             if recorded != raw:  # the live value a recorded (redacted) one stands for
                 self._learn(recorded, raw)
