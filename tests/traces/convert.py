@@ -161,13 +161,16 @@ class _Launcher(SimLauncher):
                 yield host
 
 
-def _policy(choices: list[str]) -> Any:
+def _policy(choices: list[str], errors: list[str]) -> Any:
+    """Select each recorded choice in turn; one muse-acp does not offer is an error."""
     remaining = list(choices)
 
     def policy(request: schema.RequestPermissionRequest) -> schema.RequestPermissionResponse:
-        wanted = remaining.pop(0) if remaining else "allow_once"
+        wanted = remaining.pop(0) if remaining else None
         by_id = [o for o in request.options if o.option_id == wanted]
-        option = (by_id or [o for o in request.options if o.kind == "allow_once"])[0]
+        if not by_id:
+            errors.append(f"muse-acp asked for an approval with no option {wanted}")
+        option = (by_id or list(request.options))[0]
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=option.option_id)
         )
@@ -178,8 +181,8 @@ def _policy(choices: list[str]) -> Any:
 async def _drive(agent: Agent, plan: Plan) -> list[str]:
     """Play ``plan``; the errors muse-acp answered, in our words."""
     agent.client.answer_elicitations = True
-    agent.client.policy = _policy(plan.choices)
     errors: list[str] = []
+    agent.client.policy = _policy(plan.choices, errors)
     with anyio.fail_after(WAIT):
         session = await agent.new_session()
     for number, words in enumerate(plan.prompts, 1):
