@@ -102,3 +102,20 @@ async def test_a_recording_becomes_a_trace_that_checks_clean_and_keeps_none_of_i
     changed.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _, departures = await _check(changed, tmp_path / "changed", version)
     assert any("muse-acp sent turn/start, not in the trace" in d for d in departures), departures
+
+
+async def test_a_request_muse_acp_sends_otherwise_than_recorded_is_named(tmp_path: Path) -> None:
+    """The rejected approval of the official transcript, recorded as allowed instead: the
+    check names the MSP request whose choice departs from the recording."""
+    kept = Path(__file__).parents[1] / "fixtures" / "traces"
+    lines = (kept / "official-approval-deny-round-trip.jsonl").read_text().splitlines()
+    [decide] = [i for i, line in enumerate(lines) if '"method": "approval/decide"' in line]
+    assert '"choiceId": "abort"' in lines[decide]
+    lines[decide] = lines[decide].replace('"choiceId": "abort"', '"choiceId": "allow_once"')
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first, departures = await _check(changed, tmp_path / "check", "1.4.4")
+    assert first is None, "muse-acp's ACP output is as recorded"
+    assert len(departures) == 1
+    assert departures[0].startswith("msp2: muse-acp sent approval/decide (recorded client frame")
+    assert departures[0].endswith("otherwise: a different choiceId at .params.choiceId")

@@ -6,8 +6,8 @@ decisions; ``ValueError`` names the first line that is not a trace line. ``Repla
 ``host.launch.Launcher``: the n-th ``muse serve`` it is asked to start is the trace's n-th host,
 played in this process by muse-sim's ``Player`` (which carries the values the live muse-acp
 wrote in place of recorded ones, shared by all the hosts, into the recorded answers and notes
-each departure from the recording), at the recorded pace times ``pace`` when it is not 0
-(``Player``); every other command
+each departure from the recording), at the recorded pace times ``pace`` when it is not 0,
+each request muse-acp sends checked by ``compare`` when given (``Player``); every other command
 (``--version``, ``serve --help``) goes to ``fallback``. A host beyond the trace's is refused
 the way a missing executable is.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,10 +125,18 @@ class ReplayedHost:
 class ReplayLauncher:
     """Starts the trace's hosts in turn (see the module contract)."""
 
-    def __init__(self, trace: Trace, fallback: Launcher, *, pace: float = 0.0) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        fallback: Launcher,
+        *,
+        pace: float = 0.0,
+        compare: Callable[[bytes, bytes], str | None] | None = None,
+    ) -> None:
         self.trace = trace
         self.fallback = fallback
         self.pace = pace
+        self.compare = compare
         self.players: list[Player] = []
         self.learned: dict[str, str] = {}
         """What each recorded value the live muse-acp replaced stands for, for every host."""
@@ -143,7 +151,12 @@ class ReplayLauncher:
         if name is None:
             raise FileNotFoundError(f"the trace has no host for a further {' '.join(argv)}")
         player = Player(
-            self.trace.hosts[name], name=name, learn=True, learned=self.learned, pace=self.pace
+            self.trace.hosts[name],
+            name=name,
+            learn=True,
+            learned=self.learned,
+            pace=self.pace,
+            compare=self.compare,
         )
         self.players.append(player)
         (host_in, host_out), (client_in, client_out) = memory_stream_pair()

@@ -212,6 +212,9 @@ class Player:
     """The recorded intervals' factor (0: answer at once)."""
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
     """How a paced wait is waited (a test's clock may stand in)."""
+    compare: Callable[[bytes, bytes], str | None] | None = None
+    """Why a live client frame differs from the recorded one it was matched with (None: it
+    does not); each difference is a departure."""
     _position: int = 0
 
     def missing(self) -> list[str]:
@@ -254,6 +257,12 @@ class Player:
             ]
             self._position = match + 1
             recorded = turns[match]
+            why = self.compare(recorded.raw, line) if self.compare and recorded.raw else None
+            if why is not None:
+                self.departures.append(
+                    f"{self.name}: muse-acp sent {kind} (recorded client frame {match + 1}) "
+                    f"otherwise: {why}"
+                )
             if self.learn and recorded.raw:
                 _learn(json.loads(recorded.raw), json.loads(line), self.learned)
             previous = recorded.at
