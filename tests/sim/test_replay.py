@@ -202,3 +202,45 @@ async def test_an_unpaced_replay_answers_at_once() -> None:
     clock, timeline = await _played(pace=0.0)
     assert clock.waits == []
     assert len(timeline.lines) == 5
+
+
+def _request(method: str, frame_id: int) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": frame_id, "method": method, "params": {}})
+
+
+def _answer(frame_id: int) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": frame_id, "result": {}})
+
+
+async def test_a_host_request_answered_later_than_recorded_is_still_matched() -> None:
+    """The client answers the host's approval request after deciding the approval (a slower
+    host, or a paced replay, orders the two so): both are matched, nothing departs."""
+    from muse_acp.rpc import memory_stream_pair
+    from muse_acp.sim.serve.replay import Player, transcript_of
+
+    recorded = [
+        ("client", _request("turn/start", 3)),
+        ("server", _request("approval/request", 1)),
+        ("client", _answer(1)),
+        ("client", _request("approval/decide", 5)),
+        ("server", _answer(5)),
+        ("client", _request("turn/start", 7)),
+        ("server", _request("userInput/request", 2)),
+        ("client", _answer(2)),
+        ("client", _request("turn/start", 9)),
+        ("server", _answer(9)),
+    ]
+    live = [recorded[i][1] for i in (0, 3, 2, 5, 7, 8)]  # the answer to 1 after the decision
+    player = Player(transcript_of([(d, f.encode()) for d, f in recorded]))
+    (host_in, host_out), (client_in, client_out) = memory_stream_pair()
+    for frame in live:
+        await client_out.send(frame.encode() + b"\n")
+    await client_out.aclose()
+    timeline = _Timeline(_Clock())
+    try:
+        await player.play(host_in, timeline)
+    finally:
+        for stream in (host_in, host_out, client_in):
+            await stream.aclose()
+    assert player.departures == []
+    assert [f.get("id") for _, f in timeline.lines] == [1, 5, 2, 9]

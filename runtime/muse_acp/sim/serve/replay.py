@@ -3,15 +3,15 @@
 Contract: FILE is a transcript (``{"dir": "client"|"server", "raw": "<JSON-RPC line>"}`` lines,
 the official MSP transcripts' format) or a muse-acp trace (its first host's frames). A
 ``Player`` sends the server frames recorded before the first client frame, then matches each
-live client frame with the next recorded client frame of the same kind (method, or a response),
-skipping recorded ones the client did not send, and answers with the server frames recorded
-after it (a response under the live id). A live request with no counterpart is answered -32603
-(``internal``); an unmatched notification or response is ignored; both, and skipped requests,
-are noted in ``departures``. Frames go as recorded, ``emittedAtMs`` included; with ``learn``,
-values the live client wrote in place of recorded ones replace them in the answers. With
-``pace`` (0: off) and recorded times (a trace's ``t``), each server frame first waits ``pace``
-times the recorded interval since the frame before it (the request it answers, or the previous
-answer), at most ``MAX_PAUSE`` seconds, through ``sleep``.
+live client frame with the next recorded client frame of the same kind (method, or a response
+to the same request, even one passed over), skipping recorded ones the client did not send, and
+answers with the server frames recorded after it (a response under the live id). A live request
+with no counterpart is answered -32603 (``internal``); an unmatched notification or response is
+ignored; both, skipped requests and requests ``compare`` finds sent otherwise are noted in
+``departures``. Frames go as recorded; with ``learn``, values the live client wrote in place of
+recorded ones replace them in the answers. With ``pace`` (0: off) and recorded times (a trace's
+``t``), each server frame first waits ``pace`` times the recorded interval since the frame
+before it (the request it answers, or the previous answer), at most ``MAX_PAUSE`` seconds.
 """
 
 from __future__ import annotations
@@ -216,6 +216,8 @@ class Player:
     """Why a live client frame differs from the recorded one it was matched with (None: it
     does not); each difference is a departure."""
     _position: int = 0
+    _passed: list[int] = field(default_factory=list)
+    """Recorded responses passed over (the client answered later than recorded), by index."""
 
     def missing(self) -> list[str]:
         """The recorded client frames the live client has not sent (so far)."""
@@ -242,7 +244,8 @@ class Player:
             kind, live_id = _classify(line)
             turns = self.transcript.turns
             start = self._position
-            match = next((i for i in range(start, len(turns)) if turns[i].kind == kind), None)
+            late = self._late_response(kind, live_id)
+            match = late if late is not None else self._next(kind, live_id)
             if match is None:
                 if kind != RESPONSE:
                     self.departures.append(f"{self.name}: muse-acp sent {kind}, not in the trace")
@@ -250,12 +253,14 @@ class Player:
                     error = errors.internal(f"muse-sim replay has no recorded answer to {kind}")
                     await writer.send(encode_error(live_id, error))
                 continue
-            self.departures += [
-                f"{self.name}: muse-acp never sent {turn.kind} (recorded client frame {i + 1})"
-                for i, turn in enumerate(turns[start:match], start)
-                if turn.kind != RESPONSE
-            ]
-            self._position = match + 1
+            if late is None:
+                self.departures += [
+                    f"{self.name}: muse-acp never sent {turn.kind} (recorded client frame {i + 1})"
+                    for i, turn in enumerate(turns[start:match], start)
+                    if turn.kind != RESPONSE
+                ]
+                self._passed += [i for i in range(start, match) if turns[i].kind == RESPONSE]
+                self._position = match + 1
             recorded = turns[match]
             why = self.compare(recorded.raw, line) if self.compare and recorded.raw else None
             if why is not None:
@@ -271,6 +276,30 @@ class Player:
                 await self._wait(previous, at)
                 previous = at
                 await writer.send(_with_id(self._answer(answer), recorded.request_id, live_id))
+
+    def _late_response(self, kind: str, live_id: RequestId | None) -> int | None:
+        """The passed-over recorded response to the same request as a live response, if any:
+        the client answered the host's request after a command recorded after the answer."""
+        turns = self.transcript.turns
+        if kind != RESPONSE or live_id is None:
+            return None
+        found = next((i for i in self._passed if turns[i].request_id == live_id), None)
+        if found is not None:
+            self._passed.remove(found)
+        return found
+
+    def _next(self, kind: str, live_id: RequestId | None) -> int | None:
+        """The next recorded client frame of ``kind`` (a response: to the same request, if one
+        is recorded)."""
+        turns = self.transcript.turns
+        ahead = range(self._position, len(turns))
+        if kind == RESPONSE:
+            same = next(
+                (i for i in ahead if turns[i].kind == kind and turns[i].request_id == live_id), None
+            )
+            if same is not None:
+                return same
+        return next((i for i in ahead if turns[i].kind == kind), None)
 
     async def _wait(self, previous: float | None, at: float | None) -> None:
         """Wait the recorded interval from ``previous`` to ``at`` (ms), paced and capped."""
