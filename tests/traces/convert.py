@@ -1,12 +1,12 @@
 """Recorded MSP conversations (official transcripts, captured host logs) made into traces.
 
-Contract: ``python -m tests.traces.convert OUT SOURCE...`` reads each SOURCE (a transcript
+Contract: ``python -m tests.traces.convert OUT VERSION SOURCE...`` reads each SOURCE (a transcript
 folder or ``transcript.ndjson``, ``{"dir","raw"}`` lines; or a captured log, ``--> ``/``<-- ``
 lines), derives the ACP side a client would have played to make muse-acp send the recorded
 MSP requests (``plan_of``: a session for ``session/start``, a prompt with the turn's text for
 ``turn/start``, ``/goal ...`` for ``goal/*``, ``/compact``, the recorded approval choice and
 question answers), and records it once (``convert``): muse-acp serves in this process, traced
-(redacted), its catalog host played by muse-sim and its session hosts by the recording
+(redacted), its catalog host played by muse-sim of VERSION, its session hosts by the recording
 (``sim.serve.replay.Player``); the recording's own paths are then redacted as text is. The
 trace is kept as ``OUT/<name>.jsonl`` only when the run was clean (no error answered,
 muse-acp's MSP requests all in the recording) and it then checks with no difference
