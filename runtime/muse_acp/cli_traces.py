@@ -5,8 +5,8 @@ the support bundle (``traces.support``) to ``--out`` (default ``muse-acp-support
 in the current folder) with the settings of the command line over the environment, and exits 2
 after a one-line message for an unusable setting or an unwritable file. ``check_trace_command``
 checks a trace (``traces.check``) with muse-sim of the recorded Muse version as the executable
-probed, in a scratch world: exit 0 with no difference, 1 naming the first, 2 for an unreadable
-trace.
+probed, in a scratch world, its hosts at the recorded pace times ``--pace`` (0: at once): exit 0
+with no difference, 1 naming the first, 2 for an unreadable trace.
 """
 
 from __future__ import annotations
@@ -90,6 +90,16 @@ def check_trace_command(
     wait: Annotated[
         float, typer.Option("--wait", metavar="SECONDS", help="Longest wait for muse-acp.")
     ] = 20.0,
+    pace: Annotated[
+        float,
+        typer.Option(
+            "--pace",
+            metavar="FACTOR",
+            min=0.0,
+            help="Have the hosts wait the recorded intervals times FACTOR (each wait at most "
+            "5 s); 0 answers at once.",
+        ),
+    ] = 0.0,
 ) -> None:
     """Replay a trace against this muse-acp, its hosts played by muse-sim, and print the first
     ACP frame that differs from the recording (exit status 1), or that none does."""
@@ -117,7 +127,13 @@ def check_trace_command(
         env = world.env()
         outcome = anyio.run(
             lambda: check_trace(
-                recorded, load_config(env), env, SimLauncher(), cwd=str(world.workspace), wait=wait
+                recorded,
+                load_config(env),
+                env,
+                SimLauncher(),
+                cwd=str(world.workspace),
+                wait=wait,
+                pace=pace,
             )
         )
     if outcome.first is not None:

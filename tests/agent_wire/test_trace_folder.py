@@ -1,6 +1,8 @@
 """Every trace in ``tests/fixtures/traces`` replays through the check with no difference: a
-recorded session (a user's, or the suite's own) kept as a regression test of muse-acp's output.
-A deliberate change of that output is followed by re-recording them (``scenario_traced``)."""
+recorded session (a user's, the suite's own, or one made from an official MSP transcript or a
+captured host's traffic, ``tests.traces.convert``) kept as a regression test of muse-acp's
+output. A deliberate change of that output is followed by re-recording them (``scenario_traced``,
+``tests.traces.convert``; the folder's README says how)."""
 
 from __future__ import annotations
 

@@ -112,6 +112,7 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
         env_api_key=bool(env.get(API_KEY_ENV, "").strip()),
         capture=Path(capture).absolute() if capture else None,
         replay=Path(args.replay) if args.replay is not None else None,
+        pace=args.pace,
         settings_mcp=settings.servers,
         default_profile=settings.default_profile,
     )

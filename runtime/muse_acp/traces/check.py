@@ -5,9 +5,12 @@ replayed (``replay.ReplayLauncher``), sends it the trace's ACP input frames in o
 muse-acp has written as many frames as it had written before it in the trace (with the live
 values learned so far in place of recorded ones, answers to muse-acp's requests under the ids
 it used, ``cwd`` members naming ``cwd``, as do the hosts' answers), and matches what it writes
-with the recorded output (``compare.Matcher``). ``Outcome.first`` is the first difference
-(None: none), whose ``describe`` names the frame; ``host_departures`` lists where muse-acp's
-MSP frames departed from the trace. Every wait for muse-acp is bounded by ``wait`` seconds.
+with the recorded output and each request it sends a host with the recorded one
+(``compare.Matcher``; paths under ``cwd`` read as under the recorded folder). ``Outcome.first``
+is the first difference of the output (None: none), whose ``describe`` names the frame;
+``host_departures`` lists where muse-acp's MSP frames departed from the trace (missing, extra
+or different). Every wait for muse-acp is bounded by ``wait`` seconds; the hosts answer at the
+recorded pace times ``pace`` (0: at once).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio
 
@@ -61,6 +65,11 @@ def _prepared(frame: JsonValue, pairs: Mapping[str, str], cwd: str, key: str = "
     return frame
 
 
+def _request(requests: Matcher, recorded: bytes, live: bytes) -> str | None:
+    """Why a request muse-acp sent a host differs from the recorded one (None: it does not)."""
+    return requests.compare(_parsed(recorded), _parsed(live))
+
+
 def _recorded_cwds(trace: Trace, cwd: str) -> dict[str, str]:
     """Each folder the trace's client worked in -> ``cwd``, for the hosts to say it too."""
     found: dict[str, str] = {}
@@ -80,6 +89,7 @@ async def check_trace(
     *,
     cwd: str,
     wait: float = 20.0,
+    pace: float = 0.0,
 ) -> Outcome:
     """Check ``trace`` against muse-acp (see the module contract); ``fallback`` runs the
     commands that are not hosts (the executable's probes)."""
@@ -90,14 +100,18 @@ async def check_trace(
     redactor = Redactor(mode, environ)
     redactor.refresh()
     recorded = [frame for direction, frame in trace.acp if direction == "out"]
-    launcher = ReplayLauncher(trace, fallback)
-    launcher.learned.update(_recorded_cwds(trace, cwd))
+    folders = _recorded_cwds(trace, cwd)
+    requests = Matcher([], redactor)  # what muse-acp sends its hosts, one request at a time
+    requests.roots.update({live: folder for folder, live in folders.items()})
+    launcher = ReplayLauncher(trace, fallback, pace=pace, compare=partial(_request, requests))
+    launcher.learned.update(folders)
     startup = Startup(config, environ, launcher)
     startup.tracer = None  # the live run is compared here, not traced again
     # The executable is probed before ``initialize``, as on every start but a machine's very
     # first (when muse-acp remembers a probe of it), so the answer offers what the host can do.
     await startup.settle()
     matcher = Matcher(recorded, redactor)
+    matcher.roots.update({live: folder for folder, live in folders.items()})
     live: list[JsonValue] = []
     grown = anyio.Event()
     ended = anyio.Event()

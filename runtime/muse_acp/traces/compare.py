@@ -1,15 +1,17 @@
-"""Structural comparison of the ACP frames muse-acp writes with those a trace recorded.
+"""Structural comparison of the frames muse-acp writes or sends with those a trace recorded.
 
 Contract: a ``Matcher`` is given the recorded output frames and then each live frame in turn
 (``offer``). A live frame matches a recorded one when, after the trace's redaction of the live
 frame: members and list lengths are the same; ``STRICT`` members (the protocol's words:
-methods, update kinds, statuses, stop reasons) and numbers are equal (ids and times aside);
-two redacted texts always match; any other string may differ as long as each recorded value
-always stands for the same live one (ids muse-acp makes anew). A live frame is matched with the
-first unmatched recorded frame among the next ``WINDOW`` that it matches, as independent streams
-(a host's answers, a session's updates) may interleave differently from run to run. ``pairs``
-and ``ids`` are what the live values learned so far stand for, to send later recorded input
-with. ``first`` is the first ``Difference`` (None while there is none).
+methods, update kinds, statuses, stop reasons, choices) and numbers are equal (ids and times
+aside); two redacted texts always match; any other string may differ as long as each recorded
+value always stands for the same live one (ids muse-acp makes anew); a live path under one of
+``roots`` (live folder -> recorded one) is read as under the recorded folder. A live frame is
+matched with the first unmatched recorded frame among the next ``WINDOW`` it matches, as
+independent streams may interleave differently from run to run; ``compare`` matches one live
+frame with one recorded frame (an MSP request a replayed host was sent). ``pairs`` and ``ids``
+are what the live values learned so far stand for, to send later recorded input with.
+``first`` is the first ``Difference`` (None while there is none).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ __all__ = ["STRICT", "WINDOW", "Difference", "Matcher"]
 
 STRICT: Final = frozenset(
     {"jsonrpc", "method", "sessionUpdate", "kind", "status", "stopReason", "type", "role",
-     "optionId", "outcome", "action", "currentModeId", "mimeType"}
+     "optionId", "outcome", "action", "currentModeId", "mimeType", "choiceId"}
 )  # fmt: skip
 """Members whose values are the protocol's words: they must be equal."""
 
@@ -83,6 +85,7 @@ class Matcher:
         self.first: Difference | None = None
         self.pairs: dict[str, str] = {}
         self.ids: dict[JsonValue, JsonValue] = {}
+        self.roots: dict[str, str] = {}
         self._taken: dict[str, str] = {}
         self._trial: dict[str, str] = {}
         self._trial_ids: dict[JsonValue, JsonValue] = {}
@@ -96,16 +99,23 @@ class Matcher:
             return
         reasons: list[str] = []
         for position, index in enumerate(self.unmatched[:WINDOW]):
-            self._trial, self._trial_ids = {}, {}
-            why = self._differs(self.recorded[index], live, "", "")
+            why = self.compare(self.recorded[index], live)
             if why is None:
-                self.pairs.update(self._trial)
-                self._taken.update({v: k for k, v in self._trial.items()})
-                self.ids.update(self._trial_ids)
                 del self.unmatched[position]
                 return
             reasons.append(why)
         self.fail(self.unmatched[0], live, reasons[0])
+
+    def compare(self, recorded: JsonValue, live: JsonValue) -> str | None:
+        """Why ``live`` does not match ``recorded`` (None: it does, and what its values stand
+        for is learned), by the rules of the module contract."""
+        self._trial, self._trial_ids = {}, {}
+        why = self._differs(recorded, live, "", "")
+        if why is None:
+            self.pairs.update(self._trial)
+            self._taken.update({v: k for k, v in self._trial.items()})
+            self.ids.update(self._trial_ids)
+        return why
 
     def fail(self, index: int, live: JsonValue, why: str) -> None:
         """Record the first difference at recorded output frame ``index`` (from 0)."""
@@ -119,7 +129,11 @@ class Matcher:
             if recorded.keys() != live.keys():
                 return f"members {sorted(recorded.keys() ^ live.keys())} differ at {path or '/'}"
             for name in recorded:
-                why = self._differs(recorded[name], live[name], f"{path}.{name}", name)
+                value = live[name]
+                if self.redactor.secret_member(name):  # compared as the trace keeps it
+                    kept = self.redactor.value({name: value}, "")
+                    value = kept[name] if isinstance(kept, dict) else value
+                why = self._differs(recorded[name], value, f"{path}.{name}", name)
                 if why is not None:
                     return why
             return None
@@ -142,8 +156,17 @@ class Matcher:
             return f"a different value at {path}"
         return None
 
+    def _rooted(self, raw: str) -> str:
+        """``raw`` with a live folder of ``roots`` at its start written as the recorded one."""
+        for live, recorded in self.roots.items():
+            if raw == live or raw.startswith(live + "/"):
+                return recorded + raw[len(live) :]
+        return raw
+
     def _strings(self, recorded: str, raw: str, path: str, key: str) -> str | None:
-        live = self.redactor.text(raw, key)
+        if raw == recorded and self._trial.get(recorded, self.pairs.get(recorded, raw)) == raw:
+            return None  # the very value (a redacted secret as kept, muse-acp's own words)
+        live = self.redactor.text(self._rooted(raw), key)
         if recorded == live or (is_placeholder(recorded) and is_placeholder(live)):
             if recorded != raw:  # the live value a recorded (redacted) one stands for
                 self._learn(recorded, raw)

@@ -6,7 +6,8 @@ decisions; ``ValueError`` names the first line that is not a trace line. ``Repla
 ``host.launch.Launcher``: the n-th ``muse serve`` it is asked to start is the trace's n-th host,
 played in this process by muse-sim's ``Player`` (which carries the values the live muse-acp
 wrote in place of recorded ones, shared by all the hosts, into the recorded answers and notes
-each departure from the recording); every other command
+each departure from the recording), at the recorded pace times ``pace`` when it is not 0,
+each request muse-acp sends checked by ``compare`` when given (``Player``); every other command
 (``--version``, ``serve --help``) goes to ``fallback``. A host beyond the trace's is refused
 the way a missing executable is.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ def read_trace(path: Path) -> Trace:
         raise ValueError(f"{path}:1: not a muse-acp trace header")
     trace = Trace(header)
     hosts: dict[str, list[tuple[str, bytes]]] = {}
+    times: dict[str, list[float | None]] = {}
     for number, line in enumerate(lines[1:], 2):
         entry = json.loads(line) if line.strip() else {}
         if not isinstance(entry, dict):
@@ -70,13 +72,16 @@ def read_trace(path: Path) -> Trace:
             trace.decisions.append((str(entry["decision"]), entry.get("value")))
             if entry["decision"] == "host" and isinstance(entry.get("value"), dict):
                 hosts.setdefault(str(entry["value"].get("on")), [])
+                times.setdefault(str(entry["value"].get("on")), [])
         elif entry.get("on") == "acp":
             trace.acp.append((str(entry.get("dir")), entry.get("frame")))
         elif isinstance(entry.get("on"), str):
             direction = "client" if entry.get("dir") == "out" else "server"
             frame = encode_message(entry.get("frame"))
             hosts.setdefault(entry["on"], []).append((direction, frame))
-    trace.hosts = {name: transcript_of(frames) for name, frames in hosts.items()}
+            at = entry.get("t")
+            times.setdefault(entry["on"], []).append(at if isinstance(at, int | float) else None)
+    trace.hosts = {name: transcript_of(frames, times[name]) for name, frames in hosts.items()}
     return trace
 
 
@@ -120,9 +125,18 @@ class ReplayedHost:
 class ReplayLauncher:
     """Starts the trace's hosts in turn (see the module contract)."""
 
-    def __init__(self, trace: Trace, fallback: Launcher) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        fallback: Launcher,
+        *,
+        pace: float = 0.0,
+        compare: Callable[[bytes, bytes], str | None] | None = None,
+    ) -> None:
         self.trace = trace
         self.fallback = fallback
+        self.pace = pace
+        self.compare = compare
         self.players: list[Player] = []
         self.learned: dict[str, str] = {}
         """What each recorded value the live muse-acp replaced stands for, for every host."""
@@ -136,7 +150,14 @@ class ReplayLauncher:
         name = next(self._names, None)
         if name is None:
             raise FileNotFoundError(f"the trace has no host for a further {' '.join(argv)}")
-        player = Player(self.trace.hosts[name], name=name, learn=True, learned=self.learned)
+        player = Player(
+            self.trace.hosts[name],
+            name=name,
+            learn=True,
+            learned=self.learned,
+            pace=self.pace,
+            compare=self.compare,
+        )
         self.players.append(player)
         (host_in, host_out), (client_in, client_out) = memory_stream_pair()
         host = ReplayedHost(next(self._count), client_out, client_in)

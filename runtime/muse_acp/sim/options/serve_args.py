@@ -34,3 +34,21 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     serve.add_argument("--no-session-log", action="store_true", help="keep sessions in memory only")
     serve.add_argument("--trust-workspace", action="store_true", help="trust the workspace")
     serve.add_argument("--replay", metavar="FILE", help="play back a recorded MSP transcript")
+    serve.add_argument(
+        "--pace",
+        metavar="FACTOR",
+        type=_pace,
+        default=0.0,
+        help="with --replay, wait the recorded intervals times FACTOR (each wait at most 5 s); "
+        "0, the default, answers at once",
+    )
+
+
+def _pace(value: str) -> float:
+    try:
+        factor = float(value)
+    except ValueError:
+        factor = -1.0
+    if not 0 <= factor < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a factor of 0 or more")
+    return factor

@@ -61,6 +61,8 @@ class ServeOptions:
     """Where to append every request line received, when ``MUSE_SIM_CAPTURE`` is set."""
     replay: Path | None = None
     """A transcript to play back instead of simulating a host."""
+    pace: float = 0.0
+    """The replay's factor of the recorded intervals (0: answer at once)."""
     settings_mcp: Mapping[str, Any] = field(default_factory=dict)
     """The MCP servers of Muse's settings file, unparsed (see ``mcp_settings``)."""
     default_profile: str | None = None

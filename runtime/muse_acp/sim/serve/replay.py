@@ -1,23 +1,24 @@
-"""``muse-sim serve --replay FILE``: a recorded MSP conversation played back to a live client.
+"""``muse-sim serve --replay FILE [--pace FACTOR]``: a recorded MSP conversation played back.
 
-Contract: FILE is a transcript, one ``{"dir": "client"|"server", "raw": "<JSON-RPC line>"}`` per
-line (the format of the official MSP transcripts), or a muse-acp trace (its first host's frames,
-``muse_acp.traces``). A ``Player`` plays one: server frames recorded before the first client
-frame are sent at once; each frame the live client sends is matched with the next recorded
-client frame of the same kind (same method, or a response), skipping recorded frames the client
-did not send, and answered with the server frames recorded after it, up to the next recorded
-client frame; a recorded response is given the id the live client used. A live request with no
-recorded counterpart is answered -32603 (``kind`` ``internal``); an unmatched notification or
-response is ignored; both, and skipped requests, are noted in ``departures``. Frames are
-otherwise sent as recorded, ``emittedAtMs`` included; with ``learn``, values the live client
-wrote in place of recorded ones are put in their place in the answers.
+Contract: FILE is a transcript (``{"dir": "client"|"server", "raw": "<JSON-RPC line>"}`` lines,
+the official MSP transcripts' format) or a muse-acp trace (its first host's frames). A
+``Player`` sends the server frames recorded before the first client frame, then matches each
+live client frame with the next recorded client frame of the same kind (method, or a response
+to the same request, even one passed over), skipping recorded ones the client did not send, and
+answers with the server frames recorded after it (a response under the live id). A live request
+with no counterpart is answered -32603 (``internal``); an unmatched notification or response is
+ignored; both, skipped requests and requests ``compare`` finds sent otherwise are noted in
+``departures``. Frames go as recorded; with ``learn``, values the live client wrote in place of
+recorded ones replace them in the answers. With ``pace`` (0: off) and recorded times (a trace's
+``t``), each server frame first waits ``pace`` times the recorded interval since the frame
+before it (the request it answers, or the previous answer), at most ``MAX_PAUSE`` seconds.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -37,7 +38,18 @@ from muse_acp.rpc import (
 from muse_acp.sim.options.settings import ServeOptions
 from muse_acp.sim.state import errors
 
-__all__ = ["Player", "Recorded", "Transcript", "load_transcript", "run_replay", "transcript_of"]
+__all__ = [
+    "MAX_PAUSE",
+    "Player",
+    "Recorded",
+    "Transcript",
+    "load_transcript",
+    "run_replay",
+    "transcript_of",
+]
+
+MAX_PAUSE: Final = 5.0
+"""The longest single wait of a paced replay, in seconds, whatever the recording says."""
 
 RESPONSE: Final = "(response)"
 UNREADABLE: Final = "(unreadable)"
@@ -70,6 +82,10 @@ class Recorded:
     answers: tuple[bytes, ...]
     raw: bytes = b""
     """The recorded client frame itself."""
+    at: float | None = None
+    """When the client frame was recorded, in milliseconds (None: not recorded)."""
+    times: tuple[float | None, ...] = ()
+    """When each answer was recorded, in milliseconds (empty: not recorded)."""
 
 
 @dataclass(slots=True)
@@ -77,23 +93,38 @@ class Transcript:
     opening: list[bytes] = field(default_factory=list)
     """Server frames recorded before any client frame."""
     turns: list[Recorded] = field(default_factory=list)
+    opening_times: list[float | None] = field(default_factory=list)
+    """When each opening frame was recorded, in milliseconds."""
 
 
-def transcript_of(entries: Iterable[tuple[str, bytes]]) -> Transcript:
-    """A transcript of ``(dir, raw)`` entries in recorded order, ``dir`` client or server."""
+def transcript_of(
+    entries: Iterable[tuple[str, bytes]], times: Iterable[float | None] = ()
+) -> Transcript:
+    """A transcript of ``(dir, raw)`` entries in recorded order, ``dir`` client or server, each
+    recorded at the matching one of ``times`` (milliseconds; none given: not recorded)."""
     transcript = Transcript()
     pending: tuple[str, RequestId | None] | None = None
     answers: list[bytes] = []
+    answered: list[float | None] = []
     pending_raw = b""
+    pending_at: float | None = None
+    clock = iter(times)
     for direction, raw in entries:
+        at = next(clock, None)
         if direction == "server":
             (answers if pending is not None else transcript.opening).append(raw)
+            (answered if pending is not None else transcript.opening_times).append(at)
         else:
             if pending is not None:
-                transcript.turns.append(Recorded(*pending, tuple(answers), pending_raw))
+                transcript.turns.append(
+                    Recorded(*pending, tuple(answers), pending_raw, pending_at, tuple(answered))
+                )
             pending, answers, pending_raw = _classify(raw), [], raw
+            answered, pending_at = [], at
     if pending is not None:
-        transcript.turns.append(Recorded(*pending, tuple(answers), pending_raw))
+        transcript.turns.append(
+            Recorded(*pending, tuple(answers), pending_raw, pending_at, tuple(answered))
+        )
     return transcript
 
 
@@ -113,13 +144,22 @@ def load_transcript(path: Path, host: str = "msp1") -> Transcript:
     """Read a transcript file, or the frames of ``host`` in a muse-acp trace (its other lines
     are skipped); raises ``ValueError`` when a line is neither."""
     entries: list[tuple[str, bytes]] = []
+    times: list[float | None] = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
-                found = _entry(path, number, json.loads(line), host)
+                entry = json.loads(line)
+                found = _entry(path, number, entry, host)
                 if found is not None:
                     entries.append(found)
-    return transcript_of(entries)
+                    times.append(_time(entry))
+    return transcript_of(entries, times)
+
+
+def _time(entry: Any) -> float | None:
+    """When a trace recorded the line (its ``t``, milliseconds), if it says."""
+    at = entry.get("t") if isinstance(entry, dict) else None
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
 
 
 def _with_id(frame: bytes, recorded: RequestId | None, live: RequestId | None) -> bytes:
@@ -168,7 +208,16 @@ class Player:
     departures: list[str] = field(default_factory=list)
     learned: dict[str, str] = field(default_factory=dict)
     """Recorded value -> the live one (may be shared by the players of one recording)."""
+    pace: float = 0.0
+    """The recorded intervals' factor (0: answer at once)."""
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    """How a paced wait is waited (a test's clock may stand in)."""
+    compare: Callable[[bytes, bytes], str | None] | None = None
+    """Why a live client frame differs from the recorded one it was matched with (None: it
+    does not); each difference is a departure."""
     _position: int = 0
+    _passed: list[int] = field(default_factory=list)
+    """Recorded responses passed over (the client answered later than recorded), by index."""
 
     def missing(self) -> list[str]:
         """The recorded client frames the live client has not sent (so far)."""
@@ -182,7 +231,12 @@ class Player:
         """Answer the live client on ``receive``/``send`` until its input ends."""
         reader = FrameReader(receive)
         writer = FrameWriter(send)
-        for frame in self.transcript.opening:
+        times = self.transcript.opening_times
+        previous = times[0] if times else None
+        for index, frame in enumerate(self.transcript.opening):
+            at = times[index] if index < len(times) else None
+            await self._wait(previous, at)
+            previous = at
             await writer.send(self._answer(frame))
         async for line in reader:
             if isinstance(line, OversizedFrame):
@@ -190,7 +244,8 @@ class Player:
             kind, live_id = _classify(line)
             turns = self.transcript.turns
             start = self._position
-            match = next((i for i in range(start, len(turns)) if turns[i].kind == kind), None)
+            late = self._late_response(kind, live_id)
+            match = late if late is not None else self._next(kind, live_id)
             if match is None:
                 if kind != RESPONSE:
                     self.departures.append(f"{self.name}: muse-acp sent {kind}, not in the trace")
@@ -198,17 +253,59 @@ class Player:
                     error = errors.internal(f"muse-sim replay has no recorded answer to {kind}")
                     await writer.send(encode_error(live_id, error))
                 continue
-            self.departures += [
-                f"{self.name}: muse-acp never sent {turn.kind} (recorded client frame {i + 1})"
-                for i, turn in enumerate(turns[start:match], start)
-                if turn.kind != RESPONSE
-            ]
-            self._position = match + 1
+            if late is None:
+                self.departures += [
+                    f"{self.name}: muse-acp never sent {turn.kind} (recorded client frame {i + 1})"
+                    for i, turn in enumerate(turns[start:match], start)
+                    if turn.kind != RESPONSE
+                ]
+                self._passed += [i for i in range(start, match) if turns[i].kind == RESPONSE]
+                self._position = match + 1
             recorded = turns[match]
+            why = self.compare(recorded.raw, line) if self.compare and recorded.raw else None
+            if why is not None:
+                self.departures.append(
+                    f"{self.name}: muse-acp sent {kind} (recorded client frame {match + 1}) "
+                    f"otherwise: {why}"
+                )
             if self.learn and recorded.raw:
                 _learn(json.loads(recorded.raw), json.loads(line), self.learned)
-            for answer in recorded.answers:
+            previous = recorded.at
+            for index, answer in enumerate(recorded.answers):
+                at = recorded.times[index] if index < len(recorded.times) else None
+                await self._wait(previous, at)
+                previous = at
                 await writer.send(_with_id(self._answer(answer), recorded.request_id, live_id))
+
+    def _late_response(self, kind: str, live_id: RequestId | None) -> int | None:
+        """The passed-over recorded response to the same request as a live response, if any:
+        the client answered the host's request after a command recorded after the answer."""
+        turns = self.transcript.turns
+        if kind != RESPONSE or live_id is None:
+            return None
+        found = next((i for i in self._passed if turns[i].request_id == live_id), None)
+        if found is not None:
+            self._passed.remove(found)
+        return found
+
+    def _next(self, kind: str, live_id: RequestId | None) -> int | None:
+        """The next recorded client frame of ``kind`` (a response: to the same request, if one
+        is recorded)."""
+        turns = self.transcript.turns
+        ahead = range(self._position, len(turns))
+        if kind == RESPONSE:
+            same = next(
+                (i for i in ahead if turns[i].kind == kind and turns[i].request_id == live_id), None
+            )
+            if same is not None:
+                return same
+        return next((i for i in ahead if turns[i].kind == kind), None)
+
+    async def _wait(self, previous: float | None, at: float | None) -> None:
+        """Wait the recorded interval from ``previous`` to ``at`` (ms), paced and capped."""
+        if self.pace <= 0 or previous is None or at is None or at <= previous:
+            return
+        await self.sleep(min((at - previous) / 1000 * self.pace, MAX_PAUSE))
 
     def _answer(self, frame: bytes) -> bytes:
         if not self.learned:
@@ -216,13 +313,14 @@ class Player:
         return encode_message(_substituted(json.loads(frame), self.learned))
 
 
-async def _play(transcript: Transcript) -> None:
+async def _play(transcript: Transcript, pace: float) -> None:
     async with open_stdio() as (receive, send):
-        await Player(transcript).play(receive, send)
+        await Player(transcript, pace=pace).play(receive, send)
 
 
 def run_replay(options: ServeOptions) -> int:
-    """Play back ``options.replay`` on stdin/stdout until stdin ends."""
+    """Play back ``options.replay`` on stdin/stdout until stdin ends, paced by
+    ``options.pace``."""
     assert options.replay is not None
     try:
         transcript = load_transcript(options.replay)
@@ -230,7 +328,7 @@ def run_replay(options: ServeOptions) -> int:
         sys.stderr.write(f"muse-sim: cannot replay: {exc}\n")
         return 2
     try:
-        anyio.run(_play, transcript)
+        anyio.run(_play, transcript, options.pace)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         return 0
     return 0
