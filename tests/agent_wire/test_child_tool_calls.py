@@ -1,10 +1,11 @@
-"""A subagent's own tool calls and approvals in its child session, on every Muse version: Muse
-keeps them in the subagent's own session, which muse-acp reads for a client that set
-``subagents`` and shows as the child's ``tool_call`` cards (tool name included), asking an
-approval Muse asks for the subagent (``subagentOrigin``, 1.4.2 on) in the child's name and
-answering it on the parent; a ``session/load`` of the child after a restart replays them too.
-A client without the opt-in sees the parent's card alone, is asked on the parent, and muse-acp
-reads nothing of the child's session for it."""
+"""A subagent's own tool calls, words and approvals in its child session, on every Muse
+version: Muse keeps them in the subagent's own session, which muse-acp reads for a client that
+set ``subagents`` and shows as the child's ``tool_call`` cards (tool name included), agent
+messages and thoughts, in order (a result that repeats its last message is not said twice),
+asking an approval Muse asks for the subagent (``subagentOrigin``, 1.4.2 on) in the child's
+name and answering it on the parent; a ``session/load`` of the child after a restart replays
+them too. A client without the opt-in sees the parent's card alone, is asked on the parent, and
+muse-acp reads nothing of the child's session for it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,19 @@ ATTRIBUTED: Final = ("1.4.2", "1.4.4", "1.4.13")
 PROMPT: Final = "sim:subagent-approve make lint"
 RAN: Final = "simulated run of: make lint\n"
 CANCELLED: Final = "tool approval cancelled"
+THOUGHT: Final = "The parent session wants make lint run."
+SAID: Final = ["Running make lint.", "make lint: approved"]
+"""What the subagent says in its own session: its last message is the result it hands back."""
+TRANSCRIPT: Final = [
+    ("user_message_chunk", "run make lint"),
+    ("agent_message_chunk", "Started."),
+    ("agent_thought_chunk", THOUGHT),
+    ("agent_message_chunk", SAID[0]),
+    ("tool_call", "bash"),
+    ("agent_message_chunk", SAID[1]),
+    ("agent_message_chunk", "It completed."),
+]
+"""The child's transcript: what it was asked, its status lines and its own words and calls."""
 
 
 def _cards(agent: Agent, session: str) -> list[dict[str, Any]]:
@@ -41,6 +55,18 @@ def _messages(agent: Agent, session: str) -> list[str]:
         for _, u in _updates(agent, session)
         if u["sessionUpdate"].endswith("message_chunk")
     ]
+
+
+def _transcript(agent: Agent, session: str) -> list[tuple[str, str]]:
+    """The session's messages, thoughts and new cards, in order: (kind, text or tool name)."""
+    told = []
+    for _, update in _updates(agent, session):
+        kind = update["sessionUpdate"]
+        if kind.endswith("_chunk"):
+            told.append((kind, update["content"]["text"]))
+        elif kind == "tool_call":
+            told.append((kind, update["name"]))
+    return told
 
 
 def _texts(card: dict[str, Any]) -> list[str]:
@@ -91,7 +117,7 @@ async def test_a_subagents_tool_call_and_its_approval_are_the_child_sessions(
     # The parent shows its subagent's card alone; the call is the child's.
     assert {c["name"] for c in parent_cards} == {"subagent"}
     assert started < first_card < completed, "the call is told between the child's start and end"
-    assert said == ["run make lint", "Started.", "It completed.", "make lint: approved"]
+    assert said == ["run make lint", "Started.", *SAID, "It completed."]
     if version in ATTRIBUTED:
         [request] = asked
         assert request.session_id == child
@@ -118,11 +144,13 @@ async def test_a_client_without_the_opt_in_sees_the_parents_card_and_is_asked_th
             await agent.prompt(session, PROMPT)
         sent = _updates(agent)
         cards = _cards(agent, session)
+        told = {text for _, text in _transcript(agent, session)}
         asked = agent.client.permission_requests
     assert {s for s, _ in sent} == {session}
     assert all(u["sessionUpdate"] != "subagent_update" for _, u in sent)
     assert {c["name"] for c in cards} == {"subagent"}
     assert (cards[-1]["status"], _texts(cards[-1])) == ("completed", ["make lint: approved"])
+    assert not told & {THOUGHT, SAID[0]}, "the subagent's own words are not the parent's"
     pages = [r["params"]["sessionId"] for r in world.host_requests("view/page")]
     assert pages == [], "nothing of the child's session is read for this client"
     if version in ATTRIBUTED:
@@ -158,9 +186,9 @@ async def test_a_subagent_child_session_loads_with_its_tool_calls_after_a_restar
     assert cards[0]["rawInput"]["command"] == "make lint"
     assert (cards[-1]["status"], _texts(cards[-1])) == ("completed", [RAN])
     texts = [u["content"]["text"] for kind, u in loaded if kind.endswith("message_chunk")]
-    assert texts == ["run make lint", "Started.", "It completed.", "make lint: approved"]
+    assert texts == ["run make lint", "Started.", *SAID, "It completed."]
     # Its calls are told after it started and before it ended, as they happened.
-    assert kinds.index("tool_call") == 2
+    assert kinds.index("tool_call") == 4
     assert kinds[kinds.index("tool_call") :].count("agent_message_chunk") == 2
 
 
@@ -179,4 +207,22 @@ async def test_a_subagents_command_declined_in_its_child_session_ends_there(
     assert cards[-1]["status"] == "failed"
     assert _texts(cards[-1]) == [f"{CANCELLED}\n\n[Not completed: failed.]"]
     assert {c["name"] for c in parent_cards} == {"subagent"}
-    assert said[-1] == "make lint: abort"
+    assert said[-2:] == ["make lint: abort", "It completed."]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_subagents_own_words_are_its_child_sessions_live_and_after_a_restart(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world, capabilities=SUBAGENTS) as agent:
+        session, child = await _run(agent)
+        live = _transcript(agent, child)
+        parent = _transcript(agent, session)
+    async with running_agent(world, capabilities=SUBAGENTS) as agent:
+        await agent.conn.load_session(session_id=child, cwd=str(world.workspace), mcp_servers=[])
+        loaded = _transcript(agent, child)
+    assert live == TRANSCRIPT
+    assert loaded == TRANSCRIPT
+    # Its words are the child's: the parent's transcript has none of them.
+    assert not {text for _, text in parent} & {THOUGHT, *SAID}

@@ -6,8 +6,8 @@ from their parent: its cards' ``_meta["muse/children"]``, its ``subagent_update`
 
 * Loading a child needs no record: the parent must be a session Muse has in this workspace; its
   history is paged as for a load and only the child's transcript is sent, with the child's id
-  (-32002 when the parent shows no such child), with a subagent's tool calls read from its own
-  Muse session (``child_tool_calls``). The parent owns the child: no session opens.
+  (-32002 when the parent shows no such child), with a subagent's tool calls and words read
+  from its own Muse session (``child_tool_calls``). The parent owns the child: no session opens.
 * ``session/cancel`` on a running child stops it alone, in the background (a notification
   waits on nothing), on the parent's host: a workflow child is skipped (``workflow/childControl``
   with its current attempt, feature ``workflowChildren``), a subagent stopped (``subagent/stop``,
@@ -63,7 +63,7 @@ CancelHandler = Callable[[AgentContext, acp.CancelNotification], Awaitable[None]
 
 class _ChildReplay:
     """A parent's history as a replay target that lets through only one child's transcript;
-    a subagent's own tool calls are read from its Muse session once it shows one."""
+    a subagent's own tool calls and words are read from its Muse session once it shows one."""
 
     def __init__(self, ref: ChildRef, cwd: str, client: ClientLink, read_page: PageReader) -> None:
         self.ref = ref
@@ -92,7 +92,8 @@ class _ChildReplay:
             child = self._tools.note(self.ref.key, muse_session)
             for call in await self._tools.catch_up(child, self._read_page):
                 await self._notify(call)
-        await self._notify(update)
+        if not self._tools.repeats(update):
+            await self._notify(update)
 
     async def _notify(self, update: ChildUpdate) -> None:
         params = acp.SessionNotification(session_id=self._child, update=update.update)

@@ -1,16 +1,18 @@
-"""The tool calls of each subagent, read from its own Muse session, as its child session's cards.
+"""What each subagent did and said, read from its own Muse session, for its child session.
 
 Contract: Muse keeps a subagent's own items in a session of its own (the ``childSessionId`` of
 its ``subagent`` item), whose view reaches only a connection subscribed to it; what it asks
 approval for comes on the parent's session naming it (``subagentOrigin``). A
 ``ChildToolCalls`` belongs to one parent (a turn, or a load) and, for each subagent ``sighted``
 with such a session, reads that view forward from where it stopped (``catch_up``, with the
-caller's ``view/page`` reader) and gives its tool calls as ``tool_call``/``tool_call_update``
-``ChildUpdate``s under the child session's id, translated as the parent's cards are
-(``translate.TurnTranslator`` replaying, tool name included). ``cards(child)`` are that child's
-cards, for an approval asked in its name. A view that cannot be read is logged and the rest
-skipped: the parent's turn goes on. Bounded: ``MAX_CHILDREN`` children (the oldest forgotten
-first), ``MAX_PAGES`` pages of ``PAGE_SIZE`` events per read.
+caller's ``view/page`` reader) and gives, in order, its tool calls (``tool_call``/
+``tool_call_update``, tool name included), agent messages and reasoning (``agent_message_chunk``,
+``agent_thought_chunk``) as ``ChildUpdate``s under the child's session id, translated as the
+parent's are (``translate.TurnTranslator`` replaying). ``last_said`` is the child's last agent
+message read, ``repeats`` tells a handed-back line that only repeats it; ``cards(child)`` are
+its cards, for an approval asked in its name. A view that cannot be read is logged and the rest
+skipped. Bounded: ``MAX_CHILDREN`` children (oldest forgotten first), ``MAX_PAGES`` pages of
+``PAGE_SIZE`` events per read, ``MAX_SAID_CHARS`` of a last message kept.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from muse_acp.agent.cards.child_sessions import child_session_id
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
 from muse_acp.agent.translation.child_transcripts import ChildUpdate
 from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
-from muse_acp.agent.translation.translate import TurnTranslator
+from muse_acp.agent.translation.translate import PlainChunk, TurnTranslator
 from muse_acp.agent.translation.view_events import PageReader, read_event
 from muse_acp.rpc import RpcError
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["MAX_CHILDREN", "MAX_PAGES", "PAGE_SIZE", "ChildToolCalls"]
+__all__ = ["MAX_CHILDREN", "MAX_PAGES", "MAX_SAID_CHARS", "PAGE_SIZE", "ChildToolCalls"]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -39,6 +41,9 @@ MAX_CHILDREN: Final = 256
 PAGE_SIZE: Final = 200
 MAX_PAGES: Final = 50
 """Pages of a child's view read at one time; the rest waits for the next read."""
+MAX_SAID_CHARS: Final = 64 * 1024
+"""Longest last message kept to compare with what the child hands back (Muse's result text is
+at most 32 KiB): a longer one is not compared."""
 
 
 @dataclass(slots=True)
@@ -46,6 +51,8 @@ class _Child:
     muse_session_id: str
     translator: TurnTranslator
     cursor: str | None = None
+    said: tuple[str, str | None] | None = None
+    """The id and text (as far as read; None past the bound) of the last agent message read."""
 
 
 class ChildToolCalls:
@@ -92,6 +99,23 @@ class ChildToolCalls:
         child = self._children.get(child_id)
         return None if child is None else child.translator.cards
 
+    def last_said(self, child_id: str) -> str | None:
+        """The text of the last agent message read from child ``child_id``'s session."""
+        child = self._children.get(child_id)
+        said = None if child is None else child.said
+        return None if said is None else said[1]
+
+    def repeats(self, update: ChildUpdate) -> bool:
+        """Whether ``update`` is the line of what a child handed back that says what the
+        child's own session last said (read already), and so need not be said again."""
+        if not update.handed_back or not isinstance(
+            update.update, acp.AgentMessageChunkSessionUpdate
+        ):
+            return False
+        content = update.update.content
+        said = self.last_said(update.session_id)
+        return isinstance(content, acp.TextContentBlock) and content.text == said
+
     async def catch_up(self, child_id: str, read_page: PageReader) -> list[ChildUpdate]:
         """The child's card updates for the events of its Muse session not read yet."""
         child = self._children.get(child_id)
@@ -123,8 +147,25 @@ class ChildToolCalls:
         if params is None:
             return []
         session_id = child.translator.session_id
-        return [
-            ChildUpdate(session_id, update)
-            for update in child.translator.updates(event.method, params)
-            if isinstance(update, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate)
-        ]
+        updates: list[ChildUpdate] = []
+        for update in child.translator.updates(event.method, params):
+            if isinstance(update, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate):
+                updates.append(ChildUpdate(session_id, update))
+            elif isinstance(update, PlainChunk) and update.family != "user":
+                # What it was asked is the child's first line already (``child_transcripts``).
+                if update.family == "agent":
+                    _hear(child, update)
+                updates.append(ChildUpdate(session_id, update.model()))
+        return updates
+
+
+def _hear(child: _Child, chunk: PlainChunk) -> None:
+    """Note a chunk of the child's agent message: the last message's text grows or starts."""
+    said = child.said
+    if said is None or said[0] != chunk.message_id:
+        text: str | None = chunk.text
+    else:
+        text = None if said[1] is None else said[1] + chunk.text
+    if text is not None and len(text) > MAX_SAID_CHARS:
+        text = None
+    child.said = (chunk.message_id, text)

@@ -7,13 +7,15 @@ item's card (``child_sessions.children_meta``) and, in order, for each child tha
 name: title, description, work state, and ``cancel`` among its capabilities while it runs and
 Muse can stop it on its own) and ``ChildUpdate``s, the child session's own transcript: what it
 was asked (a user message), each change of attempt or status (an agent message), and what it
-handed back. Whether any of it reaches the client is the outlet's decision alone
-(``sessions.outlet``): a client without ``subagents`` sees only the card. State is bounded
-(``MAX_CHILDREN`` children, the oldest forgotten first).
+handed back (``handed_back``; left out when ``own_words``, what the child's own session said
+last as read by ``child_tool_calls``, is that already). Whether any of it reaches the client is
+the outlet's decision alone (``sessions.outlet``): a client without ``subagents`` sees only the
+card. State is bounded (``MAX_CHILDREN`` children, the oldest forgotten first).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, NamedTuple, TypeAlias
 
@@ -40,6 +42,8 @@ class ChildUpdate(NamedTuple):
     update: acp.SessionUpdate
     muse_session_id: str | None = None
     """The subagent's own Muse session, when known (``child_tool_calls`` reads it)."""
+    handed_back: bool = False
+    """The line of what the child handed back (its result)."""
 
 
 ParentOrChild: TypeAlias = acp.SubagentUpdateSessionUpdate | ChildUpdate
@@ -60,6 +64,9 @@ class ChildTranscripts:
         self.stoppable = stoppable
         """The kinds of child Muse stops on its own (``child_sessions.stoppable_kinds``)."""
         self._sent: dict[str, _Sent] = {}
+        self.own_words: Callable[[str], str | None] = _unheard
+        """The last agent message a child's own session said, by child session id, as far as
+        it was read: a result that repeats it is not said again."""
 
     def sighting(self, item: msp.Item) -> tuple[list[JsonValue], list[ParentOrChild]]:
         """The card's link to its children, and the updates for the children that changed."""
@@ -83,8 +90,13 @@ class ChildTranscripts:
         if sent is None or (sent.status, sent.attempt) != (child.status, child.attempt):
             key = f"{session_id}#{child.attempt}:{child.status}"
             updates.append(_say(child, "agent", key, _status_line(child)))
-        if child.output and (sent is None or sent.output != child.output):
-            updates.append(_say(child, "agent", f"{session_id}#output", child.output))
+        output = child.output
+        if (
+            output
+            and (sent is None or sent.output != output)
+            and output != self.own_words(session_id)
+        ):
+            updates.append(_say(child, "agent", f"{session_id}#output", output, handed_back=True))
         self._sent[session_id] = _Sent(child.status, child.attempt, child.output)
         return updates
 
@@ -116,7 +128,13 @@ def _status_line(child: ChildView) -> str:
     return f"{attempt} ended {child.status}{failure}."
 
 
-def _say(child: ChildView, family: str, message_id: str, text: str) -> ChildUpdate:
+def _unheard(session_id: str) -> str | None:
+    return None
+
+
+def _say(
+    child: ChildView, family: str, message_id: str, text: str, *, handed_back: bool = False
+) -> ChildUpdate:
     content = acp.TextContentBlock(type="text", text=text)
     update: acp.SessionUpdate
     if family == "user":
@@ -127,4 +145,4 @@ def _say(child: ChildView, family: str, message_id: str, text: str) -> ChildUpda
         update = acp.AgentMessageChunkSessionUpdate(
             session_update="agent_message_chunk", content=content, message_id=message_id
         )
-    return ChildUpdate(child.ref.session_id, update, child.muse_session_id)
+    return ChildUpdate(child.ref.session_id, update, child.muse_session_id, handed_back)

@@ -5,7 +5,7 @@ Contract: a ``SubagentViews`` belongs to one turn (its ``parent`` translator's s
 output policy apply to the children's cards). ``follows`` is shown each event the turn is to
 relay: one that shows a subagent with a Muse session of its own is relayed only after that
 session's events not read yet were read (``ChildToolCalls.catch_up``) and the child's tool
-cards sent, so they precede the child's new status; the turn's later events wait meanwhile
+cards and words sent, so they precede the child's new status; the turn's later events wait meanwhile
 (``GapFiller.defer``). ``asking`` is told an
 approval Muse asks for a subagent (``subagentOrigin``): it reads the child's session first, so
 the card the approval is about is shown in the child, and gives the child session's id and
@@ -64,6 +64,8 @@ class SubagentViews:
         cards = parent.cards
         self._calls = ChildToolCalls(parent.session_id, cwd=cards.cwd, output=cards.output)
         self._wanted = outlet.takes_children
+        if self._wanted:  # a result that repeats the child's own last words is not said twice
+            parent.children.own_words = self._calls.last_said
         self._read_page = read_page
         self._gaps = gaps
         self._send = turn.send_update

@@ -5,12 +5,14 @@ Contract: ``open_child`` stores a new session for one subagent (the ``childSessi
 item) that no connection is subscribed to: its events are durable view events, which
 ``view/page`` and ``session/read`` return, sent to no client (Muse sends a session's view only
 to its subscribers) and not listed by ``session/list`` (muse-sim's choice: before 1.4.4 no
-declared row member says whose subagent it is). ``run_command`` plays the subagent's ``bash``
-call there, in a turn of the child's own: started, then asked on the PARENT session's approval
-plane (``approval/requested``, ``approval/request``, ``approval/resolved``, answered with the
-parent's ``approval/decide``) with ``subagentOrigin`` naming the child, then completed, rejected
-or failed as the parent's approved commands are. A host without ``subagent_origin`` (before
-1.4.2) declares no way to say whose approval it asks: there the command runs unasked.
+declared row member says whose subagent it is). ``run_command`` plays the subagent's work there,
+in a turn of the child's own: a reasoning summary, an agent message, its ``bash`` call (asked on
+the PARENT session's approval plane, ``approval/requested``, ``approval/request``,
+``approval/resolved``, answered with the parent's ``approval/decide``, with ``subagentOrigin``
+naming the child; then completed, rejected or failed as the parent's approved commands are),
+then its final agent message, the report it hands back as its result. A host without
+``subagent_origin`` (before 1.4.2) declares no way to say whose approval it asks: there the
+command runs unasked.
 """
 
 from __future__ import annotations
@@ -61,14 +63,16 @@ def open_child(turn: Turn) -> LiveSession:
 
 
 async def run_command(turn: Turn, child: LiveSession, subagent_id: str, command: str) -> str:
-    """Run ``command`` as subagent ``subagent_id`` of ``turn`` in its session ``child``; the
-    decision it ran under (``approved`` when it was not asked)."""
+    """Run ``command`` as subagent ``subagent_id`` of ``turn`` in its session ``child``; its
+    report, ``COMMAND: DECISION`` (the decision ``approved`` when it was not asked)."""
     ctx = turn.ctx
     request = TurnRequest(new_uuid7(), new_uuid7(), command, Prompt(command, ()))
     own = Turn(ctx, child, request)
     approval_id = new_uuid7()
     args = shell_args(command, "Run a command the parent session delegated")
     call = ToolCall(own, "bash", args, approval_id=approval_id)
+    await own.reasoning(f"The parent session wants {command} run.")
+    await own.say(f"Running {command}.")
     await call.start()
     decision = "approved"
     if ctx.profile.facts.subagent_origin:
@@ -99,4 +103,6 @@ async def run_command(turn: Turn, child: LiveSession, subagent_id: str, command:
             "rejected" if decision == "denied" else "failed",
             DENIED if decision == "denied" else ABORTED,
         )
-    return decision
+    report = f"{command}: {decision}"
+    await own.say(report)
+    return report

@@ -68,8 +68,8 @@ async def run_subagent(turn: Turn, directive: Subagent) -> None:
     await turn.item_event("item/started", item("inProgress", "accepted"))
     await turn.item_event("item/updated", item("inProgress", "running"))
     if child is not None and directive.command is not None:
-        decision = await run_command(turn, child, subagent_id, directive.command)
-        result = SubagentResult(summary=f"{directive.command}: {decision}")
+        report = await run_command(turn, child, subagent_id, directive.command)
+        result = SubagentResult(summary=report)
         await turn.item_event("item/completed", item("completed", "closed", result))
         return
     if hold:
