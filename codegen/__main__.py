@@ -8,6 +8,7 @@ from pathlib import Path
 
 from codegen import generate as build
 from codegen.config import REPO_ROOT, SPEC_DIR
+from codegen.fit import fit_report
 from codegen.ingest import IngestError, default_cache_dir, fetch_wheel, ingest
 from codegen.lock import LockMismatchError, write_lock
 from codegen.prepass import SchemaError
@@ -53,6 +54,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     "an ingested bundle differs from its release; fix it or declare the "
                     "deviation in its x-msp-deviations",
+                    file=sys.stderr,
+                )
+                return 1
+            unfit = fit_report(SPEC_DIR)
+            if unfit:
+                sys.stdout.write(unfit)
+                print(
+                    "the vocabulary (spec/msp-vocabulary) would refuse what these bundles "
+                    "allow; relax it there (the member optional or nullable, the enum open)",
                     file=sys.stderr,
                 )
                 return 1

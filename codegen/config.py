@@ -4,7 +4,9 @@ A target is one generated module built from one or more spec files. The ACP sche
 extension schema form one module (the extensions refer to ACP content blocks); the output format
 of the legacy ``muse exec --json`` forms another (``exec_jsonl``); each MSP host version under
 ``spec/msp/<version>/`` forms a module of its own, so a newly exported host schema dropped into
-that folder is picked up without touching this file.
+that folder is picked up without touching this file. muse-acp's own reading of MSP, the
+vocabulary the runtime builds and parses every host's frames with, is one more module
+(``msp_vocabulary``) from ``spec/msp-vocabulary/``: it is no host's bundle.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ DATAMODEL_CODEGEN_FLAGS: Final[tuple[str, ...]] = (
 ROOT_CLASS_NAME: Final = "CodegenRoot"
 """Name given to the schema root, which carries only ``$defs`` and is dropped after generation."""
 
+VOCABULARY_SCHEMA: Final = "msp-vocabulary/msp.schema.json"
+"""muse-acp's own MSP vocabulary (``codegen.vocabulary``), generated as ``msp_vocabulary``."""
+
 EXEC_SCHEMA: Final = "exec/exec.schema.json"
 """The schema of the JSON Lines that ``muse exec --json`` writes (hosts without ``serve``)."""
 
@@ -85,7 +90,7 @@ class Target:
 
     module: str
     inputs: tuple[str, ...]
-    family: Literal["acp", "exec", "msp"]
+    family: Literal["acp", "exec", "msp", "vocabulary"]
     host_version: str | None = None
 
     @property
@@ -94,10 +99,13 @@ class Target:
 
 
 def discover_targets(spec_dir: Path = SPEC_DIR) -> tuple[Target, ...]:
-    """Return every target: ACP, the exec output format, then MSP versions in ascending order."""
+    """Return every target: ACP, the exec output format, the MSP vocabulary, then MSP versions in
+    ascending order."""
     targets = [Target("acp", ("acp/acp.schema.json", "extensions/muse.schema.json"), "acp")]
     if (spec_dir / EXEC_SCHEMA).is_file():
         targets.append(Target("exec_jsonl", (EXEC_SCHEMA,), "exec"))
+    if (spec_dir / VOCABULARY_SCHEMA).is_file():
+        targets.append(Target("msp_vocabulary", (VOCABULARY_SCHEMA,), "vocabulary"))
     versions = sorted(
         (p.name for p in (spec_dir / "msp").iterdir() if p.is_dir() and _MSP_VERSION.match(p.name)),
         key=lambda v: tuple(int(part) for part in v.split(".")),

@@ -34,6 +34,10 @@ _DEFAULT_PROVENANCE: Final = {
         "Written for muse-acp from public descriptions of the `muse exec --json` output of Muse "
         "releases without `serve`; spec/README.md says which members are evidenced."
     ),
+    "msp-vocabulary": (
+        "Written for muse-acp: its own reading of MSP (the vocabulary), started from the "
+        "hand-written 1.4.2 bundle; spec/README.md says what it is written from."
+    ),
     "msp": (
         "Written for muse-acp from observed Muse {version} host traffic, in the layout of a "
         "`muse schema generate-json-schema` export."

@@ -176,8 +176,10 @@ def render_outline(source: str, previous: tuple[str, str] | None) -> str:
         if parts["variants"] == earlier["variants"]:
             members["variants"] = "_PREVIOUS.variants"
         gone = sorted(set(earlier_models) - set(models))
+        # Spelled in sorted order: a set's repr follows string hashing, which differs by run.
+        spelled = "{" + ", ".join(map(repr, gone)) + "}"
         kept = (
-            f"{{m: f for m, f in _PREVIOUS.models.items() if m not in {set(gone)!r}}}"
+            f"{{m: f for m, f in _PREVIOUS.models.items() if m not in {spelled}}}"
             if gone
             else "_PREVIOUS.models"
         )

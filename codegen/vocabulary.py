@@ -1,8 +1,10 @@
 """Which MSP bundle is the vocabulary, and the newer types it gains without re-spelling them.
 
-Contract: ``spec/msp-vocabulary.json`` (optional) names the bundle whose models the runtime
-builds and reads frames with (``version``; default: the newest bundle) and ``additions``, type
-names of the newest bundle the vocabulary also offers. ``additions(newest, vocabulary, roots)``
+Contract: the vocabulary is the bundle whose models the runtime builds and reads frames with:
+muse-acp's own reading of MSP (``spec/msp-vocabulary/``, which is no host's bundle), else the
+newest bundle. ``spec/msp-vocabulary.json`` (optional) may name a host bundle instead
+(``version``) and lists ``additions``, type names of the newest bundle the vocabulary also
+offers. ``additions(newest, vocabulary, roots)``
 returns the source of ``msp_additions``: each root and every class or type alias it refers to,
 in the newest bundle's order, except names the vocabulary already defines, which the module
 imports from the vocabulary instead (its names win). The vocabulary's model of such a borrowed
@@ -33,7 +35,8 @@ ADDITIONS_MODULE: Final = "msp_additions"
 
 @dataclass(frozen=True, slots=True)
 class Vocabulary:
-    """The configured vocabulary: its bundle's version (None: the newest) and the roots."""
+    """The configured vocabulary: a host bundle's version (None: muse-acp's own, else the
+    newest) and the roots."""
 
     version: str | None
     additions: tuple[str, ...]

@@ -14,77 +14,174 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 from pydantic import Field
 
 from muse_acp_wire._base import ErrorSpec, NotificationSpec, RequestSpec, WireModel
-
-
-class ApprovalListPendingParams(WireModel):
-    """Params of the host method approval/listPending."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class ApprovalOrigin(WireModel):
-    """An MSP object type."""
-
-    kind: str
-    command: str | None = None
-    url: str | None = None
-
-
-class ApprovalRequirementRef(WireModel):
-    """An MSP object type."""
-
-    approval_id: Annotated[str, Field(alias="approvalId")]
-    source_index: Annotated[int, Field(alias="sourceIndex")]
-
-
-class ApprovalResolutionSummary(WireModel):
-    """An MSP object type."""
-
-    decision: str
-    resolved_by: Annotated[str, Field(alias="resolvedBy")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class ApprovalStageResolution(WireModel):
-    """An MSP object type."""
-
-    kind: str
-    argv_prefix: Annotated[list[str] | None, Field(alias="argvPrefix")] = None
-    diagnostic: str | None = None
-
-
-class ApprovalSubagentOrigin(WireModel):
-    """An MSP object type."""
-
-    child_run_id: Annotated[str, Field(alias="childRunId")]
-    child_session_id: Annotated[str, Field(alias="childSessionId")]
-    subagent_id: Annotated[str, Field(alias="subagentId")]
-
-
-class ApprovalSuggestedPrefix(WireModel):
-    """An MSP object type."""
-
-    argv_prefix: Annotated[list[str], Field(alias="argvPrefix")]
-    label: str
-
-
-class ClientCapabilities(WireModel):
-    """An MSP object type."""
-
-    experimental_api: Annotated[bool | None, Field(alias="experimentalApi")] = None
-    opt_out_notification_methods: Annotated[
-        list[str] | None, Field(alias="optOutNotificationMethods")
-    ] = None
-    requested_capabilities: Annotated[list[str] | None, Field(alias="requestedCapabilities")] = None
-    user_input_dialogs: Annotated[bool | None, Field(alias="userInputDialogs")] = None
-
-
-class ClientInfo(WireModel):
-    """An MSP object type."""
-
-    name: str
-    version: str
-    title: str | None = None
+from muse_acp_wire.msp_1_4_2 import (
+    CLIENT_REQUESTS as CLIENT_REQUESTS,
+    SESSION_MCP_SERVER_CONFIG_VARIANTS as SESSION_MCP_SERVER_CONFIG_VARIANTS,
+    ApprovalAmendment as ApprovalAmendment,
+    ApprovalChange as ApprovalChange,
+    ApprovalChoice as ApprovalChoice,
+    ApprovalDecideParams as ApprovalDecideParams,
+    ApprovalDecideResult as ApprovalDecideResult,
+    ApprovalListPendingParams as ApprovalListPendingParams,
+    ApprovalListPendingResult as ApprovalListPendingResult,
+    ApprovalOrigin as ApprovalOrigin,
+    ApprovalRequestParams as ApprovalRequestParams,
+    ApprovalRequirementRef as ApprovalRequirementRef,
+    ApprovalResolutionSummary as ApprovalResolutionSummary,
+    ApprovalStage as ApprovalStage,
+    ApprovalStageEvidence as ApprovalStageEvidence,
+    ApprovalStageResolution as ApprovalStageResolution,
+    ApprovalSubagentOrigin as ApprovalSubagentOrigin,
+    ApprovalSubject as ApprovalSubject,
+    ApprovalSuggestedPrefix as ApprovalSuggestedPrefix,
+    ApprovalUpdatedParams as ApprovalUpdatedParams,
+    BranchState as BranchState,
+    ClientCapabilities as ClientCapabilities,
+    ClientInfo as ClientInfo,
+    ContextUsage as ContextUsage,
+    CumulativeCost as CumulativeCost,
+    CumulativeTokenUsage as CumulativeTokenUsage,
+    EffectiveApprovalModeState as EffectiveApprovalModeState,
+    EffectiveModel as EffectiveModel,
+    FeedbackSubmitResult as FeedbackSubmitResult,
+    ForkCutPoint as ForkCutPoint,
+    ForkProvenance as ForkProvenance,
+    Goal as Goal,
+    GoalClearParams as GoalClearParams,
+    GoalCommandResult as GoalCommandResult,
+    GoalEditParams as GoalEditParams,
+    GoalPauseParams as GoalPauseParams,
+    GoalResumeParams as GoalResumeParams,
+    GoalSetParams as GoalSetParams,
+    InitializeParams as InitializeParams,
+    InitializeResult as InitializeResult,
+    ItemDeltaParams as ItemDeltaParams,
+    ItemReadOutputParams as ItemReadOutputParams,
+    ItemReadOutputResult as ItemReadOutputResult,
+    ModelCatalogEntry as ModelCatalogEntry,
+    ModelCost as ModelCost,
+    ModelDescribedReasoningEffort as ModelDescribedReasoningEffort,
+    ModelListParams as ModelListParams,
+    ModelListResult as ModelListResult,
+    ModelSelection as ModelSelection,
+    ModelVisibleContent as ModelVisibleContent,
+    Notification as Notification,
+    OutputRef as OutputRef,
+    PatchSummary as PatchSummary,
+    PendingApprovalPointer as PendingApprovalPointer,
+    PendingRequestPointer as PendingRequestPointer,
+    PendingUserInputPointer as PendingUserInputPointer,
+    ReasoningEffortState as ReasoningEffortState,
+    RecordPosition as RecordPosition,
+    Request as Request,
+    RequestReceipt as RequestReceipt,
+    SchemaInfo as SchemaInfo,
+    ServerInfo as ServerInfo,
+    SessionApprovalModeChangedParams as SessionApprovalModeChangedParams,
+    SessionBranchChangedParams as SessionBranchChangedParams,
+    SessionClosedParams as SessionClosedParams,
+    SessionCompactParams as SessionCompactParams,
+    SessionCompactResult as SessionCompactResult,
+    SessionConfig as SessionConfig,
+    SessionContextUsageParams as SessionContextUsageParams,
+    SessionForkParams as SessionForkParams,
+    SessionGoalChangedParams as SessionGoalChangedParams,
+    SessionListBranchFilter as SessionListBranchFilter,
+    SessionListFilter as SessionListFilter,
+    SessionListParams as SessionListParams,
+    SessionListSessionIdFilter as SessionListSessionIdFilter,
+    SessionListTextFilter as SessionListTextFilter,
+    SessionMcpServerConfig as SessionMcpServerConfig,
+    SessionMcpServerConfigStdio as SessionMcpServerConfigStdio,
+    SessionMcpServerConfigStreamableHttp as SessionMcpServerConfigStreamableHttp,
+    SessionModelChangedParams as SessionModelChangedParams,
+    SessionModelRouteUnservedParams as SessionModelRouteUnservedParams,
+    SessionNameChangedParams as SessionNameChangedParams,
+    SessionReadParams as SessionReadParams,
+    SessionReasoningEffortChangedParams as SessionReasoningEffortChangedParams,
+    SessionRenameParams as SessionRenameParams,
+    SessionRenameResult as SessionRenameResult,
+    SessionResumeParams as SessionResumeParams,
+    SessionSetApprovalModeParams as SessionSetApprovalModeParams,
+    SessionSetApprovalModeResult as SessionSetApprovalModeResult,
+    SessionSetModelParams as SessionSetModelParams,
+    SessionSetModelResult as SessionSetModelResult,
+    SessionSetReasoningEffortParams as SessionSetReasoningEffortParams,
+    SessionSetReasoningEffortResult as SessionSetReasoningEffortResult,
+    SessionStartParams as SessionStartParams,
+    SessionStatusChangedParams as SessionStatusChangedParams,
+    SessionTodoListChangedParams as SessionTodoListChangedParams,
+    SessionTokenUsageParams as SessionTokenUsageParams,
+    SessionUserShellParams as SessionUserShellParams,
+    SessionUserShellResult as SessionUserShellResult,
+    SessionViewHealthChangedParams as SessionViewHealthChangedParams,
+    SkillCatalogEntry as SkillCatalogEntry,
+    SkillChangedParams as SkillChangedParams,
+    SkillListParams as SkillListParams,
+    SkillListResult as SkillListResult,
+    SnapshotAnchor as SnapshotAnchor,
+    SourceRange as SourceRange,
+    StreamRef as StreamRef,
+    SubagentInputParams as SubagentInputParams,
+    SubagentOwnerReasonParams as SubagentOwnerReasonParams,
+    SubagentResult as SubagentResult,
+    SubagentTargetParams as SubagentTargetParams,
+    SubscriptionUsage as SubscriptionUsage,
+    SubscriptionUsageWeekly as SubscriptionUsageWeekly,
+    SubscriptionUsageWindow as SubscriptionUsageWindow,
+    SuccessResponse as SuccessResponse,
+    TaskBackgroundParams as TaskBackgroundParams,
+    TaskCommandResult as TaskCommandResult,
+    TaskStopAllParams as TaskStopAllParams,
+    TaskStopAllResult as TaskStopAllResult,
+    TaskStopParams as TaskStopParams,
+    TodoItem as TodoItem,
+    TodoListState as TodoListState,
+    TokenUsage as TokenUsage,
+    TraceContext as TraceContext,
+    TurnCancelParams as TurnCancelParams,
+    TurnCancelResult as TurnCancelResult,
+    TurnCompletedParams as TurnCompletedParams,
+    TurnError as TurnError,
+    TurnInterruptParams as TurnInterruptParams,
+    TurnInterruptResult as TurnInterruptResult,
+    TurnRetractedParams as TurnRetractedParams,
+    TurnRetryScheduledParams as TurnRetryScheduledParams,
+    TurnStartedParams as TurnStartedParams,
+    TurnStartResult as TurnStartResult,
+    TurnSteerResult as TurnSteerResult,
+    TurnUnqueuedParams as TurnUnqueuedParams,
+    TurnUnqueueParams as TurnUnqueueParams,
+    TurnUnqueueResult as TurnUnqueueResult,
+    UnframedViewNotification as UnframedViewNotification,
+    UnframedViewNotificationParams as UnframedViewNotificationParams,
+    UsageReadResult as UsageReadResult,
+    UserInputAnswer as UserInputAnswer,
+    UserInputAnswerParams as UserInputAnswerParams,
+    UserInputAnswerResult as UserInputAnswerResult,
+    UserInputCancelParams as UserInputCancelParams,
+    UserInputCancelResult as UserInputCancelResult,
+    UserInputClarification as UserInputClarification,
+    UserInputClarifyParams as UserInputClarifyParams,
+    UserInputClarifyResult as UserInputClarifyResult,
+    UserInputOption as UserInputOption,
+    UserInputOptionPreview as UserInputOptionPreview,
+    UserInputQuestion as UserInputQuestion,
+    UserInputRequestParams as UserInputRequestParams,
+    UserInputSelection as UserInputSelection,
+    UserInputSettlementSummary as UserInputSettlementSummary,
+    ViewGapParams as ViewGapParams,
+    ViewPageParams as ViewPageParams,
+    ViewPageResolvedAnchor as ViewPageResolvedAnchor,
+    ViewPageResult as ViewPageResult,
+    ViewSubscribeParams as ViewSubscribeParams,
+    ViewSubscribeResult as ViewSubscribeResult,
+    ViewUnsubscribeParams as ViewUnsubscribeParams,
+    ViewUnsubscribeResult as ViewUnsubscribeResult,
+    WorkflowCancelParams as WorkflowCancelParams,
+    WorkflowChildControlParams as WorkflowChildControlParams,
+    WorkflowControlResult as WorkflowControlResult,
+)
 
 
 class ComputerUseBlockedApp(WireModel):
@@ -130,52 +227,11 @@ class ComputerUseSettingsUpdateParams(WireModel):
     unblock_apps: Annotated[list[str] | None, Field(alias="unblockApps")] = None
 
 
-class ContextUsage(WireModel):
-    """An MSP object type."""
-
-    pressure: Annotated[
-        Literal["normal", "warning", "blocked"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    used_tokens: Annotated[int, Field(alias="usedTokens")]
-    window_tokens: Annotated[int | None, Field(alias="windowTokens")] = None
-
-
 class CronReceiptJob(WireModel):
     """An MSP object type."""
 
     job_id: Annotated[str, Field(alias="jobId")]
     next_fire_at_ms: Annotated[int, Field(alias="nextFireAtMs")]
-
-
-class CumulativeCost(WireModel):
-    """An MSP object type."""
-
-    partial: bool
-    usd: float
-
-
-class CumulativeTokenUsage(WireModel):
-    """An MSP object type."""
-
-    output_tokens: Annotated[int, Field(alias="outputTokens")]
-    prompt_tokens: Annotated[int, Field(alias="promptTokens")]
-    total_tokens: Annotated[int, Field(alias="totalTokens")]
-    cache_read_tokens: Annotated[int | None, Field(alias="cacheReadTokens")] = None
-    cache_write_tokens: Annotated[int | None, Field(alias="cacheWriteTokens")] = None
-    cost: CumulativeCost | None = None
-
-
-class EffectiveApprovalModeState(WireModel):
-    """An MSP object type."""
-
-    last_command_id: Annotated[str | None, Field(alias="lastCommandId")]
-    mode: Literal["allowAll", "promptUnmatched", "onRequest", "denyUnmatched"]
-    "A closed MSP enum: no other value is valid."
-    source: Annotated[
-        Literal["startup", "replay", "approvalReconfigure"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
 
 
 class FeedbackSubmitParams(WireModel):
@@ -190,152 +246,10 @@ class FeedbackSubmitParams(WireModel):
     session_id: Annotated[str | None, Field(alias="sessionId")] = None
 
 
-class FeedbackSubmitResult(WireModel):
-    """Result of the host method feedback/submit."""
-
-    bundle_path: Annotated[str, Field(alias="bundlePath")]
-    outcome: Annotated[
-        Literal[
-            "uploaded",
-            "recorded",
-            "acceptedWithoutReceipt",
-            "trackingFailed",
-            "trackingUncertain",
-            "dark",
-            "disabled",
-            "noCredential",
-            "authRejected",
-            "rateLimited",
-            "failed",
-        ]
-        | str,
-        Field(union_mode="left_to_right"),
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    session_record_attached: Annotated[bool, Field(alias="sessionRecordAttached")]
-    session_record_truncated: Annotated[bool, Field(alias="sessionRecordTruncated")]
-    cause: str | None = None
-    local_tracing_note: Annotated[str | None, Field(alias="localTracingNote")] = None
-    retry_after_ms: Annotated[int | None, Field(alias="retryAfterMs")] = None
-    session_note: Annotated[str | None, Field(alias="sessionNote")] = None
-    task_id: Annotated[str | None, Field(alias="taskId")] = None
-    upload_id: Annotated[str | None, Field(alias="uploadId")] = None
-
-
-class ForkCutPoint(WireModel):
-    """An MSP object type."""
-
-    last_turn_id: Annotated[str, Field(alias="lastTurnId")]
-
-
-class ForkProvenance(WireModel):
-    """An MSP object type."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    cut_cursor: Annotated[str, Field(alias="cutCursor")]
-    cut_explicit: Annotated[bool, Field(alias="cutExplicit")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class Goal(WireModel):
-    """An MSP object type."""
-
-    objective: str
-    percent_complete: Annotated[int, Field(alias="percentComplete")]
-    status: str
-    current_work: Annotated[str | None, Field(alias="currentWork")] = None
-    next_work: Annotated[str | None, Field(alias="nextWork")] = None
-
-
-class GoalClearParams(WireModel):
-    """Params of the host method goal/clear."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class GoalCommandResult(WireModel):
-    """Result of the host method goal/clear."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str | None, Field(alias="turnId")] = None
-
-
-class GoalEditParams(WireModel):
-    """Params of the host method goal/edit."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    objective: str
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class GoalPauseParams(WireModel):
-    """Params of the host method goal/pause."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class GoalResumeParams(WireModel):
-    """Params of the host method goal/resume."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class GoalSetParams(WireModel):
-    """Params of the host method goal/set."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    objective: str
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
 class HookListParams(WireModel):
     """Params of the host method hook/list."""
 
     session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class InitializeParams(WireModel):
-    """Params of the host method initialize."""
-
-    client_info: Annotated[ClientInfo, Field(alias="clientInfo")]
-    capabilities: ClientCapabilities | None = None
-
-
-class ItemDeltaParams(WireModel):
-    """Params of the notification item/delta."""
-
-    delta: str
-    item_id: Annotated[str, Field(alias="itemId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    field: str | None = None
-
-
-class ItemReadOutputParams(WireModel):
-    """Params of the host method item/readOutput."""
-
-    item_id: Annotated[str, Field(alias="itemId")]
-    output_ref: Annotated[str, Field(alias="outputRef")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    length_bytes: Annotated[int | None, Field(alias="lengthBytes")] = None
-    offset_bytes: Annotated[int | None, Field(alias="offsetBytes")] = None
-
-
-class ItemReadOutputResult(WireModel):
-    """Result of the host method item/readOutput."""
-
-    byte_len: Annotated[int, Field(alias="byteLen")]
-    content: str
-    encoding: Literal["utf8", "base64"]
-    "A closed MSP enum: no other value is valid."
-    eof: bool
-    media_type: Annotated[str, Field(alias="mediaType")]
-    offset_bytes: Annotated[int, Field(alias="offsetBytes")]
 
 
 class MediaUploadParams(WireModel):
@@ -367,254 +281,10 @@ class MessageAttachment(WireModel):
     width: int | None = None
 
 
-class ModelCost(WireModel):
-    """An MSP object type."""
-
-    cached: str
-    currency: str | None
-    input: str
-    output: str
-
-
-class ModelListParams(WireModel):
-    """Params of the host method model/list."""
-
-    session_id: Annotated[str | None, Field(alias="sessionId")] = None
-
-
-class ModelSelection(WireModel):
-    """An MSP object type."""
-
-    model_id: Annotated[str, Field(alias="modelId")]
-    display_label: Annotated[str | None, Field(alias="displayLabel")] = None
-    profile_id: Annotated[str | None, Field(alias="profileId")] = None
-    provider_id: Annotated[str | None, Field(alias="providerId")] = None
-
-
-class ModelVisibleContent(WireModel):
-    """An MSP object type."""
-
-    media_type: Annotated[str, Field(alias="mediaType")]
-    path: str
-    source_tool_name: Annotated[str, Field(alias="sourceToolName")]
-    type: str
-    height: int | None = None
-    width: int | None = None
-
-
-class Notification(WireModel):
-    """An MSP object type."""
-
-    jsonrpc: Literal["2.0"]
-    "A closed MSP enum: no other value is valid."
-    method: str
-    emitted_at_ms: Annotated[int | None, Field(alias="emittedAtMs")] = None
-    params: dict[str, Any] | None = None
-
-
-class PatchSummary(WireModel):
-    """An MSP object type."""
-
-    added: int
-    files: int
-    removed: int
-
-
-class PendingApprovalPointer(WireModel):
-    """An MSP object type."""
-
-    approval_id: Annotated[str, Field(alias="approvalId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    item_id: Annotated[str | None, Field(alias="itemId")] = None
-
-
-class PendingRequestPointer(WireModel):
-    """An MSP object type."""
-
-    kind: Annotated[Literal["approval", "userInput"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    approval_id: Annotated[str | None, Field(alias="approvalId")] = None
-    user_input_id: Annotated[str | None, Field(alias="userInputId")] = None
-
-
-class PendingUserInputPointer(WireModel):
-    """An MSP object type."""
-
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    item_id: Annotated[str | None, Field(alias="itemId")] = None
-
-
 class PluginListParams(WireModel):
     """Params of the host method plugin/list."""
 
     session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class ReasoningEffortState(WireModel):
-    """An MSP object type."""
-
-    reasoning_effort: Annotated[
-        Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"],
-        Field(alias="reasoningEffort"),
-    ]
-    "A closed MSP enum: no other value is valid."
-    source: Annotated[Literal["user", "default", "policy"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class RecordPosition(WireModel):
-    """An MSP object type."""
-
-    id: str
-    sequence: int
-
-
-class RequestReceipt(WireModel):
-    """An MSP object type."""
-
-
-class SchemaInfo(WireModel):
-    """An MSP object type."""
-
-    fingerprint: str
-    version: int
-
-
-class ServerInfo(WireModel):
-    """An MSP object type."""
-
-    name: str
-    version: str
-
-
-class SessionCompactParams(WireModel):
-    """Params of the host method session/compact."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    turn_id: Annotated[str | None, Field(alias="turnId")] = None
-
-
-class SessionCompactResult(WireModel):
-    """Result of the host method session/compact."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted", "noop"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    reason: str | None = None
-
-
-class SessionForkParams(WireModel):
-    """Params of the host method session/fork."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    cut_point: Annotated[ForkCutPoint | None, Field(alias="cutPoint")] = None
-    exclude_items: Annotated[bool | None, Field(alias="excludeItems")] = None
-
-
-class SessionListBranchFilter(WireModel):
-    """An MSP object type."""
-
-    any_of: Annotated[list[str | None], Field(alias="anyOf")]
-
-
-class SessionListSessionIdFilter(WireModel):
-    """An MSP object type."""
-
-    any_of: Annotated[list[str], Field(alias="anyOf")]
-
-
-class SessionListTextFilter(WireModel):
-    """An MSP object type."""
-
-    fields: list[Literal["name", "title"]]
-    all_of: Annotated[list[str] | None, Field(alias="allOf")] = None
-    any_of: Annotated[list[str] | None, Field(alias="anyOf")] = None
-
-
-class SessionReadParams(WireModel):
-    """Params of the host method session/read."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    exclude_items: Annotated[bool | None, Field(alias="excludeItems")] = None
-
-
-class SessionRenameParams(WireModel):
-    """Params of the host method session/rename."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    name: str
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SessionRenameResult(WireModel):
-    """Result of the host method session/rename."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    name: str | None = None
-
-
-class SessionSetApprovalModeParams(WireModel):
-    """Params of the host method session/setApprovalMode."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    mode: Literal["allowAll", "promptUnmatched", "onRequest", "denyUnmatched"]
-    "A closed MSP enum: no other value is valid."
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SessionSetApprovalModeResult(WireModel):
-    """Result of the host method session/setApprovalMode."""
-
-    apply_outcome: Annotated[
-        Literal["completed", "noop"] | str, Field(alias="applyOutcome", union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    command_id: Annotated[str, Field(alias="commandId")]
-    effective_mode: Annotated[EffectiveApprovalModeState, Field(alias="effectiveMode")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class SessionSetModelParams(WireModel):
-    """Params of the host method session/setModel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    model: ModelSelection
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SessionSetModelResult(WireModel):
-    """Result of the host method session/setModel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class SessionSetReasoningEffortParams(WireModel):
-    """Params of the host method session/setReasoningEffort."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    reasoning_effort: Annotated[
-        Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"],
-        Field(alias="reasoningEffort"),
-    ]
-    "A closed MSP enum: no other value is valid."
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SessionSetReasoningEffortResult(WireModel):
-    """Result of the host method session/setReasoningEffort."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
 
 
 class SessionSideChatParams(WireModel):
@@ -624,72 +294,11 @@ class SessionSideChatParams(WireModel):
     session_id: Annotated[str, Field(alias="sessionId")]
 
 
-class SessionStatusChangedParams(WireModel):
-    """Params of the notification session/statusChanged."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    status: Annotated[
-        Literal["notLoaded", "idle", "running"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    view_cursor: Annotated[str | None, Field(alias="viewCursor")]
-    attention: list[Literal["approvalPending", "inputPending"] | str] | None = None
-
-
-class SessionUserShellParams(WireModel):
-    """Params of the host method session/userShell."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    command_text: Annotated[str, Field(alias="commandText")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SessionUserShellResult(WireModel):
-    """Result of the host method session/userShell."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class SessionViewHealthChangedParams(WireModel):
-    """Params of the notification session/viewHealthChanged."""
-
-    health: Annotated[Literal["unavailable"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    session_id: Annotated[str, Field(alias="sessionId")]
-    none_reason: Annotated[
-        Literal[
-            "excluded",
-            "cursorSuffix",
-            "historyBudget",
-            "projectionUnavailable",
-            "projectionReadLimit",
-        ]
-        | str
-        | None,
-        Field(alias="noneReason", union_mode="left_to_right"),
-    ] = None
-    "An open MSP enum: these values are known; others may arrive."
-
-
 class SideProvenance(WireModel):
     """An MSP object type."""
 
     command_id: Annotated[str, Field(alias="commandId")]
     cut_cursor: Annotated[str, Field(alias="cutCursor")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SkillChangedParams(WireModel):
-    """Params of the notification skill/changed."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class SkillListParams(WireModel):
-    """Params of the host method skill/list."""
-
     session_id: Annotated[str, Field(alias="sessionId")]
 
 
@@ -718,13 +327,6 @@ class SkillSetActivationResult(WireModel):
     selector: str
     status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
     "An open MSP enum: these values are known; others may arrive."
-
-
-class SnapshotAnchor(WireModel):
-    """An MSP object type."""
-
-    boundary_cursor: Annotated[str, Field(alias="boundaryCursor")]
-    summarized_through: Annotated[str, Field(alias="summarizedThrough")]
 
 
 class StatusAttempt(WireModel):
@@ -766,130 +368,10 @@ class StatusStep(WireModel):
     total: int | None = None
 
 
-class StreamRef(WireModel):
-    """An MSP object type."""
-
-    id: str
-    kind: str
-
-
-class SubagentInputParams(WireModel):
-    """Params of the host method subagent/followupTask."""
-
-    body: str
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    subagent_id: Annotated[str, Field(alias="subagentId")]
-
-
-class SubagentOwnerReasonParams(WireModel):
-    """Params of the host method subagent/close."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    subagent_id: Annotated[str, Field(alias="subagentId")]
-    reason: str | None = None
-
-
-class SubagentResult(WireModel):
-    """An MSP object type."""
-
-    artifact_refs: Annotated[list[str], Field(alias="artifactRefs")]
-    evidence_refs: Annotated[list[str], Field(alias="evidenceRefs")]
-    summary: str
-    error_kind: Annotated[str | None, Field(alias="errorKind")] = None
-    structured_data: Annotated[dict[str, Any] | None, Field(alias="structuredData")] = None
-    text: str | None = None
-
-
-class SubagentTargetParams(WireModel):
-    """Params of the host method subagent/readResult."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    subagent_id: Annotated[str, Field(alias="subagentId")]
-
-
-class SubscriptionUsageWeekly(WireModel):
-    """An MSP object type."""
-
-    resets_at_ms: Annotated[int, Field(alias="resetsAtMs")]
-    used_percent: Annotated[int, Field(alias="usedPercent")]
-
-
-class SubscriptionUsageWindow(WireModel):
-    """An MSP object type."""
-
-    resets_at_ms: Annotated[int, Field(alias="resetsAtMs")]
-    used_percent: Annotated[int, Field(alias="usedPercent")]
-    window_duration_mins: Annotated[int, Field(alias="windowDurationMins")]
-
-
-class SuccessResponse(WireModel):
-    """An MSP object type."""
-
-    id: Annotated[int | str, Field(union_mode="left_to_right")]
-    "An MSP type defined as another type or a union."
-    jsonrpc: Literal["2.0"]
-    "A closed MSP enum: no other value is valid."
-    result: dict[str, Any]
-
-
-class TaskBackgroundParams(WireModel):
-    """Params of the host method task/background."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    task_id: Annotated[str, Field(alias="taskId")]
-
-
-class TaskCommandResult(WireModel):
-    """Result of the host method task/background."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    task_id: Annotated[str, Field(alias="taskId")]
-
-
 class TaskListParams(WireModel):
     """An MSP object type."""
 
     session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class TaskStopAllParams(WireModel):
-    """Params of the host method task/stopAll."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class TaskStopAllResult(WireModel):
-    """Result of the host method task/stopAll."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class TaskStopParams(WireModel):
-    """Params of the host method task/stop."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    task_id: Annotated[str, Field(alias="taskId")]
-
-
-class TokenUsage(WireModel):
-    """An MSP object type."""
-
-    cached_tokens: Annotated[int, Field(alias="cachedTokens")]
-    input_tokens: Annotated[int, Field(alias="inputTokens")]
-    output_tokens: Annotated[int, Field(alias="outputTokens")]
-    reasoning_tokens: Annotated[int, Field(alias="reasoningTokens")]
-    cache_read_tokens: Annotated[int | None, Field(alias="cacheReadTokens")] = None
-    cache_write_tokens: Annotated[int | None, Field(alias="cacheWriteTokens")] = None
 
 
 class ToolReceiptOther(WireModel):
@@ -901,48 +383,6 @@ class ToolReceiptOther(WireModel):
     details: dict[str, Any] | None = None
 
 
-class TraceContext(WireModel):
-    """An MSP object type."""
-
-    traceparent: str | None = None
-    tracestate: str | None = None
-
-
-class TurnCancelParams(WireModel):
-    """Params of the host method turn/cancel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    turn_id: Annotated[str | None, Field(alias="turnId")] = None
-
-
-class TurnCancelResult(WireModel):
-    """Result of the host method turn/cancel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str, Field(alias="turnId")]
-
-
-class TurnInterruptParams(WireModel):
-    """Params of the host method turn/interrupt."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    retract: bool | None = None
-    turn_id: Annotated[str | None, Field(alias="turnId")] = None
-
-
-class TurnInterruptResult(WireModel):
-    """Result of the host method turn/interrupt."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str, Field(alias="turnId")]
-
-
 class TurnRef(WireModel):
     """An MSP object type."""
 
@@ -950,117 +390,6 @@ class TurnRef(WireModel):
     turn_id: Annotated[str, Field(alias="turnId")]
     display_text: Annotated[str | None, Field(alias="displayText")] = None
     truncated: bool | None = None
-
-
-class TurnStartResult(WireModel):
-    """Result of the host method turn/start."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    disposition: Annotated[
-        Literal["started", "queued", "steered"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    started_new_turn: Annotated[bool, Field(alias="startedNewTurn")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str, Field(alias="turnId")]
-
-
-class TurnSteerResult(WireModel):
-    """Result of the host method turn/steer."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str, Field(alias="turnId")]
-
-
-class TurnUnqueueParams(WireModel):
-    """Params of the host method turn/unqueue."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-
-
-class TurnUnqueueResult(WireModel):
-    """Result of the host method turn/unqueue."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str, Field(alias="turnId")]
-
-
-class UserInputAnswer(WireModel):
-    """An MSP object type."""
-
-    question_id: Annotated[str, Field(alias="questionId")]
-    free_text: Annotated[str | None, Field(alias="freeText")] = None
-    note: str | None = None
-    selected_label: Annotated[str | None, Field(alias="selectedLabel")] = None
-    selected_labels: Annotated[list[str] | None, Field(alias="selectedLabels")] = None
-
-
-class UserInputAnswerParams(WireModel):
-    """Params of the host method userInput/answer."""
-
-    answers: list[UserInputAnswer]
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-
-
-class UserInputAnswerResult(WireModel):
-    """Result of the host method userInput/answer."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-
-
-class UserInputCancelParams(WireModel):
-    """Params of the host method userInput/cancel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-    reason: str | None = None
-
-
-class UserInputCancelResult(WireModel):
-    """Result of the host method userInput/cancel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-
-
-class UserInputClarification(WireModel):
-    """An MSP object type."""
-
-    content: str
-    format: str
-
-
-class UserInputClarifyParams(WireModel):
-    """Params of the host method userInput/clarify."""
-
-    clarification: UserInputClarification
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-
-
-class UserInputClarifyResult(WireModel):
-    """Result of the host method userInput/clarify."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    user_input_id: Annotated[str, Field(alias="userInputId")]
 
 
 class UserInputEngagedParams(WireModel):
@@ -1088,79 +417,6 @@ class UserInputInterruptResult(WireModel):
     user_input_id: Annotated[str, Field(alias="userInputId")]
 
 
-class UserInputOptionPreview(WireModel):
-    """An MSP object type."""
-
-    content: str
-    format: str
-
-
-class UserInputSettlementSummary(WireModel):
-    """An MSP object type."""
-
-    outcome: str
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class ViewGapParams(WireModel):
-    """Params of the notification view/gap."""
-
-    after: str
-    next: str
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class ViewPageParams(WireModel):
-    """Params of the host method view/page."""
-
-    limit: int
-    session_id: Annotated[str, Field(alias="sessionId")]
-    anchor: Annotated[
-        Literal["latestCompaction"] | str | None, Field(union_mode="left_to_right")
-    ] = None
-    "An open MSP enum: these values are known; others may arrive."
-    cursor: str | None = None
-    direction: Literal["forward", "backward"] | None = None
-    "A closed MSP enum: no other value is valid."
-
-
-class ViewPageResolvedAnchor(WireModel):
-    """An MSP object type."""
-
-    boundary_cursor: Annotated[str, Field(alias="boundaryCursor")]
-
-
-class ViewSubscribeParams(WireModel):
-    """Params of the host method view/subscribe."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    after: str | None = None
-
-
-class ViewSubscribeResult(WireModel):
-    """Result of the host method view/subscribe."""
-
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class ViewUnsubscribeParams(WireModel):
-    """Params of the host method view/unsubscribe."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-
-
-class ViewUnsubscribeResult(WireModel):
-    """Result of the host method view/unsubscribe."""
-
-
-class WorkflowCancelParams(WireModel):
-    """Params of the host method workflow/cancel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    workflow_run_id: Annotated[str, Field(alias="workflowRunId")]
-
-
 class WorkflowChild(WireModel):
     """An MSP object type."""
 
@@ -1180,26 +436,6 @@ class WorkflowChild(WireModel):
     usage: TokenUsage | None = None
 
 
-class WorkflowChildControlParams(WireModel):
-    """Params of the host method workflow/childControl."""
-
-    action: Literal["skip", "retry"]
-    "A closed MSP enum: no other value is valid."
-    attempt: int
-    child_id: Annotated[str, Field(alias="childId")]
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    workflow_run_id: Annotated[str, Field(alias="workflowRunId")]
-
-
-class WorkflowControlResult(WireModel):
-    """Result of the host method workflow/cancel."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-
-
 class WorkflowPauseParams(WireModel):
     """Params of the host method workflow/pause."""
 
@@ -1212,144 +448,6 @@ class WorkflowTokenBudget(WireModel):
     """An MSP object type."""
 
     total: int
-
-
-class ApprovalAmendment(WireModel):
-    """An MSP object type."""
-
-    durability: Annotated[
-        Literal["session", "localPersistent"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    rule_preview: Annotated[str, Field(alias="rulePreview")]
-
-
-class ApprovalChange(WireModel):
-    """An MSP object type."""
-
-    kind: str
-    choice_id: Annotated[str | None, Field(alias="choiceId")] = None
-    decision: Annotated[
-        Literal[
-            "approved",
-            "approvedForSession",
-            "approvedPolicyAmendment",
-            "denied",
-            "deniedPolicyAmendment",
-            "timedOut",
-            "abort",
-        ]
-        | str
-        | None,
-        Field(union_mode="left_to_right"),
-    ] = None
-    "An open MSP enum: these values are known; others may arrive."
-    executable: bool | None = None
-    reason: str | None = None
-    reparsed: bool | None = None
-    requirement_id: Annotated[ApprovalRequirementRef | None, Field(alias="requirementId")] = None
-    status: Annotated[
-        Literal["succeeded", "failed"] | str | None, Field(union_mode="left_to_right")
-    ] = None
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class ApprovalChoice(WireModel):
-    """An MSP object type."""
-
-    choice_id: Annotated[str, Field(alias="choiceId")]
-    decision: Annotated[
-        Literal[
-            "approved",
-            "approvedForSession",
-            "approvedPolicyAmendment",
-            "denied",
-            "deniedPolicyAmendment",
-            "timedOut",
-            "abort",
-        ]
-        | str,
-        Field(union_mode="left_to_right"),
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    label: str
-    scope: Annotated[
-        Literal["once", "session", "localPersistent"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    accepts_feedback: Annotated[bool | None, Field(alias="acceptsFeedback")] = None
-    rule_preview: Annotated[str | None, Field(alias="rulePreview")] = None
-
-
-class ApprovalDecideParams(WireModel):
-    """Params of the host method approval/decide."""
-
-    approval_id: Annotated[str, Field(alias="approvalId")]
-    choice_id: Annotated[str, Field(alias="choiceId")]
-    command_id: Annotated[str, Field(alias="commandId")]
-    requirement_id: Annotated[ApprovalRequirementRef, Field(alias="requirementId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    feedback: str | None = None
-
-
-class ApprovalDecideResult(WireModel):
-    """Result of the host method approval/decide."""
-
-    approval_id: Annotated[str, Field(alias="approvalId")]
-    command_id: Annotated[str, Field(alias="commandId")]
-    status: Annotated[Literal["accepted"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    terminal: bool
-
-
-class ApprovalStage(WireModel):
-    """An MSP object type."""
-
-    argv: list[str]
-    argv_complete: Annotated[bool, Field(alias="argvComplete")]
-    position: int
-    requirement_id: Annotated[ApprovalRequirementRef, Field(alias="requirementId")]
-    resolution: ApprovalStageResolution
-    total_stages: Annotated[int, Field(alias="totalStages")]
-    suggested_prefix: Annotated[ApprovalSuggestedPrefix | None, Field(alias="suggestedPrefix")] = (
-        None
-    )
-
-
-class ApprovalStageEvidence(WireModel):
-    """An MSP object type."""
-
-    argv: list[str]
-    position: int
-    requirement_id: Annotated[ApprovalRequirementRef, Field(alias="requirementId")]
-    resolution: ApprovalStageResolution
-    total_stages: Annotated[int, Field(alias="totalStages")]
-
-
-class ApprovalSubject(WireModel):
-    """An MSP object type."""
-
-    kind: str
-    access: str | None = None
-    command: str | None = None
-    host: str | None = None
-    origin: ApprovalOrigin | None = None
-    path: str | None = None
-    port: int | None = None
-    protocol: str | None = None
-    stages: list[ApprovalStage] | None = None
-    target: str | None = None
-    tool_name: Annotated[str | None, Field(alias="toolName")] = None
-    workspace_root: Annotated[str | None, Field(alias="workspaceRoot")] = None
-
-
-class BranchState(WireModel):
-    """An MSP object type."""
-
-    branch: str | None
-    workspace_root: Annotated[str, Field(alias="workspaceRoot")]
-    vcs: Annotated[Literal["git", "sapling"] | str | None, Field(union_mode="left_to_right")] = None
-    "An open MSP enum: these values are known; others may arrive."
 
 
 class CodeModeOutputSpan(WireModel):
@@ -1387,15 +485,6 @@ class CronReceipt(WireModel):
     job_id: Annotated[str | None, Field(alias="jobId")] = None
     jobs: list[CronReceiptJob] | None = None
     next_fire_at_ms: Annotated[int | None, Field(alias="nextFireAtMs")] = None
-
-
-class EffectiveModel(WireModel):
-    """An MSP object type."""
-
-    model_id: Annotated[str, Field(alias="modelId")]
-    provider_id: Annotated[str | None, Field(alias="providerId")]
-    source: Annotated[Literal["user", "default", "policy"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
 
 
 class ErrorData(WireModel):
@@ -1545,54 +634,6 @@ class HookListResult(WireModel):
     hooks: list[HookCatalogEntry]
 
 
-class InitializeResult(WireModel):
-    """Result of the host method initialize."""
-
-    experimental_api: Annotated[bool, Field(alias="experimentalApi")]
-    granted_capabilities: Annotated[
-        list[Literal["userShell", "sessionMcp", "sessionListStream", "feedback"] | str],
-        Field(alias="grantedCapabilities"),
-    ]
-    muse_home: Annotated[str, Field(alias="museHome")]
-    platform_family: Annotated[Literal["unix", "windows"], Field(alias="platformFamily")]
-    "A closed MSP enum: no other value is valid."
-    platform_os: Annotated[Literal["macos", "linux", "windows"], Field(alias="platformOs")]
-    "A closed MSP enum: no other value is valid."
-    schema_: Annotated[SchemaInfo, Field(alias="schema")]
-    server_info: Annotated[ServerInfo, Field(alias="serverInfo")]
-    user_agent: Annotated[str, Field(alias="userAgent")]
-    session_durability: Annotated[
-        Literal["durable", "ephemeral"] | str | None,
-        Field(alias="sessionDurability", union_mode="left_to_right"),
-    ] = None
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class ModelDescribedReasoningEffort(WireModel):
-    """An MSP object type."""
-
-    tier: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]
-    "A closed MSP enum: no other value is valid."
-    description: str | None = None
-
-
-class OutputRef(WireModel):
-    """An MSP object type."""
-
-    availability: Annotated[
-        Literal["available", "missing", "unsupported", "accessFailed"] | str,
-        Field(union_mode="left_to_right"),
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    byte_len: Annotated[int, Field(alias="byteLen")]
-    id: str
-    kind: str
-    uri: str
-    digest: str | None = None
-    media_type: Annotated[str | None, Field(alias="mediaType")] = None
-    path: str | None = None
-
-
 class PluginCatalogEntry(WireModel):
     """An MSP object type."""
 
@@ -1610,18 +651,6 @@ class PluginListResult(WireModel):
     """Result of the host method plugin/list."""
 
     plugins: list[PluginCatalogEntry]
-
-
-class Request(WireModel):
-    """An MSP object type."""
-
-    id: Annotated[int | str, Field(union_mode="left_to_right")]
-    "An MSP type defined as another type or a union."
-    jsonrpc: Literal["2.0"]
-    "A closed MSP enum: no other value is valid."
-    method: str
-    params: dict[str, Any] | None = None
-    trace: TraceContext | None = None
 
 
 class Session(WireModel):
@@ -1657,37 +686,10 @@ class Session(WireModel):
     title: str | None = None
 
 
-class SessionClosedParams(WireModel):
-    """Params of the notification session/closed."""
-
-    reason: Annotated[Literal["idle", "hostShutdown"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    session_id: Annotated[str, Field(alias="sessionId")]
-    view_cursor: Annotated[str | None, Field(alias="viewCursor")]
-
-
 class SessionListChangedParams(WireModel):
     """Params of the notification session/listChanged."""
 
     session: Session
-
-
-class SessionListFilter(WireModel):
-    """An MSP object type."""
-
-    branch: SessionListBranchFilter | None = None
-    session_id: Annotated[SessionListSessionIdFilter | None, Field(alias="sessionId")] = None
-    text: SessionListTextFilter | None = None
-
-
-class SessionListParams(WireModel):
-    """Params of the host method session/list."""
-
-    cursor: str | None = None
-    filter: SessionListFilter | None = None
-    limit: int | None = None
-    updated_after: Annotated[str | None, Field(alias="updatedAfter")] = None
-    workspace_root: Annotated[str | None, Field(alias="workspaceRoot")] = None
 
 
 class SessionListResult(WireModel):
@@ -1696,29 +698,6 @@ class SessionListResult(WireModel):
     next_cursor: Annotated[str | None, Field(alias="nextCursor")]
     sessions: list[Session]
     applied_filter: Annotated[SessionListFilter | None, Field(alias="appliedFilter")] = None
-
-
-class SessionMcpServerConfigStdio(WireModel):
-    """An MSP object type."""
-
-    command: str
-    transport: Literal["stdio"]
-    args: list[str] | None = None
-    env: dict[str, str] | None = None
-    framing: Literal["auto", "contentLength", "lineDelimitedJson"] | None = None
-    "A closed MSP enum: no other value is valid."
-    mode: Literal["required", "optional"] | None = None
-    "A closed MSP enum: no other value is valid."
-
-
-class SessionMcpServerConfigStreamableHttp(WireModel):
-    """An MSP object type."""
-
-    transport: Literal["streamableHttp"]
-    url: str
-    headers: dict[str, str] | None = None
-    mode: Literal["required", "optional"] | None = None
-    "A closed MSP enum: no other value is valid."
 
 
 class SessionStartResult(WireModel):
@@ -1734,34 +713,6 @@ class SessionStartedParams(WireModel):
     session: Session
 
 
-class SkillCatalogEntry(WireModel):
-    """An MSP object type."""
-
-    description: str
-    display_name: Annotated[str, Field(alias="displayName")]
-    selector: str
-    source: Annotated[
-        Literal["bundled", "user", "project", "plugin"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    argument_hint: Annotated[str | None, Field(alias="argumentHint")] = None
-    plugin_id: Annotated[str | None, Field(alias="pluginId")] = None
-
-
-class SkillListResult(WireModel):
-    """Result of the host method skill/list."""
-
-    skills: list[SkillCatalogEntry]
-
-
-class SourceRange(WireModel):
-    """An MSP object type."""
-
-    first: RecordPosition
-    last: RecordPosition
-    stream: StreamRef
-
-
 class StatusHealth(WireModel):
     """An MSP object type."""
 
@@ -1771,15 +722,6 @@ class StatusHealth(WireModel):
     ]
     "An open MSP enum: these values are known; others may arrive."
     reason: str | None = None
-
-
-class SubscriptionUsage(WireModel):
-    """Params of the notification usage/changed."""
-
-    observed_at_ms: Annotated[int, Field(alias="observedAtMs")]
-    tier: str
-    weekly: SubscriptionUsageWeekly
-    window: SubscriptionUsageWindow
 
 
 class TaskListEntry(WireModel):
@@ -1802,26 +744,6 @@ class TaskListResult(WireModel):
     """An MSP object type."""
 
     tasks: list[TaskListEntry]
-
-
-class TodoItem(WireModel):
-    """An MSP object type."""
-
-    status: Annotated[
-        Literal["pending", "inProgress", "completed", "cancelled"] | str,
-        Field(union_mode="left_to_right"),
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    text: str
-    active_form: Annotated[str | None, Field(alias="activeForm")] = None
-
-
-class TodoListState(WireModel):
-    """An MSP object type."""
-
-    items: list[TodoItem]
-    revision: int
-    source_tool: Annotated[str, Field(alias="sourceTool")]
 
 
 class ToolReceiptCodeMode(WireModel):
@@ -1884,29 +806,6 @@ class ToolReceiptCron(WireModel):
     details: CronReceipt | None = None
 
 
-class TurnError(WireModel):
-    """An MSP object type."""
-
-    kind: Annotated[
-        Literal[
-            "stepLimit",
-            "configError",
-            "projectionError",
-            "logError",
-            "workflowLaunchError",
-            "environmentError",
-            "modelError",
-            "launchError",
-            "authRequired",
-        ]
-        | str,
-        Field(union_mode="left_to_right"),
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    message: str
-    retryable: bool
-
-
 class TurnForegroundCompletedParams(WireModel):
     """Params of the notification turn/foregroundCompleted."""
 
@@ -1932,30 +831,6 @@ class TurnInputPart(WireModel):
     width: int | None = None
 
 
-class TurnRetractedParams(WireModel):
-    """Params of the notification turn/retracted."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class TurnRetryScheduledParams(WireModel):
-    """Params of the notification turn/retryScheduled."""
-
-    attempt: int
-    max_attempts: Annotated[int, Field(alias="maxAttempts")]
-    next_attempt: Annotated[int, Field(alias="nextAttempt")]
-    reason: str
-    retry_delay_ms: Annotated[int, Field(alias="retryDelayMs")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
 class TurnStartParams(WireModel):
     """Params of the host method turn/start."""
 
@@ -1973,16 +848,6 @@ class TurnStartParams(WireModel):
     workspace_roots: Annotated[list[str] | None, Field(alias="workspaceRoots")] = None
 
 
-class TurnStartedParams(WireModel):
-    """Params of the notification turn/started."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
 class TurnSteerParams(WireModel):
     """Params of the host method turn/steer."""
 
@@ -1995,47 +860,6 @@ class TurnSteerParams(WireModel):
         Field(alias="reasoningEffort"),
     ] = None
     "A closed MSP enum: no other value is valid."
-
-
-class TurnUnqueuedParams(WireModel):
-    """Params of the notification turn/unqueued."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class UnframedViewNotificationParams(WireModel):
-    """An MSP object type."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class UsageReadResult(WireModel):
-    """Result of the host method usage/read."""
-
-    usage: SubscriptionUsage | None = None
-
-
-class UserInputOption(WireModel):
-    """An MSP object type."""
-
-    label: str
-    description: str | None = None
-    preview: UserInputOptionPreview | None = None
-
-
-class UserInputSelection(WireModel):
-    """An MSP object type."""
-
-    mode: Literal["single", "multiple"]
-    "A closed MSP enum: no other value is valid."
-    max_selections: Annotated[int | None, Field(alias="maxSelections")] = None
-    min_selections: Annotated[int | None, Field(alias="minSelections")] = None
 
 
 class UserInputSettledParams(WireModel):
@@ -2055,27 +879,6 @@ class UserInputSettledParams(WireModel):
     source_range: Annotated[SourceRange, Field(alias="sourceRange")]
     user_input_id: Annotated[str, Field(alias="userInputId")]
     view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class ApprovalRequestParams(WireModel):
-    """Params of the notification approval/requested."""
-
-    approval_id: Annotated[str, Field(alias="approvalId")]
-    available_choices: Annotated[list[ApprovalChoice], Field(alias="availableChoices")]
-    current_requirement_id: Annotated[ApprovalRequirementRef, Field(alias="currentRequirementId")]
-    item_id: Annotated[str, Field(alias="itemId")]
-    judge_escalated: Annotated[bool, Field(alias="judgeEscalated")]
-    protected_write: Annotated[bool, Field(alias="protectedWrite")]
-    raw_args: Annotated[str, Field(alias="rawArgs")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    subject: ApprovalSubject
-    task_id: Annotated[str, Field(alias="taskId")]
-    tool_call_id: Annotated[str, Field(alias="toolCallId")]
-    tool_name: Annotated[str, Field(alias="toolName")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    subagent_origin: Annotated[ApprovalSubagentOrigin | None, Field(alias="subagentOrigin")] = None
 
 
 class ApprovalResolvedParams(WireModel):
@@ -2117,20 +920,6 @@ class ApprovalResolvedParams(WireModel):
     subagent_origin: Annotated[ApprovalSubagentOrigin | None, Field(alias="subagentOrigin")] = None
 
 
-class ApprovalUpdatedParams(WireModel):
-    """Params of the notification approval/updated."""
-
-    approval_id: Annotated[str, Field(alias="approvalId")]
-    available_choices: Annotated[list[ApprovalChoice], Field(alias="availableChoices")]
-    change: ApprovalChange
-    current_requirement_id: Annotated[ApprovalRequirementRef, Field(alias="currentRequirementId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    subject: ApprovalSubject
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    subagent_origin: Annotated[ApprovalSubagentOrigin | None, Field(alias="subagentOrigin")] = None
-
-
 class LastTurn(WireModel):
     """An MSP object type."""
 
@@ -2141,244 +930,6 @@ class LastTurn(WireModel):
     turn_id: Annotated[str, Field(alias="turnId")]
     error: TurnError | None = None
     reason: str | None = None
-
-
-class ModelCatalogEntry(WireModel):
-    """An MSP object type."""
-
-    context_limit: Annotated[int | None, Field(alias="contextLimit")]
-    cost: ModelCost | None
-    description: str | None
-    display_label: Annotated[str, Field(alias="displayLabel")]
-    is_active: Annotated[bool, Field(alias="isActive")]
-    is_default: Annotated[bool, Field(alias="isDefault")]
-    model_id: Annotated[str, Field(alias="modelId")]
-    output_limit: Annotated[int | None, Field(alias="outputLimit")]
-    profile_id: Annotated[str | None, Field(alias="profileId")]
-    provider_id: Annotated[str, Field(alias="providerId")]
-    release_date: Annotated[str | None, Field(alias="releaseDate")]
-    default_reasoning_effort: Annotated[
-        Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"] | None,
-        Field(alias="defaultReasoningEffort"),
-    ] = None
-    "A closed MSP enum: no other value is valid."
-    reasoning_effort_variants: Annotated[
-        list[ModelDescribedReasoningEffort] | None, Field(alias="reasoningEffortVariants")
-    ] = None
-    variants: Annotated[
-        list[Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]]
-        | Literal["unknown"]
-        | None,
-        Field(union_mode="left_to_right"),
-    ] = None
-    "An MSP type defined as another type or a union."
-
-
-class ModelListResult(WireModel):
-    """Result of the host method model/list."""
-
-    models: list[ModelCatalogEntry]
-    profile_id: Annotated[str | None, Field(alias="profileId")]
-    provider_id: Annotated[str, Field(alias="providerId")]
-    source: Annotated[
-        Literal[
-            "providerCatalog", "fakeCatalog", "unresolvedCatalog", "bundledCatalog", "configCatalog"
-        ]
-        | str,
-        Field(union_mode="left_to_right"),
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class SessionApprovalModeChangedParams(WireModel):
-    """Params of the notification session/approvalModeChanged."""
-
-    client_name: Annotated[str, Field(alias="clientName")]
-    command_id: Annotated[str, Field(alias="commandId")]
-    mode: Literal["allowAll", "promptUnmatched", "onRequest", "denyUnmatched"]
-    "A closed MSP enum: no other value is valid."
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source: Annotated[
-        Literal["startup", "replay", "approvalReconfigure"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class SessionBranchChangedParams(WireModel):
-    """Params of the notification session/branchChanged."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    workspace_root: Annotated[str, Field(alias="workspaceRoot")]
-    branch: str | None = None
-    vcs: Annotated[Literal["git", "sapling"] | str | None, Field(union_mode="left_to_right")] = None
-    "An open MSP enum: these values are known; others may arrive."
-
-
-class SessionContextUsageParams(WireModel):
-    """Params of the notification session/contextUsage."""
-
-    pressure: Annotated[
-        Literal["normal", "warning", "blocked"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    used_tokens: Annotated[int, Field(alias="usedTokens")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    window_tokens: Annotated[int | None, Field(alias="windowTokens")] = None
-
-
-class SessionGoalChangedParams(WireModel):
-    """Params of the notification session/goalChanged."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    goal: Goal | None = None
-
-
-class SessionModelChangedParams(WireModel):
-    """Params of the notification session/modelChanged."""
-
-    model_id: Annotated[str, Field(alias="modelId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source: Annotated[Literal["user", "default", "policy"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    provider_id: Annotated[str | None, Field(alias="providerId")] = None
-
-
-class SessionModelRouteUnservedParams(WireModel):
-    """Params of the notification session/modelRouteUnserved."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    installed_provider_id: Annotated[str, Field(alias="installedProviderId")]
-    model_id: Annotated[str, Field(alias="modelId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    provider_id: Annotated[str | None, Field(alias="providerId")] = None
-
-
-class SessionNameChangedParams(WireModel):
-    """Params of the notification session/nameChanged."""
-
-    name: str
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class SessionReasoningEffortChangedParams(WireModel):
-    """Params of the notification session/reasoningEffortChanged."""
-
-    reasoning_effort: Annotated[
-        Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"],
-        Field(alias="reasoningEffort"),
-    ]
-    "A closed MSP enum: no other value is valid."
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source: Annotated[Literal["user", "default", "policy"] | str, Field(union_mode="left_to_right")]
-    "An open MSP enum: these values are known; others may arrive."
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class SessionTodoListChangedParams(WireModel):
-    """Params of the notification session/todoListChanged."""
-
-    items: list[TodoItem]
-    revision: int
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    source_tool: Annotated[str, Field(alias="sourceTool")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-
-
-class SessionTokenUsageParams(WireModel):
-    """Params of the notification session/tokenUsage."""
-
-    cumulative: CumulativeTokenUsage
-    prompt_tokens: Annotated[int, Field(alias="promptTokens")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    total_tokens: Annotated[int, Field(alias="totalTokens")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    usage: TokenUsage
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    duration_ms: Annotated[int | None, Field(alias="durationMs")] = None
-    finish_reason: Annotated[str | None, Field(alias="finishReason")] = None
-    model_id: Annotated[str | None, Field(alias="modelId")] = None
-
-
-class TurnCompletedParams(WireModel):
-    """Params of the notification turn/completed."""
-
-    session_id: Annotated[str, Field(alias="sessionId")]
-    source_range: Annotated[SourceRange, Field(alias="sourceRange")]
-    terminal: Annotated[
-        Literal["completed", "failed", "cancelled"] | str, Field(union_mode="left_to_right")
-    ]
-    "An open MSP enum: these values are known; others may arrive."
-    turn_id: Annotated[str, Field(alias="turnId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    duration_ms: Annotated[int | None, Field(alias="durationMs")] = None
-    error: TurnError | None = None
-    reason: str | None = None
-    time_to_first_token_ms: Annotated[int | None, Field(alias="timeToFirstTokenMs")] = None
-    usage: TokenUsage | None = None
-
-
-class UnframedViewNotification(WireModel):
-    """An MSP object type."""
-
-    method: str
-    params: UnframedViewNotificationParams
-
-
-class UserInputQuestion(WireModel):
-    """An MSP object type."""
-
-    header: str
-    id: str
-    options: list[UserInputOption]
-    question: str
-    selection: UserInputSelection
-
-
-class UserInputRequestParams(WireModel):
-    """Params of the notification userInput/requested."""
-
-    item_id: Annotated[str, Field(alias="itemId")]
-    questions: list[UserInputQuestion]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    tool_call_id: Annotated[str, Field(alias="toolCallId")]
-    tool_name: Annotated[str, Field(alias="toolName")]
-    turn_id: Annotated[str, Field(alias="turnId")]
-    user_input_id: Annotated[str, Field(alias="userInputId")]
-    view_cursor: Annotated[str, Field(alias="viewCursor")]
-    auto_resolution_ms: Annotated[int | None, Field(alias="autoResolutionMs")] = None
-    source_range: Annotated[SourceRange | None, Field(alias="sourceRange")] = None
-
-
-class ViewPageResult(WireModel):
-    """Result of the host method view/page."""
-
-    events: list[UnframedViewNotification]
-    next_cursor: Annotated[str | None, Field(alias="nextCursor")]
-    resolved_anchor: Annotated[ViewPageResolvedAnchor | None, Field(alias="resolvedAnchor")] = None
-
-
-class ApprovalListPendingResult(WireModel):
-    """Result of the host method approval/listPending."""
-
-    approvals: list[ApprovalRequestParams]
-    user_inputs: Annotated[list[UserInputRequestParams], Field(alias="userInputs")]
 
 
 class Item(WireModel):
@@ -2577,43 +1128,6 @@ class ItemUpdatedParams(WireModel):
     view_cursor: Annotated[str, Field(alias="viewCursor")]
 
 
-class SessionConfig(WireModel):
-    """An MSP object type."""
-
-    mcp_servers: Annotated[
-        dict[str, SessionMcpServerConfigStdio | SessionMcpServerConfigStreamableHttp] | None,
-        Field(alias="mcpServers"),
-    ] = None
-
-
-class SessionResumeParams(WireModel):
-    """Params of the host method session/resume."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    session_id: Annotated[str, Field(alias="sessionId")]
-    config: SessionConfig | None = None
-    cursor: str | None = None
-    exclude_items: Annotated[bool | None, Field(alias="excludeItems")] = None
-    history: Literal["auto", "inline", "snapshot", "anchored"] | None = None
-    "A closed MSP enum: no other value is valid."
-
-
-class SessionStartParams(WireModel):
-    """Params of the host method session/start."""
-
-    command_id: Annotated[str, Field(alias="commandId")]
-    approval_mode: Annotated[
-        Literal["allowAll", "promptUnmatched", "onRequest", "denyUnmatched"] | None,
-        Field(alias="approvalMode"),
-    ] = None
-    config: SessionConfig | None = None
-    model_id: Annotated[str | None, Field(alias="modelId")] = None
-    provider_id: Annotated[str | None, Field(alias="providerId")] = None
-    session_id: Annotated[str | None, Field(alias="sessionId")] = None
-    workspace_root: Annotated[str | None, Field(alias="workspaceRoot")] = None
-    workspace_roots: Annotated[list[str] | None, Field(alias="workspaceRoots")] = None
-
-
 class SnapshotState(WireModel):
     """An MSP object type."""
 
@@ -2709,16 +1223,6 @@ class SessionForkResult(WireModel):
 HOST_VERSION: Final = "1.4.4"
 SCHEMA_FINGERPRINT: Final = (
     "sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a"
-)
-CLIENT_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
-    {
-        "approval/request": RequestSpec(
-            "approval/request", ApprovalRequestParams, RequestReceipt, command=False
-        ),
-        "userInput/request": RequestSpec(
-            "userInput/request", UserInputRequestParams, RequestReceipt, command=False
-        ),
-    }
 )
 HOST_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
     {
@@ -2940,17 +1444,6 @@ HOST_NOTIFICATIONS: Final[Mapping[str, NotificationSpec]] = MappingProxyType(
         "initialized": NotificationSpec("initialized", None),
         "userInput/engaged": NotificationSpec("userInput/engaged", UserInputEngagedParams),
     }
-)
-SessionMcpServerConfig: TypeAlias = (
-    SessionMcpServerConfigStdio | SessionMcpServerConfigStreamableHttp
-)
-SESSION_MCP_SERVER_CONFIG_VARIANTS: Final[Mapping[str, type[SessionMcpServerConfig]]] = (
-    MappingProxyType(
-        {
-            "stdio": SessionMcpServerConfigStdio,
-            "streamableHttp": SessionMcpServerConfigStreamableHttp,
-        }
-    )
 )
 ToolReceipt: TypeAlias = ToolReceiptCron | ToolReceiptCodeMode | ToolReceiptOther
 TOOL_RECEIPT_VARIANTS: Final[Mapping[str, type[ToolReceipt]]] = MappingProxyType(

@@ -29,7 +29,8 @@ FINGERPRINTS: Final[Mapping[str, str]] = MappingProxyType(
         "sha256:00b5dbc5eb885ba0dbaa1da2c07d70d1583e4a7fb5a323d4c691c6df9a2c509f": "1.1.1",
         "sha256:31467b9cc07bd165d4014f69fc6a363f931fc86051de94febaa17a9be2fc937c": "1.2.1",
         "sha256:34174ca7fbf94250c33dc536c15ba81222a66e9918d8b20fefdf4d555a4b37a8": "1.3.0",
-        "sha256:39d1771ed86998af29a9113004f9f1dec0ea4c401af59b6e32a5fff14cbd4a71": "1.4.2",
+        "sha256:61afea3112e0906e9dc3a536144278a74cb4b36fc6e20901a91d4432ba3568e2": "1.4.2",
+        "sha256:d1cd20e2c2d82efb91479302f8dca4043884e628b636a5db85bce02328c410ce": "1.4.2",
         "sha256:7c94f153c41659cb3f1bd3c3e04438be254644cb2a97d65d48edc7449b74858a": "1.4.4",
         "sha256:e893b1ce8ce84804545787ee74ba34648369db904ed8e4f2739dc5df91ca5c7f": "1.4.4",
         "sha256:eae467ab60cb9a5d5af4de616830f065e59375c987fd59269c8cc33ed2a1137f": "1.4.6",
@@ -47,5 +48,5 @@ FINGERPRINTS: Final[Mapping[str, str]] = MappingProxyType(
 """Each schema fingerprint a bundle's hosts report (stable, and experimental where known) to
 the bundle's host version."""
 
-VOCABULARY_VERSION: Final = "1.4.2"
-"""The bundle whose names ``muse_acp_wire.msp`` carries (``spec/msp-vocabulary.json``)."""
+VOCABULARY_MODULE: Final = "muse_acp_wire.msp_vocabulary"
+"""The module whose names ``muse_acp_wire.msp`` carries (``spec/msp-vocabulary.json``)."""

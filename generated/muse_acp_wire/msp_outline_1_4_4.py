@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Final
 
 from muse_acp_wire._base import BundleOutline, ErrorSpec
+from muse_acp_wire.msp_outline_1_4_2 import OUTLINE as _PREVIOUS
 
 OUTLINE: Final = BundleOutline(
     version="1.4.4",
@@ -72,7 +73,7 @@ OUTLINE: Final = BundleOutline(
             "workflow/pause": True,
         }
     ),
-    client_requests=frozenset(["approval/request", "userInput/request"]),
+    client_requests=_PREVIOUS.client_requests,
     client_notifications=frozenset(
         [
             "approval/requested",
@@ -251,28 +252,11 @@ OUTLINE: Final = BundleOutline(
     ),
     models=MappingProxyType(
         {
-            "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
-            "ApprovalOrigin": MappingProxyType({"kind": True, "command": False, "url": False}),
-            "ApprovalRequirementRef": MappingProxyType({"approval_id": True, "source_index": True}),
-            "ApprovalResolutionSummary": MappingProxyType(
-                {"decision": True, "resolved_by": True, "view_cursor": True}
-            ),
-            "ApprovalStageResolution": MappingProxyType(
-                {"kind": True, "argv_prefix": False, "diagnostic": False}
-            ),
-            "ApprovalSubagentOrigin": MappingProxyType(
-                {"child_run_id": True, "child_session_id": True, "subagent_id": True}
-            ),
-            "ApprovalSuggestedPrefix": MappingProxyType({"argv_prefix": True, "label": True}),
-            "ClientCapabilities": MappingProxyType(
-                {
-                    "experimental_api": False,
-                    "opt_out_notification_methods": False,
-                    "requested_capabilities": False,
-                    "user_input_dialogs": False,
-                }
-            ),
-            "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+            **{
+                m: f
+                for m, f in _PREVIOUS.models.items()
+                if m not in {"SessionDeleteCompletedParams", "SessionDeleteParams"}
+            },
             "ComputerUseBlockedApp": MappingProxyType(
                 {"bundle_id": True, "locked": True, "prefix": False}
             ),
@@ -288,24 +272,7 @@ OUTLINE: Final = BundleOutline(
                     "unblock_apps": False,
                 }
             ),
-            "ContextUsage": MappingProxyType(
-                {"pressure": True, "used_tokens": True, "window_tokens": False}
-            ),
             "CronReceiptJob": MappingProxyType({"job_id": True, "next_fire_at_ms": True}),
-            "CumulativeCost": MappingProxyType({"partial": True, "usd": True}),
-            "CumulativeTokenUsage": MappingProxyType(
-                {
-                    "output_tokens": True,
-                    "prompt_tokens": True,
-                    "total_tokens": True,
-                    "cache_read_tokens": False,
-                    "cache_write_tokens": False,
-                    "cost": False,
-                }
-            ),
-            "EffectiveApprovalModeState": MappingProxyType(
-                {"last_command_id": True, "mode": True, "source": True}
-            ),
             "FeedbackSubmitParams": MappingProxyType(
                 {
                     "classification": True,
@@ -316,75 +283,7 @@ OUTLINE: Final = BundleOutline(
                     "session_id": False,
                 }
             ),
-            "FeedbackSubmitResult": MappingProxyType(
-                {
-                    "bundle_path": True,
-                    "outcome": True,
-                    "session_record_attached": True,
-                    "session_record_truncated": True,
-                    "cause": False,
-                    "local_tracing_note": False,
-                    "retry_after_ms": False,
-                    "session_note": False,
-                    "task_id": False,
-                    "upload_id": False,
-                }
-            ),
-            "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
-            "ForkProvenance": MappingProxyType(
-                {"command_id": True, "cut_cursor": True, "cut_explicit": True, "session_id": True}
-            ),
-            "Goal": MappingProxyType(
-                {
-                    "objective": True,
-                    "percent_complete": True,
-                    "status": True,
-                    "current_work": False,
-                    "next_work": False,
-                }
-            ),
-            "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "GoalCommandResult": MappingProxyType(
-                {"command_id": True, "status": True, "turn_id": False}
-            ),
-            "GoalEditParams": MappingProxyType(
-                {"command_id": True, "objective": True, "session_id": True}
-            ),
-            "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "GoalSetParams": MappingProxyType(
-                {"command_id": True, "objective": True, "session_id": True}
-            ),
             "HookListParams": MappingProxyType({"session_id": True}),
-            "InitializeParams": MappingProxyType({"client_info": True, "capabilities": False}),
-            "ItemDeltaParams": MappingProxyType(
-                {
-                    "delta": True,
-                    "item_id": True,
-                    "session_id": True,
-                    "view_cursor": True,
-                    "field": False,
-                }
-            ),
-            "ItemReadOutputParams": MappingProxyType(
-                {
-                    "item_id": True,
-                    "output_ref": True,
-                    "session_id": True,
-                    "length_bytes": False,
-                    "offset_bytes": False,
-                }
-            ),
-            "ItemReadOutputResult": MappingProxyType(
-                {
-                    "byte_len": True,
-                    "content": True,
-                    "encoding": True,
-                    "eof": True,
-                    "media_type": True,
-                    "offset_bytes": True,
-                }
-            ),
             "MediaUploadParams": MappingProxyType(
                 {
                     "chunk_base64": True,
@@ -407,100 +306,11 @@ OUTLINE: Final = BundleOutline(
                     "width": False,
                 }
             ),
-            "ModelCost": MappingProxyType(
-                {"cached": True, "currency": True, "input": True, "output": True}
-            ),
-            "ModelListParams": MappingProxyType({"session_id": False}),
-            "ModelSelection": MappingProxyType(
-                {
-                    "model_id": True,
-                    "display_label": False,
-                    "profile_id": False,
-                    "provider_id": False,
-                }
-            ),
-            "ModelVisibleContent": MappingProxyType(
-                {
-                    "media_type": True,
-                    "path": True,
-                    "source_tool_name": True,
-                    "type": True,
-                    "height": False,
-                    "width": False,
-                }
-            ),
-            "Notification": MappingProxyType(
-                {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
-            ),
-            "PatchSummary": MappingProxyType({"added": True, "files": True, "removed": True}),
-            "PendingApprovalPointer": MappingProxyType(
-                {"approval_id": True, "view_cursor": True, "item_id": False}
-            ),
-            "PendingRequestPointer": MappingProxyType(
-                {"kind": True, "view_cursor": True, "approval_id": False, "user_input_id": False}
-            ),
-            "PendingUserInputPointer": MappingProxyType(
-                {"user_input_id": True, "view_cursor": True, "item_id": False}
-            ),
             "PluginListParams": MappingProxyType({"session_id": True}),
-            "ReasoningEffortState": MappingProxyType({"reasoning_effort": True, "source": True}),
-            "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
-            "RequestReceipt": MappingProxyType({}),
-            "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
-            "ServerInfo": MappingProxyType({"name": True, "version": True}),
-            "SessionCompactParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "turn_id": False}
-            ),
-            "SessionCompactResult": MappingProxyType(
-                {"command_id": True, "status": True, "reason": False}
-            ),
-            "SessionForkParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "cut_point": False, "exclude_items": False}
-            ),
-            "SessionListBranchFilter": MappingProxyType({"any_of": True}),
-            "SessionListSessionIdFilter": MappingProxyType({"any_of": True}),
-            "SessionListTextFilter": MappingProxyType(
-                {"fields": True, "all_of": False, "any_of": False}
-            ),
-            "SessionReadParams": MappingProxyType({"session_id": True, "exclude_items": False}),
-            "SessionRenameParams": MappingProxyType(
-                {"command_id": True, "name": True, "session_id": True}
-            ),
-            "SessionRenameResult": MappingProxyType(
-                {"command_id": True, "status": True, "name": False}
-            ),
-            "SessionSetApprovalModeParams": MappingProxyType(
-                {"command_id": True, "mode": True, "session_id": True}
-            ),
-            "SessionSetApprovalModeResult": MappingProxyType(
-                {"apply_outcome": True, "command_id": True, "effective_mode": True, "status": True}
-            ),
-            "SessionSetModelParams": MappingProxyType(
-                {"command_id": True, "model": True, "session_id": True}
-            ),
-            "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
-            "SessionSetReasoningEffortParams": MappingProxyType(
-                {"command_id": True, "reasoning_effort": True, "session_id": True}
-            ),
-            "SessionSetReasoningEffortResult": MappingProxyType(
-                {"command_id": True, "status": True}
-            ),
             "SessionSideChatParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "SessionStatusChangedParams": MappingProxyType(
-                {"session_id": True, "status": True, "view_cursor": True, "attention": False}
-            ),
-            "SessionUserShellParams": MappingProxyType(
-                {"command_id": True, "command_text": True, "session_id": True}
-            ),
-            "SessionUserShellResult": MappingProxyType({"command_id": True, "status": True}),
-            "SessionViewHealthChangedParams": MappingProxyType(
-                {"health": True, "session_id": True, "none_reason": False}
-            ),
             "SideProvenance": MappingProxyType(
                 {"command_id": True, "cut_cursor": True, "session_id": True}
             ),
-            "SkillChangedParams": MappingProxyType({"session_id": True}),
-            "SkillListParams": MappingProxyType({"session_id": True}),
             "SkillSetActivationParams": MappingProxyType(
                 {
                     "activation": True,
@@ -519,9 +329,6 @@ OUTLINE: Final = BundleOutline(
                     "selector": True,
                     "status": True,
                 }
-            ),
-            "SnapshotAnchor": MappingProxyType(
-                {"boundary_cursor": True, "summarized_through": True}
             ),
             "StatusAttempt": MappingProxyType(
                 {
@@ -546,124 +353,12 @@ OUTLINE: Final = BundleOutline(
             ),
             "StatusProgress": MappingProxyType({"current": True, "total": False, "unit": False}),
             "StatusStep": MappingProxyType({"label": True, "index": False, "total": False}),
-            "StreamRef": MappingProxyType({"id": True, "kind": True}),
-            "SubagentInputParams": MappingProxyType(
-                {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
-            ),
-            "SubagentOwnerReasonParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "subagent_id": True, "reason": False}
-            ),
-            "SubagentResult": MappingProxyType(
-                {
-                    "artifact_refs": True,
-                    "evidence_refs": True,
-                    "summary": True,
-                    "error_kind": False,
-                    "structured_data": False,
-                    "text": False,
-                }
-            ),
-            "SubagentTargetParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "subagent_id": True}
-            ),
-            "SubscriptionUsageWeekly": MappingProxyType(
-                {"resets_at_ms": True, "used_percent": True}
-            ),
-            "SubscriptionUsageWindow": MappingProxyType(
-                {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
-            ),
-            "SuccessResponse": MappingProxyType({"id": True, "jsonrpc": True, "result": True}),
-            "TaskBackgroundParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "task_id": True}
-            ),
-            "TaskCommandResult": MappingProxyType(
-                {"command_id": True, "status": True, "task_id": True}
-            ),
             "TaskListParams": MappingProxyType({"session_id": True}),
-            "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
-            "TaskStopParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "task_id": True}
-            ),
-            "TokenUsage": MappingProxyType(
-                {
-                    "cached_tokens": True,
-                    "input_tokens": True,
-                    "output_tokens": True,
-                    "reasoning_tokens": True,
-                    "cache_read_tokens": False,
-                    "cache_write_tokens": False,
-                }
-            ),
             "ToolReceiptOther": MappingProxyType(
                 {"family": True, "operation": True, "outcome": True, "details": False}
             ),
-            "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
-            "TurnCancelParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "turn_id": False}
-            ),
-            "TurnCancelResult": MappingProxyType(
-                {"command_id": True, "status": True, "turn_id": True}
-            ),
-            "TurnInterruptParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
-            ),
-            "TurnInterruptResult": MappingProxyType(
-                {"command_id": True, "status": True, "turn_id": True}
-            ),
             "TurnRef": MappingProxyType(
                 {"command_id": True, "turn_id": True, "display_text": False, "truncated": False}
-            ),
-            "TurnStartResult": MappingProxyType(
-                {
-                    "command_id": True,
-                    "disposition": True,
-                    "started_new_turn": True,
-                    "status": True,
-                    "turn_id": True,
-                }
-            ),
-            "TurnSteerResult": MappingProxyType(
-                {"command_id": True, "status": True, "turn_id": True}
-            ),
-            "TurnUnqueueParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "turn_id": True}
-            ),
-            "TurnUnqueueResult": MappingProxyType(
-                {"command_id": True, "status": True, "turn_id": True}
-            ),
-            "UserInputAnswer": MappingProxyType(
-                {
-                    "question_id": True,
-                    "free_text": False,
-                    "note": False,
-                    "selected_label": False,
-                    "selected_labels": False,
-                }
-            ),
-            "UserInputAnswerParams": MappingProxyType(
-                {"answers": True, "command_id": True, "session_id": True, "user_input_id": True}
-            ),
-            "UserInputAnswerResult": MappingProxyType(
-                {"command_id": True, "status": True, "user_input_id": True}
-            ),
-            "UserInputCancelParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "user_input_id": True, "reason": False}
-            ),
-            "UserInputCancelResult": MappingProxyType(
-                {"command_id": True, "status": True, "user_input_id": True}
-            ),
-            "UserInputClarification": MappingProxyType({"content": True, "format": True}),
-            "UserInputClarifyParams": MappingProxyType(
-                {
-                    "clarification": True,
-                    "command_id": True,
-                    "session_id": True,
-                    "user_input_id": True,
-                }
-            ),
-            "UserInputClarifyResult": MappingProxyType(
-                {"command_id": True, "status": True, "user_input_id": True}
             ),
             "UserInputEngagedParams": MappingProxyType({"session_id": True, "user_input_id": True}),
             "UserInputInterruptParams": MappingProxyType(
@@ -671,26 +366,6 @@ OUTLINE: Final = BundleOutline(
             ),
             "UserInputInterruptResult": MappingProxyType(
                 {"command_id": True, "status": True, "user_input_id": True}
-            ),
-            "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
-            "UserInputSettlementSummary": MappingProxyType({"outcome": True, "view_cursor": True}),
-            "ViewGapParams": MappingProxyType({"after": True, "next": True, "session_id": True}),
-            "ViewPageParams": MappingProxyType(
-                {
-                    "limit": True,
-                    "session_id": True,
-                    "anchor": False,
-                    "cursor": False,
-                    "direction": False,
-                }
-            ),
-            "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
-            "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
-            "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
-            "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
-            "ViewUnsubscribeResult": MappingProxyType({}),
-            "WorkflowCancelParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "workflow_run_id": True}
             ),
             "WorkflowChild": MappingProxyType(
                 {
@@ -707,94 +382,10 @@ OUTLINE: Final = BundleOutline(
                     "usage": False,
                 }
             ),
-            "WorkflowChildControlParams": MappingProxyType(
-                {
-                    "action": True,
-                    "attempt": True,
-                    "child_id": True,
-                    "command_id": True,
-                    "session_id": True,
-                    "workflow_run_id": True,
-                }
-            ),
-            "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
             "WorkflowPauseParams": MappingProxyType(
                 {"command_id": True, "session_id": True, "workflow_run_id": True}
             ),
             "WorkflowTokenBudget": MappingProxyType({"total": True}),
-            "ApprovalAmendment": MappingProxyType({"durability": True, "rule_preview": True}),
-            "ApprovalChange": MappingProxyType(
-                {
-                    "kind": True,
-                    "choice_id": False,
-                    "decision": False,
-                    "executable": False,
-                    "reason": False,
-                    "reparsed": False,
-                    "requirement_id": False,
-                    "status": False,
-                }
-            ),
-            "ApprovalChoice": MappingProxyType(
-                {
-                    "choice_id": True,
-                    "decision": True,
-                    "label": True,
-                    "scope": True,
-                    "accepts_feedback": False,
-                    "rule_preview": False,
-                }
-            ),
-            "ApprovalDecideParams": MappingProxyType(
-                {
-                    "approval_id": True,
-                    "choice_id": True,
-                    "command_id": True,
-                    "requirement_id": True,
-                    "session_id": True,
-                    "feedback": False,
-                }
-            ),
-            "ApprovalDecideResult": MappingProxyType(
-                {"approval_id": True, "command_id": True, "status": True, "terminal": True}
-            ),
-            "ApprovalStage": MappingProxyType(
-                {
-                    "argv": True,
-                    "argv_complete": True,
-                    "position": True,
-                    "requirement_id": True,
-                    "resolution": True,
-                    "total_stages": True,
-                    "suggested_prefix": False,
-                }
-            ),
-            "ApprovalStageEvidence": MappingProxyType(
-                {
-                    "argv": True,
-                    "position": True,
-                    "requirement_id": True,
-                    "resolution": True,
-                    "total_stages": True,
-                }
-            ),
-            "ApprovalSubject": MappingProxyType(
-                {
-                    "kind": True,
-                    "access": False,
-                    "command": False,
-                    "host": False,
-                    "origin": False,
-                    "path": False,
-                    "port": False,
-                    "protocol": False,
-                    "stages": False,
-                    "target": False,
-                    "tool_name": False,
-                    "workspace_root": False,
-                }
-            ),
-            "BranchState": MappingProxyType({"branch": True, "workspace_root": True, "vcs": False}),
             "CodeModeOutputSpan": MappingProxyType(
                 {"length_bytes": True, "offset_bytes": True, "stream": True}
             ),
@@ -806,12 +397,8 @@ OUTLINE: Final = BundleOutline(
                     "source_arg": False,
                 }
             ),
-            "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
             "CronReceipt": MappingProxyType(
                 {"job_id": False, "jobs": False, "next_fire_at_ms": False}
-            ),
-            "EffectiveModel": MappingProxyType(
-                {"model_id": True, "provider_id": True, "source": True}
             ),
             "ErrorData": MappingProxyType(
                 {
@@ -845,45 +432,14 @@ OUTLINE: Final = BundleOutline(
                     "view_cursor": False,
                 }
             ),
-            "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
-            "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
             "HookCatalogEntry": MappingProxyType(
                 {"enabled": True, "event": True, "handler_kind": True, "key": True}
             ),
             "HookListResult": MappingProxyType({"hooks": True}),
-            "InitializeResult": MappingProxyType(
-                {
-                    "experimental_api": True,
-                    "granted_capabilities": True,
-                    "muse_home": True,
-                    "platform_family": True,
-                    "platform_os": True,
-                    "schema_": True,
-                    "server_info": True,
-                    "user_agent": True,
-                    "session_durability": False,
-                }
-            ),
-            "ModelDescribedReasoningEffort": MappingProxyType({"tier": True, "description": False}),
-            "OutputRef": MappingProxyType(
-                {
-                    "availability": True,
-                    "byte_len": True,
-                    "id": True,
-                    "kind": True,
-                    "uri": True,
-                    "digest": False,
-                    "media_type": False,
-                    "path": False,
-                }
-            ),
             "PluginCatalogEntry": MappingProxyType(
                 {"enabled": True, "id": True, "source": True, "version": True}
             ),
             "PluginListResult": MappingProxyType({"plugins": True}),
-            "Request": MappingProxyType(
-                {"id": True, "jsonrpc": True, "method": True, "params": False, "trace": False}
-            ),
             "Session": MappingProxyType(
                 {
                     "active_turn_id": True,
@@ -910,56 +466,7 @@ OUTLINE: Final = BundleOutline(
                     "title": False,
                 }
             ),
-            "SessionClosedParams": MappingProxyType(
-                {"reason": True, "session_id": True, "view_cursor": True}
-            ),
-            "SessionListChangedParams": MappingProxyType({"session": True}),
-            "SessionListFilter": MappingProxyType(
-                {"branch": False, "session_id": False, "text": False}
-            ),
-            "SessionListParams": MappingProxyType(
-                {
-                    "cursor": False,
-                    "filter": False,
-                    "limit": False,
-                    "updated_after": False,
-                    "workspace_root": False,
-                }
-            ),
-            "SessionListResult": MappingProxyType(
-                {"next_cursor": True, "sessions": True, "applied_filter": False}
-            ),
-            "SessionMcpServerConfigStdio": MappingProxyType(
-                {
-                    "command": True,
-                    "transport": True,
-                    "args": False,
-                    "env": False,
-                    "framing": False,
-                    "mode": False,
-                }
-            ),
-            "SessionMcpServerConfigStreamableHttp": MappingProxyType(
-                {"transport": True, "url": True, "headers": False, "mode": False}
-            ),
-            "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
-            "SessionStartedParams": MappingProxyType({"session": True}),
-            "SkillCatalogEntry": MappingProxyType(
-                {
-                    "description": True,
-                    "display_name": True,
-                    "selector": True,
-                    "source": True,
-                    "argument_hint": False,
-                    "plugin_id": False,
-                }
-            ),
-            "SkillListResult": MappingProxyType({"skills": True}),
-            "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
             "StatusHealth": MappingProxyType({"level": True, "reason": False}),
-            "SubscriptionUsage": MappingProxyType(
-                {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
-            ),
             "TaskListEntry": MappingProxyType(
                 {
                     "kind": True,
@@ -971,17 +478,12 @@ OUTLINE: Final = BundleOutline(
                 }
             ),
             "TaskListResult": MappingProxyType({"tasks": True}),
-            "TodoItem": MappingProxyType({"status": True, "text": True, "active_form": False}),
-            "TodoListState": MappingProxyType(
-                {"items": True, "revision": True, "source_tool": True}
-            ),
             "ToolReceiptCodeMode": MappingProxyType(
                 {"family": True, "operation": True, "outcome": True, "details": False}
             ),
             "ToolReceiptCron": MappingProxyType(
                 {"family": True, "operation": True, "outcome": True, "details": False}
             ),
-            "TurnError": MappingProxyType({"kind": True, "message": True, "retryable": True}),
             "TurnForegroundCompletedParams": MappingProxyType(
                 {
                     "blocking_agents": True,
@@ -1004,76 +506,6 @@ OUTLINE: Final = BundleOutline(
                     "width": False,
                 }
             ),
-            "TurnRetractedParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "turn_id": True,
-                    "view_cursor": True,
-                }
-            ),
-            "TurnRetryScheduledParams": MappingProxyType(
-                {
-                    "attempt": True,
-                    "max_attempts": True,
-                    "next_attempt": True,
-                    "reason": True,
-                    "retry_delay_ms": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "turn_id": True,
-                    "view_cursor": True,
-                }
-            ),
-            "TurnStartParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "input": True,
-                    "session_id": True,
-                    "display_text": False,
-                    "if_busy": False,
-                    "reasoning_effort": False,
-                    "workspace_roots": False,
-                }
-            ),
-            "TurnStartedParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "turn_id": True,
-                    "view_cursor": True,
-                }
-            ),
-            "TurnSteerParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "expected_turn_id": True,
-                    "input": True,
-                    "session_id": True,
-                    "reasoning_effort": False,
-                }
-            ),
-            "TurnUnqueuedParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "turn_id": True,
-                    "view_cursor": True,
-                }
-            ),
-            "UnframedViewNotificationParams": MappingProxyType(
-                {"session_id": True, "source_range": True, "view_cursor": True}
-            ),
-            "UsageReadResult": MappingProxyType({"usage": False}),
-            "UserInputOption": MappingProxyType(
-                {"label": True, "description": False, "preview": False}
-            ),
-            "UserInputSelection": MappingProxyType(
-                {"mode": True, "max_selections": False, "min_selections": False}
-            ),
             "UserInputSettledParams": MappingProxyType(
                 {
                     "answers": True,
@@ -1086,26 +518,6 @@ OUTLINE: Final = BundleOutline(
                     "source_range": True,
                     "user_input_id": True,
                     "view_cursor": True,
-                }
-            ),
-            "ApprovalRequestParams": MappingProxyType(
-                {
-                    "approval_id": True,
-                    "available_choices": True,
-                    "current_requirement_id": True,
-                    "item_id": True,
-                    "judge_escalated": True,
-                    "protected_write": True,
-                    "raw_args": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "subject": True,
-                    "task_id": True,
-                    "tool_call_id": True,
-                    "tool_name": True,
-                    "turn_id": True,
-                    "view_cursor": True,
-                    "subagent_origin": False,
                 }
             ),
             "ApprovalResolvedParams": MappingProxyType(
@@ -1126,171 +538,9 @@ OUTLINE: Final = BundleOutline(
                     "subagent_origin": False,
                 }
             ),
-            "ApprovalUpdatedParams": MappingProxyType(
-                {
-                    "approval_id": True,
-                    "available_choices": True,
-                    "change": True,
-                    "current_requirement_id": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "subject": True,
-                    "view_cursor": True,
-                    "subagent_origin": False,
-                }
-            ),
             "LastTurn": MappingProxyType(
                 {"terminal": True, "turn_id": True, "error": False, "reason": False}
             ),
-            "ModelCatalogEntry": MappingProxyType(
-                {
-                    "context_limit": True,
-                    "cost": True,
-                    "description": True,
-                    "display_label": True,
-                    "is_active": True,
-                    "is_default": True,
-                    "model_id": True,
-                    "output_limit": True,
-                    "profile_id": True,
-                    "provider_id": True,
-                    "release_date": True,
-                    "default_reasoning_effort": False,
-                    "reasoning_effort_variants": False,
-                    "variants": False,
-                }
-            ),
-            "ModelListResult": MappingProxyType(
-                {"models": True, "profile_id": True, "provider_id": True, "source": True}
-            ),
-            "SessionApprovalModeChangedParams": MappingProxyType(
-                {
-                    "client_name": True,
-                    "command_id": True,
-                    "mode": True,
-                    "session_id": True,
-                    "source": True,
-                    "source_range": True,
-                    "view_cursor": True,
-                }
-            ),
-            "SessionBranchChangedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "source_range": True,
-                    "view_cursor": True,
-                    "workspace_root": True,
-                    "branch": False,
-                    "vcs": False,
-                }
-            ),
-            "SessionContextUsageParams": MappingProxyType(
-                {
-                    "pressure": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "used_tokens": True,
-                    "view_cursor": True,
-                    "window_tokens": False,
-                }
-            ),
-            "SessionGoalChangedParams": MappingProxyType(
-                {"session_id": True, "source_range": True, "view_cursor": True, "goal": False}
-            ),
-            "SessionModelChangedParams": MappingProxyType(
-                {
-                    "model_id": True,
-                    "session_id": True,
-                    "source": True,
-                    "source_range": True,
-                    "view_cursor": True,
-                    "provider_id": False,
-                }
-            ),
-            "SessionModelRouteUnservedParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "installed_provider_id": True,
-                    "model_id": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "view_cursor": True,
-                    "provider_id": False,
-                }
-            ),
-            "SessionNameChangedParams": MappingProxyType(
-                {"name": True, "session_id": True, "source_range": True, "view_cursor": True}
-            ),
-            "SessionReasoningEffortChangedParams": MappingProxyType(
-                {
-                    "reasoning_effort": True,
-                    "session_id": True,
-                    "source": True,
-                    "source_range": True,
-                    "view_cursor": True,
-                }
-            ),
-            "SessionTodoListChangedParams": MappingProxyType(
-                {
-                    "items": True,
-                    "revision": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "source_tool": True,
-                    "view_cursor": True,
-                }
-            ),
-            "SessionTokenUsageParams": MappingProxyType(
-                {
-                    "cumulative": True,
-                    "prompt_tokens": True,
-                    "session_id": True,
-                    "source_range": True,
-                    "total_tokens": True,
-                    "turn_id": True,
-                    "usage": True,
-                    "view_cursor": True,
-                    "duration_ms": False,
-                    "finish_reason": False,
-                    "model_id": False,
-                }
-            ),
-            "TurnCompletedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "source_range": True,
-                    "terminal": True,
-                    "turn_id": True,
-                    "view_cursor": True,
-                    "duration_ms": False,
-                    "error": False,
-                    "reason": False,
-                    "time_to_first_token_ms": False,
-                    "usage": False,
-                }
-            ),
-            "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
-            "UserInputQuestion": MappingProxyType(
-                {"header": True, "id": True, "options": True, "question": True, "selection": True}
-            ),
-            "UserInputRequestParams": MappingProxyType(
-                {
-                    "item_id": True,
-                    "questions": True,
-                    "session_id": True,
-                    "tool_call_id": True,
-                    "tool_name": True,
-                    "turn_id": True,
-                    "user_input_id": True,
-                    "view_cursor": True,
-                    "auto_resolution_ms": False,
-                    "source_range": False,
-                }
-            ),
-            "ViewPageResult": MappingProxyType(
-                {"events": True, "next_cursor": True, "resolved_anchor": False}
-            ),
-            "ApprovalListPendingResult": MappingProxyType({"approvals": True, "user_inputs": True}),
             "Item": MappingProxyType(
                 {
                     "item_id": True,
@@ -1375,63 +625,6 @@ OUTLINE: Final = BundleOutline(
                     "workflow_run_id": False,
                 }
             ),
-            "ItemCompletedParams": MappingProxyType(
-                {"item": True, "session_id": True, "source_range": True, "view_cursor": True}
-            ),
-            "ItemStartedParams": MappingProxyType(
-                {"item": True, "session_id": True, "view_cursor": True, "source_range": False}
-            ),
-            "ItemUpdatedParams": MappingProxyType(
-                {"item": True, "session_id": True, "source_range": True, "view_cursor": True}
-            ),
-            "SessionConfig": MappingProxyType({"mcp_servers": False}),
-            "SessionResumeParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "config": False,
-                    "cursor": False,
-                    "exclude_items": False,
-                    "history": False,
-                }
-            ),
-            "SessionStartParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "approval_mode": False,
-                    "config": False,
-                    "model_id": False,
-                    "provider_id": False,
-                    "session_id": False,
-                    "workspace_root": False,
-                    "workspace_roots": False,
-                }
-            ),
-            "SnapshotState": MappingProxyType(
-                {
-                    "active_turn": True,
-                    "approval_mode": True,
-                    "branch": True,
-                    "effective_model": True,
-                    "goal": True,
-                    "items": True,
-                    "pending_approvals": True,
-                    "pending_user_inputs": True,
-                    "queued_turns": True,
-                    "todo_list": True,
-                    "token_usage": True,
-                    "turn_count": True,
-                    "context_usage": False,
-                    "name": False,
-                    "reasoning_effort": False,
-                }
-            ),
-            "ViewSnapshot": MappingProxyType(
-                {"schema_version": True, "state": True, "view_cursor": True, "anchor": False}
-            ),
-            "SessionHistory": MappingProxyType(
-                {"items": True, "mode": True, "snapshot": True, "none_reason": False}
-            ),
             "SessionReadResult": MappingProxyType(
                 {
                     "history": True,
@@ -1451,9 +644,6 @@ OUTLINE: Final = BundleOutline(
                 }
             ),
             "SessionSideChatResult": MappingProxyType(
-                {"history": True, "pending_requests": True, "session": True, "view_cursor": True}
-            ),
-            "SessionForkResult": MappingProxyType(
                 {"history": True, "pending_requests": True, "session": True, "view_cursor": True}
             ),
         }

@@ -218,6 +218,20 @@ def test_empty_deltas_and_deltas_of_other_fields_send_nothing(event: Event) -> N
     assert _feed(translator, event) == []
 
 
+def test_a_delta_naming_no_field_is_read_and_its_text_comes_with_the_snapshot() -> None:
+    # Muse's declarations make ``field`` optional: such a delta must not be refused (which
+    # would drop it with a warning) and extends no stream, so the snapshot brings the text.
+    fieldless = ("item/delta", {**ENVELOPE, "itemId": "msg-1", "delta": "Hel"})
+    updates = _feed(
+        _live(),
+        started(message("", revision=1, status="inProgress")),
+        fieldless,
+        delta("msg-1", "Hello"),
+        completed(message("Hello world")),
+    )
+    assert updates == [said("Hello"), said(" world")]
+
+
 def test_reasoning_parts_become_thoughts_separated_by_a_blank_line() -> None:
     updates = _feed(
         _live(),

@@ -20,8 +20,10 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-STOPS_SUBAGENTS: Final = ("1.4.4", "1.4.13")
-"""Versions whose bundle declares ``subagent/stop`` and ``workflow/pause``."""
+STOPS_SUBAGENTS: Final = ("1.4.2", "1.4.4", "1.4.13")
+"""Versions whose bundle declares ``subagent/stop`` (Muse's own 1.4.2 declarations have it)."""
+PAUSES: Final = ("1.4.4", "1.4.13")
+"""Versions whose bundle declares ``workflow/pause``."""
 RESUMES: Final = ("1.4.13",)
 """Played versions whose bundle declares ``workflow/resume``."""
 OBJECTIVE: Final = "survey the failing tests"
@@ -85,18 +87,20 @@ async def test_one_subagent_stops_and_workflows_pause_where_muse_can(
         assert f"{session}~subagent~{stop['params']['subagentId']}" == stopped["child"]
         assert stop["params"]["reason"] == "cancelled from the ACP client"
         assert not world.host_requests("turn/cancel")
+    else:
+        assert stopped["running"]["capabilities"] == {}
+        assert (
+            f"this Muse ({version}) cannot stop one subagent on its own; Muse 1.4.2 and newer "
+            "can, or stop the prompt" in stopped["told"]
+        )
+        assert stopped["stop"] == "cancelled"
+        assert not world.host_requests("subagent/stop")
+    if version in PAUSES:
         assert "none to pause" in idle
         [pause] = world.host_requests("workflow/pause")
         assert pause["params"]["sessionId"] == session
         assert "Muse is pausing 'Workflow: Triage issues'" in replies
     else:
-        assert stopped["running"]["capabilities"] == {}
-        assert (
-            f"this Muse ({version}) cannot stop one subagent on its own; Muse 1.4.4 and newer "
-            "can, or stop the prompt" in stopped["told"]
-        )
-        assert stopped["stop"] == "cancelled"
-        assert not world.host_requests("subagent/stop")
         assert f"Muse can pause a workflow from 1.4.4 on, and this Muse is {version}" in idle
         assert not world.host_requests("workflow/pause")
     if version in RESUMES:
@@ -106,7 +110,7 @@ async def test_one_subagent_stops_and_workflows_pause_where_muse_can(
         assert "Muse is resuming 'Workflow: Triage issues'" in replies
     else:
         assert "/workflow resume resumes it" not in replies
-        if version in STOPS_SUBAGENTS:  # paused with no way back here: the reply says so
+        if version in PAUSES:  # paused with no way back here: the reply says so
             assert "this Muse cannot resume a workflow (Muse 1.4.6 and newer can)" in replies
         assert f"Muse can resume a workflow from 1.4.6 on, and this Muse is {version}" in replies
         assert not world.host_requests("workflow/resume")

@@ -33,7 +33,7 @@ MODEL_MODULES = (
     "muse_acp_wire.msp_1_1_1",
     "muse_acp_wire.msp_1_2_1",
     "muse_acp_wire.msp_1_3_0",
-    "muse_acp_wire.msp_1_4_2",
+    "muse_acp_wire.msp_vocabulary",
 )
 
 
@@ -204,10 +204,11 @@ def test_reading_any_host_creates_the_models_of_the_vocabulary_only() -> None:
         for version in ("1.4.4", "1.4.13", "1.9.0"):
             features_of(version, trust_newer=False).has("goals")
             bindings_for(version).fields("SessionReadResult")
-        print(sorted(name for name in sys.modules if name.startswith("muse_acp_wire.msp_1")))
+        bundles = ("muse_acp_wire.msp_1", "muse_acp_wire.msp_vocabulary")
+        print(sorted(name for name in sys.modules if name.startswith(bundles)))
         """
     )
     completed = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
-    assert completed.stdout.strip() == "['muse_acp_wire.msp_1_4_2']"
+    assert completed.stdout.strip() == "['muse_acp_wire.msp_vocabulary']"

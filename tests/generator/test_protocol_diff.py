@@ -26,7 +26,7 @@ def test_the_shipped_bundles_show_read_output_and_rename_as_added_in_1_2_1() -> 
     assert text.startswith("MSP protocol diff: 1.1.1 -> 1.2.1\n")
 
 
-def test_the_shipped_bundles_read_as_a_changelog_of_1_3_0_and_1_4_2() -> None:
+def test_the_shipped_bundles_read_as_a_changelog_of_1_3_0_and_1_4_4() -> None:
     msp = SPEC_DIR / "msp"
     to_130 = diff_bundles(msp / "1.2.1", msp / "1.3.0")
     for line in (
@@ -39,19 +39,24 @@ def test_the_shipped_bundles_read_as_a_changelog_of_1_3_0_and_1_4_2() -> None:
         "  + -32032 skillNotFound",
     ):
         assert line in to_130.splitlines(), line
-    to_142 = diff_bundles(msp / "1.3.0", msp / "1.4.2")
+    # Nothing an older host sends is dropped or newly required between hand-written bundles.
+    assert not [ln for ln in to_130.splitlines() if ln.lstrip().startswith("- ")]
+    assert "now required" not in to_130
+    # Both ingested from Muse's declarations, 1.4.2 and 1.4.4 share their names, so the diff
+    # is what the release changed: its additions, the removal of deletion, one member relaxed.
+    to_144 = diff_bundles(msp / "1.4.2", msp / "1.4.4")
     for line in (
-        "  + session/delete  (host, command)",
-        "  + session/listChanged  (client, notification)",
+        "  + workflow/pause  (host, command)",
+        "  - session/delete  (host, command)",
         "  + turn/foregroundCompleted  (client, notification)",
-        "      + workspaceRoots: array of string (optional)",
-        "  + sessionListStream",
+        "  + userInput/engaged  (host, notification)",
+        "  - session/deleteCompleted  (client, notification)",
+        "      + decidedAt: string (optional)",
+        "      ~ sessionId: now optional",
     ):
-        assert line in to_142.splitlines(), line
-    # Nothing an older host sends is dropped or newly required.
-    for text in (to_130, to_142):
-        assert not [ln for ln in text.splitlines() if ln.lstrip().startswith("- ")]
-        assert "now required" not in text
+        assert line in to_144.splitlines(), line
+    removed = [ln.strip() for ln in to_144.splitlines() if ln.lstrip().startswith("- ")]
+    assert all("Delete" in ln or "delete" in ln for ln in removed), removed
 
 
 def test_union_variants_are_named_by_tag_or_type(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
-"""The vocabulary is the configured bundle, plus the newer types its additions name: each root
-and what it refers to, the vocabulary's own models where it has them (its names win), and a
-generation error naming any root or borrowed model it cannot take."""
+"""The vocabulary is muse-acp's own bundle (spec/msp-vocabulary), plus the newer types its
+additions name: each root and what it refers to, the vocabulary's own models where it has them
+(its names win), and a generation error naming any root or borrowed model it cannot take."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import textwrap
 import pytest
 
 import muse_acp_wire.msp as msp
-import muse_acp_wire.msp_1_4_2 as vocabulary_bundle
 import muse_acp_wire.msp_additions as msp_additions
+import muse_acp_wire.msp_vocabulary as vocabulary_bundle
 from codegen.prepass import SchemaError
 from codegen.vocabulary import additions
-from muse_acp_wire.msp_bundles import BUNDLES, VOCABULARY_VERSION
+from muse_acp_wire.msp_bundles import BUNDLES, VOCABULARY_MODULE
 
 OLD = textwrap.dedent(
     '''\
@@ -109,10 +109,11 @@ def test_a_borrowed_model_that_could_not_read_the_newer_frames_is_an_error_namin
         additions(NEW, "9.9.9", strict, "msp_old", ("Retry",))
 
 
-def test_the_vocabulary_is_the_configured_bundle_with_the_newer_types_added() -> None:
+def test_the_vocabulary_is_muse_acp_s_own_bundle_with_the_newer_types_added() -> None:
     newest = list(BUNDLES)[-1]
-    assert VOCABULARY_VERSION == "1.4.2" != newest
-    assert msp.HOST_VERSION == "1.4.2"
+    assert VOCABULARY_MODULE == vocabulary_bundle.__name__ not in BUNDLES.values()
+    # It is no host's bundle: it names no host version or fingerprint of its own.
+    assert not hasattr(msp, "HOST_VERSION")
     # The configured bundle's names win: its own models, not the newest bundle's.
     assert msp.SourceRange is vocabulary_bundle.SourceRange
     assert msp.ApprovalSubject is vocabulary_bundle.ApprovalSubject

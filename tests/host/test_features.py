@@ -50,7 +50,8 @@ VERIFIED: Final[dict[str, frozenset[Feature]]] = {
     "1.1.1": DECLARED_FROM_1_1,
     "1.2.1": DECLARED_FROM_1_1 | {"storedOutput"},
     "1.3.0": FROM_1_3,
-    "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots"},
+    # Muse's own 1.4.2 declarations already have subagent/stop.
+    "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots", "subagentStop"},
     "1.4.4": FROM_1_3 - {"turnForkBoundary"} | FROM_1_4_4,
     "1.4.13": FROM_1_3 | FROM_1_4_4 | {"workflowResume"},
 }
@@ -80,7 +81,11 @@ TABLE: Final = [
     ("1.4.0", False, FROM_1_3 | {"planSkill"}),
     ("1.4.1", False, FROM_1_3 | {"planSkill"}),
     # 1.4.3 is read with 1.4.2, 1.4.5 with 1.4.4 (no workflow/resume before 1.4.13's bundle).
-    ("1.4.3", False, FROM_1_3 - {"turnForkBoundary"} | {"planSkill", "workspaceRoots"}),
+    (
+        "1.4.3",
+        False,
+        FROM_1_3 - {"turnForkBoundary"} | {"planSkill", "workspaceRoots", "subagentStop"},
+    ),
     ("1.4.5", False, NEWEST - {"workflowResume"}),
 ]
 BUNDLE_READ: Final = [

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from muse_acp.host.bindings import bindings_for
 from muse_acp.sim.options.versions import HOST_VERSIONS, PLAYED
+from muse_acp_wire import msp
 
 VERSIONS = tuple(HOST_VERSIONS)
 """Every version muse-sim plays, oldest first."""
@@ -81,6 +82,33 @@ def check_frame(frame: dict[str, Any], version: str, answered: str | None = None
     if answered is None:
         return []
     request = wire.HOST_REQUESTS.get(answered)
+    if request is None and answered in EXPERIMENTAL:
+        return _check(EXPERIMENTAL[answered], frame.get("result"), f"result of {answered}")
     if request is None:
         return [f"{answered} was answered but {version} does not serve it"]
+    if answered == "view/page" and hasattr(wire, "UnframedViewNotification"):
+        return _page(wire, frame.get("result"), version)
     return _check(request.result, frame.get("result"), f"result of {answered}")
+
+
+EXPERIMENTAL: dict[str, type[BaseModel]] = {"account/read": msp.AccountState}
+"""Experimental methods a stable bundle does not list, with the result muse-acp reads."""
+
+
+def _page(wire: ModuleType, result: Any, version: str) -> list[str]:
+    """A page of an ingested bundle: its events are typed only by their common members, so
+    each is checked as the notification it names."""
+    problems = [
+        problem
+        for problem in _check(wire.ViewPageResult, result, "result of view/page")
+        if not problem.startswith("unknown member result of view/page.events")
+    ]
+    events = result.get("events", []) if isinstance(result, dict) else []
+    for index, event in enumerate(events):
+        spec = wire.CLIENT_NOTIFICATIONS.get(event.get("method"))
+        where = f"result of view/page.events[{index}]"
+        if spec is None:
+            problems.append(f"{where}: {event.get('method')} is not one {version} publishes")
+        else:
+            problems += _check(spec.params, event.get("params"), f"{where}.params")
+    return problems

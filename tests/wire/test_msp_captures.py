@@ -32,7 +32,12 @@ from typing import Any, Final, Literal
 import pytest
 from pydantic import BaseModel
 
-from muse_acp_wire import msp_1_1_1 as v111, msp_1_2_1 as v121, msp_1_3_0 as v130, msp_1_4_2 as v142
+from muse_acp_wire import (
+    msp_1_1_1 as v111,
+    msp_1_2_1 as v121,
+    msp_1_3_0 as v130,
+    msp_vocabulary as voc,
+)
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -160,28 +165,28 @@ BINDINGS: Final = (
     ),
     Bindings(
         version=(1, 4, 2),
-        host_requests=v142.HOST_REQUESTS,
-        host_notifications=v142.HOST_NOTIFICATIONS,
-        client_requests=v142.CLIENT_REQUESTS,
-        client_notifications=v142.CLIENT_NOTIFICATIONS,
-        message=v142.JsonRpcMessage,
-        error_data=v142.ErrorData,
+        host_requests=voc.HOST_REQUESTS,
+        host_notifications=voc.HOST_NOTIFICATIONS,
+        client_requests=voc.CLIENT_REQUESTS,
+        client_notifications=voc.CLIENT_NOTIFICATIONS,
+        message=voc.JsonRpcMessage,
+        error_data=voc.ErrorData,
         parse_item=lambda raw: (
-            v142.ItemEventParams.model_validate(
+            voc.ItemEventParams.model_validate(
                 {"sessionId": "", "viewCursor": "", "item": raw}
             ).item
         ),
-        unknown_item=v142.UnknownItem,
+        unknown_item=voc.UnknownItem,
         item_classes=MappingProxyType(
             {
-                "userMessage": v142.UserMessageItem,
-                "agentMessage": v142.AgentMessageItem,
-                "reasoning": v142.ReasoningItem,
-                "toolCall": v142.ToolCallItem,
-                "userShell": v142.UserShellItem,
-                "workflow": v142.WorkflowItem,
-                "subagent": v142.SubagentItem,
-                "compaction": v142.CompactionItem,
+                "userMessage": voc.UserMessageItem,
+                "agentMessage": voc.AgentMessageItem,
+                "reasoning": voc.ReasoningItem,
+                "toolCall": voc.ToolCallItem,
+                "userShell": voc.UserShellItem,
+                "workflow": voc.WorkflowItem,
+                "subagent": voc.SubagentItem,
+                "compaction": voc.CompactionItem,
             }
         ),
     ),

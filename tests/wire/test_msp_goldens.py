@@ -5,7 +5,9 @@ the host version whose bindings parse it and its model; it must validate and dum
 same JSON. Each file under ``tests/golden/msp/invalid`` must be refused by its model. The other
 tests pin the tolerance rules MSP relies on (unknown item kinds, open enums, unknown members),
 the differences between consecutive bundles, and that a newer bundle never demands of an older
-host what it did not send: the adapter parses every host with the newest bindings.
+host what it did not send: the adapter parses every host with its vocabulary, muse-acp's own
+reading (``msp_vocabulary``, registered as ``"vocabulary"``), which started as the hand-written
+1.4.2 bundle.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from typing import Any, Final
 import pytest
 from pydantic import ValidationError
 
-from muse_acp_wire import msp_1_1_1 as v111, msp_1_2_1 as v121, msp_1_3_0 as v130, msp_1_4_2 as v142
+from muse_acp_wire import (
+    msp_1_1_1 as v111,
+    msp_1_2_1 as v121,
+    msp_1_3_0 as v130,
+    msp_vocabulary as voc,
+)
 from muse_acp_wire._base import WireModel
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -101,7 +108,7 @@ VALID: Final[dict[str, Case]] = {
     "jsonrpc_error_response": ("1.1.1", v111.JsonRpcErrorResponse),
     "usage_read_result": ("1.3.0", v130.UsageReadResult),
     "account_read_result": ("1.1.1", v111.AccountState),
-    "account_read_result_signed_in": ("1.4.2", v142.AccountState),
+    "account_read_result_signed_in": ("vocabulary", voc.AccountState),
     "usage_read_result_unobserved": ("1.3.0", v130.UsageReadResult),
     "goal_set_params": ("1.3.0", v130.GoalSetParams),
     "goal_command_result": ("1.3.0", v130.GoalCommandResult),
@@ -109,11 +116,11 @@ VALID: Final[dict[str, Case]] = {
     "session_status_changed": ("1.3.0", v130.SessionStatusChangedParams),
     "turn_start_params_skill": ("1.3.0", v130.TurnStartParams),
     "item_tool_call_backgrounded": ("1.3.0", v130.ToolCallItem),
-    "session_list_changed": ("1.4.2", v142.SessionListChangedParams),
-    "session_start_params_workspace_roots": ("1.4.2", v142.SessionStartParams),
-    "approval_requested_protected_write": ("1.4.2", v142.ApprovalRequestedParams),
-    "turn_foreground_completed": ("1.4.2", v142.TurnForegroundCompletedParams),
-    "error_data_approval_requirement_stale": ("1.4.2", v142.ErrorData),
+    "session_list_changed": ("vocabulary", voc.SessionListChangedParams),
+    "session_start_params_workspace_roots": ("vocabulary", voc.SessionStartParams),
+    "approval_requested_protected_write": ("vocabulary", voc.ApprovalRequestedParams),
+    "turn_foreground_completed": ("vocabulary", voc.TurnForegroundCompletedParams),
+    "error_data_approval_requirement_stale": ("vocabulary", voc.ErrorData),
 }
 
 INVALID: Final[dict[str, Case]] = {
@@ -143,13 +150,13 @@ _MODULE_OF_VERSION: Final = {
     "1.1.1": v111.__name__,
     "1.2.1": v121.__name__,
     "1.3.0": v130.__name__,
-    "1.4.2": v142.__name__,
+    "vocabulary": voc.__name__,
 }
 _ITEM_IN_EVENT_OF_VERSION: Final[dict[str, Callable[[Any], WireModel]]] = {
     "1.1.1": lambda event: v111.ItemEventParams.model_validate(event).item,
     "1.2.1": lambda event: v121.ItemEventParams.model_validate(event).item,
     "1.3.0": lambda event: v130.ItemEventParams.model_validate(event).item,
-    "1.4.2": lambda event: v142.ItemEventParams.model_validate(event).item,
+    "vocabulary": lambda event: voc.ItemEventParams.model_validate(event).item,
 }
 
 
@@ -294,9 +301,9 @@ def test_stored_output_and_rename_exist_only_in_the_1_2_1_bindings() -> None:
 
 
 def _bundle(version: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(
-        (SPEC_DIR / version / "msp.schema.json").read_text(encoding="utf-8")
-    )
+    """A hand-written bundle by version, or muse-acp's own vocabulary (``"vocabulary"``)."""
+    folder = SPEC_DIR.parent / "msp-vocabulary" if version == "vocabulary" else SPEC_DIR / version
+    document: dict[str, Any] = json.loads((folder / "msp.schema.json").read_text(encoding="utf-8"))
     return document
 
 
@@ -341,7 +348,6 @@ def test_bundles_differ_only_in_the_1_2_1_additions() -> None:
         ("1.1.1", v111.SCHEMA_FINGERPRINT),
         ("1.2.1", v121.SCHEMA_FINGERPRINT),
         ("1.3.0", v130.SCHEMA_FINGERPRINT),
-        ("1.4.2", v142.SCHEMA_FINGERPRINT),
     ],
 )
 def test_manifest_fingerprint_is_the_hash_of_the_canonical_bundle(
@@ -387,7 +393,7 @@ def test_goals_tasks_skills_and_usage_arrive_with_the_1_3_0_bindings() -> None:
     assert any(row.code == -32032 and row.kind == "skillNotFound" for row in v130.ERRORS)
 
 
-@pytest.mark.parametrize("module", [v111, v121, v130, v142])
+@pytest.mark.parametrize("module", [v111, v121, v130, voc])
 def test_every_bundle_has_the_experimental_account_read(module: Any) -> None:
     spec = module.HOST_REQUESTS["account/read"]
     assert (spec.params, spec.result, spec.command) == (None, module.AccountState, False)
@@ -396,25 +402,25 @@ def test_every_bundle_has_the_experimental_account_read(module: Any) -> None:
         {"state": "deviceToken", "credentialRequired": False}
     )
     assert unknown.state == "deviceToken"
-    assert ("avatar_url" in module.AccountState.model_fields) == (module is v142)
+    assert ("avatar_url" in module.AccountState.model_fields) == (module is voc)
 
 
-def test_list_stream_deletion_and_foreground_arrive_with_the_1_4_2_bindings() -> None:
-    assert "session/delete" in v142.HOST_REQUESTS
+def test_list_stream_deletion_and_foreground_arrive_with_the_vocabulary() -> None:
+    assert "session/delete" in voc.HOST_REQUESTS
     assert "session/delete" not in v130.HOST_REQUESTS
     events = {"session/listChanged", "session/deleteCompleted", "turn/foregroundCompleted"}
-    assert events <= set(v142.CLIENT_NOTIFICATIONS)
+    assert events <= set(voc.CLIENT_NOTIFICATIONS)
     assert events.isdisjoint(v130.CLIENT_NOTIFICATIONS)
-    assert "workspace_roots" in v142.SessionStartParams.model_fields
-    assert "workspace_roots" in v142.TurnStartParams.model_fields
+    assert "workspace_roots" in voc.SessionStartParams.model_fields
+    assert "workspace_roots" in voc.TurnStartParams.model_fields
     assert "workspace_roots" not in v130.TurnStartParams.model_fields
-    assert _bundle("1.4.2")["capabilities"]["grantable"] == [
+    assert _bundle("vocabulary")["capabilities"]["grantable"] == [
         "userShell",
         "sessionMcp",
         "sessionListStream",
         "feedback",
     ]
-    assert {(row.code, row.kind) for row in v142.ERRORS} >= {
+    assert {(row.code, row.kind) for row in voc.ERRORS} >= {
         (-32029, "workspaceNotTrusted"),
         (-32033, "computerUseUnavailable"),
         (-32038, "uploadNotFound"),
@@ -452,7 +458,8 @@ _WIDENED: Final = {
         "UserShellItem.exitSignal",
         "Goal.percentComplete",
     },
-    ("1.3.0", "1.4.2"): set(),
+    # Widened to read what Muse's own declarations allow (tests/generator/test_vocabulary_fit.py).
+    ("1.3.0", "vocabulary"): {"ErrorData.earliestCursor", "UserInputSettledParams.decidedAt"},
 }
 
 

@@ -100,7 +100,9 @@ def handshake(doctor: Doctor) -> Section:
     doctor.host_info = info
     server = f"{info.server_info.name} {info.server_info.version}"
     section.line("initialize", f"answered by {server} in {elapsed:.1f}s")
-    section.line("sessions", f"{info.session_durability}; Muse home {info.muse_home}")
+    # Muse's declarations make the durability optional: a host may leave it out.
+    durability = info.session_durability or "durability not reported"
+    section.line("sessions", f"{durability}; Muse home {info.muse_home}")
     section.facts.update(
         ok=True,
         server_name=info.server_info.name,

@@ -275,7 +275,9 @@ class TurnTranslator:
 
     def _on_delta(self, params: msp.ItemDeltaParams) -> list[Update]:
         tracked = self._items.get(params.item_id)
-        if tracked is None or tracked.ended or not params.delta:
+        # A delta naming no field (Muse declares the member optional) extends no stream we
+        # know; the item's next snapshot carries its text, and only what is new is sent then.
+        if tracked is None or tracked.ended or not params.delta or params.field is None:
             return []
         if tracked.family == "agent" and params.field == "text":
             return self._send_part(tracked, params.item_id, 0, params.delta, "agent")

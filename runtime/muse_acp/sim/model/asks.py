@@ -321,8 +321,14 @@ class ApprovalAsk:
 
 
 async def _resolve(
-    session: LiveSession, ask: ApprovalAsk, *, by: str, command_id: str | None
+    session: LiveSession,
+    ask: ApprovalAsk,
+    *,
+    by: str,
+    command_id: str | None,
+    stamped: bool = False,
 ) -> None:
+    """Publish ``approval/resolved``; ``stamped``: the version says when the client decided."""
     decision = ask.outcome or "abort"
     allowed = decision in ("approved", "approvedForSession")
 
@@ -347,7 +353,8 @@ async def _resolve(
             )
         if command_id is not None:
             resolved.decided_by_command_id = command_id
-            resolved.decided_at = rfc3339_now()
+            if stamped:
+                resolved.decided_at = rfc3339_now()
         return resolved
 
     ask.resolved_by = by
@@ -408,7 +415,13 @@ async def await_decision(turn: Turn, ask: ApprovalAsk, done: anyio.Event) -> str
                     await decided.answered.wait()
                 if decided.terminal:
                     del turn.open_items[ask.approval_id]
-                    await _resolve(session, ask, by="user", command_id=decided.command_id)
+                    await _resolve(
+                        session,
+                        ask,
+                        by="user",
+                        command_id=decided.command_id,
+                        stamped=turn.ctx.profile.declares("ApprovalResolvedParams", "decided_at"),
+                    )
                     return ask.outcome or "abort"
                 await _report(session, ask, decided)
     finally:

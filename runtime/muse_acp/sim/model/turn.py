@@ -311,12 +311,19 @@ class Turn:
             TodoItem(text="Simulate the work", status="inProgress"),
             TodoItem(text="Report the result", status="pending"),
         ]
-        await self.session.emit(
-            "session/todoListChanged",
-            lambda pos: SessionTodoListChangedParams(
+        numbered = self.ctx.profile.declares("SessionTodoListChangedParams", "revision")
+        self.session.todo_revision += 1
+        revision = self.session.todo_revision
+
+        def changed(pos: Position) -> SessionTodoListChangedParams:
+            note = SessionTodoListChangedParams(
                 session_id=self.session_id,
                 view_cursor=pos.cursor,
                 source_range=pos.source_range,
                 items=entries,
-            ),
-        )
+            )
+            if numbered:  # only where the bundle declares them; the planning tool wrote it
+                note.revision, note.source_tool = revision, "todo_write"
+            return note
+
+        await self.session.emit("session/todoListChanged", changed)

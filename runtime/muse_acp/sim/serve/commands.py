@@ -16,6 +16,7 @@ running or queued is left alone (outcome ``failed``, reason ``writerBusy``).
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,7 +26,8 @@ from muse_acp.sim.state import errors
 from muse_acp.sim.state.catalog import DEFAULT_MODEL, MODELS, check_effort
 from muse_acp.sim.state.context import HostContext
 from muse_acp.sim.state.ids import is_uuid7, new_uuid7, rfc3339_now
-from muse_acp.sim.state.session import LiveSession, take_roots
+from muse_acp.sim.state.profile import HostProfile
+from muse_acp.sim.state.session import LiveSession, Position, take_roots
 from muse_acp.sim.state.store import SessionMeta
 from muse_acp_wire.msp import (
     ApprovalModeState,
@@ -207,16 +209,19 @@ class SessionCommands:
                 "and hyphens"
             )
         session.update(name=params.name)
-        _, body = session.record(
-            "session/nameChanged",
-            lambda pos: SessionNameChangedParams(
+
+        def changed(pos: Position) -> SessionNameChangedParams:
+            note = SessionNameChangedParams(
                 session_id=session.session_id,
                 view_cursor=pos.cursor,
                 source_range=pos.source_range,
                 name=params.name,
-                command_id=params.command_id,
-            ),
-        )
+            )
+            if self.ctx.profile.declares("SessionNameChangedParams", "command_id"):
+                note.command_id = params.command_id
+            return note
+
+        _, body = session.record("session/nameChanged", changed)
         self.ctx.send_after(request, "session/nameChanged", body)
         self.ctx.list_changed_after(request, session.meta)
         return SessionRenameResult(
@@ -231,13 +236,7 @@ class SessionCommands:
         session.update(reasoning_effort=params.reasoning_effort)
         _, body = session.record(
             "session/reasoningEffortChanged",
-            lambda pos: SessionReasoningEffortChangedParams(
-                session_id=session.session_id,
-                view_cursor=pos.cursor,
-                source_range=pos.source_range,
-                reasoning_effort=params.reasoning_effort,
-                command_id=params.command_id,
-            ),
+            partial(_effort_changed, self.ctx.profile, session, params),
         )
         self.ctx.send_after(request, "session/reasoningEffortChanged", body)
         return CommandAck(command_id=params.command_id, status="accepted")
@@ -287,3 +286,24 @@ class SessionCommands:
         )
         ctx.list_changed_after(request, meta, status="notLoaded")
         return ack
+
+
+def _effort_changed(
+    profile: HostProfile,
+    session: LiveSession,
+    params: SessionSetReasoningEffortParams,
+    pos: Position,
+) -> SessionReasoningEffortChangedParams:
+    """The note of a client's effort change, with the members the version's bundle declares:
+    the command that caused it (older hosts) or who changed it (the user; from 1.4.2)."""
+    note = SessionReasoningEffortChangedParams(
+        session_id=session.session_id,
+        view_cursor=pos.cursor,
+        source_range=pos.source_range,
+        reasoning_effort=params.reasoning_effort,
+    )
+    if profile.declares("SessionReasoningEffortChangedParams", "command_id"):
+        note.command_id = params.command_id
+    if profile.declares("SessionReasoningEffortChangedParams", "source"):
+        note.source = "user"
+    return note

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from muse_acp.host.bindings import bindings_for, parse_version
+from muse_acp.host.bindings import Bindings, bindings_for, parse_version
 from muse_acp.sim.options.versions import PLAYED_ON_OLDER, HostVersion
 
 __all__ = ["VERSION_FACTS", "HostProfile", "VersionFacts", "facts_for", "load_profile"]
@@ -58,7 +58,13 @@ class VersionFacts:
     served: frozenset[str] = frozenset()
     """Methods of the version's own bundle, beyond that older surface, that it serves (the
     controls muse-acp uses: ``subagent/stop``, ``workflow/pause``, ``workflow/resume``)."""
+    experimental: frozenset[str] = frozenset()
+    """Experimental methods the version serves to a connection that opted in, which a stable
+    bundle does not list (``account/read``, recorded from 1.1.1 and 1.4.0 hosts)."""
 
+
+_ACCOUNT: Final = frozenset({"account/read"})
+"""Experimental in every release; the ingested bundles hold the stable surface only."""
 
 VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
     {
@@ -71,6 +77,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             protected_writes=True,
             stage_race=True,
             subagent_origin=True,
+            experimental=_ACCOUNT,
         ),
         # Played on the 1.4.2 surface: the official 1.4.4 declarations (stable fingerprint
         # below) no longer have session/delete, and forks cut after an earlier turn fail there
@@ -86,6 +93,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             fork_after_last_turn_only=True,
             taken=frozenset({"userInput/engaged"}),
             served=frozenset({"subagent/stop", "workflow/pause"}),
+            experimental=_ACCOUNT,
         ),
         # The newest release ingested, played on the 1.4.2 surface too: no session/delete, forks
         # at an earlier turn work again, and model retries and Muse's reviewer are announced.
@@ -100,6 +108,7 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
             added=frozenset({"turn/modelRetryScheduled", "approval/reviewing"}),
             taken=frozenset({"userInput/engaged"}),
             served=frozenset({"subagent/stop", "workflow/pause", "workflow/resume"}),
+            experimental=_ACCOUNT,
         ),
     }
 )
@@ -147,11 +156,19 @@ class HostProfile:
     effort_tiers: bool
     """``model/list`` rows carry each model's own reasoning-effort tiers and default, and a tier
     the session's model lacks is refused (``state.catalog``)."""
+    surface: Bindings
+    """The bundle whose surface the version serves (``declares`` reads its members)."""
     facts: VersionFacts
     """The facts of ``VERSION_FACTS`` for this version."""
 
     def serves(self, method: str) -> bool:
         return method in self.host_requests
+
+    def declares(self, model: str, field: str) -> bool:
+        """Whether the served surface's ``model`` (by the vocabulary's name, which the bundles
+        after 1.4.2 share for the params of notifications) has the member ``field`` (snake
+        case): a member it lacks is one this version's host never sends."""
+        return field in self.surface.fields(model)
 
     def publishes(self, method: str) -> bool:
         """Whether this version's schema lets the host send the notification ``method``."""
@@ -173,6 +190,16 @@ class HostProfile:
         ]
 
 
+def _declared(bindings: Bindings, models: tuple[str, ...], field: str) -> bool | None:
+    """Whether the first of ``models`` (one type's names: the vocabulary's, then Muse's) that
+    the bundle declares has ``field`` required; None when none of them has it."""
+    for model in models:
+        fields = bindings.fields(model)
+        if field in fields:
+            return fields[field]
+    return None
+
+
 def load_profile(version: HostVersion) -> HostProfile:
     """The profile of ``version``; raises ``KeyError`` for a version without a bundle."""
     surface = PLAYED_ON_OLDER.get(version.version, version.version)
@@ -183,6 +210,7 @@ def load_profile(version: HostVersion) -> HostProfile:
     own = bindings_for(version.version).host_requests
     # A method the version's own bundle does not declare is no fact of it: KeyError.
     added = {method: own[method] for method in facts.served}
+    added |= {method: False for method in facts.experimental}
     return HostProfile(
         version=version,
         fingerprint=facts.fingerprint or bindings.fingerprint,
@@ -193,12 +221,18 @@ def load_profile(version: HostVersion) -> HostProfile:
         output_refs=bindings.serves("item/readOutput"),
         session_names=bindings.serves("session/rename"),
         titles="title" in bindings.fields("Session"),
-        pending_kind_required=bindings.fields("PendingRequest").get("kind", False),
+        pending_kind_required=bool(
+            _declared(bindings, ("PendingRequest", "PendingRequestPointer"), "kind")
+        ),
         skill_input="skill" in bindings.outline.variants.get("TURN_INPUT_PART_VARIANTS", ()),
         change_reasons="reason" in bindings.fields("ApprovalChange"),
         cache_totals="cache_read_tokens" in bindings.fields("CumulativeTokenUsage"),
         session_cost="cost" in bindings.fields("CumulativeTokenUsage"),
-        effort_tiers="reasoning_effort_variants" in bindings.fields("ModelInfo"),
+        effort_tiers=_declared(
+            bindings, ("ModelInfo", "ModelCatalogEntry"), "reasoning_effort_variants"
+        )
+        is not None,
+        surface=bindings,
         workspace_roots="workspace_roots" in bindings.fields("SessionStartParams"),
         facts=facts,
     )

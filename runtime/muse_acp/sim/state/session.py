@@ -162,6 +162,8 @@ class LiveSession:
         """Workflows and background tasks that outlive their turn, by run or task id."""
         self.subagents: dict[str, anyio.Event] = {}
         """Subagents held running (``sim:subagent-hold``) by subagent id: set to stop one."""
+        self.todo_revision = 0
+        """The number of the session's latest todo list (``session/todoListChanged``)."""
         self.roots: tuple[str, ...] = ()
         """The workspace roots ``session/start`` or a ``turn/start`` named (primary first),
         kept by this process only: the session record has its primary root alone."""
