@@ -6,9 +6,10 @@ non-blocking mode and driven by the event loop (``anyio.wait_readable``/``wait_w
 ``os.read``/``os.write``); anything that cannot be polled (a regular file, a terminal,
 ``/dev/null``, any descriptor on Windows) is read and written from worker threads instead. The
 original blocking mode is restored on exit, and the descriptors are never closed: they belong to
-the process. A frame is written whole or the send stream is marked broken: a cancellation that
-lands after part of a write leaves the stream unusable rather than letting the next write splice
-into the middle of a line.
+the process (pipes are widened to ``PIPE_BYTES`` where the system allows, ``widen_pipe``). A
+frame is written whole or the send stream is marked broken: a cancellation that lands after part
+of a write leaves the stream unusable rather than letting the next write splice into the middle
+of a line.
 
 stdout is the protocol channel: nothing in the runtime prints, and any buffered ``sys.stdout``
 text is flushed before the first frame so it cannot land in the middle of one.
@@ -27,7 +28,17 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.lowlevel import checkpoint
 
-__all__ = ["WRITES_PER_YIELD", "FdReceiveStream", "FdSendStream", "open_stdio"]
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = [
+    "PIPE_BYTES",
+    "WRITES_PER_YIELD",
+    "FdReceiveStream",
+    "FdSendStream",
+    "open_stdio",
+    "widen_pipe",
+]
 
 WRITES_PER_YIELD: Final = 16
 """Writes that complete at once in a row before a send yields to the event loop anyway.
@@ -36,6 +47,22 @@ Yielding on every write would cost a full event-loop pass per frame; never yield
 task streaming notifications starve every other task (and its own cancellation) while the pipe
 keeps up.
 """
+
+PIPE_BYTES: Final = 1 << 20
+"""The pipe buffer asked for where large frames pass (a page of stored output or history is
+up to a MiB): a frame crosses in one write and one wake-up of its reader instead of sixteen
+of each through the default 64 KiB."""
+
+
+def widen_pipe(fd: int, size: int = PIPE_BYTES) -> None:
+    """Ask the kernel to let the pipe ``fd`` hold ``size`` bytes (Linux only; best effort: a
+    system that refuses, a user over its pipe quota or another kind of file keeps what it has).
+    """
+    if sys.platform != "linux":
+        return
+    with suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < size:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
 
 
 def _can_poll(fd: int) -> bool:
@@ -52,11 +79,14 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class FdReceiveStream(ByteReceiveStream):
-    """Reads a file descriptor; ``pollable`` selects event-loop polling over worker threads."""
+    """Reads a file descriptor; ``pollable`` selects event-loop polling over worker threads;
+    ``owned``: closing the stream closes the descriptor (a pipe's read end, whose closing tells
+    its writer nobody reads any more), waking any task still waiting on it first."""
 
-    def __init__(self, fd: int, *, pollable: bool) -> None:
+    def __init__(self, fd: int, *, pollable: bool, owned: bool = False) -> None:
         self._fd = fd
         self._pollable = pollable
+        self._owned = owned
         self._closed = False
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
@@ -82,6 +112,10 @@ class FdReceiveStream(ByteReceiveStream):
         return data
 
     async def aclose(self) -> None:
+        if self._owned and not self._closed:
+            with suppress(OSError):
+                anyio.notify_closing(self._fd)
+                os.close(self._fd)
         self._closed = True
 
 
@@ -159,6 +193,7 @@ async def open_stdio(
             if poll:
                 saved.append((fd, os.get_blocking(fd)))
                 os.set_blocking(fd, False)
+                widen_pipe(fd)
         yield (
             FdReceiveStream(read_fd, pollable=read_poll),
             FdSendStream(write_fd, pollable=write_poll),
