@@ -93,14 +93,19 @@ class FdReceiveStream(ByteReceiveStream):
         if self._closed:
             raise anyio.ClosedResourceError
         if self._pollable:
+            waited = False
             while True:
                 try:
                     data = os.read(self._fd, max_bytes)
                 except BlockingIOError:
                     await anyio.wait_readable(self._fd)
+                    waited = True
                     continue
-                # Data was already there: still yield once so a busy peer cannot starve others.
-                await checkpoint()
+                if not waited:
+                    # Data was already there: still yield once so a busy peer cannot starve
+                    # others (after a wait the task has yielded already; a second pass of the
+                    # event loop per read would cost every frame of a turn).
+                    await checkpoint()
                 break
         else:
             # Abandoning is safe: a blocked read of stdin only ends with the process or the peer.
