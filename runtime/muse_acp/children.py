@@ -1,10 +1,11 @@
 """Child processes in their own process group: spawn, always read stderr, always reap.
 
 Contract: ``spawn_child`` starts a command with piped stdio in a new session (so it leads its
-own process group) and yields a ``ChildProcess``. Its stdout is a pipe of our own, widened
-(``rpc.stdio.widen_pipe``) and read by the event loop, where the platform polls pipes. Its stderr is read for as long as it is open
-(a chatty child must never block on a full pipe): each line, cut to ``line_limit`` characters,
-goes to the ``on_line`` callback and the last ``tail_lines`` lines are kept for error reports.
+own process group) and yields a ``ChildProcess``. Its stdout is a pipe of our own, read by the
+event loop where the platform polls pipes, and widened once found full (``rpc.stdio``). Its
+stderr is read for as long as it is open (a chatty child must never block on a full pipe): each
+line, cut to ``line_limit`` characters, goes to the ``on_line`` callback and the last
+``tail_lines`` lines are kept for error reports.
 Leaving the block closes the child's stdin, gives it ``EXIT_GRACE`` seconds to exit, then
 terminates and finally kills its whole group, and waits for its exit status, however the block
 was left (normally, by an error or by cancellation), so no zombie or orphan remains. Both the
@@ -26,7 +27,7 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from muse_acp.rpc.stdio import FdReceiveStream, widen_pipe
+from muse_acp.rpc.stdio import FdReceiveStream
 from muse_acp.tasks import task_group
 
 __all__ = ["EXIT_GRACE", "TERMINATE_GRACE", "ChildProcess", "LineHandler", "spawn_child"]
@@ -184,12 +185,12 @@ async def spawn_child(
     stdout: FdReceiveStream | None = None
     child_stdout: int = subprocess.PIPE
     if sys.platform != "win32":
-        # Its output comes through a pipe of our own, widened, read straight by the event loop:
-        # a MiB frame arrives in one read instead of sixteen, each through asyncio's buffer.
+        # Its output comes through a pipe of our own, read straight by the event loop and widened
+        # once large frames fill it: a MiB frame then arrives in one read instead of sixteen,
+        # each through asyncio's buffer.
         read_end, child_stdout = os.pipe()
-        stdout = FdReceiveStream(read_end, pollable=True, owned=True)
+        stdout = FdReceiveStream(read_end, pollable=True, owned=True, widen=True)
         os.set_blocking(read_end, False)
-        widen_pipe(read_end)
     try:
         process = await anyio.open_process(
             list(argv),
