@@ -16,11 +16,12 @@ the agent's reply is read, the same one-line turn (``muse-sim`` reasons, then an
 Warm, a third way times the direct turn through a host whose input and output each pass through
 a process that only copies bytes (``cat``): what one more process on the path, both ways, costs
 on this machine whatever it does (the adapter is such a process). Each round takes every way
-once, relayed then direct, back to back (``rounds`` warm, ``cold``
-cold); the stored sessions are written straight into ``muse-sim``'s store. Every clock is the
-measuring client's (``Peer.arrived_at``: when the frame was read). The figure is the median and
-95th percentile of each way, the median over rounds of relayed / direct per case, and the
-adapter's CPU time per warm turn (all of it, not only up to the first words).
+once, back to back (``rounds`` warm, ``cold`` cold; the warm ways take turns at going first, as
+a turn shares the cores with what the turn before it left running); the stored sessions are
+written straight into ``muse-sim``'s store. Every clock is the measuring client's
+(``Peer.arrived_at``: when the frame was read). The figure is the median and 95th percentile of
+each way, the median over rounds of relayed / direct per case, and the adapter's CPU time per
+warm turn (all of it, not only up to the first words).
 """
 
 from __future__ import annotations
@@ -189,13 +190,27 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
             await _handshake(peer)
             warm.append(await _start(peer, world))
             await _turn(peer, warm[-1], time.perf_counter())
-        used = 0.0
-        for _ in range(rounds):
+        used = [0.0]
+
+        async def relayed() -> float:
             cpu = cpu_seconds(acp.pid)
-            times["warm"].append(await _relayed(acp, warm_acp))
-            used += cpu_seconds(acp.pid) - cpu
-            times["warm direct"].append(await _turn(msp, warm[0], time.perf_counter()))
-            times["warm copied"].append(await _turn(copy, warm[1], time.perf_counter()))
+            elapsed = await _relayed(acp, warm_acp)
+            used[0] += cpu_seconds(acp.pid) - cpu
+            return elapsed
+
+        async def direct() -> float:
+            return await _turn(msp, warm[0], time.perf_counter())
+
+        async def copied() -> float:
+            return await _turn(copy, warm[1], time.perf_counter())
+
+        warm_ways = {"warm": relayed, "warm direct": direct, "warm copied": copied}
+        order = list(warm_ways)
+        for index in range(rounds):
+            # Each way goes first, second and third in turn: the way right after another
+            # shares the cores with what that one left running (its host's end of turn).
+            for way in order[index % 3 :] + order[: index % 3]:
+                times[way].append(await warm_ways[way]())
         for _ in range(cold):
             session_id = await _new_session(acp, world)
             times["new"].append(await _relayed(acp, session_id))
@@ -206,7 +221,7 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
             await _close(acp, session_id)
             times["load direct"].append(await _direct_cold(world, next(stored)))
     figure = _figure(times, rounds, cold)
-    per_turn = Measurement("adapter CPU per warm turn (all of it)", used / rounds * 1e3, "ms")
+    per_turn = Measurement("adapter CPU per warm turn (all of it)", used[0] / rounds * 1e3, "ms")
     return replace(figure, measurements=(*figure.measurements, per_turn))
 
 

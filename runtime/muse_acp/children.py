@@ -1,9 +1,11 @@
 """Child processes in their own process group: spawn, always read stderr, always reap.
 
 Contract: ``spawn_child`` starts a command with piped stdio in a new session (so it leads its
-own process group) and yields a ``ChildProcess``. Its stderr is read for as long as it is open
-(a chatty child must never block on a full pipe): each line, cut to ``line_limit`` characters,
-goes to the ``on_line`` callback and the last ``tail_lines`` lines are kept for error reports.
+own process group) and yields a ``ChildProcess``. Its stdout is a pipe of our own, read by the
+event loop where the platform polls pipes, and widened once found full (``rpc.stdio``). Its
+stderr is read for as long as it is open (a chatty child must never block on a full pipe): each
+line, cut to ``line_limit`` characters, goes to the ``on_line`` callback and the last
+``tail_lines`` lines are kept for error reports.
 Leaving the block closes the child's stdin, gives it ``EXIT_GRACE`` seconds to exit, then
 terminates and finally kills its whole group, and waits for its exit status, however the block
 was left (normally, by an error or by cancellation), so no zombie or orphan remains. Both the
@@ -16,6 +18,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -24,6 +27,7 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from muse_acp.rpc.stdio import FdReceiveStream
 from muse_acp.tasks import task_group
 
 __all__ = ["EXIT_GRACE", "TERMINATE_GRACE", "ChildProcess", "LineHandler", "spawn_child"]
@@ -54,8 +58,10 @@ class ChildProcess:
         *,
         tail_lines: int,
         line_limit: int,
+        stdout: ByteReceiveStream | None = None,
     ) -> None:
         self._process = process
+        self._stdout = stdout if stdout is not None else process.stdout
         self.description = description
         self._on_line = on_line
         self._line_limit = line_limit
@@ -74,8 +80,8 @@ class ChildProcess:
 
     @property
     def stdout(self) -> ByteReceiveStream:
-        assert self._process.stdout is not None
-        return self._process.stdout
+        assert self._stdout is not None
+        return self._stdout
 
     @property
     def returncode(self) -> int | None:
@@ -176,17 +182,39 @@ async def spawn_child(
     Raises:
         OSError: the command could not be started.
     """
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-    )
+    stdout: FdReceiveStream | None = None
+    child_stdout: int = subprocess.PIPE
+    if sys.platform != "win32":
+        # Its output comes through a pipe of our own, read straight by the event loop and widened
+        # once large frames fill it: a MiB frame then arrives in one read instead of sixteen,
+        # each through asyncio's buffer.
+        read_end, child_stdout = os.pipe()
+        stdout = FdReceiveStream(read_end, pollable=True, owned=True, widen=True)
+        os.set_blocking(read_end, False)
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=child_stdout,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    except BaseException:
+        if stdout is not None:
+            await stdout.aclose()
+        raise
+    finally:
+        if stdout is not None:
+            os.close(child_stdout)  # the child has its copy
     child = ChildProcess(
-        process, " ".join(argv[:3]), on_line, tail_lines=tail_lines, line_limit=line_limit
+        process,
+        " ".join(argv[:3]),
+        on_line,
+        tail_lines=tail_lines,
+        line_limit=line_limit,
+        stdout=stdout,
     )
     logger.debug("started %s (pid %d)", child.description, child.pid)
     try:
@@ -200,5 +228,7 @@ async def spawn_child(
                 tasks.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True), suppress(OSError):
+            if stdout is not None:
+                await stdout.aclose()
             await process.aclose()
         logger.debug("pid %d (%s) ended with %s", child.pid, child.description, process.returncode)

@@ -23,7 +23,19 @@ from muse_acp.rpc import (
     encode_message,
     open_stdio,
 )
-from muse_acp.rpc.stdio import WRITES_PER_YIELD, FdReceiveStream, FdSendStream
+from muse_acp.rpc.stdio import (
+    FULL_PIPE_BYTES,
+    MAX_WIDE_PIPES,
+    PIPE_BYTES,
+    WRITES_PER_YIELD,
+    FdReceiveStream,
+    FdSendStream,
+    narrowed,
+    widen_pipe,
+)
+
+if sys.platform != "win32":
+    import fcntl
 
 from .harness import WAIT
 
@@ -222,3 +234,58 @@ async def test_closing_a_stream_that_does_not_own_its_descriptor_leaves_it_open(
     finally:
         os.close(read)
         os.close(write)
+
+
+def _pipe_bytes(fd: int) -> int:
+    """What the pipe ``fd`` holds (its default size where the size cannot be read)."""
+    if sys.platform != "linux":
+        return FULL_PIPE_BYTES
+    return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+
+
+async def test_a_pipe_is_widened_once_a_frame_fills_it_and_not_before() -> None:
+    small, large = b"x" * 100, bytes(range(256)) * 8192  # 100 bytes, then 2 MiB
+    with os_pipe() as (read_fd, write_fd):
+        async with open_stdio(read_fd=read_fd, write_fd=write_fd) as (receive, send):
+            received = bytearray()
+
+            async def drain(size: int) -> None:
+                while len(received) < size:
+                    received.extend(await receive.receive(PIPE_BYTES))
+
+            with anyio.fail_after(WAIT):
+                await send.send(small)
+                await drain(len(small))
+                assert _pipe_bytes(write_fd) == FULL_PIPE_BYTES  # small frames: left as it was
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(drain, len(small) + len(large))
+                    await send.send(large)
+            expected = PIPE_BYTES if sys.platform == "linux" else FULL_PIPE_BYTES
+            assert _pipe_bytes(write_fd) == expected
+    assert bytes(received) == small + large
+
+
+def test_a_process_widens_no_more_pipes_than_its_budget() -> None:
+    pipes = [os.pipe() for _ in range(MAX_WIDE_PIPES + 2)]
+    widened: list[bool] = []
+    released = 0
+    try:
+        widened = [widen_pipe(write_fd) for _, write_fd in pipes]
+        if sys.platform != "linux":
+            assert not any(widened)
+            return
+        # Pipes another test left widened may hold part of the budget; none is left over.
+        assert 0 < widened.count(True) <= MAX_WIDE_PIPES
+        assert widened[-2:] == [False, False]
+        assert _pipe_bytes(pipes[-1][1]) == FULL_PIPE_BYTES
+        narrowed()  # one of them closed: its share of the budget is free again
+        released = 1
+        widened.append(widen_pipe(pipes[-1][1]))
+        assert widened[-1] is True
+        assert _pipe_bytes(pipes[-1][1]) == PIPE_BYTES
+    finally:
+        for _ in range(widened.count(True) - released):
+            narrowed()
+        for pair in pipes:
+            for fd in pair:
+                os.close(fd)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -113,19 +114,18 @@ def decode_frame(frame: bytes) -> JsonValue | RefusedFrame:
         # pydantic-core refuses unpaired surrogates (escaped or not) and integers of more than
         # 4300 digits on its own; what else the limits forbid is ruled out from the bytes and a
         # walk of the containers alone, and the strict decoder says why.
-        if _plainly_shallow_and_short(frame) or _parsed_within_limits(parsed, frame):
+        if _plainly_shallow_and_short(frame) or _parsed_within_limits(parsed):
             return parsed
     return _decode_strictly(frame)
 
 
-def _parsed_within_limits(value: JsonValue, frame: bytes) -> bool:
-    """True when ``value``, what pydantic-core parsed of ``frame``, holds no integer longer
-    than the limit (no such run of digits in the bytes at all, strings included) and nests
-    no deeper than the limit. Only containers are visited, a level at a time, which costs a
-    large frame (a page of history) about half of what a walk of every value does."""
-    if len(frame) > MAX_INTEGER_DIGITS and _TOO_MANY_DIGITS in frame.translate(_DIGITS_ONLY):
-        return False
-    level: list[JsonValue] = [value] if type(value) is dict or type(value) is list else []
+def _parsed_within_limits(value: JsonValue) -> bool:
+    """True when ``value``, what pydantic-core parsed of a frame, holds no integer longer
+    than the limit and nests no deeper than the limit. One pass over the containers, a level at
+    a time, looks at each value once: its cost follows the values, not the bytes, so a page of
+    stored output (a few members, one of them a MiB of text) costs next to nothing, where a
+    scan of the bytes for runs of digits would read every byte of the text."""
+    level: list[JsonValue] = [value]
     depth = 0
     while level:
         depth += 1
@@ -133,10 +133,18 @@ def _parsed_within_limits(value: JsonValue, frame: bytes) -> bool:
             return False
         inner: list[JsonValue] = []
         for container in level:
+            members: Iterable[JsonValue]
             if isinstance(container, dict):
-                inner += [v for v in container.values() if type(v) is dict or type(v) is list]
+                members = container.values()
             elif isinstance(container, list):
-                inner += [v for v in container if type(v) is dict or type(v) is list]
+                members = container
+            else:  # only the top value can be a scalar
+                continue
+            for member in members:
+                if type(member) is dict or type(member) is list:
+                    inner.append(member)
+                elif type(member) is int and not -_TOO_LONG_INTEGER < member < _TOO_LONG_INTEGER:
+                    return False
         level = inner
     return True
 

@@ -6,9 +6,9 @@ non-blocking mode and driven by the event loop (``anyio.wait_readable``/``wait_w
 ``os.read``/``os.write``); anything that cannot be polled (a regular file, a terminal,
 ``/dev/null``, any descriptor on Windows) is read and written from worker threads instead. The
 original blocking mode is restored on exit, and the descriptors are never closed: they belong to
-the process. A frame is written whole or the send stream is marked broken: a cancellation that
-lands after part of a write leaves the stream unusable rather than letting the next write splice
-into the middle of a line.
+the process (a pipe found full is widened, ``widen_pipe``). A frame is written whole or the send
+stream is marked broken: a cancellation that lands after part of a write leaves the stream
+unusable rather than letting the next write splice into the middle of a line.
 
 stdout is the protocol channel: nothing in the runtime prints, and any buffered ``sys.stdout``
 text is flushed before the first frame so it cannot land in the middle of one.
@@ -27,7 +27,20 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.lowlevel import checkpoint
 
-__all__ = ["WRITES_PER_YIELD", "FdReceiveStream", "FdSendStream", "open_stdio"]
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = [
+    "FULL_PIPE_BYTES",
+    "MAX_WIDE_PIPES",
+    "PIPE_BYTES",
+    "WRITES_PER_YIELD",
+    "FdReceiveStream",
+    "FdSendStream",
+    "narrowed",
+    "open_stdio",
+    "widen_pipe",
+]
 
 WRITES_PER_YIELD: Final = 16
 """Writes that complete at once in a row before a send yields to the event loop anyway.
@@ -36,6 +49,42 @@ Yielding on every write would cost a full event-loop pass per frame; never yield
 task streaming notifications starve every other task (and its own cancellation) while the pipe
 keeps up.
 """
+
+PIPE_BYTES: Final = 1 << 20
+"""The pipe buffer asked for where large frames pass (a page of stored output or history is
+up to a MiB): a frame crosses in one write and one wake-up of its reader instead of sixteen
+of each through the default 64 KiB."""
+FULL_PIPE_BYTES: Final = 65536
+"""What a default pipe holds: a read or write of this much found the pipe full."""
+MAX_WIDE_PIPES: Final = 8
+"""Pipes one process keeps widened at once. Linux counts a pipe's whole buffer against its
+user's quota (``pipe-user-pages-soft``, 64 MiB by default) whether it is used or not, and a
+user over the quota gets tiny pipes in every program; eight of a MiB stay an eighth of it."""
+
+_wide_pipes = 0
+"""Pipes this process widened that are still open (``widen_pipe``, ``narrowed``)."""
+
+
+def widen_pipe(fd: int, size: int = PIPE_BYTES) -> bool:
+    """Ask the kernel to let the pipe ``fd`` hold ``size`` bytes; True when this call widened
+    it, which counts against ``MAX_WIDE_PIPES`` until ``narrowed`` (Linux only; best effort: a
+    system that refuses, a user over its pipe quota or another kind of file keeps what it has).
+    """
+    global _wide_pipes
+    if sys.platform != "linux" or _wide_pipes >= MAX_WIDE_PIPES:
+        return False
+    with suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < size:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+            _wide_pipes += 1
+            return True
+    return False
+
+
+def narrowed() -> None:
+    """A pipe ``widen_pipe`` widened was closed."""
+    global _wide_pipes
+    _wide_pipes = max(0, _wide_pipes - 1)
 
 
 def _can_poll(fd: int) -> bool:
@@ -52,25 +101,41 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class FdReceiveStream(ByteReceiveStream):
-    """Reads a file descriptor; ``pollable`` selects event-loop polling over worker threads."""
+    """Reads a file descriptor; ``pollable`` selects event-loop polling over worker threads;
+    ``owned``: closing the stream closes the descriptor (a pipe's read end, whose closing tells
+    its writer nobody reads any more), waking any task still waiting on it first; ``widen``:
+    the first time a read finds the pipe full, it is widened (``widen_pipe``)."""
 
-    def __init__(self, fd: int, *, pollable: bool) -> None:
+    def __init__(
+        self, fd: int, *, pollable: bool, owned: bool = False, widen: bool = False
+    ) -> None:
         self._fd = fd
         self._pollable = pollable
+        self._owned = owned
         self._closed = False
+        self._widen = widen and pollable
+        self._widened = False
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         if self._closed:
             raise anyio.ClosedResourceError
         if self._pollable:
+            waited = False
             while True:
                 try:
                     data = os.read(self._fd, max_bytes)
                 except BlockingIOError:
                     await anyio.wait_readable(self._fd)
+                    waited = True
                     continue
-                # Data was already there: still yield once so a busy peer cannot starve others.
-                await checkpoint()
+                if not waited:
+                    # Data was already there: still yield once so a busy peer cannot starve
+                    # others (after a wait the task has yielded already; a second pass of the
+                    # event loop per read would cost every frame of a turn).
+                    await checkpoint()
+                if self._widen and len(data) >= FULL_PIPE_BYTES:
+                    self._widen = False  # large frames pass here: once is enough
+                    self._widened = widen_pipe(self._fd)
                 break
         else:
             # Abandoning is safe: a blocked read of stdin only ends with the process or the peer.
@@ -82,21 +147,37 @@ class FdReceiveStream(ByteReceiveStream):
         return data
 
     async def aclose(self) -> None:
+        if self._owned and not self._closed:
+            with suppress(OSError):
+                anyio.notify_closing(self._fd)
+                os.close(self._fd)
+            self.narrow()
         self._closed = True
+
+    def narrow(self) -> None:
+        """Give back the widening of this stream's pipe to the budget (its pipe is closing)."""
+        if self._widened:
+            self._widened = False
+            narrowed()
 
 
 class FdSendStream(ByteSendStream):
     """Writes a file descriptor; ``pollable`` selects event-loop polling over worker threads;
     ``owned``: closing the stream closes the descriptor (a pipe's write end, whose closing is its
-    reader's end of input), waking any task still waiting on it first."""
+    reader's end of input), waking any task still waiting on it first; ``widen``: the first
+    time a write finds the pipe full, it is widened (``widen_pipe``)."""
 
-    def __init__(self, fd: int, *, pollable: bool, owned: bool = False) -> None:
+    def __init__(
+        self, fd: int, *, pollable: bool, owned: bool = False, widen: bool = False
+    ) -> None:
         self._fd = fd
         self._pollable = pollable
         self._owned = owned
         self._closed = False
         self._broken = False
         self._unyielded = 0
+        self._widen = widen and pollable
+        self._widened = False
 
     async def send(self, item: bytes) -> None:
         if self._closed:
@@ -122,6 +203,10 @@ class FdSendStream(ByteSendStream):
                     started = True
                     view = view[written:]
                 if view:
+                    if self._widen:
+                        self._widen = False  # large frames pass here: once is enough
+                        self._widened = widen_pipe(self._fd)
+                        continue  # the pipe may hold the rest now
                     await anyio.wait_writable(self._fd)
         except BrokenPipeError as exc:
             self._broken = True
@@ -141,7 +226,14 @@ class FdSendStream(ByteSendStream):
             with suppress(OSError):
                 anyio.notify_closing(self._fd)
                 os.close(self._fd)
+            self.narrow()
         self._closed = True
+
+    def narrow(self) -> None:
+        """Give back the widening of this stream's pipe to the budget (its pipe is closing)."""
+        if self._widened:
+            self._widened = False
+            narrowed()
 
 
 @asynccontextmanager
@@ -154,15 +246,18 @@ async def open_stdio(
     read_poll = _can_poll(read_fd)
     write_poll = _can_poll(write_fd)
     saved: list[tuple[int, bool]] = []
+    streams: tuple[FdReceiveStream, FdSendStream] | tuple[()] = ()
     try:
         for fd, poll in ((read_fd, read_poll), (write_fd, write_poll)):
             if poll:
                 saved.append((fd, os.get_blocking(fd)))
                 os.set_blocking(fd, False)
-        yield (
-            FdReceiveStream(read_fd, pollable=read_poll),
-            FdSendStream(write_fd, pollable=write_poll),
-        )
+        receive = FdReceiveStream(read_fd, pollable=read_poll, widen=True)
+        send = FdSendStream(write_fd, pollable=write_poll, widen=True)
+        streams = (receive, send)
+        yield receive, send
     finally:
+        for stream in streams:
+            stream.narrow()
         for fd, blocking in saved:
             os.set_blocking(fd, blocking)
