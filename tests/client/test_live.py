@@ -11,6 +11,7 @@ from typing import Any, Final, TypeAlias
 import anyio
 import pytest
 
+from muse_acp.agent.handshake.startup import Startup
 from muse_acp.client import (
     AgentConnection,
     AgentError,
@@ -24,7 +25,9 @@ from muse_acp.client import (
     output_ref,
     reject_once,
 )
+from muse_acp.config import load_config
 from muse_acp.rpc import RESOURCE_NOT_FOUND
+from muse_acp.sim.in_process import SimLauncher
 from muse_acp.sim.model.outputs import BINARY_UNIT, TEXT_UNIT, pattern_chunks
 from muse_acp.sim.options.versions import RELEASE_BUILDS
 from muse_acp_wire import acp
@@ -43,8 +46,11 @@ async def live_agent(
     setup: LiveSetup, *, process: bool = False, **options: Any
 ) -> AsyncIterator[AgentConnection]:
     """The client connected to the agent: served in this process over pipes
-    (``tests.in_process``), or, with ``process``, a ``muse-acp serve`` child it starts itself."""
+    (``tests.in_process``), or, with ``process``, a ``muse-acp serve`` child it starts itself.
+    What an earlier start remembered of the Muse is left first, so ``initialize`` offers what
+    this Muse has (a first start offers only what it knows when the client asks)."""
     with anyio.fail_after(BUDGET):
+        await Startup(load_config(setup.env), setup.env, SimLauncher()).settle()
         if process:
             async with connect(env=setup.env, cwd=setup.workspace, **options) as agent:
                 yield agent
