@@ -1,15 +1,17 @@
-"""``session/list``: Muse's sessions, a page at a time, with the titles users chose.
+"""``session/list``: Muse's root sessions, a page at a time, with the titles users chose.
 
 Pages come from the agent's kept catalog host (no host starts per page), ``LIST_PAGE_SIZE``
 sessions each, optionally only those of one workspace. The cursor handed to the client wraps the
 host's own cursor together with the workspace it was issued for, so a cursor from another
 listing (or a forged one) is refused with a clear error instead of listing something else.
-Sessions deleted through muse-acp that Muse still has (see ``tombstones``) are left out, so a
-page may hold fewer. A session's title is the user's own when one is stored, else what Muse
-reports. Stored preferences are read off the event loop, one bounded read per page; a session
-whose own file is unusable is still listed, with the problem in its ``_meta["muse/notice"]``.
-A session's additional directories are those stored for it (``workspace_roots``).
-The legacy exec backend does not advertise listing and refuses it (``capabilities.not_on_exec``).
+Left out, so a page may hold fewer: sessions deleted through muse-acp that Muse still has
+(``tombstones``) and subagents' own sessions (rows of ``kind`` ``subagent``, listed by Muse from
+1.4.4; each is reached by its parent's card, ``child_sessions``); a row of a kind muse-acp does
+not know is listed, as Muse asks. A title is the user's own when one is stored, else Muse's.
+Stored preferences are read off the event loop, one bounded read per page; a session whose own
+file is unusable is still listed, with the problem in its ``_meta["muse/notice"]``. A session's
+additional directories are those stored for it (``workspace_roots``). The legacy exec backend
+does not advertise listing and refuses it (``capabilities.not_on_exec``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from muse_acp.rpc import INVALID_PARAMS, RequestContext, RpcError
 from muse_acp.text import clip
 from muse_acp_wire import acp, msp
 
-__all__ = ["LIST_PAGE_SIZE", "handle_list"]
+__all__ = ["LIST_PAGE_SIZE", "handle_list", "listed"]
 
 LIST_PAGE_SIZE: Final = 50
 NOTICE_LIMIT: Final = 2048
@@ -57,6 +59,12 @@ def _decode_cursor(cursor: str, cwd: str | None) -> str:
         )
     host_cursor: str = data["next"]
     return host_cursor
+
+
+def listed(row: msp.Session) -> bool:
+    """Whether a host's row is a session of its own for the client: neither workspace-less nor
+    a subagent's (see the module contract)."""
+    return bool(row.workspace_root) and row.kind != "subagent"
 
 
 def _entry(row: msp.Session, kept: SessionPreferences, roots: tuple[str, ...]) -> acp.SessionInfo:
@@ -93,7 +101,7 @@ async def handle_list(
             phase="reading",
             budget=ctx.config.deadlines.read,
         )
-    rows = [row for row in page.sessions if row.workspace_root]
+    rows = [row for row in page.sessions if listed(row)]
     hidden = await ctx.tombstones.hidden([row.session_id for row in rows])
     rows = [row for row in rows if row.session_id not in hidden]
     ids = [row.session_id for row in rows]
