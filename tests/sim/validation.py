@@ -57,11 +57,30 @@ def _check(model: type[BaseModel] | None, data: Any, where: str) -> list[str]:
     return [f"unknown member {path}" for path in found]
 
 
+@cache
+def own_bundle(version: str) -> ModuleType | None:
+    """The generated module of ``version``'s own bundle when it is played on an older one."""
+    bindings = bindings_for(version)
+    played = PLAYED[version] != version and bindings.version == version
+    return bindings.models() if played else None
+
+
 def check_frame(frame: dict[str, Any], version: str, answered: str | None = None) -> list[str]:
     """What is wrong with ``frame`` for a host of ``version`` (empty when nothing is).
 
-    ``answered`` is the method a response answers (None for other frames)."""
-    wire = bundle(version)
+    ``answered`` is the method a response answers (None for other frames). A version played on
+    an older bundle may also send the members its own bundle declares (``Session.kind``)."""
+    problems = _check_with(bundle(version), frame, version, answered)
+    own = own_bundle(version)
+    if own is None or not any(p.startswith("unknown member") for p in problems):
+        return problems
+    unknown_there = set(_check_with(own, frame, version, answered))
+    return [p for p in problems if not p.startswith("unknown member") or p in unknown_there]
+
+
+def _check_with(
+    wire: ModuleType, frame: dict[str, Any], version: str, answered: str | None
+) -> list[str]:
     method = frame.get("method")
     if isinstance(method, str) and "id" not in frame:
         spec = wire.CLIENT_NOTIFICATIONS.get(method)

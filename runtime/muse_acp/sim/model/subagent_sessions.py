@@ -2,13 +2,12 @@
 (``sim:subagent-approve COMMAND``).
 
 Contract: ``open_child`` stores a new session for one subagent (the ``childSessionId`` of its
-item) that no connection is subscribed to: its events are durable view events, which
-``view/page`` and ``session/read`` return, sent to no client (Muse sends a session's view only
-to its subscribers) and not listed by ``session/list`` (muse-sim's choice: before 1.4.4 no
-declared row member says whose subagent it is). ``run_command`` plays the subagent's work there,
-in a turn of the child's own: a reasoning summary, an agent message, its ``bash`` call (asked on
-the PARENT session's approval plane, ``approval/requested``, ``approval/request``,
-``approval/resolved``, answered with the parent's ``approval/decide``, with ``subagentOrigin``
+item) no connection is subscribed to: ``view/page`` and ``session/read`` return its durable view
+events, sent to no client. From 1.4.4 ``session/list`` lists it with ``kind`` ``subagent`` and
+its ``parentSessionId`` as Muse does, and ``announce_child`` streams that row; older hosts declare
+no such member and muse-sim leaves it out. ``run_command`` plays the subagent's work there, in a
+turn of its own: a reasoning summary, an agent message, its ``bash`` call (asked on the PARENT
+session's approval plane, answered with the parent's ``approval/decide``, ``subagentOrigin``
 naming the child; then completed, rejected or failed as the parent's approved commands are),
 then its final agent message, the report it hands back as its result. A host without
 ``subagent_origin`` (before 1.4.2) declares no way to say whose approval it asks: there the
@@ -30,7 +29,7 @@ from muse_acp.sim.state.store import SessionMeta
 from muse_acp.sim.state.wire import Outbox
 from muse_acp_wire.msp import ApprovalSubagentOrigin
 
-__all__ = ["open_child", "run_command"]
+__all__ = ["announce_child", "open_child", "run_command"]
 
 DENIED: Final = "the approval policy (denyUnmatched) refused this command"
 ABORTED: Final = "tool approval cancelled"
@@ -60,6 +59,13 @@ def open_child(turn: Turn) -> LiveSession:
         parent_session_id=parent.session_id,
     )
     return turn.ctx.adopt(meta, _Unsubscribed(turn.session.outbox.writer))
+
+
+async def announce_child(turn: Turn, child: LiveSession) -> None:
+    """Tell a connection that streams the session list of ``child``'s row, where the host lists
+    subagents' sessions (see the module contract)."""
+    if turn.ctx.profile.session_kinds:
+        await turn.ctx.list_changed(child.meta)
 
 
 async def run_command(turn: Turn, child: LiveSession, subagent_id: str, command: str) -> str:

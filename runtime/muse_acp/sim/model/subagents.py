@@ -19,7 +19,7 @@ from typing import Any, Final
 import anyio
 
 from muse_acp.rpc import RequestContext, RequestRoute
-from muse_acp.sim.model.subagent_sessions import open_child, run_command
+from muse_acp.sim.model.subagent_sessions import announce_child, open_child, run_command
 from muse_acp.sim.model.turn import Turn
 from muse_acp.sim.script.delegation import Subagent
 from muse_acp.sim.state.context import HostContext
@@ -68,6 +68,7 @@ async def run_subagent(turn: Turn, directive: Subagent) -> None:
     await turn.item_event("item/started", item("inProgress", "accepted"))
     await turn.item_event("item/updated", item("inProgress", "running"))
     if child is not None and directive.command is not None:
+        await announce_child(turn, child)
         report = await run_command(turn, child, subagent_id, directive.command)
         result = SubagentResult(summary=report)
         await turn.item_event("item/completed", item("completed", "closed", result))

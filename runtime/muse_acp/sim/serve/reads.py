@@ -2,7 +2,8 @@
 
 Contract: these requests work on any stored session, including one another host process holds
 (they never take a lease and never write): ``session/read`` (history excluded unless asked for),
-``session/list`` (no subagent's session, most recently updated first, ``limit`` 1..200 default
+``session/list`` (subagents' sessions too from 1.4.4, with ``kind`` ``subagent`` and
+``parentSessionId``, none before; most recently updated first, ``limit`` 1..200 default
 50, opaque ``nextCursor``, null on the last page, optional ``workspaceRoot`` filter),
 ``view/page`` (durable events only, ascending in both directions, ``limit`` 1..1000,
 ``nextCursor`` null when nothing further), ``item/readOutput`` (1.2.1), ``model/list``,
@@ -135,7 +136,8 @@ class Reads:
         rows = [
             meta
             for meta in metas.values()
-            if meta.parent_session_id is None  # a subagent's own session is not listed
+            # Before 1.4.4 no row member says whose subagent a session is: not listed there.
+            if (ctx.profile.session_kinds or meta.parent_session_id is None)
             and (params.workspace_root is None or meta.workspace_root == params.workspace_root)
             and (
                 params.updated_after is None

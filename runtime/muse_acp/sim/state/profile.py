@@ -156,6 +156,10 @@ class HostProfile:
     effort_tiers: bool
     """``model/list`` rows carry each model's own reasoning-effort tiers and default, and a tier
     the session's model lacks is refused (``state.catalog``)."""
+    session_kinds: bool
+    """Session rows say their ``kind`` (``root`` or ``subagent``) and a subagent's its
+    ``parentSessionId``, and ``session/list`` lists subagents' sessions too (read off the
+    version's own bundle: 1.4.4 on)."""
     surface: Bindings
     """The bundle whose surface the version serves (``declares`` reads its members)."""
     facts: VersionFacts
@@ -207,7 +211,8 @@ def load_profile(version: HostVersion) -> HostProfile:
     if bindings.version != surface:
         raise KeyError(version.version)
     facts = facts_for(version.version)
-    own = bindings_for(version.version).host_requests
+    own_bindings = bindings_for(version.version)
+    own = own_bindings.host_requests
     # A method the version's own bundle does not declare is no fact of it: KeyError.
     added = {method: own[method] for method in facts.served}
     added |= {method: False for method in facts.experimental}
@@ -234,5 +239,6 @@ def load_profile(version: HostVersion) -> HostProfile:
         is not None,
         surface=bindings,
         workspace_roots="workspace_roots" in bindings.fields("SessionStartParams"),
+        session_kinds="kind" in own_bindings.fields("Session"),
         facts=facts,
     )

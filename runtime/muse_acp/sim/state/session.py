@@ -279,6 +279,10 @@ def session_model(
             extra["title"] = title
     if profile.session_names and meta.first_user_prompt is not None:
         extra["first_user_prompt"] = meta.first_user_prompt
+    if profile.session_kinds:
+        extra["kind"] = "root" if meta.parent_session_id is None else "subagent"
+        if meta.parent_session_id is not None:
+            extra["parent_session_id"] = meta.parent_session_id
     forked = ForkOrigin.model_validate(meta.forked_from) if meta.forked_from else None
     return Session(
         session_id=meta.session_id,
