@@ -112,3 +112,17 @@ def test_ingest_and_lock_write_the_lock_alike(tmp_path: Path) -> None:
     ingested = (spec / "lock.json").read_bytes()
     assert write_lock(spec, spec / "lock.json") == []
     assert (spec / "lock.json").read_bytes() == ingested
+
+
+def test_check_covers_a_package_holding_another_host_version(tmp_path: Path) -> None:
+    spec = tmp_path / "spec"
+    wheel = write_wheel(tmp_path, version="9.8.8")
+    ingest(VERSION, wheel, spec, package="9.8.8")
+    folder = spec / "msp" / VERSION
+    entry = read_lock(spec / "lock.json")[f"msp/{VERSION}/msp.schema.json"]
+    assert compare(rewrite(folder, entry), folder) == []
+    assert ingest(VERSION, wheel, spec, package="9.8.8", check=True) == []
+    # The same declarations under the host's own package version: the README and lock differ.
+    same = write_wheel(tmp_path / "own")
+    with pytest.raises(IngestError, match=r"README\.md, lock\.json \(package 9\.8\.8\) differ"):
+        ingest(VERSION, same, spec, check=True)
