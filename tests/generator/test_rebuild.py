@@ -126,3 +126,12 @@ def test_check_covers_a_package_holding_another_host_version(tmp_path: Path) -> 
     same = write_wheel(tmp_path / "own")
     with pytest.raises(IngestError, match=r"README\.md, lock\.json \(package 9\.8\.8\) differ"):
         ingest(VERSION, same, spec, check=True)
+
+
+def test_the_1_3_0_bundle_is_muse_s_1_3_0_declarations_from_package_1_3_1() -> None:
+    entry = _entry("1.3.0")
+    assert (entry["hostVersion"], entry["packageVersion"]) == ("1.3.0", "1.3.1")
+    assert entry["fingerprint"].startswith("sha256:b1e6676d")
+    readme = (SPEC_DIR / "msp" / "1.3.0" / "README.md").read_text(encoding="utf-8")
+    assert "`python -m codegen ingest 1.3.0 --package 1.3.1`" in readme
+    assert entry["wheelSha256"] in readme

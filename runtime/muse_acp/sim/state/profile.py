@@ -70,7 +70,10 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
     {
         "1.1.1": VersionFacts(grantable=("userShell",)),
         "1.2.1": VersionFacts(grantable=("userShell",)),
-        "1.3.0": VersionFacts(grantable=("userShell",)),
+        # Muse's own 1.3.0 declarations: the grants they list; account/read is experimental.
+        "1.3.0": VersionFacts(
+            grantable=("userShell", "sessionMcp", "sessionListStream"), experimental=_ACCOUNT
+        ),
         "1.4.2": VersionFacts(
             grantable=("userShell", "sessionMcp", "sessionListStream", "feedback"),
             granted_unasked=("sessionListStream",),
