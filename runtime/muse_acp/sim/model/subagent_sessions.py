@@ -11,7 +11,7 @@ the PARENT session's approval plane, ``approval/requested``, ``approval/request`
 ``approval/resolved``, answered with the parent's ``approval/decide``, with ``subagentOrigin``
 naming the child; then completed, rejected or failed as the parent's approved commands are),
 then its final agent message, the report it hands back as its result. A host without
-``subagent_origin`` (before 1.4.2) declares no way to say whose approval it asks: there the
+``subagent_origin`` (before 1.3.0) declares no way to say whose approval it asks: there the
 command runs unasked.
 """
 
