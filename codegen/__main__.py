@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
         "ingest", help="build spec/msp/<version>/ from the release's official declarations wheel"
     )
     take.add_argument("version", help="Muse host version, e.g. 1.4.4")
+    take.add_argument(
+        "--package",
+        help="version of the muse-code-msp package holding that host's declarations, when it "
+        "differs (e.g. 1.3.1 for host 1.3.0)",
+    )
     take.add_argument("--wheel", type=Path, help="the muse-code-msp wheel (else fetched with pip)")
     take.add_argument("--fingerprint", help="refuse unless the wheel declares this fingerprint")
     take.add_argument("--spec-dir", type=Path, default=SPEC_DIR, help="spec folder to write into")
@@ -75,11 +80,13 @@ def main(argv: list[str] | None = None) -> int:
             changed = write_lock()
             print("\n".join(f"locked spec/{name}" for name in changed) or "lock unchanged")
         elif args.command == "ingest":
-            wheel = args.wheel or fetch_wheel(args.version, args.cache_dir or default_cache_dir())
+            package = args.package or args.version
+            wheel = args.wheel or fetch_wheel(package, args.cache_dir or default_cache_dir())
             written = ingest(
                 args.version,
                 wheel,
                 args.spec_dir,
+                package=package,
                 fingerprint=args.fingerprint,
                 replace=args.replace,
                 check=args.check,

@@ -6,7 +6,9 @@ the project's own bundle: ``msp.schema.json`` (JSON Schema draft 2020-12 with th
 notification, error and capability tables), ``manifest.json``, the official surface record that
 ``codegen.surface`` checks the bundle against, and a README. Descriptions are muse-acp's own and
 say only what the facts say. The lock gains the release's version, fingerprint and the wheel's
-sha256. Output is deterministic: the same wheel gives the same bytes.
+sha256. Output is deterministic: the same wheel gives the same bytes. A package may hold
+another host version's declarations (``muse-code-msp`` 1.3.1 declares host 1.3.0): the bundle is
+the host version's, and the package version is recorded beside it (``--package``).
 """
 
 from __future__ import annotations
@@ -234,13 +236,16 @@ def declared_surface(found: Declarations, wheel_sha256: str) -> dict[str, Any]:
     }
 
 
-def _readme(found: Declarations, wheel_name: str, wheel_sha256: str) -> str:
+def _readme(found: Declarations, wheel_name: str, wheel_sha256: str, package: str) -> str:
+    host = found.host_version
+    command = host if package == host else f"{host} --package {package}"
+    declares = "" if package == host else f", which declares host version {host}"
     return (
-        f"# MSP {found.host_version} (ingested)\n\n"
-        f"Built by `python -m codegen ingest {found.host_version}` from the stable surface "
-        f"declared by the official `{PACKAGE}` {found.host_version} wheel (`{wheel_name}`, "
-        f"sha256 `{wheel_sha256}`), schema fingerprint `{found.fingerprint}`. Regenerate it "
-        "with that command rather than editing it.\n\n"
+        f"# MSP {host} (ingested)\n\n"
+        f"Built by `python -m codegen ingest {command}` from the stable surface "
+        f"declared by the official `{PACKAGE}` {package} wheel (`{wheel_name}`, "
+        f"sha256 `{wheel_sha256}`){declares}, schema fingerprint `{found.fingerprint}`. "
+        "Regenerate it with that command rather than editing it.\n\n"
         f"- {len(found.methods)} host methods, {len(_server_requests(found))} server requests, "
         f"{len(found.notifications)} notifications, {len(found.errors)} errors, "
         f"{len(found.capabilities)} grantable capabilities, {len(found.type_names())} types.\n"
@@ -253,14 +258,17 @@ def _dump(document: Any) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def bundle_documents(found: Declarations, wheel_name: str, wheel_sha256: str) -> dict[str, str]:
-    """Every file of the bundle of ``found`` (a release's declarations), by name."""
+def bundle_documents(
+    found: Declarations, wheel_name: str, wheel_sha256: str, package: str | None = None
+) -> dict[str, str]:
+    """Every file of the bundle of ``found`` (a release's declarations, from the package of
+    version ``package``, by default the host version they declare), by name."""
     manifest = {"experimental": False, "fingerprint": found.fingerprint, "schemaVersion": 1}
     return {
         "msp.schema.json": _dump(build_bundle(found)),
         "manifest.json": _dump(manifest | {"schemaVersion": found.schema_version}),
         SURFACE_FILE: _dump(declared_surface(found, wheel_sha256)),
-        "README.md": _readme(found, wheel_name, wheel_sha256),
+        "README.md": _readme(found, wheel_name, wheel_sha256, package or found.host_version),
     }
 
 
@@ -269,22 +277,27 @@ def ingest(
     wheel: Path,
     spec_dir: Path = SPEC_DIR,
     *,
+    package: str | None = None,
     fingerprint: str | None = None,
     replace: bool = False,
     check: bool = False,
 ) -> list[Path]:
     """Write ``spec_dir/msp/<version>/`` from ``wheel`` and lock it; return the files written.
+    ``version`` is the host version the declarations are of; ``package`` the version of the
+    package holding them, when it differs (recorded in the lock and the README).
     With ``check``, write nothing and raise unless the folder already holds exactly those bytes
-    (and the lock, when it records one, this wheel's sha256).
+    (and the lock, when it records one, this wheel's sha256 and package version).
 
     Raises:
-        IngestError: the wheel is not this release's, its fingerprint is not the expected one
+        IngestError: the wheel is not this package's, or does not declare host ``version``,
+            its fingerprint is not the expected one
             (``fingerprint``, or the one already locked for this version), the module cannot be
             read, or the folder holds a bundle ingest did not make and ``replace`` is not set.
     """
+    package = package or version
     named = _WHEEL_NAME.match(wheel.name)
-    if named is None or named["version"] != version:
-        raise IngestError(f"{wheel.name} is not a {PACKAGE} {version} wheel (by its file name)")
+    if named is None or named["version"] != package:
+        raise IngestError(f"{wheel.name} is not a {PACKAGE} {package} wheel (by its file name)")
     try:
         found = read_declarations(wheel)
         experimental = read_experimental(wheel)
@@ -292,8 +305,15 @@ def ingest(
         raise IngestError(str(exc)) from exc
     for surface in (found, experimental):
         if surface is not None and surface.host_version != version:
+            hint = (
+                f"; if it holds host {surface.host_version}'s declarations, run "
+                f"`python -m codegen ingest {surface.host_version} --package {package}`"
+                if surface is found
+                else ""
+            )
             raise IngestError(
-                f"{wheel.name} declares REQUIRED_HOST_VERSION {surface.host_version}, not {version}"
+                f"{wheel.name} declares REQUIRED_HOST_VERSION {surface.host_version}, "
+                f"not {version}{hint}"
             )
     target = spec_dir / "msp" / version
     lock_file = spec_dir / "lock.json"
@@ -311,7 +331,7 @@ def ingest(
             "pass --replace to overwrite it"
         )
     wheel_sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    documents = bundle_documents(found, wheel.name, wheel_sha256)
+    documents = bundle_documents(found, wheel.name, wheel_sha256, package)
     if check:
         differing = sorted(
             name
@@ -320,6 +340,8 @@ def ingest(
         )
         if locked.get("wheelSha256") not in (None, wheel_sha256):
             differing.append(f"lock.json (wheel sha256 {locked['wheelSha256'][:12]}...)")
+        if locked and locked.get("packageVersion", version) != package:
+            differing.append(f"lock.json (package {locked.get('packageVersion', version)})")
         if differing:
             raise IngestError(
                 f"spec/msp/{version} is not what {wheel.name} rebuilds: "
@@ -333,10 +355,12 @@ def ingest(
         (target / name).write_text(text, encoding="utf-8")
         written.append(target / name)
     provenance = (
-        f"Built by `python -m codegen ingest` from the official {PACKAGE} {version} wheel "
+        f"Built by `python -m codegen ingest` from the official {PACKAGE} {package} wheel "
         "declarations (facts only; descriptions written for muse-acp)."
     )
     facts = {"hostVersion": version, "fingerprint": found.fingerprint, "wheelSha256": wheel_sha256}
+    if package != version:
+        facts["packageVersion"] = package
     if experimental is not None:
         # The bundle is the stable surface; the experimental fingerprint is what a host reports
         # to a client that opts in, so it is kept to recognise that host too.

@@ -3,8 +3,9 @@
 Contract: ``declarations_of(folder)`` reads back, from an ingested bundle's own
 ``msp.schema.json`` and ``manifest.json``, the facts ingest took from the release's wheel
 (``Declarations``). ``rewrite(folder, lock_entry)`` renders the bundle's files from those facts
-with ingest's own writer; a bundle whose files differ from that rendering was edited by hand
-or written by another writer, and cannot be what ingest rebuilds. ``compare(written, folder)``
+(and the package version the lock records, when not the host's) with ingest's own writer; a
+bundle whose files differ from that rendering was edited by hand or written by another writer,
+and cannot be what ingest rebuilds. ``compare(written, folder)``
 lists the files of ``folder`` that differ from ``written`` (a rebuild in another folder, from
 the real wheel: ``python -m codegen ingest VERSION --check``).
 """
@@ -80,8 +81,9 @@ def declarations_of(folder: Path) -> Declarations:
 def rewrite(folder: Path, lock_entry: dict[str, str]) -> dict[str, str]:
     """The files ingest writes for the facts of ``folder``, by name."""
     found = declarations_of(folder)
-    wheel_name = f"muse_code_msp-{found.host_version}-py3-none-any.whl"
-    return bundle_documents(found, wheel_name, lock_entry["wheelSha256"])
+    package = lock_entry.get("packageVersion", found.host_version)
+    wheel_name = f"muse_code_msp-{package}-py3-none-any.whl"
+    return bundle_documents(found, wheel_name, lock_entry["wheelSha256"], package)
 
 
 def compare(written: dict[str, str], folder: Path) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field
 
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
-from muse_acp_wire.msp_1_4_2 import (
+from muse_acp_wire.msp_1_3_0 import (
     SESSION_MCP_SERVER_CONFIG_VARIANTS as SESSION_MCP_SERVER_CONFIG_VARIANTS,
     ApprovalAmendment as ApprovalAmendment,
     ApprovalChange as ApprovalChange,
@@ -36,11 +36,8 @@ from muse_acp_wire.msp_1_4_2 import (
     ClientCapabilities as ClientCapabilities,
     ClientInfo as ClientInfo,
     ContextUsage as ContextUsage,
-    CumulativeCost as CumulativeCost,
-    CumulativeTokenUsage as CumulativeTokenUsage,
     EffectiveApprovalModeState as EffectiveApprovalModeState,
     EffectiveModel as EffectiveModel,
-    FeedbackSubmitResult as FeedbackSubmitResult,
     ForkCutPoint as ForkCutPoint,
     ForkProvenance as ForkProvenance,
     GoalClearParams as GoalClearParams,
@@ -53,11 +50,8 @@ from muse_acp_wire.msp_1_4_2 import (
     ItemDeltaParams as ItemDeltaParams,
     ItemReadOutputParams as ItemReadOutputParams,
     ItemReadOutputResult as ItemReadOutputResult,
-    ModelCatalogEntry as ModelCatalogEntry,
     ModelCost as ModelCost,
-    ModelDescribedReasoningEffort as ModelDescribedReasoningEffort,
     ModelListParams as ModelListParams,
-    ModelListResult as ModelListResult,
     ModelSelection as ModelSelection,
     ModelVisibleContent as ModelVisibleContent,
     Notification as Notification,
@@ -78,11 +72,6 @@ from muse_acp_wire.msp_1_4_2 import (
     SessionConfig as SessionConfig,
     SessionContextUsageParams as SessionContextUsageParams,
     SessionForkParams as SessionForkParams,
-    SessionListBranchFilter as SessionListBranchFilter,
-    SessionListFilter as SessionListFilter,
-    SessionListParams as SessionListParams,
-    SessionListSessionIdFilter as SessionListSessionIdFilter,
-    SessionListTextFilter as SessionListTextFilter,
     SessionMcpServerConfig as SessionMcpServerConfig,
     SessionMcpServerConfigStdio as SessionMcpServerConfigStdio,
     SessionMcpServerConfigStreamableHttp as SessionMcpServerConfigStreamableHttp,
@@ -160,6 +149,19 @@ from muse_acp_wire.msp_1_4_2 import (
     WorkflowCancelParams as WorkflowCancelParams,
     WorkflowChildControlParams as WorkflowChildControlParams,
     WorkflowControlResult as WorkflowControlResult,
+)
+from muse_acp_wire.msp_1_4_2 import (
+    CumulativeCost as CumulativeCost,
+    CumulativeTokenUsage as CumulativeTokenUsage,
+    FeedbackSubmitResult as FeedbackSubmitResult,
+    ModelCatalogEntry as ModelCatalogEntry,
+    ModelDescribedReasoningEffort as ModelDescribedReasoningEffort,
+    ModelListResult as ModelListResult,
+    SessionListBranchFilter as SessionListBranchFilter,
+    SessionListFilter as SessionListFilter,
+    SessionListParams as SessionListParams,
+    SessionListSessionIdFilter as SessionListSessionIdFilter,
+    SessionListTextFilter as SessionListTextFilter,
 )
 from muse_acp_wire.msp_1_4_4 import (
     HOST_NOTIFICATIONS as HOST_NOTIFICATIONS,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field
 
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
-from muse_acp_wire.msp_1_4_2 import (
+from muse_acp_wire.msp_1_3_0 import (
     CLIENT_REQUESTS as CLIENT_REQUESTS,
     SESSION_MCP_SERVER_CONFIG_VARIANTS as SESSION_MCP_SERVER_CONFIG_VARIANTS,
     ApprovalAmendment as ApprovalAmendment,
@@ -39,11 +39,8 @@ from muse_acp_wire.msp_1_4_2 import (
     ClientCapabilities as ClientCapabilities,
     ClientInfo as ClientInfo,
     ContextUsage as ContextUsage,
-    CumulativeCost as CumulativeCost,
-    CumulativeTokenUsage as CumulativeTokenUsage,
     EffectiveApprovalModeState as EffectiveApprovalModeState,
     EffectiveModel as EffectiveModel,
-    FeedbackSubmitResult as FeedbackSubmitResult,
     ForkCutPoint as ForkCutPoint,
     ForkProvenance as ForkProvenance,
     Goal as Goal,
@@ -57,11 +54,8 @@ from muse_acp_wire.msp_1_4_2 import (
     ItemDeltaParams as ItemDeltaParams,
     ItemReadOutputParams as ItemReadOutputParams,
     ItemReadOutputResult as ItemReadOutputResult,
-    ModelCatalogEntry as ModelCatalogEntry,
     ModelCost as ModelCost,
-    ModelDescribedReasoningEffort as ModelDescribedReasoningEffort,
     ModelListParams as ModelListParams,
-    ModelListResult as ModelListResult,
     ModelSelection as ModelSelection,
     ModelVisibleContent as ModelVisibleContent,
     Notification as Notification,
@@ -77,17 +71,11 @@ from muse_acp_wire.msp_1_4_2 import (
     SchemaInfo as SchemaInfo,
     ServerInfo as ServerInfo,
     SessionApprovalModeChangedParams as SessionApprovalModeChangedParams,
-    SessionClosedParams as SessionClosedParams,
     SessionCompactParams as SessionCompactParams,
     SessionCompactResult as SessionCompactResult,
     SessionConfig as SessionConfig,
     SessionContextUsageParams as SessionContextUsageParams,
     SessionForkParams as SessionForkParams,
-    SessionListBranchFilter as SessionListBranchFilter,
-    SessionListFilter as SessionListFilter,
-    SessionListParams as SessionListParams,
-    SessionListSessionIdFilter as SessionListSessionIdFilter,
-    SessionListTextFilter as SessionListTextFilter,
     SessionMcpServerConfig as SessionMcpServerConfig,
     SessionMcpServerConfigStdio as SessionMcpServerConfigStdio,
     SessionMcpServerConfigStreamableHttp as SessionMcpServerConfigStreamableHttp,
@@ -166,6 +154,20 @@ from muse_acp_wire.msp_1_4_2 import (
     WorkflowCancelParams as WorkflowCancelParams,
     WorkflowChildControlParams as WorkflowChildControlParams,
     WorkflowControlResult as WorkflowControlResult,
+)
+from muse_acp_wire.msp_1_4_2 import (
+    CumulativeCost as CumulativeCost,
+    CumulativeTokenUsage as CumulativeTokenUsage,
+    FeedbackSubmitResult as FeedbackSubmitResult,
+    ModelCatalogEntry as ModelCatalogEntry,
+    ModelDescribedReasoningEffort as ModelDescribedReasoningEffort,
+    ModelListResult as ModelListResult,
+    SessionClosedParams as SessionClosedParams,
+    SessionListBranchFilter as SessionListBranchFilter,
+    SessionListFilter as SessionListFilter,
+    SessionListParams as SessionListParams,
+    SessionListSessionIdFilter as SessionListSessionIdFilter,
+    SessionListTextFilter as SessionListTextFilter,
 )
 from muse_acp_wire.msp_1_4_4 import (
     HOST_NOTIFICATIONS as HOST_NOTIFICATIONS,

@@ -10,48 +10,56 @@ from muse_acp_wire._base import BundleOutline, ErrorSpec
 
 OUTLINE: Final = BundleOutline(
     version="1.3.0",
-    fingerprint="sha256:34174ca7fbf94250c33dc536c15ba81222a66e9918d8b20fefdf4d555a4b37a8",
+    fingerprint="sha256:b1e6676d624e116e2c1b150fec3192200d2cbca8ed79898e44f8921759c7872f",
     host_requests=MappingProxyType(
         {
+            "approval/decide": True,
+            "approval/listPending": False,
+            "goal/clear": True,
+            "goal/edit": True,
+            "goal/pause": True,
+            "goal/resume": True,
+            "goal/set": True,
             "initialize": False,
-            "session/start": True,
-            "session/resume": True,
-            "session/read": False,
-            "session/list": False,
-            "session/fork": True,
-            "session/setModel": True,
-            "session/setApprovalMode": True,
-            "session/setReasoningEffort": True,
-            "session/rename": True,
-            "session/compact": True,
-            "session/userShell": True,
+            "item/readOutput": False,
             "model/list": False,
+            "session/compact": True,
+            "session/fork": True,
+            "session/list": False,
+            "session/read": False,
+            "session/rename": True,
+            "session/resume": True,
+            "session/setApprovalMode": True,
+            "session/setModel": True,
+            "session/setReasoningEffort": True,
+            "session/start": True,
+            "session/userShell": True,
             "skill/list": False,
-            "turn/start": True,
-            "turn/steer": True,
-            "turn/cancel": True,
-            "turn/interrupt": True,
-            "turn/unqueue": True,
+            "subagent/close": True,
+            "subagent/followupTask": True,
+            "subagent/interrupt": True,
+            "subagent/readResult": True,
+            "subagent/reopen": True,
+            "subagent/resume": True,
+            "subagent/sendMessage": True,
+            "subagent/stop": True,
             "task/background": True,
             "task/stop": True,
             "task/stopAll": True,
-            "goal/set": True,
-            "goal/edit": True,
-            "goal/clear": True,
-            "goal/pause": True,
-            "goal/resume": True,
-            "workflow/cancel": True,
-            "workflow/childControl": True,
-            "approval/decide": True,
-            "approval/listPending": False,
+            "turn/cancel": True,
+            "turn/interrupt": True,
+            "turn/start": True,
+            "turn/steer": True,
+            "turn/unqueue": True,
+            "usage/read": False,
             "userInput/answer": True,
             "userInput/cancel": True,
+            "userInput/clarify": True,
             "view/page": False,
             "view/subscribe": False,
             "view/unsubscribe": False,
-            "item/readOutput": False,
-            "usage/read": False,
-            "account/read": False,
+            "workflow/cancel": True,
+            "workflow/childControl": True,
         }
     ),
     client_requests=frozenset(["approval/request", "userInput/request"]),
@@ -66,13 +74,13 @@ OUTLINE: Final = BundleOutline(
             "item/updated",
             "session/approvalModeChanged",
             "session/branchChanged",
-            "session/closed",
             "session/contextUsage",
             "session/goalChanged",
+            "session/listChanged",
             "session/modelChanged",
+            "session/modelRouteUnserved",
             "session/nameChanged",
             "session/reasoningEffortChanged",
-            "session/started",
             "session/statusChanged",
             "session/todoListChanged",
             "session/tokenUsage",
@@ -90,1066 +98,1097 @@ OUTLINE: Final = BundleOutline(
         ]
     ),
     errors=(
-        ErrorSpec(-32700, "parseError", False, "The frame was not valid JSON."),
+        ErrorSpec(-32700, "parseError", False, "Error kind parseError; retrying will not help."),
         ErrorSpec(
-            -32600,
-            "invalidRequest",
-            False,
-            "The frame was not a valid JSON-RPC request. Also reported with kind notInitialized (a call before the handshake finished) or alreadyInitialized (a second initialize).",
+            -32600, "invalidRequest", False, "Error kind invalidRequest; retrying will not help."
         ),
         ErrorSpec(
-            -32601,
-            "methodNotFound",
-            False,
-            "No such method. Kind experimentalRequired marks a method that needs experimentalApi.",
+            -32601, "methodNotFound", False, "Error kind methodNotFound; retrying will not help."
         ),
         ErrorSpec(
-            -32602,
-            "invalidParams",
-            False,
-            "The params were malformed or out of range. Kind experimentalRequired marks an experimental member used without experimentalApi.",
+            -32602, "invalidParams", False, "Error kind invalidParams; retrying will not help."
         ),
+        ErrorSpec(-32603, "internal", False, "Error kind internal; retrying will not help."),
+        ErrorSpec(-32001, "overloaded", True, "Error kind overloaded; retrying may succeed."),
         ErrorSpec(
-            -32603,
-            "internal",
-            False,
-            "Host fault. Kinds pageEventTooLarge and outputResultTooLarge report a response that would exceed the frame limit.",
+            -32002, "inputTooLarge", False, "Error kind inputTooLarge; retrying will not help."
         ),
-        ErrorSpec(-32001, "overloaded", True, "The host is overloaded; retry later."),
-        ErrorSpec(-32002, "inputTooLarge", False, "The frame exceeded the host's size limit."),
         ErrorSpec(
             -32010,
             "capabilityRequired",
             False,
-            "The call needs a capability that was not granted at initialize.",
+            "Error kind capabilityRequired; retrying will not help.",
         ),
-        ErrorSpec(-32011, "notFound", False, "A referenced cursor or object does not exist."),
-        ErrorSpec(-32013, "interrupted", None, "The operation was interrupted."),
-        ErrorSpec(-32014, "cancelled", None, "The operation was cancelled."),
-        ErrorSpec(-32020, "sessionNotFound", False, "No session has that id."),
-        ErrorSpec(-32021, "sessionInUse", False, "Another host process holds the session."),
+        ErrorSpec(-32011, "notFound", False, "Error kind notFound; retrying will not help."),
+        ErrorSpec(-32013, "interrupted", False, "Error kind interrupted; retrying will not help."),
+        ErrorSpec(-32014, "cancelled", False, "Error kind cancelled; retrying will not help."),
         ErrorSpec(
-            -32022, "sessionAmbiguous", False, "The session reference matches several sessions."
+            -32020, "sessionNotFound", False, "Error kind sessionNotFound; retrying will not help."
         ),
         ErrorSpec(
-            -32023, "forkBoundaryInvalid", False, "The fork cut point is not a valid boundary."
+            -32021, "sessionInUse", False, "Error kind sessionInUse; retrying will not help."
+        ),
+        ErrorSpec(
+            -32022,
+            "sessionAmbiguous",
+            False,
+            "Error kind sessionAmbiguous; retrying will not help.",
+        ),
+        ErrorSpec(
+            -32023,
+            "forkBoundaryInvalid",
+            False,
+            "Error kind forkBoundaryInvalid; retrying will not help.",
         ),
         ErrorSpec(
             -32024,
             "sessionNotLoaded",
             False,
-            "The session must be resumed on this connection first.",
-        ),
-        ErrorSpec(-32025, "sessionStreamMismatch", False, "The session's stored streams disagree."),
-        ErrorSpec(
-            -32030,
-            "commandRejected",
-            False,
-            "The host refused the command; data.reason names the cause.",
-        ),
-        ErrorSpec(-32031, "backpressured", True, "Too many commands are in flight; retry later."),
-        ErrorSpec(
-            -32032,
-            "skillNotFound",
-            False,
-            "A skill input part named a selector the session does not offer; data.selector repeats it.",
+            "Error kind sessionNotLoaded; retrying will not help.",
         ),
         ErrorSpec(
-            -32040,
-            "viewTruncated",
+            -32025,
+            "sessionStreamMismatch",
             False,
-            "The requested range is older than the retained view; data.earliestCursor says where it starts.",
+            "Error kind sessionStreamMismatch; retrying will not help.",
+        ),
+        ErrorSpec(
+            -32030, "commandRejected", False, "Error kind commandRejected; retrying will not help."
+        ),
+        ErrorSpec(-32031, "backpressured", True, "Error kind backpressured; retrying may succeed."),
+        ErrorSpec(
+            -32032, "skillNotFound", False, "Error kind skillNotFound; retrying will not help."
+        ),
+        ErrorSpec(
+            -32040, "viewTruncated", False, "Error kind viewTruncated; retrying will not help."
         ),
         ErrorSpec(
             -32041,
             "outputUnavailable",
             False,
-            "Stored output cannot be read; data.availability says why. Defined from host 1.1.1; these schemas offer item/readOutput from 1.2.1 on.",
+            "Error kind outputUnavailable; retrying will not help.",
         ),
         ErrorSpec(
-            -32042,
-            "boundaryPruned",
-            False,
-            "The compaction boundary is gone. Also reported with kind boundaryUnusable or noBoundary.",
+            -32042, "boundaryPruned", False, "Error kind boundaryPruned; retrying will not help."
         ),
-        ErrorSpec(-32050, "approvalNotFound", False, "No pending approval has that id."),
+        ErrorSpec(
+            -32050,
+            "approvalNotFound",
+            False,
+            "Error kind approvalNotFound; retrying will not help.",
+        ),
         ErrorSpec(
             -32051,
             "approvalAlreadyResolved",
             False,
-            "The approval was already resolved; data.resolution says how.",
+            "Error kind approvalAlreadyResolved; retrying will not help.",
         ),
-        ErrorSpec(-32052, "approvalChoiceInvalid", False, "The choiceId was not offered."),
+        ErrorSpec(
+            -32052,
+            "approvalChoiceInvalid",
+            False,
+            "Error kind approvalChoiceInvalid; retrying will not help.",
+        ),
         ErrorSpec(
             -32053,
             "approvalRequirementStale",
             False,
-            "The decided stage is no longer current; data.currentRequirementId is.",
+            "Error kind approvalRequirementStale; retrying will not help.",
         ),
         ErrorSpec(
-            -32054, "approvalReviewerUnavailable", False, "The automated reviewer cannot run."
+            -32054,
+            "approvalReviewerUnavailable",
+            False,
+            "Error kind approvalReviewerUnavailable; retrying will not help.",
         ),
-        ErrorSpec(-32055, "userInputNotFound", False, "No pending user-input request has that id."),
         ErrorSpec(
-            -32056, "userInputAlreadySettled", False, "The user-input request was already settled."
+            -32055,
+            "userInputNotFound",
+            False,
+            "Error kind userInputNotFound; retrying will not help.",
         ),
-        ErrorSpec(-32057, "userInputAnswerInvalid", False, "The answers do not fit the questions."),
+        ErrorSpec(
+            -32056,
+            "userInputAlreadySettled",
+            False,
+            "Error kind userInputAlreadySettled; retrying will not help.",
+        ),
+        ErrorSpec(
+            -32057,
+            "userInputAnswerInvalid",
+            False,
+            "Error kind userInputAnswerInvalid; retrying will not help.",
+        ),
     ),
     variants=MappingProxyType(
         {
+            "SESSION_MCP_SERVER_CONFIG_VARIANTS": frozenset(["stdio", "streamableHttp"]),
             "TURN_INPUT_PART_VARIANTS": frozenset(["image", "skill", "text"]),
-            "ITEM_VARIANTS": frozenset(
-                [
-                    "agentMessage",
-                    "compaction",
-                    "reasoning",
-                    "subagent",
-                    "toolCall",
-                    "userMessage",
-                    "userShell",
-                    "workflow",
-                ]
-            ),
         }
     ),
     models=MappingProxyType(
         {
-            "TraceContext": MappingProxyType({"traceparent": True, "tracestate": False}),
-            "JsonRpcRequest": MappingProxyType(
-                {"jsonrpc": True, "id": True, "method": True, "params": False, "trace": False}
+            "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
+            "ApprovalOrigin": MappingProxyType({"kind": True, "command": False, "url": False}),
+            "ApprovalRequirementRef": MappingProxyType({"approval_id": True, "source_index": True}),
+            "ApprovalResolutionSummary": MappingProxyType(
+                {"decision": True, "resolved_by": True, "view_cursor": True}
             ),
-            "JsonRpcNotification": MappingProxyType(
-                {"jsonrpc": True, "method": True, "params": False, "emitted_at_ms": False}
+            "ApprovalStageResolution": MappingProxyType(
+                {"kind": True, "argv_prefix": False, "diagnostic": False}
             ),
-            "JsonRpcSuccessResponse": MappingProxyType(
-                {"jsonrpc": True, "id": True, "result": True}
+            "ApprovalSubagentOrigin": MappingProxyType(
+                {"child_run_id": True, "child_session_id": True, "subagent_id": True}
             ),
-            "JsonRpcError": MappingProxyType({"code": True, "message": True, "data": False}),
-            "JsonRpcErrorResponse": MappingProxyType({"jsonrpc": True, "id": True, "error": True}),
-            "JsonRpcMessage": MappingProxyType({"root": True}),
-            "StreamRef": MappingProxyType({"kind": True, "id": True}),
-            "StreamPosition": MappingProxyType({"id": True, "sequence": True}),
-            "SourceRange": MappingProxyType({"stream": True, "first": True, "last": True}),
-            "TokenCounts": MappingProxyType(
-                {
-                    "input_tokens": True,
-                    "output_tokens": True,
-                    "cached_tokens": False,
-                    "cache_write_tokens": False,
-                    "cache_read_tokens": False,
-                    "reasoning_tokens": False,
-                }
-            ),
-            "CumulativeTokenUsage": MappingProxyType(
-                {"prompt_tokens": True, "output_tokens": True, "total_tokens": True}
-            ),
-            "ClientInfo": MappingProxyType({"name": True, "title": False, "version": True}),
+            "ApprovalSuggestedPrefix": MappingProxyType({"argv_prefix": True, "label": True}),
             "ClientCapabilities": MappingProxyType(
                 {
                     "experimental_api": False,
-                    "requested_capabilities": False,
                     "opt_out_notification_methods": False,
+                    "requested_capabilities": False,
                     "user_input_dialogs": False,
                 }
             ),
-            "InitializeParams": MappingProxyType({"client_info": True, "capabilities": False}),
-            "ServerInfo": MappingProxyType({"name": True, "version": True}),
-            "SchemaInfo": MappingProxyType({"version": True, "fingerprint": True}),
-            "InitializeResult": MappingProxyType(
-                {
-                    "server_info": True,
-                    "user_agent": True,
-                    "muse_home": True,
-                    "platform_family": True,
-                    "platform_os": True,
-                    "schema_": True,
-                    "granted_capabilities": True,
-                    "experimental_api": True,
-                    "session_durability": True,
-                }
+            "ClientInfo": MappingProxyType({"name": True, "version": True, "title": False}),
+            "ContextUsage": MappingProxyType(
+                {"pressure": True, "used_tokens": True, "window_tokens": False}
             ),
-            "ApprovalModeState": MappingProxyType(
-                {"mode": True, "source": True, "last_command_id": True}
+            "CumulativeTokenUsage": MappingProxyType(
+                {"output_tokens": True, "prompt_tokens": True, "total_tokens": True}
             ),
-            "ForkOrigin": MappingProxyType(
-                {"session_id": True, "cut_cursor": True, "cut_explicit": True, "command_id": False}
+            "EffectiveApprovalModeState": MappingProxyType(
+                {"last_command_id": True, "mode": True, "source": True}
             ),
-            "Session": MappingProxyType(
-                {
-                    "session_id": True,
-                    "path": True,
-                    "status": True,
-                    "active_turn_id": True,
-                    "created_at": True,
-                    "updated_at": True,
-                    "workspace_root": True,
-                    "provider_id": True,
-                    "model_id": True,
-                    "turn_count": True,
-                    "forked_from": True,
-                    "approval_mode": False,
-                    "name": False,
-                    "title": False,
-                    "first_user_prompt": False,
-                    "branch": False,
-                    "attention": False,
-                    "last_activity_at": False,
-                }
-            ),
-            "SessionMcpStdioServer": MappingProxyType(
-                {
-                    "transport": True,
-                    "command": True,
-                    "args": False,
-                    "env": False,
-                    "framing": False,
-                    "mode": False,
-                }
-            ),
-            "SessionMcpServerConfig": MappingProxyType({"root": True}),
-            "SessionConfig": MappingProxyType({"mcp_servers": False}),
-            "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
-            "SessionResumeParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "cursor": False,
-                    "exclude_items": False,
-                    "history": False,
-                    "config": False,
-                }
-            ),
-            "SessionReadParams": MappingProxyType({"session_id": True, "exclude_items": False}),
-            "ActiveTurnRef": MappingProxyType({"turn_id": True, "command_id": False}),
-            "EffectiveModel": MappingProxyType(
-                {"model_id": True, "provider_id": False, "source": False}
-            ),
-            "PendingRequest": MappingProxyType(
-                {"kind": True, "approval_id": False, "user_input_id": False, "view_cursor": True}
-            ),
-            "SessionListParams": MappingProxyType(
-                {"cursor": False, "limit": False, "updated_after": False, "workspace_root": False}
-            ),
-            "SessionListResult": MappingProxyType({"sessions": True, "next_cursor": True}),
             "ForkCutPoint": MappingProxyType({"last_turn_id": True}),
-            "SessionForkParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "cut_point": False, "exclude_items": False}
+            "ForkProvenance": MappingProxyType(
+                {"command_id": True, "cut_cursor": True, "cut_explicit": True, "session_id": True}
             ),
+            "Goal": MappingProxyType(
+                {
+                    "objective": True,
+                    "percent_complete": True,
+                    "status": True,
+                    "current_work": False,
+                    "next_work": False,
+                }
+            ),
+            "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
+            "GoalCommandResult": MappingProxyType(
+                {"command_id": True, "status": True, "turn_id": False}
+            ),
+            "GoalEditParams": MappingProxyType(
+                {"command_id": True, "objective": True, "session_id": True}
+            ),
+            "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
+            "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
+            "GoalSetParams": MappingProxyType(
+                {"command_id": True, "objective": True, "session_id": True}
+            ),
+            "InitializeParams": MappingProxyType({"client_info": True, "capabilities": False}),
+            "ItemDeltaParams": MappingProxyType(
+                {
+                    "delta": True,
+                    "item_id": True,
+                    "session_id": True,
+                    "view_cursor": True,
+                    "field": False,
+                }
+            ),
+            "ItemReadOutputParams": MappingProxyType(
+                {
+                    "item_id": True,
+                    "output_ref": True,
+                    "session_id": True,
+                    "length_bytes": False,
+                    "offset_bytes": False,
+                }
+            ),
+            "ItemReadOutputResult": MappingProxyType(
+                {
+                    "byte_len": True,
+                    "content": True,
+                    "encoding": True,
+                    "eof": True,
+                    "media_type": True,
+                    "offset_bytes": True,
+                }
+            ),
+            "MessageAttachment": MappingProxyType(
+                {"media_type": True, "type": True, "height": False, "width": False}
+            ),
+            "ModelCost": MappingProxyType(
+                {"cached": True, "currency": True, "input": True, "output": True}
+            ),
+            "ModelListParams": MappingProxyType({"session_id": False}),
             "ModelSelection": MappingProxyType(
                 {
                     "model_id": True,
-                    "provider_id": False,
-                    "profile_id": False,
                     "display_label": False,
+                    "profile_id": False,
+                    "provider_id": False,
                 }
             ),
-            "SessionSetModelParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "model": True}
+            "ModelVisibleContent": MappingProxyType(
+                {
+                    "media_type": True,
+                    "path": True,
+                    "source_tool_name": True,
+                    "type": True,
+                    "height": False,
+                    "width": False,
+                }
             ),
-            "CommandAck": MappingProxyType({"command_id": True, "status": True}),
-            "SessionSetApprovalModeParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "mode": True}
+            "Notification": MappingProxyType(
+                {"jsonrpc": True, "method": True, "emitted_at_ms": False, "params": False}
             ),
-            "SessionSetApprovalModeResult": MappingProxyType(
-                {"command_id": True, "status": True, "apply_outcome": True, "effective_mode": True}
+            "PatchSummary": MappingProxyType({"added": True, "files": True, "removed": True}),
+            "PendingApprovalPointer": MappingProxyType(
+                {"approval_id": True, "view_cursor": True, "item_id": False}
             ),
-            "SessionRenameParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "name": True}
+            "PendingRequestPointer": MappingProxyType(
+                {"kind": True, "view_cursor": True, "approval_id": False, "user_input_id": False}
             ),
-            "SessionRenameResult": MappingProxyType(
-                {"command_id": True, "status": True, "name": False}
+            "PendingUserInputPointer": MappingProxyType(
+                {"user_input_id": True, "view_cursor": True, "item_id": False}
             ),
-            "SessionSetReasoningEffortParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "reasoning_effort": True}
-            ),
+            "ReasoningEffortState": MappingProxyType({"reasoning_effort": True, "source": True}),
+            "RecordPosition": MappingProxyType({"id": True, "sequence": True}),
+            "RequestReceipt": MappingProxyType({}),
+            "SchemaInfo": MappingProxyType({"fingerprint": True, "version": True}),
+            "ServerInfo": MappingProxyType({"name": True, "version": True}),
             "SessionCompactParams": MappingProxyType(
                 {"command_id": True, "session_id": True, "turn_id": False}
             ),
             "SessionCompactResult": MappingProxyType(
                 {"command_id": True, "status": True, "reason": False}
             ),
+            "SessionDeleteParams": MappingProxyType({"command_id": True, "session_id": True}),
+            "SessionForkParams": MappingProxyType(
+                {"command_id": True, "session_id": True, "cut_point": False, "exclude_items": False}
+            ),
+            "SessionListParams": MappingProxyType(
+                {"cursor": False, "limit": False, "updated_after": False, "workspace_root": False}
+            ),
+            "SessionReadParams": MappingProxyType({"session_id": True, "exclude_items": False}),
+            "SessionRenameParams": MappingProxyType(
+                {"command_id": True, "name": True, "session_id": True}
+            ),
+            "SessionRenameResult": MappingProxyType(
+                {"command_id": True, "status": True, "name": False}
+            ),
+            "SessionSetApprovalModeParams": MappingProxyType(
+                {"command_id": True, "mode": True, "session_id": True}
+            ),
+            "SessionSetApprovalModeResult": MappingProxyType(
+                {"apply_outcome": True, "command_id": True, "effective_mode": True, "status": True}
+            ),
+            "SessionSetModelParams": MappingProxyType(
+                {"command_id": True, "model": True, "session_id": True}
+            ),
+            "SessionSetModelResult": MappingProxyType({"command_id": True, "status": True}),
+            "SessionSetReasoningEffortParams": MappingProxyType(
+                {"command_id": True, "reasoning_effort": True, "session_id": True}
+            ),
+            "SessionSetReasoningEffortResult": MappingProxyType(
+                {"command_id": True, "status": True}
+            ),
+            "SessionStatusChangedParams": MappingProxyType(
+                {"session_id": True, "status": True, "view_cursor": True, "attention": False}
+            ),
             "SessionUserShellParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "command_text": True}
+                {"command_id": True, "command_text": True, "session_id": True}
             ),
-            "ModelListParams": MappingProxyType({"session_id": False}),
-            "ModelInfo": MappingProxyType(
-                {
-                    "model_id": True,
-                    "display_label": True,
-                    "provider_id": True,
-                    "profile_id": True,
-                    "release_date": True,
-                    "description": True,
-                    "context_limit": True,
-                    "output_limit": True,
-                    "cost": True,
-                    "is_active": True,
-                    "is_default": True,
-                }
+            "SessionUserShellResult": MappingProxyType({"command_id": True, "status": True}),
+            "SessionViewHealthChangedParams": MappingProxyType(
+                {"health": True, "session_id": True, "none_reason": False}
             ),
-            "ModelListResult": MappingProxyType(
-                {"provider_id": False, "profile_id": False, "source": False, "models": True}
-            ),
+            "SkillChangedParams": MappingProxyType({"session_id": True}),
             "SkillListParams": MappingProxyType({"session_id": True}),
-            "SkillCatalogEntry": MappingProxyType(
+            "SnapshotAnchor": MappingProxyType(
+                {"boundary_cursor": True, "summarized_through": True}
+            ),
+            "StreamRef": MappingProxyType({"id": True, "kind": True}),
+            "SubagentInputParams": MappingProxyType(
+                {"body": True, "command_id": True, "session_id": True, "subagent_id": True}
+            ),
+            "SubagentOwnerReasonParams": MappingProxyType(
+                {"command_id": True, "session_id": True, "subagent_id": True, "reason": False}
+            ),
+            "SubagentResult": MappingProxyType(
                 {
-                    "selector": True,
-                    "display_name": True,
-                    "description": True,
-                    "argument_hint": False,
-                    "plugin_id": False,
-                    "source": True,
+                    "artifact_refs": True,
+                    "evidence_refs": True,
+                    "summary": True,
+                    "error_kind": False,
+                    "structured_data": False,
+                    "text": False,
                 }
             ),
-            "SkillListResult": MappingProxyType({"skills": True}),
-            "UsageWindow": MappingProxyType(
-                {"used_percent": True, "window_duration_mins": True, "resets_at_ms": True}
+            "SubagentTargetParams": MappingProxyType(
+                {"command_id": True, "session_id": True, "subagent_id": True}
             ),
-            "UsageWeekly": MappingProxyType({"used_percent": True, "resets_at_ms": True}),
-            "SubscriptionUsage": MappingProxyType(
-                {"window": True, "weekly": True, "tier": True, "observed_at_ms": True}
+            "SubscriptionUsageWeekly": MappingProxyType(
+                {"resets_at_ms": True, "used_percent": True}
             ),
-            "UsageReadResult": MappingProxyType({"usage": False}),
-            "AccountState": MappingProxyType(
-                {"state": True, "label": False, "credential_required": True}
+            "SubscriptionUsageWindow": MappingProxyType(
+                {"resets_at_ms": True, "used_percent": True, "window_duration_mins": True}
             ),
-            "TextTurnInputPart": MappingProxyType({"type": True, "text": True}),
-            "ImageTurnInputPart": MappingProxyType(
+            "SuccessResponse": MappingProxyType({"id": True, "jsonrpc": True, "result": True}),
+            "TaskBackgroundParams": MappingProxyType(
+                {"command_id": True, "session_id": True, "task_id": True}
+            ),
+            "TaskCommandResult": MappingProxyType(
+                {"command_id": True, "status": True, "task_id": True}
+            ),
+            "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
+            "TaskStopAllResult": MappingProxyType({"command_id": True, "status": True}),
+            "TaskStopParams": MappingProxyType(
+                {"command_id": True, "session_id": True, "task_id": True}
+            ),
+            "TokenUsage": MappingProxyType(
                 {
-                    "type": True,
-                    "base64_data": True,
-                    "media_type": True,
-                    "width": False,
-                    "height": False,
+                    "cached_tokens": True,
+                    "input_tokens": True,
+                    "output_tokens": True,
+                    "reasoning_tokens": True,
+                    "cache_read_tokens": False,
+                    "cache_write_tokens": False,
                 }
             ),
-            "SkillTurnInputPart": MappingProxyType(
-                {"type": True, "selector": True, "arguments": False}
-            ),
-            "TurnStartParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "input": True,
-                    "if_busy": False,
-                    "reasoning_effort": False,
-                    "display_text": False,
-                }
-            ),
-            "TurnStartResult": MappingProxyType(
-                {
-                    "command_id": True,
-                    "status": True,
-                    "turn_id": True,
-                    "started_new_turn": True,
-                    "disposition": True,
-                }
-            ),
-            "TurnSteerParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "expected_turn_id": True,
-                    "input": True,
-                    "reasoning_effort": False,
-                }
-            ),
+            "TraceContext": MappingProxyType({"traceparent": False, "tracestate": False}),
             "TurnCancelParams": MappingProxyType(
                 {"command_id": True, "session_id": True, "turn_id": False}
             ),
+            "TurnCancelResult": MappingProxyType(
+                {"command_id": True, "status": True, "turn_id": True}
+            ),
             "TurnInterruptParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "turn_id": False, "retract": False}
+                {"command_id": True, "session_id": True, "retract": False, "turn_id": False}
+            ),
+            "TurnInterruptResult": MappingProxyType(
+                {"command_id": True, "status": True, "turn_id": True}
+            ),
+            "TurnRef": MappingProxyType({"command_id": True, "turn_id": True}),
+            "TurnStartResult": MappingProxyType(
+                {
+                    "command_id": True,
+                    "disposition": True,
+                    "started_new_turn": True,
+                    "status": True,
+                    "turn_id": True,
+                }
+            ),
+            "TurnSteerResult": MappingProxyType(
+                {"command_id": True, "status": True, "turn_id": True}
             ),
             "TurnUnqueueParams": MappingProxyType(
                 {"command_id": True, "session_id": True, "turn_id": True}
             ),
-            "TurnCommandResult": MappingProxyType(
+            "TurnUnqueueResult": MappingProxyType(
                 {"command_id": True, "status": True, "turn_id": True}
             ),
-            "TaskBackgroundParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "task_id": True}
+            "UserInputAnswer": MappingProxyType(
+                {
+                    "question_id": True,
+                    "free_text": False,
+                    "note": False,
+                    "selected_label": False,
+                    "selected_labels": False,
+                }
             ),
-            "TaskStopParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "task_id": True}
+            "UserInputAnswerParams": MappingProxyType(
+                {"answers": True, "command_id": True, "session_id": True, "user_input_id": True}
             ),
-            "TaskStopAllParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "TaskCommandResult": MappingProxyType(
-                {"command_id": True, "status": True, "task_id": True}
+            "UserInputAnswerResult": MappingProxyType(
+                {"command_id": True, "status": True, "user_input_id": True}
             ),
-            "GoalSetParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "objective": True}
+            "UserInputCancelParams": MappingProxyType(
+                {"command_id": True, "session_id": True, "user_input_id": True, "reason": False}
             ),
-            "GoalEditParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "objective": True}
+            "UserInputCancelResult": MappingProxyType(
+                {"command_id": True, "status": True, "user_input_id": True}
             ),
-            "GoalClearParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "GoalPauseParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "GoalResumeParams": MappingProxyType({"command_id": True, "session_id": True}),
-            "GoalCommandResult": MappingProxyType(
-                {"command_id": True, "status": True, "turn_id": False}
+            "UserInputClarification": MappingProxyType({"content": True, "format": True}),
+            "UserInputClarifyParams": MappingProxyType(
+                {
+                    "clarification": True,
+                    "command_id": True,
+                    "session_id": True,
+                    "user_input_id": True,
+                }
             ),
+            "UserInputClarifyResult": MappingProxyType(
+                {"command_id": True, "status": True, "user_input_id": True}
+            ),
+            "UserInputOptionPreview": MappingProxyType({"content": True, "format": True}),
+            "UserInputSettlementSummary": MappingProxyType({"outcome": True, "view_cursor": True}),
+            "ViewGapParams": MappingProxyType({"after": True, "next": True, "session_id": True}),
+            "ViewPageParams": MappingProxyType(
+                {
+                    "limit": True,
+                    "session_id": True,
+                    "anchor": False,
+                    "cursor": False,
+                    "direction": False,
+                }
+            ),
+            "ViewPageResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
+            "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
+            "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
+            "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
+            "ViewUnsubscribeResult": MappingProxyType({}),
             "WorkflowCancelParams": MappingProxyType(
                 {"command_id": True, "session_id": True, "workflow_run_id": True}
             ),
-            "WorkflowChildControlParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "workflow_run_id": True,
-                    "child_id": True,
-                    "attempt": True,
-                    "action": True,
-                }
-            ),
-            "UserMessageItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "text": True,
-                    "command_id": False,
-                    "display_text": False,
-                    "attachments": False,
-                    "steered": False,
-                    "retracted": False,
-                }
-            ),
-            "AgentMessageItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "text": True,
-                    "truncated": False,
-                }
-            ),
-            "ReasoningItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "summary": True,
-                    "provider_item_id": False,
-                    "truncated": False,
-                }
-            ),
-            "OutputRef": MappingProxyType(
-                {
-                    "id": True,
-                    "uri": True,
-                    "kind": True,
-                    "byte_len": True,
-                    "availability": True,
-                    "media_type": False,
-                    "digest": False,
-                    "path": False,
-                }
-            ),
-            "PatchSummary": MappingProxyType({"files": True, "added": True, "removed": True}),
-            "ToolCallItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "tool": True,
-                    "call_id": True,
-                    "args": True,
-                    "failure_kind": False,
-                    "failure_reason": False,
-                    "visible_output": False,
-                    "truncated": False,
-                    "approval_id": False,
-                    "output_ref": False,
-                    "model_visible_content": False,
-                    "patch_ref": False,
-                    "patch_summary": False,
-                    "background": False,
-                    "background_initiator": False,
-                }
-            ),
-            "UserShellItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "command_id": True,
-                    "visible_output": False,
-                    "command_text": True,
-                    "exit_code": False,
-                    "exit_signal": False,
-                    "duration_ms": False,
-                    "output_ref": False,
-                }
-            ),
             "WorkflowChild": MappingProxyType(
                 {
+                    "attempt": True,
                     "child_id": True,
-                    "attempt": True,
                     "status": True,
-                    "phase": False,
+                    "duration_ms": False,
                     "label": False,
-                    "terminal": False,
-                    "duration_ms": False,
-                    "usage": False,
+                    "phase": False,
                     "result_ref": False,
-                    "failure_kind": False,
-                }
-            ),
-            "TokenBudget": MappingProxyType({"total": True}),
-            "WorkflowItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "workflow_run_id": True,
-                    "entry_id": False,
-                    "script_id": False,
-                    "trigger_source": False,
-                    "token_budget": False,
-                    "stop_available": False,
-                    "children": True,
-                    "message": False,
-                    "duration_ms": False,
-                    "fallback_text": False,
-                }
-            ),
-            "SubagentResult": MappingProxyType(
-                {
-                    "summary": True,
-                    "text": False,
-                    "evidence_refs": False,
-                    "artifact_refs": False,
-                    "error_kind": False,
-                    "structured_data": False,
-                }
-            ),
-            "SubagentItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "subagent_id": True,
-                    "agent_path": True,
-                    "role": False,
-                    "depth": True,
-                    "objective": True,
-                    "child_session_id": False,
-                    "control_status": False,
-                    "result": False,
-                    "usage": False,
-                    "duration_ms": False,
-                    "fallback_text": False,
-                }
-            ),
-            "CompactionItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "trigger": False,
-                    "outcome": False,
-                    "strategy_id": False,
-                    "summarized_through": False,
-                    "tokens_before": False,
-                    "tokens_after": False,
-                    "reason": False,
-                    "fallback_text": False,
-                }
-            ),
-            "UnknownItem": MappingProxyType(
-                {
-                    "item_id": True,
-                    "kind": True,
-                    "turn_id": True,
-                    "revision": True,
-                    "status": True,
-                    "recorded_at": False,
-                    "fallback_text": False,
-                }
-            ),
-            "ItemEventParams": MappingProxyType(
-                {"session_id": True, "view_cursor": True, "source_range": False, "item": True}
-            ),
-            "ItemDeltaParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "item_id": True,
-                    "field": True,
-                    "delta": True,
-                }
-            ),
-            "TurnStartedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "turn_id": True,
-                    "command_id": True,
-                }
-            ),
-            "TurnError": MappingProxyType({"kind": True, "message": True, "retryable": True}),
-            "TurnCompletedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "turn_id": True,
-                    "terminal": True,
-                    "reason": False,
-                    "error": False,
-                    "duration_ms": False,
-                    "time_to_first_token_ms": False,
+                    "terminal": False,
                     "usage": False,
                 }
             ),
-            "TurnRetractedParams": MappingProxyType(
+            "WorkflowChildControlParams": MappingProxyType(
                 {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "turn_id": True,
-                    "command_id": True,
-                }
-            ),
-            "TurnUnqueuedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "turn_id": True,
-                    "command_id": True,
-                }
-            ),
-            "TurnRetryScheduledParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "turn_id": True,
+                    "action": True,
                     "attempt": True,
-                    "next_attempt": True,
-                    "max_attempts": True,
-                    "retry_delay_ms": True,
+                    "child_id": True,
+                    "command_id": True,
+                    "session_id": True,
+                    "workflow_run_id": True,
+                }
+            ),
+            "WorkflowControlResult": MappingProxyType({"command_id": True, "status": True}),
+            "ApprovalAmendment": MappingProxyType({"durability": True, "rule_preview": True}),
+            "ApprovalChange": MappingProxyType(
+                {
+                    "kind": True,
+                    "choice_id": False,
+                    "decision": False,
+                    "executable": False,
                     "reason": False,
+                    "reparsed": False,
+                    "requirement_id": False,
+                    "status": False,
                 }
             ),
-            "SessionStartedParams": MappingProxyType({"session": True}),
-            "SessionTokenUsageParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "turn_id": True,
-                    "model_id": False,
-                    "usage": True,
-                    "prompt_tokens": False,
-                    "total_tokens": False,
-                    "finish_reason": False,
-                    "duration_ms": False,
-                    "cumulative": False,
-                }
-            ),
-            "SessionContextUsageParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "window_tokens": False,
-                    "used_tokens": False,
-                    "pressure": False,
-                }
-            ),
-            "TodoItem": MappingProxyType({"text": True, "status": True}),
-            "SessionTodoListChangedParams": MappingProxyType(
-                {"session_id": True, "view_cursor": True, "source_range": False, "items": True}
-            ),
-            "SessionModelChangedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "model_id": True,
-                    "provider_id": False,
-                    "source": False,
-                }
-            ),
-            "SessionApprovalModeChangedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "mode": True,
-                    "source": True,
-                    "command_id": False,
-                    "client_name": False,
-                }
-            ),
-            "SessionBranchChangedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "workspace_root": True,
-                    "branch": True,
-                    "vcs": False,
-                }
-            ),
-            "SessionNameChangedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "name": True,
-                    "command_id": False,
-                }
-            ),
-            "SessionReasoningEffortChangedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "reasoning_effort": True,
-                    "command_id": False,
-                }
-            ),
-            "SessionStatusChangedParams": MappingProxyType(
-                {"session_id": True, "status": True, "attention": False, "view_cursor": True}
-            ),
-            "SessionViewHealthChangedParams": MappingProxyType(
-                {"session_id": True, "health": True, "none_reason": False}
-            ),
-            "SkillChangedParams": MappingProxyType({"session_id": True}),
-            "SessionClosedParams": MappingProxyType(
-                {"session_id": True, "reason": True, "view_cursor": True}
-            ),
-            "RequirementId": MappingProxyType({"approval_id": True, "source_index": True}),
             "ApprovalChoice": MappingProxyType(
                 {
                     "choice_id": True,
-                    "label": True,
                     "decision": True,
+                    "label": True,
                     "scope": True,
                     "accepts_feedback": False,
                     "rule_preview": False,
                 }
             ),
-            "StageResolution": MappingProxyType({"kind": True}),
-            "SuggestedPrefix": MappingProxyType({"argv_prefix": True, "label": True}),
+            "ApprovalDecideParams": MappingProxyType(
+                {
+                    "approval_id": True,
+                    "choice_id": True,
+                    "command_id": True,
+                    "requirement_id": True,
+                    "session_id": True,
+                    "feedback": False,
+                }
+            ),
+            "ApprovalDecideResult": MappingProxyType(
+                {"approval_id": True, "command_id": True, "status": True, "terminal": True}
+            ),
             "ApprovalStage": MappingProxyType(
                 {
-                    "requirement_id": True,
-                    "position": True,
-                    "total_stages": True,
                     "argv": True,
-                    "argv_complete": False,
+                    "argv_complete": True,
+                    "position": True,
+                    "requirement_id": True,
                     "resolution": True,
+                    "total_stages": True,
                     "suggested_prefix": False,
+                }
+            ),
+            "ApprovalStageEvidence": MappingProxyType(
+                {
+                    "argv": True,
+                    "position": True,
+                    "requirement_id": True,
+                    "resolution": True,
+                    "total_stages": True,
                 }
             ),
             "ApprovalSubject": MappingProxyType(
                 {
                     "kind": True,
-                    "command": False,
-                    "raw_command": False,
-                    "workspace_root": False,
-                    "tool_name": False,
-                    "path": False,
                     "access": False,
+                    "command": False,
+                    "host": False,
+                    "origin": False,
+                    "path": False,
+                    "port": False,
+                    "protocol": False,
                     "stages": False,
+                    "target": False,
+                    "tool_name": False,
+                    "workspace_root": False,
                 }
             ),
-            "ApprovalRequestedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "approval_id": True,
-                    "turn_id": True,
-                    "task_id": False,
-                    "item_id": True,
-                    "tool_call_id": True,
-                    "tool_name": True,
-                    "raw_args": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "subject": True,
-                    "current_requirement_id": True,
-                    "available_choices": True,
-                    "protected_write": False,
-                    "judge_escalated": False,
-                }
-            ),
-            "ApprovalChange": MappingProxyType(
-                {
-                    "kind": True,
-                    "requirement_id": False,
-                    "choice_id": False,
-                    "decision": False,
-                    "status": False,
-                    "reparsed": False,
-                    "executable": False,
-                }
-            ),
-            "ApprovalUpdatedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "approval_id": True,
-                    "current_requirement_id": False,
-                    "subject": False,
-                    "available_choices": False,
-                    "change": True,
-                }
-            ),
-            "PolicyAmendment": MappingProxyType({"durability": True, "rule_preview": True}),
-            "StageEvidence": MappingProxyType(
-                {
-                    "requirement_id": True,
-                    "position": True,
-                    "total_stages": True,
-                    "argv": True,
-                    "resolution": True,
-                }
-            ),
-            "ApprovalResolvedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "approval_id": True,
-                    "item_id": True,
-                    "turn_id": True,
-                    "decision": True,
-                    "policy_result": True,
-                    "amendment": False,
-                    "resolved_by": True,
-                    "decided_by_command_id": False,
-                    "decided_at": False,
-                    "stage_evidence": False,
-                }
-            ),
-            "ApprovalDecideParams": MappingProxyType(
-                {
-                    "command_id": True,
-                    "session_id": True,
-                    "approval_id": True,
-                    "requirement_id": True,
-                    "choice_id": True,
-                    "feedback": False,
-                }
-            ),
-            "ApprovalDecideResult": MappingProxyType(
-                {"command_id": True, "status": True, "approval_id": True, "terminal": True}
-            ),
-            "ApprovalListPendingParams": MappingProxyType({"session_id": True}),
-            "RequestReceipt": MappingProxyType({}),
-            "EmptyResult": MappingProxyType({}),
-            "UserInputSelection": MappingProxyType(
-                {"mode": True, "min_selections": False, "max_selections": False}
-            ),
-            "UserInputOption": MappingProxyType(
-                {"label": True, "description": False, "preview": False}
-            ),
-            "UserInputQuestion": MappingProxyType(
-                {"id": True, "header": False, "question": True, "selection": True, "options": False}
-            ),
-            "UserInputRequestedParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "user_input_id": True,
-                    "turn_id": True,
-                    "item_id": True,
-                    "tool_call_id": True,
-                    "tool_name": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "questions": True,
-                    "auto_resolution_ms": False,
-                }
-            ),
-            "UserInputAnswer": MappingProxyType(
-                {
-                    "question_id": True,
-                    "selected_label": False,
-                    "selected_labels": False,
-                    "free_text": False,
-                    "note": False,
-                }
-            ),
-            "UserInputAnswerParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "user_input_id": True, "answers": True}
-            ),
-            "UserInputCancelParams": MappingProxyType(
-                {"command_id": True, "session_id": True, "user_input_id": True, "reason": True}
-            ),
-            "UserInputCommandResult": MappingProxyType(
-                {"command_id": True, "status": True, "user_input_id": True}
-            ),
-            "UserInputClarification": MappingProxyType({"format": True, "content": True}),
-            "UserInputSettledParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "view_cursor": True,
-                    "source_range": False,
-                    "user_input_id": True,
-                    "outcome": True,
-                    "answers": True,
-                    "clarification": True,
-                    "reason": True,
-                    "decided_by_command_id": False,
-                    "decided_at": False,
-                }
-            ),
-            "ViewPageParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "limit": True,
-                    "cursor": False,
-                    "anchor": False,
-                    "direction": False,
-                }
-            ),
-            "ViewEvent": MappingProxyType({"method": True, "params": True}),
-            "ResolvedAnchor": MappingProxyType({"boundary_cursor": True}),
-            "ViewPageResult": MappingProxyType(
-                {"events": True, "next_cursor": True, "resolved_anchor": False}
-            ),
-            "ViewGapParams": MappingProxyType({"session_id": True, "after": True, "next": True}),
-            "ViewSubscribeParams": MappingProxyType({"session_id": True, "after": False}),
-            "ViewSubscribeResult": MappingProxyType({"view_cursor": True}),
-            "ViewUnsubscribeParams": MappingProxyType({"session_id": True}),
-            "ItemReadOutputParams": MappingProxyType(
-                {
-                    "session_id": True,
-                    "item_id": True,
-                    "output_ref": True,
-                    "offset_bytes": False,
-                    "length_bytes": False,
-                }
-            ),
-            "ItemReadOutputResult": MappingProxyType(
-                {
-                    "content": True,
-                    "encoding": True,
-                    "media_type": True,
-                    "offset_bytes": True,
-                    "byte_len": True,
-                    "eof": True,
-                }
-            ),
-            "ApprovalResolutionSummary": MappingProxyType(
-                {"decision": True, "resolved_by": True, "view_cursor": False}
+            "BranchState": MappingProxyType({"branch": True, "workspace_root": True, "vcs": False}),
+            "CommandAcceptedResult": MappingProxyType({"command_id": True, "status": True}),
+            "EffectiveModel": MappingProxyType(
+                {"model_id": True, "provider_id": True, "source": True}
             ),
             "ErrorData": MappingProxyType(
                 {
                     "kind": True,
-                    "retryable": False,
-                    "descriptor": False,
-                    "capability": False,
-                    "command_id": False,
-                    "reason": False,
-                    "limit_bytes": False,
                     "aligned_next_offset": False,
-                    "capacity": False,
-                    "details": False,
-                    "session_id": False,
-                    "earliest_cursor": False,
                     "anchor": False,
-                    "latest_boundary_cursor": False,
-                    "last_turn_id": False,
-                    "paths": False,
                     "approval_id": False,
-                    "resolution": False,
-                    "current_requirement_id": False,
-                    "choice_id": False,
-                    "user_input_id": False,
-                    "settlement": False,
-                    "view_cursor": False,
                     "availability": False,
+                    "capability": False,
+                    "capacity": False,
+                    "choice_id": False,
+                    "command_id": False,
+                    "current_requirement_id": False,
+                    "descriptor": False,
+                    "details": False,
+                    "earliest_cursor": False,
                     "item_id": False,
+                    "last_turn_id": False,
+                    "latest_boundary_cursor": False,
+                    "limit_bytes": False,
                     "output_ref": False,
+                    "paths": False,
+                    "reason": False,
+                    "resolution": False,
+                    "retryable": False,
                     "selector": False,
+                    "session_id": False,
+                    "settlement": False,
+                    "user_input_id": False,
+                    "view_cursor": False,
                 }
             ),
-            "SessionStartParams": MappingProxyType(
+            "ErrorObject": MappingProxyType({"code": True, "message": True, "data": False}),
+            "ErrorResponse": MappingProxyType({"error": True, "id": True, "jsonrpc": True}),
+            "InitializeResult": MappingProxyType(
+                {
+                    "experimental_api": True,
+                    "granted_capabilities": True,
+                    "muse_home": True,
+                    "platform_family": True,
+                    "platform_os": True,
+                    "schema_": True,
+                    "server_info": True,
+                    "user_agent": True,
+                    "session_durability": False,
+                }
+            ),
+            "OutputRef": MappingProxyType(
+                {
+                    "availability": True,
+                    "byte_len": True,
+                    "id": True,
+                    "kind": True,
+                    "uri": True,
+                    "digest": False,
+                    "media_type": False,
+                    "path": False,
+                }
+            ),
+            "Request": MappingProxyType(
+                {"id": True, "jsonrpc": True, "method": True, "params": False, "trace": False}
+            ),
+            "Session": MappingProxyType(
+                {
+                    "active_turn_id": True,
+                    "created_at": True,
+                    "forked_from": True,
+                    "model_id": True,
+                    "path": True,
+                    "provider_id": True,
+                    "session_id": True,
+                    "status": True,
+                    "turn_count": True,
+                    "updated_at": True,
+                    "workspace_root": True,
+                    "approval_mode": False,
+                    "attention": False,
+                    "branch": False,
+                    "first_user_prompt": False,
+                    "last_activity_at": False,
+                    "name": False,
+                    "title": False,
+                }
+            ),
+            "SessionDeleteCompletedParams": MappingProxyType(
                 {
                     "command_id": True,
-                    "session_id": False,
-                    "workspace_root": False,
-                    "provider_id": False,
-                    "model_id": False,
-                    "approval_mode": False,
-                    "config": False,
+                    "outcome": True,
+                    "session_id": True,
+                    "physical_change": False,
+                    "reason": False,
                 }
             ),
-            "Goal": MappingProxyType(
+            "SessionListChangedParams": MappingProxyType({"session": True}),
+            "SessionListResult": MappingProxyType({"next_cursor": True, "sessions": True}),
+            "SessionMcpServerConfigStdio": MappingProxyType(
                 {
-                    "objective": True,
+                    "command": True,
+                    "transport": True,
+                    "args": False,
+                    "env": False,
+                    "framing": False,
+                    "mode": False,
+                }
+            ),
+            "SessionMcpServerConfigStreamableHttp": MappingProxyType(
+                {"transport": True, "url": True, "headers": False, "mode": False}
+            ),
+            "SessionStartResult": MappingProxyType({"session": True, "view_cursor": True}),
+            "SkillCatalogEntry": MappingProxyType(
+                {
+                    "description": True,
+                    "display_name": True,
+                    "selector": True,
+                    "source": True,
+                    "argument_hint": False,
+                    "plugin_id": False,
+                }
+            ),
+            "SkillListResult": MappingProxyType({"skills": True}),
+            "SourceRange": MappingProxyType({"first": True, "last": True, "stream": True}),
+            "SubscriptionUsage": MappingProxyType(
+                {"observed_at_ms": True, "tier": True, "weekly": True, "window": True}
+            ),
+            "TodoItem": MappingProxyType({"status": True, "text": True, "active_form": False}),
+            "TodoListState": MappingProxyType(
+                {"items": True, "revision": True, "source_tool": True}
+            ),
+            "TurnError": MappingProxyType({"kind": True, "message": True, "retryable": True}),
+            "TurnInputPart": MappingProxyType(
+                {
+                    "type": True,
+                    "arguments": False,
+                    "base64_data": False,
+                    "height": False,
+                    "media_type": False,
+                    "selector": False,
+                    "text": False,
+                    "width": False,
+                }
+            ),
+            "TurnRetractedParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "turn_id": True,
+                    "view_cursor": True,
+                }
+            ),
+            "TurnRetryScheduledParams": MappingProxyType(
+                {
+                    "attempt": True,
+                    "max_attempts": True,
+                    "next_attempt": True,
+                    "reason": True,
+                    "retry_delay_ms": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "turn_id": True,
+                    "view_cursor": True,
+                }
+            ),
+            "TurnStartParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "input": True,
+                    "session_id": True,
+                    "display_text": False,
+                    "if_busy": False,
+                    "reasoning_effort": False,
+                }
+            ),
+            "TurnStartedParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "turn_id": True,
+                    "view_cursor": True,
+                }
+            ),
+            "TurnSteerParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "expected_turn_id": True,
+                    "input": True,
+                    "session_id": True,
+                    "reasoning_effort": False,
+                }
+            ),
+            "TurnUnqueuedParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "turn_id": True,
+                    "view_cursor": True,
+                }
+            ),
+            "UnframedViewNotificationParams": MappingProxyType(
+                {"session_id": True, "source_range": True, "view_cursor": True}
+            ),
+            "UsageReadResult": MappingProxyType({"usage": False}),
+            "UserInputOption": MappingProxyType(
+                {"label": True, "description": False, "preview": False}
+            ),
+            "UserInputSelection": MappingProxyType(
+                {"mode": True, "max_selections": False, "min_selections": False}
+            ),
+            "UserInputSettledParams": MappingProxyType(
+                {
+                    "answers": True,
+                    "clarification": True,
+                    "decided_by_command_id": True,
+                    "outcome": True,
+                    "reason": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "user_input_id": True,
+                    "view_cursor": True,
+                }
+            ),
+            "ApprovalRequestParams": MappingProxyType(
+                {
+                    "approval_id": True,
+                    "available_choices": True,
+                    "current_requirement_id": True,
+                    "item_id": True,
+                    "judge_escalated": True,
+                    "protected_write": True,
+                    "raw_args": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "subject": True,
+                    "task_id": True,
+                    "tool_call_id": True,
+                    "tool_name": True,
+                    "turn_id": True,
+                    "view_cursor": True,
+                    "subagent_origin": False,
+                }
+            ),
+            "ApprovalResolvedParams": MappingProxyType(
+                {
+                    "approval_id": True,
+                    "decision": True,
+                    "item_id": True,
+                    "policy_result": True,
+                    "resolved_by": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "stage_evidence": True,
+                    "turn_id": True,
+                    "view_cursor": True,
+                    "amendment": False,
+                    "decided_by_command_id": False,
+                    "subagent_origin": False,
+                }
+            ),
+            "ApprovalUpdatedParams": MappingProxyType(
+                {
+                    "approval_id": True,
+                    "available_choices": True,
+                    "change": True,
+                    "current_requirement_id": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "subject": True,
+                    "view_cursor": True,
+                    "subagent_origin": False,
+                }
+            ),
+            "Item": MappingProxyType(
+                {
+                    "item_id": True,
+                    "kind": True,
+                    "revision": True,
                     "status": True,
-                    "percent_complete": False,
-                    "current_work": False,
-                    "next_work": False,
+                    "agent_path": False,
+                    "approval_id": False,
+                    "args": False,
+                    "attachments": False,
+                    "background": False,
+                    "background_initiator": False,
+                    "call_id": False,
+                    "child_session_id": False,
+                    "child_session_log_path": False,
+                    "children": False,
+                    "command_id": False,
+                    "command_text": False,
+                    "control_status": False,
+                    "depth": False,
+                    "display_text": False,
+                    "duration_ms": False,
+                    "entry_id": False,
+                    "exit_code": False,
+                    "exit_signal": False,
+                    "failure_kind": False,
+                    "failure_reason": False,
+                    "fallback_text": False,
+                    "generation_id": False,
+                    "message": False,
+                    "model_visible_content": False,
+                    "objective": False,
+                    "outcome": False,
+                    "output_ref": False,
+                    "patch_ref": False,
+                    "patch_summary": False,
+                    "provider_item_id": False,
+                    "reason": False,
+                    "recorded_at": False,
+                    "reminder_agent_id": False,
+                    "result": False,
+                    "resume_from_run_id": False,
+                    "retracted": False,
+                    "role": False,
+                    "script_id": False,
+                    "steered": False,
+                    "strategy_id": False,
+                    "subagent_id": False,
+                    "summarized_through": False,
+                    "summary": False,
+                    "task_id": False,
+                    "text": False,
+                    "tokens_after": False,
+                    "tokens_before": False,
+                    "tool": False,
+                    "trigger": False,
+                    "trigger_source": False,
+                    "truncated": False,
+                    "turn_id": False,
+                    "usage": False,
+                    "visible_output": False,
+                    "workflow_run_id": False,
+                }
+            ),
+            "ItemCompletedParams": MappingProxyType(
+                {"item": True, "session_id": True, "source_range": True, "view_cursor": True}
+            ),
+            "ItemStartedParams": MappingProxyType(
+                {"item": True, "session_id": True, "view_cursor": True, "source_range": False}
+            ),
+            "ItemUpdatedParams": MappingProxyType(
+                {"item": True, "session_id": True, "source_range": True, "view_cursor": True}
+            ),
+            "ModelCatalogEntry": MappingProxyType(
+                {
+                    "context_limit": True,
+                    "cost": True,
+                    "description": True,
+                    "display_label": True,
+                    "is_active": True,
+                    "is_default": True,
+                    "model_id": True,
+                    "output_limit": True,
+                    "profile_id": True,
+                    "provider_id": True,
+                    "release_date": True,
+                    "variants": False,
+                }
+            ),
+            "ModelListResult": MappingProxyType(
+                {"models": True, "profile_id": True, "provider_id": True, "source": True}
+            ),
+            "SessionApprovalModeChangedParams": MappingProxyType(
+                {
+                    "client_name": True,
+                    "command_id": True,
+                    "mode": True,
+                    "session_id": True,
+                    "source": True,
+                    "source_range": True,
+                    "view_cursor": True,
+                }
+            ),
+            "SessionBranchChangedParams": MappingProxyType(
+                {
+                    "session_id": True,
+                    "source_range": True,
+                    "view_cursor": True,
+                    "workspace_root": True,
+                    "branch": False,
+                    "vcs": False,
+                }
+            ),
+            "SessionContextUsageParams": MappingProxyType(
+                {
+                    "pressure": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "used_tokens": True,
+                    "view_cursor": True,
+                    "window_tokens": False,
+                }
+            ),
+            "SessionGoalChangedParams": MappingProxyType(
+                {"session_id": True, "source_range": True, "view_cursor": True, "goal": False}
+            ),
+            "SessionModelChangedParams": MappingProxyType(
+                {
+                    "model_id": True,
+                    "session_id": True,
+                    "source": True,
+                    "source_range": True,
+                    "view_cursor": True,
+                    "provider_id": False,
+                }
+            ),
+            "SessionModelRouteUnservedParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "installed_provider_id": True,
+                    "model_id": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "view_cursor": True,
+                    "provider_id": False,
+                }
+            ),
+            "SessionNameChangedParams": MappingProxyType(
+                {"name": True, "session_id": True, "source_range": True, "view_cursor": True}
+            ),
+            "SessionReasoningEffortChangedParams": MappingProxyType(
+                {
+                    "reasoning_effort": True,
+                    "session_id": True,
+                    "source": True,
+                    "source_range": True,
+                    "view_cursor": True,
+                }
+            ),
+            "SessionTodoListChangedParams": MappingProxyType(
+                {
+                    "items": True,
+                    "revision": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "source_tool": True,
+                    "view_cursor": True,
+                }
+            ),
+            "SessionTokenUsageParams": MappingProxyType(
+                {
+                    "cumulative": True,
+                    "prompt_tokens": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "total_tokens": True,
+                    "turn_id": True,
+                    "usage": True,
+                    "view_cursor": True,
+                    "duration_ms": False,
+                    "finish_reason": False,
+                    "model_id": False,
                 }
             ),
             "SnapshotState": MappingProxyType(
                 {
+                    "active_turn": True,
+                    "approval_mode": True,
+                    "branch": True,
+                    "effective_model": True,
+                    "goal": True,
                     "items": True,
-                    "active_turn": False,
-                    "queued_turns": False,
-                    "pending_approvals": False,
-                    "pending_user_inputs": False,
-                    "approval_mode": False,
-                    "effective_model": False,
-                    "goal": False,
-                    "todo_list": False,
-                    "branch": False,
-                    "token_usage": False,
-                    "turn_count": False,
+                    "pending_approvals": True,
+                    "pending_user_inputs": True,
+                    "queued_turns": True,
+                    "todo_list": True,
+                    "token_usage": True,
+                    "turn_count": True,
+                    "context_usage": False,
+                    "name": False,
+                    "reasoning_effort": False,
                 }
             ),
-            "HistorySnapshot": MappingProxyType(
-                {"schema_version": True, "view_cursor": True, "state": True}
-            ),
-            "SessionHistory": MappingProxyType(
-                {"mode": True, "items": True, "snapshot": True, "none_reason": False}
-            ),
-            "SessionHistoryResult": MappingProxyType(
+            "TurnCompletedParams": MappingProxyType(
                 {
-                    "session": True,
+                    "session_id": True,
+                    "source_range": True,
+                    "terminal": True,
+                    "turn_id": True,
                     "view_cursor": True,
-                    "history": True,
-                    "pending_requests": True,
-                    "last_turn": False,
+                    "duration_ms": False,
+                    "error": False,
+                    "reason": False,
+                    "time_to_first_token_ms": False,
+                    "usage": False,
                 }
             ),
-            "SessionGoalChangedParams": MappingProxyType(
-                {"session_id": True, "view_cursor": True, "source_range": False, "goal": True}
+            "UnframedViewNotification": MappingProxyType({"method": True, "params": True}),
+            "UserInputQuestion": MappingProxyType(
+                {"header": True, "id": True, "options": True, "question": True, "selection": True}
+            ),
+            "UserInputRequestParams": MappingProxyType(
+                {
+                    "item_id": True,
+                    "questions": True,
+                    "session_id": True,
+                    "tool_call_id": True,
+                    "tool_name": True,
+                    "turn_id": True,
+                    "user_input_id": True,
+                    "view_cursor": True,
+                    "auto_resolution_ms": False,
+                    "source_range": False,
+                }
+            ),
+            "ViewPageResult": MappingProxyType(
+                {"events": True, "next_cursor": True, "resolved_anchor": False}
+            ),
+            "ViewSnapshot": MappingProxyType(
+                {"schema_version": True, "state": True, "view_cursor": True, "anchor": False}
             ),
             "ApprovalListPendingResult": MappingProxyType({"approvals": True, "user_inputs": True}),
+            "SessionConfig": MappingProxyType({"mcp_servers": False}),
+            "SessionHistory": MappingProxyType(
+                {"items": True, "mode": True, "snapshot": True, "none_reason": False}
+            ),
+            "SessionReadResult": MappingProxyType(
+                {"history": True, "pending_requests": True, "session": True, "view_cursor": True}
+            ),
+            "SessionResumeParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "session_id": True,
+                    "config": False,
+                    "cursor": False,
+                    "exclude_items": False,
+                    "history": False,
+                }
+            ),
+            "SessionResumeResult": MappingProxyType(
+                {"history": True, "pending_requests": True, "session": True, "view_cursor": True}
+            ),
+            "SessionStartParams": MappingProxyType(
+                {
+                    "command_id": True,
+                    "approval_mode": False,
+                    "config": False,
+                    "model_id": False,
+                    "provider_id": False,
+                    "session_id": False,
+                    "workspace_root": False,
+                }
+            ),
+            "SessionForkResult": MappingProxyType(
+                {"history": True, "pending_requests": True, "session": True, "view_cursor": True}
+            ),
         }
     ),
 )

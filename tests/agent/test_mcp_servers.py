@@ -99,7 +99,8 @@ def test_names_must_be_unique() -> None:
     [
         (None, _stdio(), "Muse Code 1.1.1 or newer"),
         (None, _http(), "Muse Code 1.1.1 or newer"),
-        ("1.3.0", _http(), "Muse Code 1.4.2 or newer"),
+        # A Muse between 1.2.1 and 1.3.0, read with 1.2.1's bundle: stdio only.
+        ("1.2.2", _http(), "Muse Code 1.3.0 or newer"),
     ],
 )
 def test_host_refusal_names_the_version(
@@ -121,6 +122,8 @@ def test_host_refusal_names_the_version(
         # One way per session: an http server sends them all through the overlay.
         ("1.2.1", [_stdio(), _http()], "overlay"),
         ("1.3.0", [_stdio()], "native"),
+        # Muse's own 1.3.0 declarations already take streamable HTTP servers.
+        ("1.3.0", [_stdio(), _http()], "native"),
         ("1.4.2", [_stdio(), _http()], "native"),
     ],
 )
@@ -130,12 +133,12 @@ def test_host_takes(version: str, entries: list[dict[str, Any]], route: str) -> 
     assert delivery(servers, features_of(version, trust_newer=False)) == route
 
 
-def test_http_on_1_3_0_needs_trust_in_newer_hosts() -> None:
+def test_http_before_1_3_0_needs_trust_in_newer_hosts() -> None:
     servers = check_servers([_server(_stdio()), _server(_http())])
     with pytest.raises(RpcError) as refused:
-        check_host(servers, features_of("1.3.0", trust_newer=False))
+        check_host(servers, features_of("1.2.2", trust_newer=False))
     assert "MUSE_ACP_TRUST_NEWER_HOST=1" in refused.value.message
-    assert delivery(servers, features_of("1.3.0", trust_newer=True)) == "overlay"
+    assert delivery(servers, features_of("1.2.2", trust_newer=True)) == "overlay"
 
 
 @pytest.mark.parametrize(
@@ -143,8 +146,9 @@ def test_http_on_1_3_0_needs_trust_in_newer_hosts() -> None:
     [
         ("1.1.1", False, {"stdio", "streamableHttp"}),
         ("1.2.1", False, {"stdio", "streamableHttp"}),
-        ("1.3.0", False, {"stdio"}),
-        ("1.3.0", True, {"stdio", "streamableHttp"}),
+        ("1.2.2", False, {"stdio"}),
+        ("1.2.2", True, {"stdio", "streamableHttp"}),
+        ("1.3.0", False, {"stdio", "streamableHttp"}),
         ("1.4.2", False, {"stdio", "streamableHttp"}),
         (None, True, set()),
     ],

@@ -69,11 +69,11 @@ def _request(meta: dict[str, Any] | None = None, **capabilities: Any) -> acp.Ini
 @pytest.mark.parametrize(
     ("meta", "host", "expected"),
     [
-        # HTTP MCP servers reach 1.1.1 and 1.2.1 by settings overlay, 1.4.2 natively.
+        # HTTP MCP servers reach 1.1.1 and 1.2.1 by settings overlay, 1.3.0 on natively.
         (None, "1.2.1", Negotiated(mcp_http=True)),
         ({"muse/output": 1}, "1.2.1", Negotiated(output=True, mcp_http=True)),
         ({"muse/output": 1}, "1.1.1", Negotiated(mcp_http=True)),
-        ({"muse/output": 1}, "1.3.0", Negotiated()),
+        ({"muse/output": 1}, "1.3.0", Negotiated(mcp_http=True)),
         # Only 1.4.1 and 1.4.2 delete sessions: delete is advertised there alone.
         # ... and several workspace roots are taken from 1.4.2 on (additionalDirectories).
         ({"muse/output": 1}, "1.4.2", Negotiated(mcp_http=True, delete=True, workspace_roots=True)),

@@ -1,5 +1,5 @@
 """Stopping one subagent, and pausing and resuming whole workflows, on every Muse version: a
-subagent's child session offers cancel where Muse has ``subagent/stop`` (1.4.4 on), and
+subagent's child session offers cancel where Muse has ``subagent/stop`` (1.3.0 on), and
 ``session/cancel`` on it stops that subagent alone while the parent's turn goes on; elsewhere it
 offers none and the parent's user is told why, with nothing sent. ``/workflow pause`` and
 ``/workflow resume`` reach ``workflow/pause`` (1.4.4 on) and ``workflow/resume`` (bundles from
@@ -20,8 +20,8 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-STOPS_SUBAGENTS: Final = ("1.4.2", "1.4.4", "1.4.13")
-"""Versions whose bundle declares ``subagent/stop`` (Muse's own 1.4.2 declarations have it)."""
+STOPS_SUBAGENTS: Final = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
+"""Versions whose bundle declares ``subagent/stop`` (Muse's own 1.3.0 declarations have it)."""
 PAUSES: Final = ("1.4.4", "1.4.13")
 """Versions whose bundle declares ``workflow/pause``."""
 RESUMES: Final = ("1.4.13",)
@@ -90,7 +90,7 @@ async def test_one_subagent_stops_and_workflows_pause_where_muse_can(
     else:
         assert stopped["running"]["capabilities"] == {}
         assert (
-            f"this Muse ({version}) cannot stop one subagent on its own; Muse 1.4.2 and newer "
+            f"this Muse ({version}) cannot stop one subagent on its own; Muse 1.3.0 and newer "
             "can, or stop the prompt" in stopped["told"]
         )
         assert stopped["stop"] == "cancelled"

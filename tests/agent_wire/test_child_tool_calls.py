@@ -2,7 +2,7 @@
 version: Muse keeps them in the subagent's own session, which muse-acp reads for a client that
 set ``subagents`` and shows as the child's ``tool_call`` cards (tool name included), agent
 messages and thoughts, in order (a result that repeats its last message is not said twice),
-asking an approval Muse asks for the subagent (``subagentOrigin``, 1.4.2 on) in the child's
+asking an approval Muse asks for the subagent (``subagentOrigin``, 1.3.0 on) in the child's
 name and answering it on the parent; a ``session/load`` of the child after a restart replays
 them too. A client without the opt-in sees the parent's card alone, is asked on the parent, and
 muse-acp reads nothing of the child's session for it."""
@@ -21,7 +21,7 @@ from .test_host_versions import VERSIONS
 
 pytestmark = pytest.mark.anyio
 
-ATTRIBUTED: Final = ("1.4.2", "1.4.4", "1.4.13")
+ATTRIBUTED: Final = ("1.3.0", "1.4.2", "1.4.4", "1.4.13")
 """Muse versions whose declarations name the subagent an approval is for."""
 PROMPT: Final = "sim:subagent-approve make lint"
 RAN: Final = "simulated run of: make lint\n"

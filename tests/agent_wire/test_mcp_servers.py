@@ -25,13 +25,14 @@ SECRET = "mcp-secret-7f3a91"
 HTTP_WORKS = {
     "1.1.1": True,
     "1.2.1": True,
-    "1.3.0": False,
+    "1.3.0": True,
     "1.4.2": True,
     "1.4.4": True,
     "1.4.13": True,
 }
-"""Whether http servers reach each version: natively from 1.4.2, by overlay on 1.1.1 and
-1.2.1."""
+"""Whether http servers reach each version: natively from 1.3.0 (Muse's own declarations), by
+overlay on 1.1.1 and 1.2.1; a Muse between those that takes neither is refused, naming the Muse
+it needs (tests/agent/test_mcp_servers.py)."""
 _SERVERS: TypeAdapter[list[Any]] = TypeAdapter(
     list[schema.HttpMcpServer | schema.SseMcpServer | schema.McpServerStdio]
 )
@@ -172,17 +173,6 @@ async def test_sse_is_refused_naming_the_entry(tmp_path: Path, version: str) -> 
     assert "mcpServers[1] ('events') is an SSE server" in str(refused.value)
 
 
-async def test_http_needs_a_newer_muse_on_1_3_0(tmp_path: Path) -> None:
-    world = make_world(tmp_path, version="1.3.0")
-    async with running_agent(world) as agent:
-        with pytest.raises(acp.RequestError) as refused:
-            await agent.conn.new_session(cwd=str(world.workspace), mcp_servers=_servers(http=True))
-    assert refused.value.code == -32602
-    assert "Muse Code 1.4.2 or newer" in str(refused.value)
-    assert "MUSE_ACP_TRUST_NEWER_HOST=1" in str(refused.value)
-    assert SECRET not in str(refused.value)
-
-
 @pytest.mark.parametrize("version", [v for v in VERSIONS if HTTP_WORKS[v]])
 async def test_http_passes_through(tmp_path: Path, version: str) -> None:
     world = _world(tmp_path, version)
@@ -196,23 +186,7 @@ async def test_http_passes_through(tmp_path: Path, version: str) -> None:
     assert received["web"]["headers"] == {"Authorization": f"Bearer {SECRET}"}
     assert set(received) >= {"files", "web"}
     # 1.2.1 takes stdio natively but not http: the session's servers all go one way.
-    assert bool(_overlay_reads(world)) is (version not in ("1.4.2", "1.4.4", "1.4.13"))
-    _assert_no_secret_left(world)
-
-
-async def test_trusting_newer_hosts_takes_http_on_1_3_0(tmp_path: Path) -> None:
-    world = _world(tmp_path, "1.3.0")
-    world.extra_env["MUSE_ACP_TRUST_NEWER_HOST"] = "1"
-    async with running_agent(world) as agent:
-        response = await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-        assert response.agent_capabilities is not None
-        assert response.agent_capabilities.mcp_capabilities is not None
-        assert response.agent_capabilities.mcp_capabilities.http is True
-        session = (
-            await agent.conn.new_session(cwd=str(world.workspace), mcp_servers=_servers(http=True))
-        ).session_id
-        await agent.prompt(session, "hello")
-    assert _received(world, "session/start")["web"]["url"] == "https://mcp.example/x"
+    assert bool(_overlay_reads(world)) is (version in ("1.1.1", "1.2.1"))
     _assert_no_secret_left(world)
 
 

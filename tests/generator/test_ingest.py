@@ -239,3 +239,37 @@ def test_a_cached_wheel_is_used_without_fetching(
     spec = tmp_path / "spec"
     assert main(["ingest", VERSION, "--cache-dir", str(cache), "--spec-dir", str(spec)]) == 0
     assert drift(spec / "msp" / VERSION) == []
+
+
+def test_a_package_holding_another_host_version_is_ingested_under_that_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As muse-code-msp 1.3.1 holds host 1.3.0's declarations: the package is 9.8.8, the host 9.8.7.
+    wheel = write_wheel(tmp_path, version="9.8.8")
+    spec = tmp_path / "spec"
+    assert main(["ingest", "9.8.8", "--wheel", str(wheel), "--spec-dir", str(spec)]) == 2
+    assert (
+        "declares REQUIRED_HOST_VERSION 9.8.7, not 9.8.8; if it holds host 9.8.7's declarations, "
+        "run `python -m codegen ingest 9.8.7 --package 9.8.8`"
+    ) in capsys.readouterr().err
+    with pytest.raises(IngestError, match=r"is not a muse-code-msp 9\.8\.7 wheel"):
+        ingest(VERSION, wheel, spec)
+    assert not (spec / "msp").exists()
+    args = ["ingest", VERSION, "--package", "9.8.8", "--wheel", str(wheel), "--spec-dir", str(spec)]
+    assert main(args) == 0
+    sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    entry = read_lock(spec / "lock.json")[f"msp/{VERSION}/msp.schema.json"]
+    assert (entry["hostVersion"], entry["packageVersion"], entry["wheelSha256"]) == (
+        VERSION,
+        "9.8.8",
+        sha256,
+    )
+    assert "muse-code-msp 9.8.8 wheel" in entry["provenance"]
+    readme = (spec / "msp" / VERSION / "README.md").read_text(encoding="utf-8")
+    assert f"`python -m codegen ingest {VERSION} --package 9.8.8`" in readme
+    assert f"`muse-code-msp` 9.8.8 wheel (`{wheel.name}`, sha256 `{sha256}`)" in readme
+    assert f"which declares host version {VERSION}" in readme
+    assert read_bundle(spec)["description"].startswith(
+        f"Muse Session Protocol (MSP) of Muse host {VERSION},"
+    )
+    assert drift(spec / "msp" / VERSION) == []

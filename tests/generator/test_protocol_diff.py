@@ -34,16 +34,23 @@ def test_the_shipped_bundles_read_as_a_changelog_of_1_3_0_and_1_4_4() -> None:
         "  + task/background  (host, command)",
         "  + usage/read  (host, request)",
         "  + session/statusChanged  (client, notification)",
-        '      + variant "skill"',
+        "  + subagent/stop  (host, command)",
         "      + attention: array of AttentionFlag (optional)",
         "  + -32032 skillNotFound",
     ):
         assert line in to_130.splitlines(), line
-    # Nothing an older host sends is dropped or newly required between hand-written bundles.
-    assert not [ln for ln in to_130.splitlines() if ln.lstrip().startswith("- ")]
-    assert "now required" not in to_130
-    # Both ingested from Muse's declarations, 1.4.2 and 1.4.4 share their names, so the diff
-    # is what the release changed: its additions, the removal of deletion, one member relaxed.
+    # Ingested from Muse's declarations from 1.3.0 on, consecutive bundles share their names, so
+    # a diff is what the release changed: 1.4.2 adds deletion, feedback, the session events.
+    to_142 = diff_bundles(msp / "1.3.0", msp / "1.4.2")
+    for line in (
+        "  + session/delete  (host, command)",
+        "  + session/started  (client, notification)",
+        "  + CumulativeCost",
+        '  ~ CapabilityName: + "feedback"',
+    ):
+        assert line in to_142.splitlines(), line
+    assert not [ln for ln in to_142.splitlines() if ln.lstrip().startswith("- ")]
+    # 1.4.4: its additions, the removal of deletion, one member relaxed.
     to_144 = diff_bundles(msp / "1.4.2", msp / "1.4.4")
     for line in (
         "  + workflow/pause  (host, command)",

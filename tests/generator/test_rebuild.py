@@ -112,3 +112,26 @@ def test_ingest_and_lock_write_the_lock_alike(tmp_path: Path) -> None:
     ingested = (spec / "lock.json").read_bytes()
     assert write_lock(spec, spec / "lock.json") == []
     assert (spec / "lock.json").read_bytes() == ingested
+
+
+def test_check_covers_a_package_holding_another_host_version(tmp_path: Path) -> None:
+    spec = tmp_path / "spec"
+    wheel = write_wheel(tmp_path, version="9.8.8")
+    ingest(VERSION, wheel, spec, package="9.8.8")
+    folder = spec / "msp" / VERSION
+    entry = read_lock(spec / "lock.json")[f"msp/{VERSION}/msp.schema.json"]
+    assert compare(rewrite(folder, entry), folder) == []
+    assert ingest(VERSION, wheel, spec, package="9.8.8", check=True) == []
+    # The same declarations under the host's own package version: the README and lock differ.
+    same = write_wheel(tmp_path / "own")
+    with pytest.raises(IngestError, match=r"README\.md, lock\.json \(package 9\.8\.8\) differ"):
+        ingest(VERSION, same, spec, check=True)
+
+
+def test_the_1_3_0_bundle_is_muse_s_1_3_0_declarations_from_package_1_3_1() -> None:
+    entry = _entry("1.3.0")
+    assert (entry["hostVersion"], entry["packageVersion"]) == ("1.3.0", "1.3.1")
+    assert entry["fingerprint"].startswith("sha256:b1e6676d")
+    readme = (SPEC_DIR / "msp" / "1.3.0" / "README.md").read_text(encoding="utf-8")
+    assert "`python -m codegen ingest 1.3.0 --package 1.3.1`" in readme
+    assert entry["wheelSha256"] in readme

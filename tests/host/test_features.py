@@ -30,6 +30,7 @@ GATE: Final = "supports"
 DECLARED_FROM_1_1: Final[frozenset[Feature]] = frozenset(
     {"nativeApprovalPolicy", "mcpOverlay", "turnForkBoundary"}
 )
+# Muse's own 1.3.0 declarations already have subagent/stop.
 FROM_1_3: Final[frozenset[Feature]] = frozenset(
     {
         "nativeApprovalPolicy",
@@ -38,6 +39,7 @@ FROM_1_3: Final[frozenset[Feature]] = frozenset(
         "workflowChildren",
         "planUsage",
         "turnForkBoundary",
+        "subagentStop",
     }
 )
 FROM_1_4_4: Final[frozenset[Feature]] = frozenset(
@@ -50,8 +52,7 @@ VERIFIED: Final[dict[str, frozenset[Feature]]] = {
     "1.1.1": DECLARED_FROM_1_1,
     "1.2.1": DECLARED_FROM_1_1 | {"storedOutput"},
     "1.3.0": FROM_1_3,
-    # Muse's own 1.4.2 declarations already have subagent/stop.
-    "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots", "subagentStop"},
+    "1.4.2": FROM_1_3 | {"planSkill", "sessionDelete", "workspaceRoots"},
     "1.4.4": FROM_1_3 - {"turnForkBoundary"} | FROM_1_4_4,
     "1.4.13": FROM_1_3 | FROM_1_4_4 | {"workflowResume"},
 }
@@ -81,11 +82,7 @@ TABLE: Final = [
     ("1.4.0", False, FROM_1_3 | {"planSkill"}),
     ("1.4.1", False, FROM_1_3 | {"planSkill"}),
     # 1.4.3 is read with 1.4.2, 1.4.5 with 1.4.4 (no workflow/resume before 1.4.13's bundle).
-    (
-        "1.4.3",
-        False,
-        FROM_1_3 - {"turnForkBoundary"} | {"planSkill", "workspaceRoots", "subagentStop"},
-    ),
+    ("1.4.3", False, FROM_1_3 - {"turnForkBoundary"} | {"planSkill", "workspaceRoots"}),
     ("1.4.5", False, NEWEST - {"workflowResume"}),
 ]
 BUNDLE_READ: Final = [

@@ -16,7 +16,8 @@ BOTH = frozenset({"stdio", "streamableHttp"})
     [
         ("1.1.1", frozenset()),
         ("1.2.1", frozenset({"stdio"})),
-        ("1.3.0", frozenset({"stdio"})),
+        # Muse's own 1.3.0 declarations already have the streamable HTTP arm.
+        ("1.3.0", BOTH),
         ("1.4.2", BOTH),
         ("1.4.4", BOTH),
         ("1.4.13", BOTH),
@@ -32,4 +33,4 @@ def test_each_bundle_says_which_transports_a_session_takes(
 
 def test_the_first_muse_taking_each_transport_is_named() -> None:
     assert first_version_with("stdio") == "1.2.1"
-    assert first_version_with("streamableHttp") == "1.4.2"
+    assert first_version_with("streamableHttp") == "1.3.0"

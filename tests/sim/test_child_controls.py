@@ -17,8 +17,8 @@ from .runs import sim_hosted
 pytestmark = pytest.mark.anyio
 
 STOP_AND_PAUSE = ("1.4.4", "1.4.13")
-STOP = ("1.4.2", *STOP_AND_PAUSE)
-"""Muse's own 1.4.2 declarations already have ``subagent/stop``; ``workflow/pause`` is 1.4.4's."""
+STOP = ("1.3.0", "1.4.2", *STOP_AND_PAUSE)
+"""Muse's own 1.3.0 declarations already have ``subagent/stop``; ``workflow/pause`` is 1.4.4's."""
 RESUME = ("1.4.13",)
 
 
@@ -26,7 +26,7 @@ def _ids(session_id: str, **more: Any) -> dict[str, Any]:
     return {"commandId": new_uuid7(), "sessionId": session_id, **more}
 
 
-@pytest.mark.parametrize("version", ["1.3.0", *STOP])
+@pytest.mark.parametrize("version", ["1.2.1", *STOP])
 async def test_a_held_subagent_stops_alone_where_the_bundle_declares_subagent_stop(
     tmp_path: Path, version: str
 ) -> None:

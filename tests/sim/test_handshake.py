@@ -243,7 +243,7 @@ def test_the_grantable_capabilities_are_those_of_the_version_bundle(version: str
     [
         ("1.1.1", ["userShell"], []),
         ("1.2.1", ["userShell"], []),
-        ("1.3.0", ["userShell"], []),
+        ("1.3.0", ["userShell", "sessionMcp", "sessionListStream"], []),
         (
             "1.4.2",
             ["userShell", "sessionMcp", "sessionListStream", "feedback"],

@@ -136,32 +136,19 @@ BINDINGS: Final = (
             }
         ),
     ),
+    # Muse's own 1.3.0 declarations: one Item object for every kind, so each item is checked
+    # against it; the envelope is JSON-RPC's, read with the vocabulary.
     Bindings(
         version=(1, 3, 0),
         host_requests=v130.HOST_REQUESTS,
         host_notifications=v130.HOST_NOTIFICATIONS,
         client_requests=v130.CLIENT_REQUESTS,
         client_notifications=v130.CLIENT_NOTIFICATIONS,
-        message=v130.JsonRpcMessage,
+        message=voc.JsonRpcMessage,
         error_data=v130.ErrorData,
-        parse_item=lambda raw: (
-            v130.ItemEventParams.model_validate(
-                {"sessionId": "", "viewCursor": "", "item": raw}
-            ).item
-        ),
-        unknown_item=v130.UnknownItem,
-        item_classes=MappingProxyType(
-            {
-                "userMessage": v130.UserMessageItem,
-                "agentMessage": v130.AgentMessageItem,
-                "reasoning": v130.ReasoningItem,
-                "toolCall": v130.ToolCallItem,
-                "userShell": v130.UserShellItem,
-                "workflow": v130.WorkflowItem,
-                "subagent": v130.SubagentItem,
-                "compaction": v130.CompactionItem,
-            }
-        ),
+        parse_item=v130.Item.model_validate,
+        unknown_item=v130.Item,
+        item_classes=MappingProxyType({}),
     ),
     Bindings(
         version=(1, 4, 2),

@@ -10,7 +10,7 @@ turn of its own: a reasoning summary, an agent message, its ``bash`` call (asked
 session's approval plane, answered with the parent's ``approval/decide``, ``subagentOrigin``
 naming the child; then completed, rejected or failed as the parent's approved commands are),
 then its final agent message, the report it hands back as its result. A host without
-``subagent_origin`` (before 1.4.2) declares no way to say whose approval it asks: there the
+``subagent_origin`` (before 1.3.0) declares no way to say whose approval it asks: there the
 command runs unasked.
 """
 

@@ -11,7 +11,8 @@ session, held by this process, with the items of the source's completed turns (u
 ``cutPoint``; -32023 when that is not one of its turns, or, on a version that breaks earlier
 cuts as 1.4.4 does, not its last one); any stored session can be forked, even one another
 process holds; the fork keeps the source's permission profile. ``session/started`` precedes
-the result; ``session/listChanged`` follows it on a connection that streams the session list.
+the result where the version publishes it; ``session/listChanged`` follows it on a connection
+that streams the session list.
 """
 
 from __future__ import annotations

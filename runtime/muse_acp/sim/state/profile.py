@@ -54,7 +54,7 @@ class VersionFacts:
     send it (``userInput/engaged``)."""
     subagent_origin: bool = False
     """A subagent's approval is asked on its parent session naming the subagent
-    (``subagentOrigin``, first in Muse's own 1.4.2 declarations)."""
+    (``subagentOrigin``, first in Muse's own 1.3.0 declarations)."""
     served: frozenset[str] = frozenset()
     """Methods of the version's own bundle, beyond that older surface, that it serves (the
     controls muse-acp uses: ``subagent/stop``, ``workflow/pause``, ``workflow/resume``)."""
@@ -70,7 +70,13 @@ VERSION_FACTS: Final[Mapping[str, VersionFacts]] = MappingProxyType(
     {
         "1.1.1": VersionFacts(grantable=("userShell",)),
         "1.2.1": VersionFacts(grantable=("userShell",)),
-        "1.3.0": VersionFacts(grantable=("userShell",)),
+        # Muse's own 1.3.0 declarations: the grants they list, a subagent's approvals naming
+        # it; account/read is experimental.
+        "1.3.0": VersionFacts(
+            grantable=("userShell", "sessionMcp", "sessionListStream"),
+            subagent_origin=True,
+            experimental=_ACCOUNT,
+        ),
         "1.4.2": VersionFacts(
             grantable=("userShell", "sessionMcp", "sessionListStream", "feedback"),
             granted_unasked=("sessionListStream",),

@@ -190,9 +190,11 @@ class LiveSession:
         return session_model(profile, self.meta, self.fold, path=self.path, status=status)
 
     async def announce(self, profile: HostProfile) -> None:
-        """``session/started``: not a view event, so it has no cursor and is not logged."""
-        started = SessionStartedParams(session=self.model(profile))
-        await self.outbox.send_event("session/started", encode_value(started))
+        """``session/started``, where the version publishes it (Muse's own 1.3.0 declarations
+        do not): not a view event, so it has no cursor and is not logged."""
+        if profile.publishes("session/started"):
+            started = SessionStartedParams(session=self.model(profile))
+            await self.outbox.send_event("session/started", encode_value(started))
 
     def update(self, **changes: Any) -> SessionMeta:
         """Change the session's metadata (``updatedAt`` too) and store it."""
