@@ -1,4 +1,4 @@
-"""Text chunks encoded from templates are byte for byte what the notification model encodes."""
+"""Updates encoded from templates are byte for byte what the notification model encodes."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain,
     encoded_plain_notification,
     encoded_session_id,
+    encoded_update,
 )
 from muse_acp.agent.translation.translate import PlainChunk
 from muse_acp.rpc import encode_notification, encode_value
@@ -142,3 +143,58 @@ def test_a_chunk_kind_without_one_fixed_tag_gets_no_template() -> None:
 
     assert _template(TwoTags, True) is None
     assert _template(acp.AgentMessageChunkSessionUpdate, True) is not None
+
+
+UPDATES: list[acp.SessionUpdate] = [
+    chunk(0, "a prompt", "m1"),
+    chunk(1, "x", "m", field_meta={"muse/x": 1}),
+    acp.AgentMessageChunkSessionUpdate(
+        session_update="agent_message_chunk",
+        content=acp.ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
+    ),
+    acp.ToolCallSessionUpdate(
+        session_update="tool_call",
+        tool_call_id="call-1",
+        title="ls -la \u2028\n",
+        kind="execute",
+        status="completed",
+        content=[
+            acp.ContentToolCallContent(
+                type="content", content=acp.TextContentBlock(type="text", text="out\r\n\x00")
+            )
+        ],
+        locations=[acp.ToolCallLocation(path="/w/a.py", line=3)],
+        raw_input={"command": "ls", "n": [1, 2.5, None, True]},
+        field_meta={"muse/output": {"outputRef": "r"}},
+    ),
+    acp.ToolCallUpdateSessionUpdate(
+        session_update="tool_call_update", tool_call_id="call-1", title=None, status="failed"
+    ),
+    acp.PlanSessionUpdate(
+        session_update="plan",
+        entries=[acp.PlanEntry(content="do it", priority="high", status="pending")],
+    ),
+    acp.UsageUpdateSessionUpdate(session_update="usage_update", used=5, size=100),
+    acp.SessionInfoUpdateSessionUpdate(session_update="session_info_update", title="A title"),
+]
+
+
+@pytest.mark.parametrize("update", UPDATES, ids=lambda update: type(update).__name__)
+@pytest.mark.parametrize("session_id", ["s", 'quote " and \u00e9 \n'])
+def test_every_update_kind_encodes_exactly_as_the_notification_model_does(
+    update: acp.SessionUpdate, session_id: str
+) -> None:
+    encoded = encoded_update(encoded_session_id(session_id), update)
+    assert encoded is not None
+    assert encoded.data == by_the_model(session_id, update)
+    assert b"\n" not in encoded.data
+
+
+def test_a_subclass_of_an_update_kind_is_left_to_the_model() -> None:
+    # The notification would encode a subclass with its parent's schema, leaving out what the
+    # subclass adds; its own encoding would not be the notification's.
+    class Wider(acp.PlanSessionUpdate):
+        extra: int = 1
+
+    update = Wider(session_update="plan", entries=[], extra=2)
+    assert encoded_update(encoded_session_id("s"), update) is None

@@ -27,6 +27,7 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain,
     encoded_plain_notification,
     encoded_session_id,
+    encoded_update,
 )
 from muse_acp.agent.translation.compactions import Compaction
 from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
@@ -163,7 +164,9 @@ class UpdateOutlet:
         seen = announced_goal(update)
         if seen is not None:
             record.goal = seen
-        params = encoded_chunk(self._encoded_id, update)  # the common case, encoded cheaper
+        # A chunk from its template, else the update's own encoding in the notification's:
+        # building and validating the notification model cost as much as encoding the update.
+        params = encoded_chunk(self._encoded_id, update) or encoded_update(self._encoded_id, update)
         await self._client.notify(
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),

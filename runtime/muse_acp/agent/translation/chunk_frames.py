@@ -1,12 +1,14 @@
-"""Text chunks of ``session/update``, encoded without building and serializing a notification.
+"""``session/update`` params encoded without building and serializing a notification.
 
 Contract: ``encoded_chunk(session_id, update)`` returns the params of ``session/update`` as
 ``RawJson`` when ``update`` is a plain text chunk (a user, agent or thought chunk of only
-``sessionUpdate``, a text ``content`` and an optional ``messageId``), else None, and the caller
-encodes the model as usual. ``encoded_plain`` does the same for a ``translate.PlainChunk`` whose
-model was never built, and ``encoded_plain_notification`` gives the whole notification. The
-bytes are exactly those the ``acp.SessionNotification`` model encodes to: each kind's template is
-cut once out of a sample notification's encoding, and the values are encoded by pydantic-core
+``sessionUpdate``, a text ``content`` and an optional ``messageId``), else None.
+``encoded_plain`` does the same for a ``translate.PlainChunk`` whose model was never built, and
+``encoded_plain_notification`` gives the whole notification. ``encoded_update`` gives the params
+of any update whose type is exactly one of ``acp.SessionUpdate``'s, its own encoding put in the
+notification's, else None, and the caller encodes the model as usual. The bytes are exactly those
+the ``acp.SessionNotification`` model encodes to: each template is cut once out of a sample
+notification's encoding, and the values are encoded by pydantic-core
 (``tests/agent/test_chunk_frames.py`` compares the two).
 """
 
@@ -28,6 +30,7 @@ __all__ = [
     "encoded_plain",
     "encoded_plain_notification",
     "encoded_session_id",
+    "encoded_update",
 ]
 
 UPDATE: Final = "session/update"
@@ -38,6 +41,7 @@ _MESSAGE_MARK: Final = "\x00message\x00"
 
 
 _CHUNK_KINDS: Final = get_args(TextChunk)
+_UPDATE_KINDS: Final = frozenset(get_args(acp.SessionUpdate))
 
 
 def _is_chunk(update: acp.SessionUpdate) -> TypeGuard[TextChunk]:
@@ -165,3 +169,35 @@ def encoded_plain(session_id: bytes, chunk: PlainChunk) -> RawJson | None:
     if template is None:
         return None
     return template.fill(session_id, chunk.text, chunk.message_id)
+
+
+@cache
+def _notification_pieces() -> tuple[bytes, bytes, bytes] | None:
+    """The encoded notification params around its session id and its update, cut out of a
+    sample's encoding, or None when the sample's update is not found in it whole."""
+    sample = acp.CurrentModeUpdateSessionUpdate(
+        session_update="current_mode_update", current_mode_id=_TEXT_MARK
+    )
+    encoded = encode_value(acp.SessionNotification(session_id=_SESSION_MARK, update=sample))
+    head, found, tail = encoded.partition(encode_value(sample))
+    if not found:
+        return None
+    before, found, between = head.partition(to_json(_SESSION_MARK))
+    if not found:
+        return None
+    return before, between, tail
+
+
+def encoded_update(session_id: bytes, update: acp.SessionUpdate) -> RawJson | None:
+    """The ``session/update`` params of ``update``, or None (see the contract);
+    ``session_id`` comes from ``encoded_session_id``."""
+    # The exact type: the notification encodes its update with the schema of the variant its
+    # tag names, which is the update's own only when it is that very class.
+    if type(update) not in _UPDATE_KINDS:
+        return None
+    pieces = _notification_pieces()
+    if pieces is None:
+        return None
+    encoded = update.__pydantic_serializer__.to_json(update, by_alias=True, exclude_unset=True)
+    # Every piece is pydantic-core's compact JSON, so it holds no raw line break.
+    return RawJson.encoded(b"".join((pieces[0], session_id, pieces[1], encoded, pieces[2])))

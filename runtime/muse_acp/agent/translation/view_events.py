@@ -58,7 +58,12 @@ def read_event(event: msp.ViewEvent) -> WireModel | None:
     if spec is None or spec.params is None:
         return None
     try:
-        return spec.params.model_validate(event.params, by_alias=True, by_name=False)
+        # The model's own validator, as ``model_validate`` calls it, minus that wrapper's cost:
+        # about a microsecond an event, an eighth of validating a page of history.
+        validated: WireModel = spec.params.__pydantic_validator__.validate_python(
+            event.params, by_alias=True, by_name=False
+        )
+        return validated
     except ValidationError:
         logger.warning("skipped an unreadable %s event from the session's view", event.method)
         return None
