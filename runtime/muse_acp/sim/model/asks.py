@@ -2,63 +2,44 @@
 host asks and how decisions apply.
 
 Contract: an ``ApprovalAsk`` is one approval of a tool call: a ``bash`` command in one or more
-stages (``shell`` subject) or a ``write_file`` (``fileAccess`` subject). ``request_approval``
-publishes it (``approval/requested``, then ``approval/request``; any reply is fine) and waits for
-decisions; ``ApprovalAsk.decide`` applies one at once, checked in the order real hosts check:
--32051 already resolved, -32053 stale requirement, -32052 choice not offered. The turn emits
-``approval/updated`` between stages and ``approval/resolved`` at the end. The session's approval
-mode applies first (``allowAll`` runs the call unasked, never a protected write;
-``denyUnmatched`` denies it). On hosts that race (``race``), deciding the first stage settles
-the second silently, so a decision aimed at it is stale (docs/muse-sim.md).
+stages (``shell`` subject) or a ``write_file`` (``fileAccess`` subject), with the params of its
+``approval/requested``. ``ApprovalAsk.decide`` applies one decision at once, checked in the
+order real hosts check: -32051 already resolved, -32053 stale requirement, -32052 choice not
+offered; each accepted one is queued as a ``Decided`` for the turn to report. On hosts that race
+(``race``), deciding the first stage settles the second silently, so a decision aimed at it is
+stale (docs/muse-sim.md). Publishing the ask and waiting for its decisions is
+``muse_acp.sim.model.approval_events``.
 """
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from types import MappingProxyType
 from typing import Any, Final
 
 import anyio
 
-from muse_acp.rpc import RawJson, RpcError, encode_message
-from muse_acp.sim.model.turn import Turn
-from muse_acp.sim.options.faults import exit_now
+from muse_acp.rpc import RpcError
 from muse_acp.sim.state import errors
-from muse_acp.sim.state.context import ANSWER_WAIT
-from muse_acp.sim.state.ids import new_uuid7, rfc3339_now
-from muse_acp.sim.state.session import LiveSession, Position
+from muse_acp.sim.state.ids import new_uuid7
+from muse_acp.sim.state.session import Position
 from muse_acp_wire.msp import (
-    ApprovalChange,
     ApprovalChoice,
     ApprovalRequestedParams,
     ApprovalResolutionSummary,
-    ApprovalResolvedParams,
     ApprovalStage,
     ApprovalSubagentOrigin,
     ApprovalSubject,
-    ApprovalUpdatedParams,
     ErrorData,
-    PolicyAmendment,
     RequirementId,
     StageEvidence,
     StageResolution,
 )
 
-__all__ = [
-    "CHOICES",
-    "CLIENT_DECISION",
-    "ONCE_CHOICES",
-    "POLICY_DECISION",
-    "ApprovalAsk",
-    "await_decision",
-    "request_approval",
-    "split_stages",
-]
+__all__ = ["CHOICES", "ONCE_CHOICES", "ApprovalAsk", "Decided", "split_stages"]
 
 CHOICES: Final = (
     ApprovalChoice(choice_id="allow_once", label="Allow once", decision="approved", scope="once"),
@@ -84,10 +65,6 @@ _STAGE_KINDS: Final[Mapping[str, str]] = MappingProxyType(
 """Offered choice -> how the stages it settles are resolved."""
 RACED_STAGE: Final = "known_safe"
 """How the host settles the stage it takes over in the stage race."""
-CLIENT_DECISION: Final = "clientDecision"
-"""``change.reason`` of an update caused by the client's decision."""
-POLICY_DECISION: Final = "policyDecision"
-"""``change.reason`` of an update caused by the host's own policy (the stage race)."""
 
 
 def _argv(part: str) -> list[str]:
@@ -106,7 +83,7 @@ def split_stages(command: str, count: int) -> list[list[str]]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Decided:
+class Decided:
     """One accepted decision, as the turn will report it."""
 
     index: int
@@ -150,7 +127,7 @@ class ApprovalAsk:
     """The decision once the approval is settled (``approved``, ``approvedForSession``...)."""
     resolved_by: str = "user"
     resolved_cursor: str | None = None
-    decided: deque[_Decided] = field(default_factory=deque)
+    decided: deque[Decided] = field(default_factory=deque)
     wake: anyio.Event = field(default_factory=anyio.Event)
 
     def __post_init__(self) -> None:
@@ -282,7 +259,7 @@ class ApprovalAsk:
             self.resolutions[self.current] = RACED_STAGE
             self.current += 1
             raced = tuple(self.resolutions)
-        self.decided.append(_Decided(index, choice_id, command_id, last, snapshot, answered, raced))
+        self.decided.append(Decided(index, choice_id, command_id, last, snapshot, answered, raced))
         self.wake.set()
         return last
 
@@ -318,163 +295,3 @@ class ApprovalAsk:
         if self.path is not None:
             return f"write `{self.path}` in this session"
         return f"run `{self.command}` in this session"
-
-
-async def _resolve(
-    session: LiveSession,
-    ask: ApprovalAsk,
-    *,
-    by: str,
-    command_id: str | None,
-    stamped: bool = False,
-) -> None:
-    """Publish ``approval/resolved``; ``stamped``: the version says when the client decided."""
-    decision = ask.outcome or "abort"
-    allowed = decision in ("approved", "approvedForSession")
-
-    def build(pos: Position) -> ApprovalResolvedParams:
-        resolved = ApprovalResolvedParams(
-            session_id=ask.session_id,
-            view_cursor=pos.cursor,
-            source_range=pos.source_range,
-            approval_id=ask.approval_id,
-            item_id=ask.item_id,
-            turn_id=ask.turn_id,
-            decision=decision,
-            policy_result="allow" if allowed else "deny",
-            resolved_by=by,
-            stage_evidence=ask.evidence(ask.resolutions),
-        )
-        if ask.origin is not None:
-            resolved.subagent_origin = ask.origin
-        if decision == "approvedForSession":
-            resolved.amendment = PolicyAmendment(
-                durability="session", rule_preview=ask.rule_preview()
-            )
-        if command_id is not None:
-            resolved.decided_by_command_id = command_id
-            if stamped:
-                resolved.decided_at = rfc3339_now()
-        return resolved
-
-    ask.resolved_by = by
-    params = await session.emit("approval/resolved", build)
-    ask.resolved_cursor = params.view_cursor
-
-
-def _without_cursor(body: bytes) -> bytes:
-    """The encoded params with ``viewCursor`` taken out, every other member in place."""
-    params = json.loads(body)
-    params.pop("viewCursor", None)
-    return encode_message(params)
-
-
-async def request_approval(turn: Turn, ask: ApprovalAsk) -> str:
-    """Put ``ask`` to the client and wait until it is settled; returns the decision."""
-    session = turn.session
-    mode = session.meta.approval_mode
-    if mode == "allowAll" and not ask.protected:
-        return "approved"
-    session.asks[ask.approval_id] = ask
-    turn.phase = "waiting for an approval"
-    await session.outbox.pace()
-    _, body = session.record("approval/requested", ask.requested)
-    sent = _without_cursor(body) if ask.bare else body
-    await session.outbox.send_event("approval/requested", sent)
-    if mode == "denyUnmatched":
-        ask.outcome = "denied"
-        await _resolve(session, ask, by="policy", command_id=None)
-        return "denied"
-    done = anyio.Event()
-    turn.ctx.spawn(turn.ctx.ask_client, "approval/request", RawJson(sent), done)
-    if turn.ctx.options.faults.exits_at("approval"):
-        exit_now("exit:approval")
-    return await await_decision(turn, ask, done)
-
-
-async def await_decision(turn: Turn, ask: ApprovalAsk, done: anyio.Event) -> str:
-    """Wait until the client's decisions settle ``ask`` (which is published and registered in
-    the session's asks), reporting each non-final one; ``done`` is set once it is settled.
-    A stopped turn resolves it ``abort``. Returns the decision."""
-    session = turn.session
-
-    async def abandon() -> None:
-        ask.outcome = ask.outcome or "abort"
-        done.set()
-        await _resolve(session, ask, by="user", command_id=None)
-
-    turn.open_items[ask.approval_id] = abandon
-    turn.phase = "waiting for an approval"
-    try:
-        while True:
-            await ask.wake.wait()
-            ask.wake = anyio.Event()
-            while ask.decided:
-                decided = ask.decided.popleft()
-                with anyio.move_on_after(ANSWER_WAIT):
-                    await decided.answered.wait()
-                if decided.terminal:
-                    del turn.open_items[ask.approval_id]
-                    await _resolve(
-                        session,
-                        ask,
-                        by="user",
-                        command_id=decided.command_id,
-                        stamped=turn.ctx.profile.declares("ApprovalResolvedParams", "decided_at"),
-                    )
-                    return ask.outcome or "abort"
-                await _report(session, ask, decided)
-    finally:
-        done.set()
-        turn.phase = "the model was working"
-
-
-async def _report(session: LiveSession, ask: ApprovalAsk, decided: _Decided) -> None:
-    """The ``approval/updated`` of a non-final decision; in the stage race, also the update of
-    the stage the host settled itself, recorded in the same instant but never sent."""
-    await session.outbox.pace()
-    _, body = session.record("approval/updated", partial(_updated, ask, decided))
-    if decided.raced is not None:
-        session.record("approval/updated", partial(_raced, ask, decided))
-    await session.outbox.send_event("approval/updated", body)
-
-
-def _change(ask: ApprovalAsk, index: int, choice_id: str | None, reason: str) -> ApprovalChange:
-    decision = ask.decision_of(choice_id) if choice_id is not None else "approved"
-    change = ApprovalChange(
-        kind="stageResolved", requirement_id=ask.requirement(index), decision=decision
-    )
-    if choice_id is not None:
-        change.choice_id = choice_id
-    if ask.reasons:
-        change.reason = reason
-    return change
-
-
-def _updated(ask: ApprovalAsk, decided: _Decided, pos: Position) -> ApprovalUpdatedParams:
-    """The ``approval/updated`` params reporting one non-final decision."""
-    return ApprovalUpdatedParams(
-        session_id=ask.session_id,
-        view_cursor=pos.cursor,
-        source_range=pos.source_range,
-        approval_id=ask.approval_id,
-        current_requirement_id=ask.requirement(decided.index + 1),
-        subject=ask.subject(decided.resolutions),
-        available_choices=list(ask.choices),
-        change=_change(ask, decided.index, decided.choice_id, CLIENT_DECISION),
-    )
-
-
-def _raced(ask: ApprovalAsk, decided: _Decided, pos: Position) -> ApprovalUpdatedParams:
-    """The unsent ``approval/updated`` of the stage the host settled itself."""
-    assert decided.raced is not None
-    return ApprovalUpdatedParams(
-        session_id=ask.session_id,
-        view_cursor=pos.cursor,
-        source_range=pos.source_range,
-        approval_id=ask.approval_id,
-        current_requirement_id=ask.requirement(decided.index + 2),
-        subject=ask.subject(decided.raced),
-        available_choices=list(ask.choices),
-        change=_change(ask, decided.index + 1, None, POLICY_DECISION),
-    )

@@ -17,13 +17,8 @@ from typing import Final
 
 import anyio
 
-from muse_acp.sim.model.asks import (
-    CHOICES,
-    ONCE_CHOICES,
-    ApprovalAsk,
-    request_approval,
-    split_stages,
-)
+from muse_acp.sim.model.approval_events import request_approval
+from muse_acp.sim.model.asks import CHOICES, ONCE_CHOICES, ApprovalAsk, split_stages
 from muse_acp.sim.model.compacting import auto_compact
 from muse_acp.sim.model.goal_turns import goal_again, pause_stopped_goal
 from muse_acp.sim.model.notices import (

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from muse_acp.sim.model.asks import ApprovalAsk, request_approval, split_stages
+from muse_acp.sim.model.approval_events import request_approval
+from muse_acp.sim.model.asks import ApprovalAsk, split_stages
 from muse_acp.sim.model.tools import ToolCall, shell_args
 from muse_acp.sim.model.turn import Turn
 from muse_acp.sim.script.directives import Prompt
