@@ -19,10 +19,11 @@ from typing import Any
 import anyio
 
 from muse_acp.sim.model.approval_events import await_decision
+from muse_acp.sim.model.approved_calls import APPROVAL_CANCELLED, DENIED_BY_POLICY
 from muse_acp.sim.model.asks import ApprovalAsk
 from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import QuestionAsk, await_answer, hold_open
-from muse_acp.sim.model.runner import APPROVAL_CANCELLED, DENIED_BY_POLICY, TurnRunner
+from muse_acp.sim.model.runner import TurnRunner
 from muse_acp.sim.model.tools import ToolCall
 from muse_acp.sim.script.directives import parse_prompt
 from muse_acp.sim.script.turn_requests import TurnRequest

@@ -17,8 +17,7 @@ from typing import Final
 
 import anyio
 
-from muse_acp.sim.model.approval_events import request_approval
-from muse_acp.sim.model.asks import CHOICES, ONCE_CHOICES, ApprovalAsk, split_stages
+from muse_acp.sim.model.approved_calls import run_approved_command, run_file_change
 from muse_acp.sim.model.compacting import auto_compact
 from muse_acp.sim.model.goal_turns import goal_again, pause_stopped_goal
 from muse_acp.sim.model.notices import (
@@ -32,20 +31,13 @@ from muse_acp.sim.model.notices import (
     usage_changed,
     view_lost,
 )
-from muse_acp.sim.model.outputs import TEXT_MEDIA_TYPE
 from muse_acp.sim.model.questions import ask_user
-from muse_acp.sim.model.reviews import review_approval
 from muse_acp.sim.model.subagents import run_subagent
 from muse_acp.sim.model.tools import (
-    SHELL_DISABLED,
-    WRITE_DISABLED,
-    ToolCall,
-    compact_json,
     run_search,
     run_shell,
     run_timed,
     run_web,
-    shell_args,
 )
 from muse_acp.sim.model.turn import Turn
 from muse_acp.sim.model.turn_waits import announce, simulated_failure
@@ -85,7 +77,7 @@ from muse_acp.sim.script.directives import (
 from muse_acp.sim.script.turn_requests import Steer, StopRequest, TurnRequest
 from muse_acp.sim.state.catalog import effective_effort
 from muse_acp.sim.state.context import HostContext
-from muse_acp.sim.state.ids import new_uuid7, now_ms, rfc3339_now
+from muse_acp.sim.state.ids import now_ms, rfc3339_now
 from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import (
     TurnCompletedParams,
@@ -100,10 +92,6 @@ __all__ = ["ACK_WAIT", "TurnRunner"]
 ACK_WAIT: Final = 5.0
 """Seconds a turn waits for its acknowledgement to be written before playing anyway."""
 HOLD_MARK: Final = "sim:hold"
-DENIED_BY_POLICY: Final = "the approval policy (denyUnmatched) refused this command"
-APPROVAL_CANCELLED: Final = "tool approval cancelled"
-WRITTEN_CONTENT: Final = "written by muse-sim\n"
-"""What a simulated ``write_file`` says it wrote (nothing is written anywhere)."""
 
 
 class TurnRunner:
@@ -242,13 +230,9 @@ class TurnRunner:
             case WebSearch():
                 await run_web(turn, directive)
             case Approve():
-                await self._approved_command(directive)
-            case ProtectedWrite():
-                args = compact_json({"content": WRITTEN_CONTENT, "path": directive.path})
-                await self._file_change("write_file", args, directive)
-            case Edit(path=path, find=find, replace=replace):
-                args = compact_json({"find": find, "path": path, "replace": replace})
-                await self._file_change("edit_file", args, directive)
+                await run_approved_command(turn, directive)
+            case ProtectedWrite() | Edit():
+                await run_file_change(turn, directive)
             case Gap(count=count):
                 await miss_events(turn, count)
             case Spawn() | Paced():
@@ -287,83 +271,6 @@ class TurnRunner:
             case Crash():
                 crash(["sim:crash: exiting in the middle of a turn"])
         return None
-
-    async def _approved_command(self, directive: Approve) -> None:
-        turn = self.turn
-        approval_id = new_uuid7()
-        args = shell_args(directive.command, "Run a command that needs approval")
-        call = ToolCall(turn, "bash", args, approval_id=approval_id)
-        await turn.usage(args, final=False)
-        await call.start()
-        if self.ctx.options.disable_shell:
-            await call.finish_with("rejected", SHELL_DISABLED)
-            return
-        ask = ApprovalAsk(
-            session_id=turn.session_id,
-            turn_id=turn.turn_id,
-            item_id=call.item_id,
-            tool_call_id=call.call_id,
-            raw_args=args,
-            command=directive.command,
-            workspace_root=self.session.meta.workspace_root,
-            stages=split_stages(directive.command, directive.stages),
-            race=directive.race and self.ctx.profile.facts.stage_race,
-            reasons=self.ctx.profile.change_reasons,
-            approval_id=approval_id,
-        )
-        if directive.review:
-            await review_approval(turn, ask)
-        decision = await request_approval(turn, ask)
-        if decision in ("approved", "approvedForSession"):
-            await call.update()
-            call.store(TEXT_MEDIA_TYPE)
-            await call.stream([f"simulated run of: {directive.command}\n".encode()])
-            await call.finish()
-        elif decision == "denied":
-            await call.finish_with("rejected", DENIED_BY_POLICY)
-        else:
-            await call.finish_with("failed", APPROVAL_CANCELLED)
-
-    async def _file_change(self, tool: str, args: str, directive: ProtectedWrite | Edit) -> None:
-        """A ``write_file`` to a protected path or an ``edit_file``, behind a write approval."""
-        turn = self.turn
-        profile = self.ctx.profile
-        protected = isinstance(directive, ProtectedWrite) and profile.facts.protected_writes
-        approval_id = new_uuid7()
-        call = ToolCall(turn, tool, args, approval_id=approval_id)
-        await turn.usage(args, final=False)
-        await call.start()
-        if self.ctx.options.disable_write:
-            await call.finish_with("rejected", WRITE_DISABLED)
-            return
-        ask = ApprovalAsk(
-            session_id=turn.session_id,
-            turn_id=turn.turn_id,
-            item_id=call.item_id,
-            tool_call_id=call.call_id,
-            raw_args=args,
-            workspace_root=self.session.meta.workspace_root,
-            stages=[],
-            tool_name=tool,
-            path=directive.path,
-            protected=protected,
-            bare=protected and isinstance(directive, ProtectedWrite) and directive.bare,
-            reasons=profile.change_reasons,
-            choices=ONCE_CHOICES if protected else CHOICES,
-            approval_id=approval_id,
-        )
-        decision = await request_approval(turn, ask)
-        if decision in ("approved", "approvedForSession") and isinstance(directive, Edit):
-            await call.update()
-            await call.finish_with("completed", f"-{directive.find}\n+{directive.replace}\n")
-        elif decision in ("approved", "approvedForSession"):
-            await call.update()
-            size = len(WRITTEN_CONTENT.encode())
-            await call.finish_with("completed", f"wrote {size} bytes to {directive.path}")
-        elif decision == "denied":
-            await call.finish_with("rejected", DENIED_BY_POLICY)
-        else:
-            await call.finish_with("failed", APPROVAL_CANCELLED)
 
     async def _answer_steers(self) -> bool:
         """Answer pending steering input; True when one of them did not ask to keep holding."""
