@@ -16,9 +16,7 @@ from muse_acp.sim.script.directives import (
     Crash,
     Edit,
     Fail,
-    Gap,
     Hold,
-    Name,
     Paced,
     Plan,
     Prompt,
@@ -27,12 +25,11 @@ from muse_acp.sim.script.directives import (
     Shell,
     Spawn,
     Stream,
-    ViewLost,
     WebSearch,
     parse_prompt,
-    slug,
     split_text,
 )
+from muse_acp.sim.script.session_directives import Gap, Name, ViewLost, slug
 
 from .captures import REPO_ROOT
 

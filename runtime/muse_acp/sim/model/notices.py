@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from muse_acp.sim.script.directives import Flags, Name, Roots
+from muse_acp.sim.script.session_directives import Flags, Name, Roots
 from muse_acp.sim.state.ids import new_uuid7
 from muse_acp_wire.msp import (
     SessionApprovalModeChangedParams,

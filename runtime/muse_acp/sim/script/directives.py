@@ -3,32 +3,39 @@
 Contract: ``parse_prompt`` splits a prompt into its text (every line that is not a directive,
 echoed back by the final agent message) and its directives, in order, one per line. A directive
 line starts with ``sim:`` after optional leading blanks; each directive is one of the
-``Directive`` types below (delegated work's are in ``delegation``), and docs/muse-sim.md lists
-what each one plays.
+``Directive`` types below (delegated work's are in ``delegation``, those acting on the session
+itself in ``session_directives``), and docs/muse-sim.md lists what each one plays.
 
 A ``sim:`` line that does not parse (unknown name, missing or bad argument) stays prompt text,
 never an error. Arguments are bounded: sizes by ``MAX_OUTPUT_BYTES``, stages by ``MAX_STAGES``,
-deltas by ``MAX_STREAM_DELTAS``, gaps by ``MAX_GAP_EVENTS``, paced lines by ``MAX_PACED_LINES``,
-spawn and paced durations (decimal seconds) by ``MAX_SPAWN_SECONDS``; a name must have at least
-one letter or digit.
+deltas by ``MAX_STREAM_DELTAS``, paced lines by ``MAX_PACED_LINES``, spawn and paced durations
+(decimal seconds) by ``MAX_SPAWN_SECONDS``.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
 from muse_acp.sim.script.delegation import DELEGATION_PARSERS, Subagent, Workflow
+from muse_acp.sim.script.session_directives import (
+    SESSION_PARSERS,
+    AutoCompact,
+    Flags,
+    Gap,
+    Name,
+    Roots,
+    SwitchApproval,
+    SwitchModel,
+    ViewLost,
+)
 
 __all__ = [
-    "APPROVAL_MODES",
     "DELTA_PIECES",
     "DIRECTIVE_NAMES",
-    "MAX_GAP_EVENTS",
     "MAX_OUTPUT_BYTES",
     "MAX_PACED_LINES",
     "MAX_SPAWN_SECONDS",
@@ -36,35 +43,26 @@ __all__ = [
     "MAX_STREAM_DELTAS",
     "Approve",
     "AskUser",
-    "AutoCompact",
     "Background",
     "Crash",
     "Directive",
     "Edit",
     "Fail",
-    "Flags",
     "Foreground",
-    "Gap",
     "Hold",
-    "Name",
     "Paced",
     "Plan",
     "Prompt",
     "ProtectedWrite",
     "Retry",
-    "Roots",
     "Search",
     "Shell",
     "Spawn",
     "Stream",
     "Subagent",
-    "SwitchApproval",
-    "SwitchModel",
-    "ViewLost",
     "WebSearch",
     "Workflow",
     "parse_prompt",
-    "slug",
     "split_text",
 ]
 
@@ -73,14 +71,9 @@ MAX_OUTPUT_BYTES: Final = 1 << 30
 MAX_STAGES: Final = 16
 MAX_STREAM_DELTAS: Final = 100_000
 """Keeps the completed message (every delta joined) far below the host's 10 MiB frame limit."""
-MAX_GAP_EVENTS: Final = 1000
-"""One ``view/page`` (limit 1000) can return every missed event."""
 MAX_SPAWN_SECONDS: Final = 3600
 MAX_PACED_LINES: Final = 1000
-APPROVAL_MODES: Final = frozenset({"allowAll", "promptUnmatched", "onRequest", "denyUnmatched"})
-SLUG_LENGTH: Final = 64
 _SECONDS: Final = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,3})?")
-_NOT_SLUG: Final = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +125,6 @@ class Edit:
 
 
 @dataclass(frozen=True, slots=True)
-class Gap:
-    """``count`` view events the client never gets live (``sim:gap N``)."""
-
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
 class Spawn:
     """A bash call running a real ``sleep`` child (``sim:spawn SECONDS``)."""
 
@@ -152,36 +138,6 @@ class Paced:
 
     lines: int
     seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Name:
-    """The model names the session (``sim:name TEXT``)."""
-
-    text: str
-
-    @property
-    def slug(self) -> str:
-        return slug(self.text)
-
-
-@dataclass(frozen=True, slots=True)
-class ViewLost:
-    """The host reports the live view unavailable (``sim:viewlost``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SwitchModel:
-    """Another client switches the session's model (``sim:switch-model MODEL``)."""
-
-    model_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class SwitchApproval:
-    """Another client switches the session's approval mode (``sim:switch-approval MODE``)."""
-
-    mode: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,21 +186,6 @@ class Foreground:
 
 
 @dataclass(frozen=True, slots=True)
-class AutoCompact:
-    """Muse compacts the session's history by itself mid-turn (``sim:autocompact``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Flags:
-    """The model reports the host's safety flags and approval mode (``sim:flags``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Roots:
-    """The model names the session's workspace roots (``sim:roots``)."""
-
-
-@dataclass(frozen=True, slots=True)
 class Stream:
     """An agent message of ``deltas`` text deltas (``sim:stream N``)."""
 
@@ -289,13 +230,6 @@ class Prompt:
     directives: tuple[Directive, ...]
 
 
-def slug(text: str) -> str:
-    """``text`` as a session name: lower-case letters and digits, runs of anything else one
-    hyphen, no hyphen first or last, at most ``SLUG_LENGTH`` characters ("" if nothing is left)."""
-    ascii_text = unicodedata.normalize("NFKD", text.lower()).encode("ascii", "ignore").decode()
-    return _NOT_SLUG.sub("-", ascii_text).strip("-")[:SLUG_LENGTH].rstrip("-")
-
-
 def _size(arg: str) -> int | None:
     return int(arg) if arg.isdigit() and int(arg) <= MAX_OUTPUT_BYTES else None
 
@@ -333,11 +267,6 @@ def _edit(arg: str) -> Directive | None:
     return Edit(*words) if len(words) == 3 else None
 
 
-def _gap(arg: str) -> Directive | None:
-    count = int(arg) if arg.isascii() and arg.isdigit() and len(arg) <= 4 else 0
-    return Gap(count) if 1 <= count <= MAX_GAP_EVENTS else None
-
-
 def _spawn(arg: str) -> Directive | None:
     if _SECONDS.fullmatch(arg) is None or float(arg) > MAX_SPAWN_SECONDS:
         return None
@@ -359,14 +288,6 @@ def _timed_ask(arg: str) -> Directive | None:
     return AskUser(float(arg))
 
 
-def _name(arg: str) -> Directive | None:
-    return Name(arg) if slug(arg) else None
-
-
-def _switch_approval(arg: str) -> Directive | None:
-    return SwitchApproval(arg) if arg in APPROVAL_MODES else None
-
-
 _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyType(
     {
         "bash": _shell("text"),
@@ -382,7 +303,6 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "fail": _text(Fail),
         "plan": _bare(Plan()),
         "crash": _bare(Crash()),
-        "autocompact": _bare(AutoCompact()),
         "stream": _stream,
         "stagerace": _text(lambda command: Approve(command, 3, race=True)),
         "review": _text(lambda command: Approve(command, 1, review=True)),
@@ -391,17 +311,11 @@ _PARSERS: Final[Mapping[str, Callable[[str], Directive | None]]] = MappingProxyT
         "protected": _text(ProtectedWrite),
         "protected-bare": _text(lambda path: ProtectedWrite(path, bare=True)),
         "edit": _edit,
-        "gap": _gap,
         "spawn": _spawn,
         "paced": _paced,
-        "name": _name,
-        "viewlost": _bare(ViewLost()),
         **DELEGATION_PARSERS,
+        **SESSION_PARSERS,
         "background": _text(Background),
-        "switch-model": _text(SwitchModel),
-        "switch-approval": _switch_approval,
-        "flags": _bare(Flags()),
-        "roots": _bare(Roots()),
     }
 )
 """Directive name -> parser of the rest of its line (None when the argument is unusable)."""
