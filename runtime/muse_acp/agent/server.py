@@ -37,8 +37,8 @@ from muse_acp.rpc import (
     open_stdio,
 )
 from muse_acp.rpc.coalescing import CoalescingSendStream
-from muse_acp.rpc.dispatcher import Result
 from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.rpc.request_context import Result
 from muse_acp_wire import acp_handshake as acp
 
 if TYPE_CHECKING:

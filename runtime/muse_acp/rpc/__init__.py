@@ -11,16 +11,7 @@ them.
 
 from muse_acp.rpc.coalescing import CoalescingSendStream, coalescing
 from muse_acp.rpc.decoding import decode_plainly
-from muse_acp.rpc.dispatcher import (
-    DEFAULT_CANCEL_METHOD,
-    Connection,
-    FrameLane,
-    FrameObserver,
-    MessageHandler,
-    OutgoingRequest,
-    RequestContext,
-    Result,
-)
+from muse_acp.rpc.dispatcher import DEFAULT_CANCEL_METHOD, Connection
 from muse_acp.rpc.errors import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
@@ -36,6 +27,8 @@ from muse_acp.rpc.errors import (
 )
 from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
 from muse_acp.rpc.memory import Endpoint, FragmentingSendStream, memory_stream_pair
+from muse_acp.rpc.outgoing import OutgoingRequest
+from muse_acp.rpc.request_context import MessageHandler, RequestContext, Result
 from muse_acp.rpc.router import (
     NotificationRoute,
     RequestRoute,
@@ -48,6 +41,8 @@ from muse_acp.rpc.router import (
 from muse_acp.rpc.stdio import open_stdio
 from muse_acp.rpc.transport import (
     DEFAULT_MAX_FRAME_BYTES,
+    FrameLane,
+    FrameObserver,
     FrameReader,
     FrameWriter,
     OversizedFrame,

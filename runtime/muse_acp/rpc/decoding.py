@@ -7,7 +7,7 @@ deeper than ``MAX_NESTING_DEPTH``, an integer longer than ``MAX_INTEGER_DIGITS``
 unpaired UTF-16 surrogate escape. A refused request is answered with its own id whenever the id
 can be read (a bounded scan of the top level, also in a frame too deep to parse); a refused
 notification or response is not answered. ``decode_plainly`` is the short way for small, plain
-frames (``dispatcher.FrameLane``) and returns None for every other. A fast parse comes first;
+frames (``transport.FrameLane``) and returns None for every other. A fast parse comes first;
 anything it refuses is decoded again strictly, so a refusal always says what the strict decoder
 says.
 """

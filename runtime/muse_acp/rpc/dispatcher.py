@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -30,7 +27,11 @@ from anyio.abc import TaskGroup, TaskStatus
 from muse_acp.rpc.decoding import RefusedFrame, decode_frame
 from muse_acp.rpc.errors import ConnectionClosed, RpcError, error_from_exception
 from muse_acp.rpc.jsonvalue import JsonValue, RequestId
+from muse_acp.rpc.outgoing import OutgoingRequest, Pending
+from muse_acp.rpc.request_context import MessageHandler, RequestContext
 from muse_acp.rpc.transport import (
+    FrameLane,
+    FrameObserver,
     FrameReader,
     FrameWriter,
     OversizedFrame,
@@ -41,16 +42,7 @@ from muse_acp.rpc.transport import (
     encode_result,
 )
 
-__all__ = [
-    "DEFAULT_CANCEL_METHOD",
-    "Connection",
-    "FrameLane",
-    "FrameObserver",
-    "MessageHandler",
-    "OutgoingRequest",
-    "RequestContext",
-    "Result",
-]
+__all__ = ["DEFAULT_CANCEL_METHOD", "Connection"]
 
 logger: Final = logging.getLogger("muse_acp.rpc")
 
@@ -68,171 +60,6 @@ CLOSE_TIMEOUT: Final = 5.0
 
 _WRITE_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 _READ_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
-
-Result: TypeAlias = Payload
-"""What a request handler returns: a pydantic model, ``RawJson`` or a JSON value."""
-
-FrameObserver: TypeAlias = Callable[[Literal["in", "out"], bytes], None]
-"""Called with every frame read or written (without its LF); must not raise or block."""
-
-
-class _Commitment:
-    """Where a request stands between the peer's cancel and its commit (``RequestContext``)."""
-
-    __slots__ = ("committed", "declared", "withdrawn")
-
-    def __init__(self) -> None:
-        self.declared = False
-        self.withdrawn = False
-        self.committed = False
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    """What a request handler knows about the request it is serving."""
-
-    request_id: RequestId
-    method: str
-    arrival: int = 0
-    """The position of the request's frame among every frame this connection read (from 1),
-    so a handler can order its request against notifications that arrived around it."""
-    followups: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    """Work to run after a successful response was written, in order, in the same task.
-
-    Lets a handler send notifications that must reach the peer after the response (for example
-    updates about a session the response just created)."""
-    cancel_handlers: list[Callable[[], None]] = field(default_factory=list)
-    _commitment: _Commitment = field(default_factory=_Commitment, repr=False, compare=False)
-
-    def declare_changes_state(self) -> None:
-        """Say the request changes state, so it may ``commit`` (its route does this)."""
-        self._commitment.declared = True
-
-    @asynccontextmanager
-    async def commit(self) -> AsyncIterator[None]:
-        """The block where the request makes its change; the change is made whole or not at all.
-
-        Entered only while the peer has not withdrawn the request; from then on the peer's
-        cancel is ignored, and the block runs shielded from every cancellation (the connection's
-        own end included), so it must be bounded. Everything a handler changes belongs in it;
-        what comes before it may be stopped at any await. Entering it again is harmless.
-
-        Raises:
-            RpcError: REQUEST_CANCELLED when the peer withdrew the request first (nothing of
-                the block runs).
-            RuntimeError: the request's route does not declare that it changes state.
-        """
-        state = self._commitment
-        if not state.declared:
-            raise RuntimeError(f"{self.method} commits, but its route does not say it changes")
-        if state.withdrawn:
-            raise RpcError.request_cancelled()
-        state.committed = True
-        with anyio.CancelScope(shield=True):
-            yield
-
-    def after_response(self, work: Callable[[], Awaitable[None]]) -> None:
-        self.followups.append(work)
-
-    def on_cancel(self, handler: Callable[[], None]) -> None:
-        """Take over the peer's cancellation of this request.
-
-        Once a handler is registered, the peer's cancel notification calls it (synchronously,
-        in arrival order; never once the request has committed) instead of cancelling the
-        handler's task, so the handler can wind its work down in order and then answer:
-        REQUEST_CANCELLED by raising ``RpcError.request_cancelled()``, or a result when the work
-        had already finished."""
-        self.cancel_handlers.append(handler)
-
-
-class FrameLane(Protocol):
-    """A short way for incoming frames of one common kind, offered each frame before it is
-    decoded. A lane takes a frame only when the ordinary way would make the same of it, so the
-    way a frame took never changes what it does; it saves that way's decoding and layers on the
-    frames that are nearly all of a connection's traffic (a turn's streamed deltas)."""
-
-    def __call__(self, frame: bytes) -> bool | Awaitable[None]:
-        """False when ``frame`` is not taken; True when it was handled; or, when it was taken
-        but its handling has to wait (a full writer), what is left of it, which the connection
-        awaits before it reads on."""
-        ...
-
-
-class MessageHandler(Protocol):
-    """Receives a connection's incoming requests and notifications."""
-
-    async def handle_request(
-        self, method: str, params: JsonValue | None, ctx: RequestContext
-    ) -> Result: ...
-
-    async def handle_notification(self, method: str, params: JsonValue | None) -> None: ...
-
-
-class _Pending:
-    """The slot an outgoing request's response is delivered to."""
-
-    __slots__ = ("done", "error", "frame", "keep_frame", "method", "result")
-
-    def __init__(self, method: str, *, keep_frame: bool = False) -> None:
-        self.method = method
-        self.keep_frame = keep_frame
-        self.done = anyio.Event()
-        self.result: JsonValue = None
-        self.frame: bytes | None = None
-        self.error: RpcError | ConnectionClosed | None = None
-
-
-class OutgoingRequest:
-    """A request that was sent and whose answer is still to be collected (``start_request``)."""
-
-    __slots__ = ("_connection", "_pending", "_request_id", "_settled")
-
-    def __init__(self, connection: Connection, request_id: int, pending: _Pending) -> None:
-        self._connection = connection
-        self._request_id = request_id
-        self._pending = pending
-        self._settled = False
-
-    async def result(self) -> JsonValue:
-        """Wait for the raw ``result``; a caller cancelled meanwhile withdraws the request.
-
-        Raises:
-            RpcError: the peer answered with an error.
-            ConnectionClosed: the connection ended before the response arrived.
-        """
-        pending = self._pending
-        try:
-            await pending.done.wait()
-        except anyio.get_cancelled_exc_class():
-            await self.withdraw()
-            raise
-        finally:
-            self._settle()
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
-
-    @property
-    def frame(self) -> bytes | None:
-        """The frame that answered the request with its result, when it was started with
-        ``keep_frame``; None before the result, and for a request started without it."""
-        return self._pending.frame
-
-    async def withdraw(self) -> None:
-        """Give up on the answer; the peer is told when it has not answered yet (through the
-        connection's ``cancel_method``). Harmless once the answer was collected."""
-        if self._settled:
-            return
-        try:
-            if not self._pending.done.is_set():
-                await self._connection._withdraw(self._request_id)
-        finally:
-            self._settle()
-
-    def _settle(self) -> None:
-        if not self._settled:
-            self._settled = True
-            self._connection._settle(self._request_id, answered=self._pending.done.is_set())
 
 
 class Connection:
@@ -261,7 +88,7 @@ class Connection:
         self._on_frame = on_frame
         self._lane = lane
         self._next_id = first_request_id
-        self._outgoing: dict[int, _Pending] = {}
+        self._outgoing: dict[int, Pending] = {}
         self._incoming: dict[RequestId, tuple[anyio.CancelScope, RequestContext]] = {}
         self._arrivals = 0
         self._slots = anyio.Semaphore(max_pending_outgoing, fast_acquire=True)
@@ -340,7 +167,7 @@ class Connection:
                 raise ConnectionClosed()
             self._next_id += 1
             frame = encode_request(request_id, method, params)
-            pending = _Pending(method, keep_frame=keep_frame)
+            pending = Pending(method, keep_frame=keep_frame)
             self._outgoing[request_id] = pending
             try:
                 await self._send(frame)
@@ -351,7 +178,7 @@ class Connection:
             self._outgoing.pop(request_id, None)
             self._slots.release()
             raise
-        return OutgoingRequest(self, request_id, pending)
+        return OutgoingRequest(request_id, pending, self._withdraw, self._settle)
 
     def _settle(self, request_id: int, *, answered: bool) -> None:
         """Forget an outgoing request whose answer was collected or given up; free its slot.
@@ -517,23 +344,9 @@ class Connection:
 
     def _cancel_incoming(self, request_id: RequestId) -> None:
         entry = self._incoming.get(request_id)
-        if entry is None:
-            return
-        scope, context = entry
-        state = context._commitment
-        if state.committed:
-            # Too late: the change is being made, and is answered as made.
-            logger.debug("%s: cancel of committed %s ignored", self.name, context.method)
-            return
-        state.withdrawn = True
-        if not context.cancel_handlers:
-            scope.cancel()
-            return
-        for handler in context.cancel_handlers:
-            try:
-                handler()
-            except Exception:
-                logger.exception("%s: cancel handler of %s failed", self.name, context.method)
+        if entry is not None:
+            scope, context = entry
+            context.peer_cancelled(scope, self.name)
 
     def _start_request(self, request_id: RequestId, method: str, params: JsonValue) -> None:
         assert self._task_group is not None  # only called from serve's read loop

@@ -21,9 +21,10 @@ from typing import Any, Final, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from muse_acp.rpc.dispatcher import Connection, RequestContext, Result
+from muse_acp.rpc.dispatcher import Connection
 from muse_acp.rpc.errors import RpcError, error_from_exception
 from muse_acp.rpc.jsonvalue import JsonValue
+from muse_acp.rpc.request_context import RequestContext, Result
 from muse_acp.rpc.splice import result_string_token
 from muse_acp.rpc.transport import Payload
 from muse_acp.rpc.validation import describe_validation_error

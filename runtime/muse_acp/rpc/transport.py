@@ -10,16 +10,18 @@ over a plain stream it passes writers a turn in the order they arrived; over a
 frame straight on (see ``FrameWriter``).
 The ``encode_*`` functions build compact envelopes (member order ``jsonrpc, id, method, params``
 / ``jsonrpc, id, result|error``) as bytes; pydantic models and ``RawJson`` values are spliced in
-as already-serialized JSON, without a round trip through ``dict``.
+as already-serialized JSON, without a round trip through ``dict``. ``FrameObserver`` and
+``FrameLane`` are what a connection may hand the frames it reads (and writes) to.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, TypeAlias
+from typing import Final, Literal, Protocol, TypeAlias
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -32,6 +34,8 @@ from muse_acp.rpc.jsonvalue import JsonInput, RequestId
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_READ_CHUNK_BYTES",
+    "FrameLane",
+    "FrameObserver",
     "FrameReader",
     "FrameWriter",
     "OversizedFrame",
@@ -357,3 +361,20 @@ class FrameWriter:
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+FrameObserver: TypeAlias = Callable[[Literal["in", "out"], bytes], None]
+"""Called with every frame read or written (without its LF); must not raise or block."""
+
+
+class FrameLane(Protocol):
+    """A short way for incoming frames of one common kind, offered each frame before it is
+    decoded. A lane takes a frame only when the ordinary way would make the same of it, so the
+    way a frame took never changes what it does; it saves that way's decoding and layers on the
+    frames that are nearly all of a connection's traffic (a turn's streamed deltas)."""
+
+    def __call__(self, frame: bytes) -> bool | Awaitable[None]:
+        """False when ``frame`` is not taken; True when it was handled; or, when it was taken
+        but its handling has to wait (a full writer), what is left of it, which the connection
+        awaits before it reads on."""
+        ...
