@@ -19,13 +19,8 @@ from muse_acp.client.connect import (
     connect_streams,
     default_command,
 )
-from muse_acp.client.connection import (
-    AgentConnection,
-    Diagnostics,
-    NoDiagnostics,
-    PendingResult,
-)
-from muse_acp.client.errors import AgentError, AgentExited
+from muse_acp.client.connection import AgentConnection, PendingResult
+from muse_acp.client.errors import AgentError, AgentExited, Diagnostics, NoDiagnostics
 from muse_acp.client.output import (
     MAX_PAGE_BYTES,
     OutputRef,

@@ -25,8 +25,8 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from muse_acp import __version__
 from muse_acp.client.capabilities import client_capabilities, with_elicitation
-from muse_acp.client.connection import AgentConnection, Diagnostics, NoDiagnostics
-from muse_acp.client.errors import AgentError
+from muse_acp.client.connection import AgentConnection
+from muse_acp.client.errors import AgentError, Diagnostics, NoDiagnostics
 from muse_acp.client.policies import ElicitationHandler, PermissionHandler
 from muse_acp.client.process import StderrHandler, forward_to_stderr, spawn_agent
 from muse_acp.rpc import RpcError

@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from pydantic import BaseModel, ValidationError
 
-from muse_acp.client.errors import AgentError, AgentExited
+from muse_acp.client.errors import AgentError, AgentExited, Diagnostics
 from muse_acp.client.output import MAX_PAGE_BYTES, OutputRef, PendingPage, read_pages
 from muse_acp.client.policies import (
     ElicitationHandler,
@@ -46,7 +46,7 @@ from muse_acp.rpc import (
 )
 from muse_acp_wire import acp
 
-__all__ = ["AgentConnection", "Diagnostics", "NoDiagnostics", "PendingResult"]
+__all__ = ["AgentConnection", "PendingResult"]
 
 logger: Final = logging.getLogger("muse_acp.client")
 
@@ -56,29 +56,6 @@ UNCLAIMED_LIMIT: Final = 256
 """Updates kept for sessions the client has not been told about yet."""
 LIST_PAGE_LIMIT: Final = 10_000
 """Pages ``list_sessions`` follows before deciding the agent's cursors never end."""
-
-
-class Diagnostics(Protocol):
-    """Where the agent's last words come from (``AgentProcess`` for a child process)."""
-
-    @property
-    def returncode(self) -> int | None: ...
-
-    def stderr_lines(self) -> tuple[str, ...]: ...
-
-    async def settle(self) -> None: ...
-
-
-class NoDiagnostics:
-    """The ``Diagnostics`` of an agent that is not a child process (in-memory, custom streams)."""
-
-    returncode: Final = None
-
-    def stderr_lines(self) -> tuple[str, ...]:
-        return ()
-
-    async def settle(self) -> None:
-        return None
 
 
 class PendingResult(Generic[_R]):
