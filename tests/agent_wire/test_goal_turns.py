@@ -267,3 +267,36 @@ async def test_goal_controls_are_refused_on_older_muse(
     assert f"this Muse is {version}" in refused
     assert [f for f in world.host_requests() if f["method"].startswith("goal/")] == []
     assert world.host_requests("turn/start") == []
+
+
+ON_RESUME = "Green the suite\nsim:goal-on-resume\nBack at the suite\nsim:approve make test"
+"""An objective whose woken turn completes; Muse starts the rest by itself as soon as a new
+process resumes the session (right after ``session/resume``): it asks an approval, then ends."""
+
+
+@pytest.mark.parametrize("version", GOAL_VERSIONS)
+async def test_a_turn_muse_starts_as_a_loaded_session_resumes_is_followed_before_the_prompt(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        said = await _reply(agent, session, f"/goal set {ON_RESUME}")
+    assert said.index(WORKING) < said.rindex("Green the suite")
+    assert world.host_requests("session/resume") == []
+
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+        # The prompt's host resumes the session, and Muse starts its goal's turn at once: the
+        # prompt shows it and asks its approval, then runs its own turn once Muse's has ended.
+        reply = await _reply(agent, session, "hello")
+        [asked] = agent.client.permission_requests
+        shown = str(agent.raw_updates(session))
+    assert "make test" in str(asked.tool_call.raw_input)
+    assert reply.index("Back at the suite") < reply.rindex("hello")
+    assert shown.index("simulated run of: make test") < shown.rindex("'hello'")
+    assert len(world.host_requests("session/resume")) == 1
+    assert len(world.host_requests("turn/start")) == 1

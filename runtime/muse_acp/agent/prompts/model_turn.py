@@ -9,9 +9,10 @@ settles and returns its stop reason. ``extra_flags`` restrict that one turn's ho
 the session's mode does (a review runs with writes and shell disabled); the host is restarted
 whenever its flags change, so the restriction never outlives the turn. A turn Muse kept waiting
 on the user, found when the host resumes the session, is followed first, through this prompt
-(``waiting_turn``). A host the turn left in an unknown state is closed; on a kept one the
-session's events go on being relayed after the turn (``background``), and the state Muse reports
-is observed throughout (``session_state``). Apart from ``prompting``, for commands' sake."""
+(``waiting_turn``), and so is a turn Muse started by itself once it resumed the session (a
+goal's). A host the turn left in an unknown state is closed; on a kept one the session's events
+go on being relayed after the turn (``background``), and the state Muse reports is observed
+throughout (``session_state``). Apart from ``prompting``, for commands' sake."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from muse_acp.agent.errors import failures
 from muse_acp.agent.prompts.waiting_turn import (
     early_events,
     follow_kept,
+    muse_started,
     taking_up,
     translator_for,
 )
@@ -66,11 +68,18 @@ async def run_turn(
     # prompt (a cancel cancels it) and must end before Muse would start the prompt's own turn.
     if kept is not None and await follow_kept(ctx, session, work, host, kept, early) == "cancelled":
         return "cancelled"
-    early.clear()
     if work.cancel_requested:
         return "cancelled"
     await fit_session_effort(ctx, session, announce=True)
     read_soon(ctx, session)  # the model menu fills in while the turn runs
+    # Muse may start a turn by itself once the host resumed the session (its goal is active):
+    # followed as a kept one (else it would be invisible, and this turn queued behind it).
+    started = muse_started(early)
+    if started is not None:
+        stop = await follow_kept(ctx, session, work, host, started, early, started=True)
+        if stop == "cancelled" or work.cancel_requested:
+            return "cancelled"
+    early.clear()
     translator = translator_for(ctx, session, host)
     turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
     if session.roots_unsent and host.features.has("workspaceRoots"):

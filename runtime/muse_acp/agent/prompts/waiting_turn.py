@@ -8,7 +8,8 @@ the load or resume is answered, ``take_up`` attaches the session (``session/resu
 its pending requests again, also read back with ``approval/listPending``) and follows the turn
 (``follow_kept``) as a prompt's: permission requests with the tool card, question forms, output
 as session updates; ``session/cancel`` cancels it in Muse. A prompt whose new host finds such a
-turn follows it first. No turn left: nothing to follow; a failure is said in the chat. A turn
+turn follows it first, as it does a turn Muse started by itself right after that resume (a goal's:
+``muse_started``). No turn left: nothing to follow; a failure is said in the chat. A turn
 Muse starts by itself (for its goal) while no turn listens comes from the session's follower
 (``taking_up``, ``background``): lined up first in the session's line, then followed the same way
 with no prompt open (``follow_started``), ``session/cancel`` interrupting it (``turn/interrupt``).
@@ -44,6 +45,7 @@ __all__ = [
     "early_events",
     "follow_kept",
     "follow_started",
+    "muse_started",
     "take_up",
     "take_up_soon",
     "taking_up",
@@ -83,6 +85,16 @@ def early_events() -> tuple[list[tuple[str, WireModel]], EventListener]:
             early.append((method, params))
 
     return early, keep
+
+
+def muse_started(early: list[tuple[str, WireModel]]) -> str | None:
+    """The first turn Muse started by itself among ``early``, the session's events since a
+    host attached it (a goal's turn, started right after ``session/resume``); None: none. One
+    that ended there too is followed all the same: its output is still to show."""
+    for _, params in early:
+        if isinstance(params, msp.TurnStartedParams):
+            return params.turn_id
+    return None
 
 
 async def _still_pending(

@@ -9,7 +9,10 @@ plays: once it completed, the goal still active and no turn queued, Muse takes t
 itself (``goal_again``: a command id no client sent, no user message) and plays the next part.
 ``pause_stopped_goal`` is what a host does when such a turn is stopped (``turn/cancel`` or
 ``turn/interrupt``): an active goal is paused, through one durable ``session/goalChanged``,
-before the turn's ``turn/completed``, so Muse does not wake it again at once.
+before the turn's ``turn/completed``, so Muse does not wake it again at once. A
+``sim:goal-on-resume`` line ends what the goal commands' turns play: the rest is played by the
+turn Muse starts by itself once a new process resumes the session with the goal active
+(``resumed_goal_turn``), right after the resume's answer.
 """
 
 from __future__ import annotations
@@ -23,17 +26,39 @@ from muse_acp.sim.state.ids import new_uuid7
 from muse_acp.sim.state.session import LiveSession, Position
 from muse_acp_wire.msp import Goal, SessionGoalChangedParams
 
-__all__ = ["MAX_GOAL_TURNS", "goal_again", "goal_changed", "goal_turn", "pause_stopped_goal"]
+__all__ = [
+    "MAX_GOAL_TURNS",
+    "goal_again",
+    "goal_changed",
+    "goal_turn",
+    "pause_stopped_goal",
+    "resumed_goal_turn",
+]
 
 MAX_GOAL_TURNS: Final = 16
 """Turns Muse takes by itself after a woken one, at most (further markers stay text)."""
 _AGAIN: Final = re.compile(r"^[ \t]*sim:goal-again[ \t]*$\n?", re.MULTILINE)
+_ON_RESUME: Final = re.compile(r"^[ \t]*sim:goal-on-resume[ \t]*$\n?", re.MULTILINE)
 
 
 def goal_turn(objective: str, command_id: str) -> TurnRequest:
     """The turn a goal command with ``command_id`` woke to work on ``objective``."""
-    first, *rest = re.split(_AGAIN, objective, maxsplit=MAX_GOAL_TURNS)
+    woken = re.split(_ON_RESUME, objective, maxsplit=1)[0]
+    first, *rest = re.split(_AGAIN, woken, maxsplit=MAX_GOAL_TURNS)
     return _turn(first, command_id, tuple(rest))
+
+
+def resumed_goal_turn(session: LiveSession) -> TurnRequest | None:
+    """The turn Muse starts by itself as a new process resumes ``session`` (see the module
+    contract): None unless the goal is active, its objective says so and no turn runs."""
+    goal = session.fold.goal
+    if goal is None or goal.get("status") != "active" or session.runner is not None:
+        return None
+    woken = re.split(_ON_RESUME, str(goal.get("objective", "")), maxsplit=1)
+    if len(woken) < 2 or session.queue:
+        return None
+    first, *rest = re.split(_AGAIN, woken[1], maxsplit=MAX_GOAL_TURNS)
+    return _turn(first, new_uuid7(), tuple(rest))
 
 
 def goal_again(session: LiveSession, completed: TurnRequest | None) -> TurnRequest | None:

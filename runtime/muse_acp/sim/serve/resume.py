@@ -6,13 +6,13 @@ session (-32020 unknown, -32603 created under a profile ``commands.check_profile
 unfinished by a host that died is taken up when it waits only on the user (``adoption``), else
 closed (``recovery``). History comes inline, excluded (``excludeItems``), or as the durable
 events after ``cursor``, sent once the result is written (-32011 for a cursor the session never
-had); then every pending request is sent again as it stands. ``session/fork`` makes a new
-session, held by this process, with the items of the source's completed turns (up to
-``cutPoint``; -32023 when that is not one of its turns, or, on a version that breaks earlier
-cuts as 1.4.4 does, not its last one); any stored session can be forked, even one another
-process holds; the fork keeps the source's permission profile. ``session/started`` precedes
-the result where the version publishes it; ``session/listChanged`` follows it on a connection
-that streams the session list.
+had); then every pending request is sent again, and a goal turn Muse starts on a resume
+(``goal_turns.resumed_goal_turn``) starts. ``session/fork`` makes a new session, held by this
+process, with the items of the source's completed turns (up to ``cutPoint``; -32023 when that
+is not one of its turns, or, on a version that breaks earlier cuts as 1.4.4 does, not its last
+one); any stored session can be forked, even one another process holds; the fork keeps the
+source's permission profile. ``session/started`` precedes the result where the version
+publishes it; ``session/listChanged`` follows it on a connection that streams the session list.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import anyio
 
 from muse_acp.rpc import RawJson, RequestContext, RequestRoute, encode_message
 from muse_acp.sim.model.adoption import adopt
+from muse_acp.sim.model.goal_turns import resumed_goal_turn
 from muse_acp.sim.model.recovery import reconcile
+from muse_acp.sim.model.runner import TurnRunner
 from muse_acp.sim.serve.commands import check_profile
 from muse_acp.sim.serve.mcp import check_session_mcp
 from muse_acp.sim.serve.reads import history, pending_requests
@@ -75,7 +77,8 @@ class SessionContinuations:
     ) -> SessionHistoryResult:
         ctx = self.ctx
         check_session_mcp(ctx, "session/resume", params.config)
-        if params.session_id not in ctx.sessions:
+        fresh = params.session_id not in ctx.sessions
+        if fresh:
             check_profile(ctx.meta_of(params.session_id).permission_profile)
         session = ctx.load(params.session_id)
         answered = ctx.answered(request)
@@ -104,8 +107,12 @@ class SessionContinuations:
         else:
             result_history = history(session.fold, exclude=bool(params.exclude_items))
         pending = [(entry.kind, dict(entry.params)) for entry in session.fold.pending.values()]
-        if after is not None or pending:
-            ctx.spawn(self._after_result, answered, session, after, pending)
+        goal_turn = resumed_goal_turn(session) if fresh else None
+        runner = None if goal_turn is None else TurnRunner(ctx, session, goal_turn)
+        if runner is not None:
+            session.runner = runner  # taken at once: a turn/start now queues behind it
+        if after is not None or pending or runner is not None:
+            ctx.spawn(self._after_result, answered, session, after, pending, runner)
         return SessionHistoryResult(
             session=session.model(self.ctx.profile),
             view_cursor=session.head_cursor,
@@ -119,9 +126,11 @@ class SessionContinuations:
         session: LiveSession,
         after: int | None,
         pending: list[tuple[str, dict[str, Any]]],
+        runner: TurnRunner | None,
     ) -> None:
         """Once the resume's answer is written: the events after its cursor, then every request
-        still pending, sent again (each reply, whatever it is, is only a receipt)."""
+        still pending, sent again (each reply, whatever it is, is only a receipt), then the
+        goal's turn Muse starts by itself, if any."""
         with anyio.move_on_after(ANSWER_WAIT):
             await answered.wait()
         if after is not None:
@@ -133,6 +142,8 @@ class SessionContinuations:
             if kind == "userInput" and not self.ctx.client.user_input_dialogs:
                 continue  # withheld from a client that said it shows no question dialogs
             self.ctx.spawn(self.ctx.reissue, method, RawJson(encode_message(params)))
+        if runner is not None:
+            await runner.launch()
 
     async def fork(
         self, params: SessionForkParams, request: RequestContext
