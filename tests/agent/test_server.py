@@ -217,3 +217,24 @@ def test_answering_initialize_loads_neither_the_sessions_machinery_nor_most_mode
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_loading_the_agent_does_not_scan_installed_distributions() -> None:
+    # pydantic's own plugin loader imports importlib.metadata (and email, zipfile, csv with
+    # it) to scan entry points: a start that skips plugins skips that load too, so the
+    # initialize answer does not wait for it.
+    probe = (
+        "import sys; from muse_acp.loading import begin_loading; begin_loading(); "
+        "import muse_acp.agent.server, pydantic\n"
+        "class M(pydantic.BaseModel):\n    a: int\n"
+        "M.model_validate({'a': 1}); print('importlib.metadata' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "False"

@@ -104,6 +104,8 @@ class Startup:
         Raises:
             HostUnavailable: it is missing or cannot be probed.
         """
+        if self._binary is not None:
+            return self._binary  # probed once and kept: no lock to take (nor a loop pass)
         async with self._binary_lock:
             if self._binary is None:
                 self._binary = await probe(
@@ -117,6 +119,8 @@ class Startup:
         Raises:
             HostUnavailable: the executable is missing, or cannot run the backend asked for.
         """
+        if self._backend is not None:
+            return self._backend  # chosen once and kept: every prompt asks, none waits
         async with self._backend_lock:
             if self._backend is None:
                 binary = await self.muse()
@@ -162,6 +166,8 @@ class Startup:
     async def settle(self) -> None:
         """Probe the executable (once), bring the negotiation in line with it and remember
         the probe (see the module contract); a Muse that cannot be used is logged."""
+        if self._settled:
+            return  # every request after the first asks: no lock to take (nor a loop pass)
         async with self._settle_lock:
             if self._settled:
                 return

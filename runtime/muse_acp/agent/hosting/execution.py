@@ -108,7 +108,9 @@ class ExecutionHost:
         """Muse's approval mode for the session as it last reported it (None: not known)."""
         self.resumed_turn: str | None = None
         """The turn in progress when the host last resumed the session (None: none)."""
-        self._securing = anyio.Lock()  # a report's set-back and the next turn's, one at a time
+        # A report's set-back and the next turn's, one at a time; taken free without a loop
+        # pass (nearly every turn), so a prompt does not wait behind whatever else is ready.
+        self._securing = anyio.Lock(fast_acquire=True)
 
     def take_resumed_turn(self) -> str | None:
         """The turn Muse had in progress when the running host resumed the session, once (None:
