@@ -2,16 +2,16 @@
 sessions.
 
 Contract: a ``SubagentViews`` belongs to one turn (its ``parent`` translator's session, cwd and
-output policy apply to the children's cards). ``follows`` is shown each event the turn is to
-relay: one that shows a subagent with a Muse session of its own is relayed only after that
-session's events not read yet were read (``ChildToolCalls.catch_up``) and the child's tool
-cards and words sent, so they precede the child's new status; the turn's later events wait meanwhile
-(``GapFiller.defer``). ``asking`` is told an
-approval Muse asks for a subagent (``subagentOrigin``): it reads the child's session first, so
-the card the approval is about is shown in the child, and gives the child session's id and
-cards to ask it with. Nothing is read, and ``asking`` gives None (the approval is asked on the
-parent as before), when the client does not take child sessions (the outlet's
-``takes_children``: it alone decides what a client is sent). Reads are one at a time.
+output policy apply to the children's cards). ``follows`` is shown each event the turn is to relay:
+one that shows a subagent with a Muse session of its own is relayed only after that session's
+events not read yet were read (``ChildToolCalls.catch_up``) and the child's tool cards and words
+sent, so they precede the child's new status; the turn's later events wait meanwhile
+(``GapFiller.defer``). ``asking`` is told an approval Muse asks for a subagent
+(``subagentOrigin``): it reads the child's session first, so the card the approval is about is
+shown in the child, and gives the child session's id and cards to ask it with. Nothing is read, and
+``asking`` gives None (the approval is asked on the parent as before), when the client does not
+take child sessions (the outlet's ``takes_children``: it alone decides what a client is sent).
+Reads are one at a time.
 """
 
 from __future__ import annotations
