@@ -20,7 +20,7 @@ from muse_acp.agent.translation.event_kinds import (
     TURN_LIFECYCLE,
     EventKinds,
 )
-from muse_acp.agent.turns import interactions, turn
+from muse_acp.agent.turns import interactions, turn_events
 from muse_acp_wire import msp
 
 
@@ -82,7 +82,7 @@ def _resolve(node: ast.expr, module: Any) -> Any:
     [
         (interactions.Interactions.on_event, interactions, ASKS),
         (session_state.SessionState.observe, session_state, STATE_REPORTS),
-        (turn.ActiveTurn._handle, turn, TURN_LIFECYCLE),
+        (turn_events.TurnEvents._handle, turn_events, TURN_LIFECYCLE),
     ],
     ids=["asks", "state reports", "turn lifecycle"],
 )
@@ -97,7 +97,7 @@ def test_every_event_a_handler_tells_apart_is_of_a_kind_it_is_given(
 
 
 def test_a_delta_is_of_no_kind_so_the_short_way_may_only_translate_it() -> None:
-    # ``EventRelay.relay_now`` and ``ActiveTurn.take_delta`` skip the lifecycle, the asks, the
+    # ``EventRelay.relay_now`` and ``TurnEvents.take_delta`` skip the lifecycle, the asks, the
     # state reports and the item check for a delta; that is right only while a delta is none.
     delta = msp.ItemDeltaParams(
         session_id="s", view_cursor="v:s:1", item_id="i", field="text", delta="hi"

@@ -1,11 +1,9 @@
 """One turn on a Muse host, from ``turn/start`` (or ``rejoin``, one Muse runs) until it settles.
 
-Contract: the host's events arrive in order through ``on_event`` (text deltas: ``take_delta``),
-translated and sent at once (``relay``); approvals and questions go to ``interactions``. Events are
-held (at most ``MAX_HELD_EVENTS``) until the turn's id is known, then events of another turn are
-dropped, so one prompt never receives another's output; a ``view/gap`` is filled by paging the
-missed range back (``GapFiller``, which tells of a cut); a subagent's own session is followed for a
-client that takes child sessions (``subagents``).
+Contract: the session's host events go to the turn's ``events`` (``turn_events``: held until the
+turn's id is known, then its own routed in order, others' dropped); approvals and questions go
+to ``interactions``; a subagent's own session is followed for a client that takes child sessions
+(``subagents``); what is shown is translated and sent at once (``relay``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
@@ -17,7 +15,6 @@ turn stops listening at once: what Muse sends next is the session's (``backgroun
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
@@ -30,18 +27,15 @@ from muse_acp.agent.cards.progress import active_turn_update
 from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting import hosts
 from muse_acp.agent.options.config_options import MODES, SessionSettings, turn_effort
-from muse_acp.agent.translation import event_kinds
 from muse_acp.agent.translation.translate import TurnTranslator, Update
-from muse_acp.agent.translation.view_events import GapFiller
 from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
 from muse_acp.agent.turns.subagent_views import SubagentViews
+from muse_acp.agent.turns.turn_events import MAX_HELD_EVENTS, TurnEvents
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import Listening, MspHost
-from muse_acp.host.delta_lane import METHOD as DELTA
-from muse_acp.host.unanswered import UnansweredRequest
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -55,8 +49,6 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 R = TypeVar("R", bound=WireModel)
 
-MAX_HELD_EVENTS: Final = 4096
-"""Events held back until the turn's id is known; a host that sends more fails the turn."""
 _CANCEL: Final = ("turn/cancel", msp.TurnCancelParams)
 
 
@@ -85,6 +77,8 @@ class TurnOptions:
 class ActiveTurn:
     """The running turn of one session (see the module contract)."""
 
+    interactions: Interactions
+
     def __init__(
         self,
         session: TurnSession,
@@ -101,7 +95,6 @@ class ActiveTurn:
         self.command_id = new_uuid7()
         self.interrupts = False  # stop with turn/interrupt (Muse pauses a goal), not turn/cancel
         self.workspace_roots: list[str] | None = None  # what turn/start names (None: nothing)
-        self.turn_id: str | None = None
         self.cancel_requested = False
         self.host_unsettled = False
         """The host never confirmed the turn's end; its state is unknown."""
@@ -109,21 +102,28 @@ class ActiveTurn:
         self._outcome: acp.StopReason | RpcError | None = None
         self._explanation: RpcError | None = None
         self._tasks: TaskGroup | None = None
-        self._held: deque[tuple[str, WireModel]] | None = deque()
         self._listening: Listening | None = None
         self.acknowledged = anyio.Event()
-        pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
-        self._gaps = GapFiller(pages, self._handle, MAX_HELD_EVENTS, self.fail, self._outlet)
-        self.subagents = SubagentViews(translator, self._outlet, pages, self._gaps, self)
-        self.interactions = Interactions(self, translator.cards, host, self.subagents)
+        # Silence is looked at once per budget, by then the turn's asks exist.
         self._silence = SilenceWatch(
-            options.deadlines.silence, self.interactions.waiting_on_client, session.session_id
+            options.deadlines.silence,
+            lambda: self.interactions.waiting_on_client(),
+            session.session_id,
         )
+        pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
+        self.events = TurnEvents(self, self.relay, self._silence, pages, self._outlet)
+        self.subagents = SubagentViews(translator, self._outlet, pages, self.events.gaps, self)
+        self.interactions = Interactions(self, translator.cards, host, self.subagents)
 
     # -- what interactions and steering see (TurnPort, SteerTarget) -------------------------
     @property
     def session_id(self) -> str:
         return self._session.session_id
+
+    @property
+    def turn_id(self) -> str | None:
+        """The turn's id at the host, once known (``turn_events``)."""
+        return self.events.turn_id
 
     @property
     def settled(self) -> bool:
@@ -175,6 +175,12 @@ class ActiveTurn:
         if self._listening is not None:  # what Muse sends next is the session's (``background``)
             self._listening.close()
 
+    def complete(self, params: msp.TurnCompletedParams) -> None:
+        """The host ended the turn: settle as it says, a failure as explained first, if so."""
+        outcome = failures.stop_reason(params)
+        failed = isinstance(outcome, RpcError)
+        self.settle(self._explanation if failed and self._explanation else outcome)
+
     def explain_failure(self, error: RpcError) -> None:
         """Report ``error`` (something the client caused, such as a question it could not
         answer) if the host goes on to end the turn failed; the first explanation is kept."""
@@ -209,11 +215,11 @@ class ActiveTurn:
         begin: Callable[[TaskGroup], Awaitable[None]],
         early: list[tuple[str, WireModel]] | None = None,
     ) -> acp.StopReason:
-        listening = self._host.listen(self.session_id, self.on_event, self.take_delta)
+        events = self.events
+        listening = self._host.listen(self.session_id, events.on_event, events.take_delta)
         self._listening = listening
-        if early and self._held is not None:
-            self._held.extend(early)
-            early.clear()
+        if early:
+            events.hold_early(early)
         try:
             async with task_group() as tasks:
                 self._tasks = tasks
@@ -258,23 +264,8 @@ class ActiveTurn:
         self.acknowledged.set()
         budget = self._silence.budget  # the error is made on silence only (redaction costs)
         tasks.start_soon(self._silence.watch, lambda: self.fail(failures.host_silent(budget)))
-        await self._adopt(turn_id)
+        await self.events.adopt(turn_id)
         await self._publish_active_turn(self.turn_id)
-
-    async def _adopt(self, turn_id: str) -> None:
-        """Take ``turn_id`` as this turn's, then handle the events held back until now."""
-        if self.turn_id is not None:
-            return
-        self.turn_id = turn_id
-        self.relay.translator.turn_id = turn_id
-        held = self._held
-        # Events arriving while the held ones are handled join the end of the line, so
-        # arrival order holds; the line is gone only once it is empty.
-        while held:
-            method, params = held.popleft()
-            if not self._gaps.hold(method, params):
-                await self._handle(method, params)
-        self._held = None
 
     async def _watch_host(self) -> None:
         await self._host.dead.wait()
@@ -339,51 +330,7 @@ class ActiveTurn:
             logger.warning("%s for %s was not accepted: %s", method, self.turn_id, error.message)
             self.host_unsettled = True
 
-    # -- host events --------------------------------------------------------------------
-    async def on_event(self, method: str, params: WireModel) -> None:
-        self._silence.heard()
-        if (
-            self.turn_id is None
-            and isinstance(params, msp.TurnStartedParams)
-            and params.command_id == self.command_id
-        ):
-            await self._adopt(params.turn_id)
-            return
-        held = self._held
-        if held is not None:
-            if len(held) >= MAX_HELD_EVENTS:
-                self.fail(failures.too_many_early_events(MAX_HELD_EVENTS, method))
-                return
-            held.append((method, params))
-        elif not self._gaps.hold(method, params):
-            await self._handle(method, params)
-
-    def take_delta(self, params: msp.ItemDeltaParams) -> Awaitable[None] | None:
-        """``on_event`` for a delta the lane took: at once, unless it must wait (then the rest)."""
-        if self._held is not None or self._gaps.holding:
-            return self.on_event(DELTA, params)
-        self._silence.heard()
-        return self.relay.relay_now(params)
-
-    async def _handle(self, method: str, params: WireModel) -> None:
-        if not event_kinds.TURN_LIFECYCLE.holds(params):  # nearly every event: items, deltas
-            self.interactions.on_event(params)
-        elif isinstance(params, msp.TurnCompletedParams):
-            if params.turn_id == self.turn_id:
-                outcome = failures.stop_reason(params)
-                failed = isinstance(outcome, RpcError)
-                self.settle(self._explanation if failed and self._explanation else outcome)
-            return
-        elif isinstance(params, msp.ViewGapParams):
-            self._gaps.open()
-            self.spawn(partial(self._gaps.fill, params))
-            return
-        elif isinstance(params, UnansweredRequest):  # the host waits on what we cannot answer
-            self.fail(failures.host_request_unanswerable(params.method))
-            return
-        if not self.subagents.follows(method, params):
-            await self.relay.relay(method, params)
-
+    # -- to the client ------------------------------------------------------------------
     async def send_update(self, update: Update) -> None:
         """Send ``update`` to the client, unless it went away or the gate closed (see the module
         contract); time it waits for the client is not the host's silence."""
