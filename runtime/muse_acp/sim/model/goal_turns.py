@@ -7,13 +7,12 @@ command's, it has no user message, and it plays the objective as a prompt (so an
 ``sim:goal-again`` line of the objective (at most ``MAX_GOAL_TURNS``) ends the part that turn
 plays: once it completed, the goal still active and no turn queued, Muse takes the next turn by
 itself (``goal_again``: a command id no client sent, no user message) and plays the next part.
-``pause_stopped_goal`` is what a host does when such a turn is stopped (``turn/cancel`` or
-``turn/interrupt``): an active goal is paused, through one durable ``session/goalChanged``,
-before the turn's ``turn/completed``, so Muse does not wake it again at once. A
-``sim:goal-on-resume`` line ends what the goal commands' turns play: the rest is played by the
-turn Muse starts by itself once a new process resumes the session with the goal active
-(``resumed_goal_turn``), right after the resume's answer.
-"""
+``pause_stopped_goal``: a stopped turn (``turn/cancel``, ``turn/interrupt``) pauses an active
+goal (``session/goalChanged`` before its ``turn/completed``), so Muse does not wake it at once.
+``sim:goal-on-resume`` ends what goal commands' turns play: Muse plays the rest by itself as a
+new process resumes the session, goal active (``resumed_goal_turn``), after the answer;
+``sim:goal-on-prompt`` likewise as a ``turn/start`` reaches the idle session, each time
+(``prompted_goal_turn``): that turn first, the prompt's queued behind it."""
 
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ __all__ = [
     "goal_changed",
     "goal_turn",
     "pause_stopped_goal",
+    "prompted_goal_turn",
     "resumed_goal_turn",
 ]
 
@@ -39,11 +39,12 @@ MAX_GOAL_TURNS: Final = 16
 """Turns Muse takes by itself after a woken one, at most (further markers stay text)."""
 _AGAIN: Final = re.compile(r"^[ \t]*sim:goal-again[ \t]*$\n?", re.MULTILINE)
 _ON_RESUME: Final = re.compile(r"^[ \t]*sim:goal-on-resume[ \t]*$\n?", re.MULTILINE)
+_ON_PROMPT: Final = re.compile(r"^[ \t]*sim:goal-on-prompt[ \t]*$\n?", re.MULTILINE)
 
 
 def goal_turn(objective: str, command_id: str) -> TurnRequest:
     """The turn a goal command with ``command_id`` woke to work on ``objective``."""
-    woken = re.split(_ON_RESUME, objective, maxsplit=1)[0]
+    woken = re.split(_ON_PROMPT, re.split(_ON_RESUME, objective, maxsplit=1)[0], maxsplit=1)[0]
     first, *rest = re.split(_AGAIN, woken, maxsplit=MAX_GOAL_TURNS)
     return _turn(first, command_id, tuple(rest))
 
@@ -55,6 +56,19 @@ def resumed_goal_turn(session: LiveSession) -> TurnRequest | None:
     if goal is None or goal.get("status") != "active" or session.runner is not None:
         return None
     woken = re.split(_ON_RESUME, str(goal.get("objective", "")), maxsplit=1)
+    if len(woken) < 2 or session.queue:
+        return None
+    first, *rest = re.split(_AGAIN, woken[1], maxsplit=MAX_GOAL_TURNS)
+    return _turn(first, new_uuid7(), tuple(rest))
+
+
+def prompted_goal_turn(session: LiveSession) -> TurnRequest | None:
+    """The turn Muse starts by itself as a ``turn/start`` reaches idle ``session`` (see the
+    module contract): None unless the goal is active, its objective says so and no turn runs."""
+    goal = session.fold.goal
+    if goal is None or goal.get("status") != "active" or session.runner is not None:
+        return None
+    woken = re.split(_ON_PROMPT, str(goal.get("objective", "")), maxsplit=1)
     if len(woken) < 2 or session.queue:
         return None
     first, *rest = re.split(_AGAIN, woken[1], maxsplit=MAX_GOAL_TURNS)

@@ -1,7 +1,9 @@
 """Turn commands and the client's answers to what a turn asked.
 
 Contract, per method (all commands, on a session held by this process): ``turn/start`` starts a
-turn, or while one runs queues it, steers it or replaces it, as ``ifBusy`` says (beyond
+turn (or, on an idle session whose goal asks it, queues it behind a goal turn Muse starts by
+itself: ``goal_turns.prompted_goal_turn``), or while one runs queues it, steers it or replaces
+it, as ``ifBusy`` says (beyond
 ``MAX_QUEUED`` turns or ``MAX_STEERS`` steering inputs: ``runtime_busy``); ``turn/steer`` gives
 input to the running turn named by ``expectedTurnId`` (-32030 ``commandRejected`` otherwise);
 ``turn/cancel`` / ``turn/interrupt`` end the running turn ``cancelled`` or drop a queued one, and
@@ -23,6 +25,7 @@ import anyio
 
 from muse_acp.rpc import RequestContext, RequestRoute
 from muse_acp.sim.model.asks import ApprovalAsk
+from muse_acp.sim.model.goal_turns import prompted_goal_turn
 from muse_acp.sim.model.questions import QuestionAsk
 from muse_acp.sim.model.runner import TurnRunner
 from muse_acp.sim.options.faults import exit_now
@@ -144,6 +147,10 @@ class TurnControls:
             with anyio.move_on_after(ANSWER_WAIT):
                 await running.done.wait()
             running = session.runner
+        own = prompted_goal_turn(session) if running is None else None
+        if own is not None:
+            running = session.runner = TurnRunner(ctx, session, own)  # the prompt queues
+            ctx.spawn(self._launch_after, ctx.answered(request), running)
         if running is not None:
             mode = params.if_busy or "queue"
             if len(session.queue) >= MAX_QUEUED or running.steering_backlog >= MAX_STEERS:
@@ -165,6 +172,13 @@ class TurnControls:
             await runner.open()
             ctx.spawn(runner.run, ctx.answered(request))
         return self._started(cid, cid, "started")
+
+    @staticmethod
+    async def _launch_after(answered: anyio.Event, runner: TurnRunner) -> None:
+        """Run Muse's own goal turn once the prompt's ``turn/start`` is answered."""
+        with anyio.move_on_after(ANSWER_WAIT):
+            await answered.wait()
+        await runner.launch()
 
     @staticmethod
     def _started(command_id: str, turn_id: str, disposition: str) -> TurnStartResult:
