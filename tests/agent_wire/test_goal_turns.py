@@ -300,3 +300,62 @@ async def test_a_turn_muse_starts_as_a_loaded_session_resumes_is_followed_before
     assert shown.index("simulated run of: make test") < shown.rindex("'hello'")
     assert len(world.host_requests("session/resume")) == 1
     assert len(world.host_requests("turn/start")) == 1
+
+
+ON_PROMPT = "Green the suite\nsim:goal-on-prompt\nBack at the suite\nsim:approve make test"
+"""An objective whose woken turn completes; as a prompt's ``turn/start`` reaches the idle
+session, Muse first starts the rest by itself (it asks an approval) and queues the prompt's."""
+
+
+@pytest.mark.parametrize("version", GOAL_VERSIONS)
+async def test_a_turn_muse_starts_as_a_prompt_reaches_it_is_followed_before_the_prompt(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world, capabilities=STEERING) as agent:
+        session = await agent.new_session()
+        said = await _reply(agent, session, f"/goal set {ON_PROMPT}")
+        assert said.index(WORKING) < said.rindex("Green the suite")
+        # Muse queues the prompt's turn behind one it starts by itself: the prompt shows that
+        # turn and asks its approval, then runs its own turn once Muse's has ended.
+        reply = await _reply(agent, session, "hello")
+        [asked] = agent.client.permission_requests
+        shown = str(agent.raw_updates(session))
+        running = _active_turns(agent, session)
+    assert "make test" in str(asked.tool_call.raw_input)
+    assert reply.index("Back at the suite") < reply.rindex("hello")
+    assert shown.index("simulated run of: make test") < shown.rindex("'hello'")
+    [decided] = world.host_requests("approval/decide")
+    assert decided["params"]["sessionId"] == session
+    [started] = world.host_requests("turn/start")
+    assert started["params"]["sessionId"] == session
+    # Once Muse's turn ended, the prompt's is announced as the running one again (to steer).
+    assert running[-1] == started["params"]["commandId"] != running[-2]
+
+
+@pytest.mark.parametrize("version", GOAL_VERSIONS)
+async def test_stop_cancels_both_a_turn_muse_runs_ahead_of_the_prompt_and_the_prompts(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version=version)
+    held = "Green the suite\nsim:goal-on-prompt\nBack at the suite\nsim:hold"
+    async with running_agent(world, capabilities=STEERING) as agent:
+        session = await agent.new_session()
+        await _reply(agent, session, f"/goal set {held}")
+        waiting = Prompt(agent, session, "hello", [])
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(waiting.run)
+                # The prompt's queued turn is announced at its acknowledgement, then Muse's own.
+                lead = await _next_active_turn(agent, session, 2)
+                await agent.conn.cancel(session_id=session)
+            await agent.client.wait_until(lambda: _goals(agent, session)[-1]["status"] == "paused")
+        assert waiting.stop == "cancelled"
+        # Muse confirmed both stops (the queued turn's by dropping it): the host is kept.
+        await _reply(agent, session, "again")
+    assert world.host_requests("session/resume") == []
+    [start, _] = world.host_requests("turn/start")
+    [stop] = world.host_requests("turn/interrupt")
+    assert stop["params"]["turnId"] == lead != start["params"]["commandId"]
+    [dropped] = world.host_requests("turn/cancel")
+    assert dropped["params"]["turnId"] == start["params"]["commandId"]

@@ -7,12 +7,12 @@ accepted, then fails), drops an effort the session's model does not offer, readi
 first when none is known (``catalog.fit_session_effort``), then runs one ``ActiveTurn`` until it
 settles and returns its stop reason. ``extra_flags`` restrict that one turn's host further than
 the session's mode does (a review runs with writes and shell disabled); the host is restarted
-whenever its flags change, so the restriction never outlives the turn. A turn Muse kept waiting
-on the user, found when the host resumes the session, is followed first, through this prompt
-(``waiting_turn``), and so is a turn Muse started by itself once it resumed the session (a
-goal's). A host the turn left in an unknown state is closed; on a kept one the session's events
-go on being relayed after the turn (``background``), and the state Muse reports is observed
-throughout (``session_state``). Apart from ``prompting``, for commands' sake."""
+whenever its flags change, so the restriction never outlives the turn. Turns Muse runs first are
+followed through this prompt: one it kept waiting on the user, found as the host resumes the
+session (``waiting_turn``), one it started by itself right after that resume (a goal's), one it
+runs ahead of this one's, queued behind it (``lead_turn``). A host the turn left in an unknown
+state is closed; on a kept one the session's events go on being relayed after the turn
+(``background``), and Muse's state is observed (``session_state``). Apart for commands' sake."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from muse_acp.agent.announcements.catalog import (
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
+from muse_acp.agent.prompts.lead_turn import following_leads
 from muse_acp.agent.prompts.waiting_turn import (
     early_events,
     follow_kept,
@@ -91,8 +92,11 @@ async def run_turn(
     async with session.execution.holding(host):
         session.turn = turn
         try:
-            with work.running(turn):
-                return await turn.run(parts)
+            # Muse may run a turn of its own first, queueing this one (``lead_turn``).
+            async with following_leads(ctx, session, host) as leads:
+                leads.watch(turn)
+                with work.running(turn):
+                    return await turn.run(parts)
         finally:
             session.turn = None
             if turn.workspace_roots is not None and turn.acknowledged.is_set():

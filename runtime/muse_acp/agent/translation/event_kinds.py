@@ -55,9 +55,14 @@ class EventKinds:
 
 
 TURN_LIFECYCLE: Final = EventKinds(
-    msp.TurnStartedParams, msp.TurnCompletedParams, msp.ViewGapParams, UnansweredRequest
+    msp.TurnStartedParams,
+    msp.TurnCompletedParams,
+    msp.TurnUnqueuedParams,
+    msp.ViewGapParams,
+    UnansweredRequest,
 )
-"""What the turn itself acts on: its start and end, a gap in the view, a request left unanswered."""
+"""What the turn itself acts on: its start, its end (or drop from Muse's queue), a gap in the
+view, a request left unanswered."""
 ASKS: Final = EventKinds(
     UnreadableAsk,
     msp.ApprovalRequestedParams,

@@ -3,13 +3,15 @@
 Contract: the session's host events go to the turn's ``events`` (``turn_events``: held until the
 turn's id is known, then its own routed in order, others' dropped); approvals and questions go
 to ``interactions``; a subagent's own session is followed for a client that takes child sessions
-(``subagents``); what is shown is translated and sent at once (``relay``).
+(``subagents``); what is shown is translated and sent at once (``relay``). A turn Muse queued
+follows one Muse runs ahead of it with ``leads``, if given: Stop stops both, and the lead's end
+announces this turn as the running one again (``turn_events``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
 cancel, which always settles within the cancel budget. A host that did not end the turn itself
 is not reused, and nothing of the turn follows the answer (the relay's ``UpdateGate``). A settled
-turn stops listening at once: what Muse sends next is the session's (``background``).
+turn stops listening (once a lead it feeds has ended): what Muse sends next is the session's.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
 from muse_acp.agent.turns.subagent_views import SubagentViews
-from muse_acp.agent.turns.turn_events import MAX_HELD_EVENTS, TurnEvents
+from muse_acp.agent.turns.turn_events import MAX_HELD_EVENTS, LeadStarter, TurnEvents
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
-from muse_acp.host.client import Listening, MspHost
+from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -78,6 +80,7 @@ class ActiveTurn:
     """The running turn of one session (see the module contract)."""
 
     interactions: Interactions
+    events: TurnEvents
 
     def __init__(
         self,
@@ -102,12 +105,16 @@ class ActiveTurn:
         self._outcome: acp.StopReason | RpcError | None = None
         self._explanation: RpcError | None = None
         self._tasks: TaskGroup | None = None
-        self._listening: Listening | None = None
         self.acknowledged = anyio.Event()
-        # Silence is looked at once per budget, by then the turn's asks exist.
+        self.leads: LeadStarter | None = None
+        """Follows a turn Muse runs ahead of this one once it queued it (None: not watched)."""
+        self.listens = True
+        """False: the turn that follows it as its lead feeds it the session's events and
+        announces the running turn at its end."""
+        # Silence is looked at once per budget (by then the asks exist); a lead has its own.
         self._silence = SilenceWatch(
             options.deadlines.silence,
-            lambda: self.interactions.waiting_on_client(),
+            lambda: self.interactions.waiting_on_client() or self.events.leading,
             session.session_id,
         )
         pages = partial(self.ask_host, "view/page", result_type=msp.ViewPageResult, phase="running")
@@ -172,8 +179,7 @@ class ActiveTurn:
         self._outcome = outcome
         self._settled.set()
         self.interactions.withdraw_all()
-        if self._listening is not None:  # what Muse sends next is the session's (``background``)
-            self._listening.close()
+        self.events.stop_listening()  # what Muse sends next is the session's (``background``)
 
     def complete(self, params: msp.TurnCompletedParams) -> None:
         """The host ended the turn: settle as it says, a failure as explained first, if so."""
@@ -215,11 +221,10 @@ class ActiveTurn:
         begin: Callable[[TaskGroup], Awaitable[None]],
         early: list[tuple[str, WireModel]] | None = None,
     ) -> acp.StopReason:
-        events = self.events
-        listening = self._host.listen(self.session_id, events.on_event, events.take_delta)
-        self._listening = listening
+        if self.listens:
+            self.events.listen(self._host, self.session_id)
         if early:
-            events.hold_early(early)
+            self.events.hold_early(early)
         try:
             async with task_group() as tasks:
                 self._tasks = tasks
@@ -231,8 +236,8 @@ class ActiveTurn:
                 tasks.cancel_scope.cancel()
         finally:
             self._tasks = None
-            listening.close()
-            if self.acknowledged.is_set():
+            self.events.stop_listening()
+            if self.acknowledged.is_set() and self.listens:
                 with anyio.CancelScope(shield=True):
                     await self._publish_active_turn(None)
             if self.host_unsettled or not self.settled:
@@ -258,6 +263,8 @@ class ActiveTurn:
         except RpcError as failure:
             self.fail(failure)
         else:
+            if ack.disposition == "queued" and self.leads is not None:
+                self.events.watch_leads(self.leads)  # Muse may run a turn of its own first
             await self._rejoined(ack.turn_id, tasks)
 
     async def _rejoined(self, turn_id: str, tasks: TaskGroup) -> None:
@@ -295,6 +302,10 @@ class ActiveTurn:
         """Send one correction to this turn (see ``corrections.send_correction``)."""
         return await send_correction(self, parts)
 
+    async def announce_running(self) -> None:
+        """Announce the running turn as a lead ends: this one, or none once it has settled."""
+        await self._publish_active_turn(None if self.settled else self.turn_id)
+
     async def _publish_active_turn(self, turn_id: str | None) -> None:
         if self._options.announce_active_turn:
             await self.send_update(active_turn_update(turn_id))
@@ -305,6 +316,7 @@ class ActiveTurn:
             return
         self.cancel_requested = True
         self.interactions.withdraw_all()
+        self.events.cancel_lead()  # Stop stops a turn Muse runs ahead of this one too
         self.spawn(self._cancel_flow)
 
     async def _cancel_flow(self) -> None:
