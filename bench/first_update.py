@@ -13,9 +13,10 @@ the agent's reply is read, the same one-line turn (``muse-sim`` reasons, then an
 * cold after ``session/load``, relayed: the first prompt of a stored session just loaded (the
   adapter starts a host and resumes the session); direct: the same with ``session/resume``.
 
-Warm, a third way times the direct turn through a host whose input and output each pass through
-a process that only copies bytes (``cat``): what one more process on the path, both ways, costs
-on this machine whatever it does (the adapter is such a process). Each round takes every way
+Warm, two more ways time the direct turn through processes that only copy bytes: a host whose
+input and output each pass through ``cat``, and a host behind one Python process copying both
+ways (``byte_relay``, the least a Python adapter could do): what one more process on the path
+costs on this machine whatever it does, and what a Python one costs. Each round takes every way
 once, back to back (``rounds`` warm, ``cold`` cold; the warm ways take turns at going first, as
 a turn shares the cores with what the turn before it left running); the stored sessions are
 written straight into ``muse-sim``'s store. Every clock is the measuring client's
@@ -29,12 +30,13 @@ from __future__ import annotations
 import shlex
 import shutil
 import statistics
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from functools import partial
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 
@@ -100,15 +102,22 @@ async def _start(peer: Peer, world: World) -> str:
     return session_id
 
 
-def _host(world: World, name: str, *, copied: bool = False) -> AbstractAsyncContextManager[Peer]:
-    """A ``muse serve`` host; ``copied``: behind byte copiers both ways (``cat``), one more
-    process between client and host in each direction, as the adapter is."""
+def _host(
+    world: World, name: str, *, between: Literal["cat", "python"] | None = None
+) -> AbstractAsyncContextManager[Peer]:
+    """A ``muse serve`` host; ``between="cat"``: behind byte copiers both ways (``cat``), one more
+    process between client and host in each direction, as the adapter is; ``between="python"``:
+    behind the least Python relay (``byte_relay``), one Python process copying both ways."""
     stderr = world.root / f"first-update-{name}.stderr"
     argv = [str(world.muse_bin), "serve"]
-    if copied:
-        cat = shutil.which("cat") or "cat"
-        launcher = world.root / "muse-between-copiers"
-        launcher.write_text(f"#!/bin/sh\n{cat} | {shlex.join(argv)} | {cat}\n")
+    if between is not None:
+        if between == "cat":
+            cat = shutil.which("cat") or "cat"
+            line = f"{cat} | {shlex.join(argv)} | {cat}"
+        else:
+            line = f"exec {shlex.join([sys.executable, '-m', 'bench.byte_relay', *argv])}"
+        launcher = world.root / f"muse-behind-{between}"
+        launcher.write_text(f"#!/bin/sh\n{line}\n")
         launcher.chmod(0o755)
         argv = [str(launcher)]
     return spawn_peer(argv, env=world.env(), cwd=world.workspace, stderr=stderr)
@@ -174,19 +183,21 @@ def _p95(values: list[float]) -> float:
 
 
 async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
-    """Median and 95th percentile seconds to the first reply text, four ways (see the contract)."""
-    ways = ("warm", "warm direct", "warm copied", "new", "new direct", "load", "load direct")
+    """Median and 95th percentile seconds to the first reply text (see the contract)."""
+    ways: tuple[str, ...] = ("warm", "warm direct", "warm copied", "warm python")
+    ways += ("new", "new direct", "load", "load direct")
     times: dict[str, list[float]] = {way: [] for way in ways}
     stored = iter(await _stored(world, 2 * cold))
     async with (
         _adapter(world) as acp,
         _host(world, "warm") as msp,
-        _host(world, "copied", copied=True) as copy,
+        _host(world, "copied", between="cat") as copy,
+        _host(world, "python", between="python") as python,
     ):
         warm_acp = await _new_session(acp, world)
         await _relayed(acp, warm_acp)  # every host running, every code path loaded
         warm = []
-        for peer in (msp, copy):
+        for peer in (msp, copy, python):
             await _handshake(peer)
             warm.append(await _start(peer, world))
             await _turn(peer, warm[-1], time.perf_counter())
@@ -204,12 +215,20 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
         async def copied() -> float:
             return await _turn(copy, warm[1], time.perf_counter())
 
-        warm_ways = {"warm": relayed, "warm direct": direct, "warm copied": copied}
+        async def through_python() -> float:
+            return await _turn(python, warm[2], time.perf_counter())
+
+        warm_ways = {
+            "warm": relayed,
+            "warm direct": direct,
+            "warm copied": copied,
+            "warm python": through_python,
+        }
         order = list(warm_ways)
         for index in range(rounds):
-            # Each way goes first, second and third in turn: the way right after another
+            # Each way goes first, second, third and last in turn: the way right after another
             # shares the cores with what that one left running (its host's end of turn).
-            for way in order[index % 3 :] + order[: index % 3]:
+            for way in order[index % 4 :] + order[: index % 4]:
                 times[way].append(await warm_ways[way]())
         for _ in range(cold):
             session_id = await _new_session(acp, world)
@@ -253,6 +272,16 @@ def _figure(times: dict[str, list[float]], rounds: int, cold: int) -> Figure:
             )
             floor = statistics.median(c / d for c, d in zip(copied, direct, strict=True))
             ratios.append(Ratio(f"{label}: copied / direct, median", floor, False))
+            python = times["warm python"]
+            measurements.append(
+                Measurement(
+                    f"{label}, through the least Python relay: median",
+                    statistics.median(python) * 1e3,
+                    "ms",
+                )
+            )
+            least = statistics.median(p / d for p, d in zip(python, direct, strict=True))
+            ratios.append(Ratio(f"{label}: least Python relay / direct, median", least, False))
     return Figure(
         key="first_update",
         title="first words of a reply",
