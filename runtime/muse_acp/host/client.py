@@ -39,12 +39,14 @@ from muse_acp.rpc import (
     FrameReader,
     FrameWriter,
     NotificationRoute,
+    OutgoingRequest,
     RawJson,
     RequestContext,
     RequestRoute,
     Router,
     call,
     call_forwarding,
+    typed_result,
 )
 from muse_acp.tasks import task_group, wait_first
 from muse_acp_wire import msp
@@ -194,6 +196,16 @@ class MspHost:
         """Send an MSP request and parse its result (see the module contract for errors)."""
         assert self.connection is not None
         return await call(self.connection, method, _payload(params), result_type)
+
+    async def start(self, method: str, params: WireModel | None) -> OutgoingRequest:
+        """Send an MSP request whose answer ``answer`` collects later (errors as ``call``)."""
+        assert self.connection is not None
+        return await self.connection.start_request(method, _payload(params))
+
+    async def answer(self, sent: OutgoingRequest, method: str, result_type: type[R]) -> R:
+        """The parsed result of ``sent``, a ``method`` request ``start`` sent (as ``call``)."""
+        assert self.connection is not None
+        return typed_result(self.connection, method, await sent.result(), result_type)
 
     async def notify(self, method: str, params: WireModel) -> None:
         """Send an MSP notification (no answer comes; ``ConnectionClosed`` if the host went)."""

@@ -23,6 +23,7 @@ from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from anyio.lowlevel import checkpoint
 
 from muse_acp.rpc.decoding import RefusedFrame, decode_frame
 from muse_acp.rpc.errors import ConnectionClosed, RpcError, error_from_exception
@@ -188,14 +189,15 @@ class Connection:
         if not answered:
             self._withdrawn.append(request_id)
 
-    def send_notification_nowait(self, frame: bytes) -> bool:
+    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
         """Queue ``frame``, one notification encoded whole (as ``encode_notification`` writes it,
         or a template cut from that), if the writer takes it without waiting
-        (``FrameWriter.send_nowait``); False, with nothing sent, when it cannot or the
-        connection is closing: ``notify`` then sends it, or raises why it cannot."""
+        (``FrameWriter.send_nowait``; ``now``: written at once if it can be); False, with
+        nothing sent, when it cannot or the connection is closing: ``notify`` then sends it, or
+        raises why it cannot."""
         if self._closing:
             return False
-        if not self._writer.send_nowait(frame):
+        if not self._writer.send_nowait(frame, now=now):
             return False
         if self._on_frame is not None:
             self._on_frame("out", frame)
@@ -306,6 +308,9 @@ class Connection:
             await self._reply_error(reply_id, error)
         else:
             self._start_request(reply_id, method, params)
+            # The request's task goes first: what it does before its first wait (a prompt's
+            # way to Muse) is not kept behind this loop's next read and the wait for it.
+            await checkpoint()
 
     def _handle_response(
         self, message: dict[str, JsonValue], request_id: JsonValue, frame: bytes

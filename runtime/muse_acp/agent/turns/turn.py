@@ -17,7 +17,8 @@ turn stops listening (once a lead it feeds has ended): what Muse sends next is t
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -39,7 +40,7 @@ from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
 from muse_acp.host.client import MspHost
 from muse_acp.ids import new_uuid7
-from muse_acp.rpc import RpcError
+from muse_acp.rpc import OutgoingRequest, RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 from muse_acp.tasks import task_group
 from muse_acp_wire import acp, msp
@@ -160,11 +161,16 @@ class ActiveTurn:
     ) -> R:
         """``hosts.ask`` with the submit budget; a host that went away under the call is
         reported by the turn itself (in the phase the turn was in), never by the call."""
+        async with self._asking(method, phase):
+            return await self._host.call(method, params, result_type)
+
+    @asynccontextmanager
+    async def _asking(self, method: str, phase: failures.Phase) -> AsyncIterator[None]:
+        """``hosts.asking`` with the submit budget, as ``ask_host`` asks."""
         budget = self._options.deadlines.submit
         try:
-            return await hosts.ask(
-                self._host, method, params, result_type, phase=phase, budget=budget
-            )
+            async with hosts.asking(self._host, method, phase=phase, budget=budget):
+                yield
         except RpcError:
             if self._host.dead.is_set():
                 await self._host_gone()
@@ -209,36 +215,47 @@ class ActiveTurn:
         Raises:
             RpcError: the turn failed (``data.failure`` says how and in which phase).
         """
-        return await self._follow(partial(self._submit, parts))
+        return await self._follow(parts=parts)
 
     async def rejoin(self, turn_id: str, early: list[tuple[str, WireModel]]) -> acp.StopReason:
         """Follow ``turn_id``, a turn Muse already runs, until it settles; ``early`` (events of
         the session that came before, such as asks Muse sent again) go first. Raises as ``run``."""
-        return await self._follow(partial(self._rejoined, turn_id), early)
+        return await self._follow(turn_id=turn_id, early=early)
 
     async def _follow(
         self,
-        begin: Callable[[TaskGroup], Awaitable[None]],
+        *,
+        parts: list[msp.TurnInputPart] | None = None,
+        turn_id: str = "",
         early: list[tuple[str, WireModel]] | None = None,
     ) -> acp.StopReason:
         if self.listens:
             self.events.listen(self._host, self.session_id)
         if early:
             self.events.hold_early(early)
+        sent: OutgoingRequest | RpcError | None = None
         try:
+            # ``turn/start`` goes out before the turn's own tasks are set up: Muse starts on
+            # it meanwhile (its events are held until the turn's id is known).
+            sent = None if parts is None else await self._send_start(parts)
             async with task_group() as tasks:
                 self._tasks = tasks
                 tasks.start_soon(self._watch_host)
                 if self.cancel_requested:
                     tasks.start_soon(self._cancel_flow)
-                await begin(tasks)
+                if sent is None:
+                    await self._rejoined(turn_id, tasks)
+                else:
+                    await self._acknowledge(sent, tasks)
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()
         finally:
             self._tasks = None
             self.events.stop_listening()
-            if self.acknowledged.is_set() and self.listens:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if isinstance(sent, OutgoingRequest):
+                    await sent.withdraw()  # nothing to do once its answer was collected
+                if self.acknowledged.is_set() and self.listens:
                     await self._publish_active_turn(None)
             if self.host_unsettled or not self.settled:
                 # Whatever Muse still sends of a turn it did not end is not to follow the answer.
@@ -249,7 +266,8 @@ class ActiveTurn:
             raise outcome
         return outcome
 
-    async def _submit(self, parts: list[msp.TurnInputPart], tasks: TaskGroup) -> None:
+    async def _send_start(self, parts: list[msp.TurnInputPart]) -> OutgoingRequest | RpcError:
+        """Write ``turn/start``; what failed instead is the turn's (``_acknowledge``)."""
         params = msp.TurnStartParams(
             command_id=self.command_id, session_id=self.session_id, input=parts
         )
@@ -257,7 +275,18 @@ class ActiveTurn:
         params.reasoning_effort = turn_effort(self._session.settings)
         params.workspace_roots = self.workspace_roots
         try:
-            ack = await self.ask_host("turn/start", params, msp.TurnStartResult, "submitting")
+            async with self._asking("turn/start", "submitting"):
+                return await self._host.start("turn/start", params)
+        except RpcError as failure:
+            return failure
+
+    async def _acknowledge(self, sent: OutgoingRequest | RpcError, tasks: TaskGroup) -> None:
+        """Wait for the host's answer to ``turn/start`` (``sent``) and follow the turn it names."""
+        try:
+            if isinstance(sent, RpcError):
+                raise sent
+            async with self._asking("turn/start", "submitting"):
+                ack = await self._host.answer(sent, "turn/start", msp.TurnStartResult)
         except failures.HostRefusal as refused:
             self.settle(refused)  # the host refused the turn: nothing runs there
         except RpcError as failure:
