@@ -21,7 +21,7 @@ class RecordingClient:
     async def notify(self, method: str, params: Payload = None) -> None:
         self.notified.append((method, params))
 
-    def send_notification_nowait(self, frame: bytes) -> bool:
+    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
         message = json.loads(frame)
         self.notified.append((message["method"], RawJson(encode_message(message["params"]))))
         return True

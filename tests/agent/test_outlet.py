@@ -223,7 +223,7 @@ async def test_nowait_and_awaited_sends_reach_the_client_in_the_order_they_began
 class BusyWriter(RecordingClient):
     """A client link whose writer takes nothing at once (the reader is behind)."""
 
-    def send_notification_nowait(self, frame: bytes) -> bool:
+    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
         return False
 
 

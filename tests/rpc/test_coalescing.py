@@ -293,3 +293,66 @@ async def test_frames_from_many_concurrent_writers_still_go_out_in_large_writes(
         mine = [line for line in lines if line.startswith(b"%d:" % writer)]
         assert mine == [b"%d:%d" % (writer, index) for index in range(frames_each)]
     assert len(inner.writes) <= writers * frames_each // ITEMS_PER_YIELD, len(inner.writes)
+
+
+class Immediate(Recorder):
+    """A recorder that also takes writes without a wait, ``room`` bytes at most (None: all)."""
+
+    def __init__(self, room: int | None = None) -> None:
+        super().__init__()
+        self.room = room
+        self.immediate: list[bytes] = []
+
+    def send_immediately(self, data: bytes) -> int:
+        taken = data if self.room is None else data[: self.room]
+        if self.room is not None:
+            self.room -= len(taken)
+        if taken:
+            self.immediate.append(taken)
+            self.writes.append(taken)
+        return len(taken)
+
+
+async def test_now_writes_the_queue_at_once_in_order_without_a_pass_of_the_event_loop() -> None:
+    inner = Immediate()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            assert stream.send_nowait(b"a\n")
+            assert stream.send_nowait(b"first words\n", now=True)
+            # Written before this task yields: nothing else had to run first.
+            assert inner.immediate == [b"a\nfirst words\n"]
+            assert stream.send_nowait(b"b\n")
+            assert inner.immediate == [b"a\nfirst words\n"]  # later frames wait for the pass
+            await stream.flush()
+    assert inner.data == b"a\nfirst words\nb\n"
+
+
+async def test_what_an_immediate_write_leaves_goes_out_first_and_whole() -> None:
+    inner = Immediate(room=5)
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            assert stream.send_nowait(b"first words\n", now=True)
+            assert stream.send_nowait(b"next\n")
+            await stream.flush()
+    assert inner.immediate == [b"first"]
+    assert inner.data == b"first words\nnext\n"
+    assert inner.writes[1] == b" words\nnext\n"
+
+
+async def test_now_over_a_pipe_writes_before_the_sender_yields() -> None:
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    try:
+        with anyio.fail_after(WAIT):
+            async with coalescing(FdSendStream(write_fd, pollable=True)) as stream:
+                assert stream.send_nowait(b'{"n":1}\n', now=True)
+                assert os.read(read_fd, 1 << 16) == b'{"n":1}\n'
+                assert stream.send_nowait(b'{"n":2}\n')
+                with pytest.raises(BlockingIOError):
+                    os.read(read_fd, 1 << 16)  # without ``now``: on the next pass
+                await stream.flush()
+                assert os.read(read_fd, 1 << 16) == b'{"n":2}\n'
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)

@@ -6,20 +6,19 @@ whatever is queued in one inner ``send`` as soon as the sender yields to the eve
 ``send`` does itself after ``ITEMS_PER_YIELD`` items in a row), so a lone frame goes out on the
 next pass. Every item is queued when its ``send`` begins, so items go out in that order; a
 ``send`` then waits while ``MAX_QUEUED_BYTES`` were queued ahead of its item and not yet taken
-by the writer, and cancelling it ends only its wait. Only ``run`` writes: an item of
-``MAX_QUEUED_BYTES`` or more is written alone, and its ``send`` returns once it is written.
-``send_nowait`` queues only when ``send`` would not wait.
-
+by the writer, and cancelling it ends only its wait. An item of ``MAX_QUEUED_BYTES`` or more is
+written alone, and its ``send`` returns once it is written. ``send_nowait`` queues only when
+``send`` would not wait; with ``now`` the queue is written at once if nothing is being written
+and the inner stream takes bytes without a wait (``ImmediateSend``), the rest first from ``run``.
 Errors: items are written whole or not at all; after a failed inner write every ``send`` raises
-``anyio.BrokenResourceError``. ``aclose`` writes what is queued, within the caller's deadline,
-then closes the inner stream.
+``anyio.BrokenResourceError``. ``aclose`` writes what is queued, within the caller's deadline.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 import anyio
 from anyio.abc import ByteSendStream
@@ -30,6 +29,7 @@ __all__ = [
     "ITEMS_PER_YIELD",
     "MAX_QUEUED_BYTES",
     "CoalescingSendStream",
+    "ImmediateSend",
     "coalescing",
 ]
 
@@ -42,6 +42,15 @@ EXIT_FLUSH_TIMEOUT: Final = 5.0
 """Seconds the end of a ``coalescing`` block may spend writing what is still queued."""
 
 _WRITE_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+@runtime_checkable
+class ImmediateSend(Protocol):
+    """A byte stream that can write without waiting (``stdio.FdSendStream`` is one)."""
+
+    def send_immediately(self, data: bytes) -> int:
+        """Write what of ``data`` goes without a wait; how many bytes (0: none, or it cannot)."""
+        ...
 
 
 class CoalescingSendStream(ByteSendStream):
@@ -85,10 +94,10 @@ class CoalescingSendStream(ByteSendStream):
         if self._closed:
             raise anyio.ClosedResourceError
 
-    def send_nowait(self, item: bytes) -> bool:
+    def send_nowait(self, item: bytes, *, now: bool = False) -> bool:
         """Queue ``item`` as ``send`` would, if that takes neither a wait nor a yield; False,
         with nothing queued, when it would (or when the stream is broken or closed: ``send``
-        then raises why)."""
+        then raises why). ``now``: write the queue at once if it can go without a wait."""
         if (
             self._failure is not None
             or self._closed
@@ -102,7 +111,29 @@ class CoalescingSendStream(ByteSendStream):
         if len(self._queue) == 1:
             self._queued_event.set()
         self._unyielded += 1
+        if now:
+            self._write_now()
         return True
+
+    def _write_now(self) -> None:
+        """Write the queue without waiting, if nothing is being written and the inner stream
+        can; a part it does not take stays first in the queue, for ``run``. A write error is
+        left to ``run``, which meets it again and reports it as any write's."""
+        inner = self._inner
+        if self._writing.locked() or self._large or not isinstance(inner, ImmediateSend):
+            return
+        data = b"".join(self._queue)
+        written = inner.send_immediately(data)
+        if not written:
+            return
+        self._queue.clear()
+        if written < len(data):
+            self._queue.append(data[written:])
+        self._taken += written
+        self._queued -= written
+        self._written_bytes += written
+        self._unyielded = 0
+        self._wake_waiters()
 
     async def send(self, item: bytes) -> None:
         self._check()

@@ -221,6 +221,16 @@ class FdSendStream(ByteSendStream):
             self._unyielded = 0
             await checkpoint()
 
+    def send_immediately(self, data: bytes) -> int:
+        """Write what of ``data`` the descriptor takes without a wait (``ImmediateSend``): how
+        many bytes; 0 when it takes none, is not polled, or failed (``send`` then reports it)."""
+        if self._closed or self._broken or not self._pollable:
+            return 0
+        try:
+            return os.write(self._fd, data)
+        except OSError:
+            return 0
+
     async def aclose(self) -> None:
         if self._owned and not self._closed:
             with suppress(OSError):

@@ -318,12 +318,15 @@ class FrameWriter:
     def stream(self) -> ByteSendStream:
         return self._stream
 
-    def send_nowait(self, frame: bytes) -> bool:
+    def send_nowait(self, frame: bytes, *, now: bool = False) -> bool:
         """Queue ``frame`` followed by LF if that needs no wait: only over a
-        ``CoalescingSendStream`` that takes it at once (``CoalescingSendStream.send_nowait``).
-        False, with nothing queued, otherwise; ``send`` then writes it or raises why not."""
+        ``CoalescingSendStream`` that takes it at once (``CoalescingSendStream.send_nowait``,
+        ``now`` as there). False, with nothing queued, otherwise; ``send`` then writes it or
+        raises why not."""
         stream = self._stream
-        return isinstance(stream, CoalescingSendStream) and stream.send_nowait(frame + b"\n")
+        return isinstance(stream, CoalescingSendStream) and stream.send_nowait(
+            frame + b"\n", now=now
+        )
 
     async def send(self, frame: bytes) -> None:
         """Write ``frame`` followed by LF.

@@ -7,9 +7,10 @@ its asks). For each it lets the session's ``StateObserver`` report what changed
 (``file_changes.capture_before``), then sends the translator's updates in order through
 ``send``, and tells the user what a waiting turn waits on (``turn_waits``) through the outlet.
 ``relay_now`` does the same for a delta without a coroutine unless something has to wait
-(``send_now``, then ``send``). It keeps no state of its own, so the relay of an ended turn can
-go on updating its cards (``background``). Once its ``gate`` is closed it makes nothing of any
-event.
+(``send_now``, then ``send``); the first words of each text (a delta of another item than the
+last) are written at once, not with whatever else the host's read brings. It keeps no state but
+the item it last streamed, so the relay of an ended turn can go on updating its cards
+(``background``). Once its ``gate`` is closed it makes nothing of any event.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class TurnOutlet(Protocol):
     def takes_children(self) -> bool:
         """Child sessions are sent to the client (``subagent_views`` reads them only then)."""
 
-    def send_nowait(self, update: Update) -> bool: ...
+    def send_nowait(self, update: Update, *, now: bool = False) -> bool: ...
 
     async def tell(self, notice: Notice) -> None: ...
 
@@ -85,6 +86,8 @@ class EventRelay:
         self._send_now = outlet.send_nowait
         self._tell = outlet.tell
         self.gate = UpdateGate()
+        self._streaming: str | None = None
+        """The item the last delta was of."""
 
     async def relay(self, method: str, params: WireModel) -> None:
         if not self.gate.open:
@@ -108,8 +111,12 @@ class EventRelay:
             return None
         updates = self.translator.updates(DELTA, params)
         send_now = self._send_now
+        # A text's first words go out at once: the rest of the read they came in (the item's
+        # end, usage) is not what the user waits for.
+        now = params.item_id != self._streaming
+        self._streaming = params.item_id
         for index, update in enumerate(updates):
-            if not send_now(update):
+            if not send_now(update, now=now):
                 return self._send_each(updates[index:])
         return None
 
