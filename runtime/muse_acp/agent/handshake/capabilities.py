@@ -25,8 +25,8 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from muse_acp import __version__
 from muse_acp.agent.handshake import file_change_report
-from muse_acp.agent.mcp.mcp_servers import transports as mcp_transports
 from muse_acp.host.features import HostFeatures
+from muse_acp.host.session_mcp import transports as mcp_transports
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
 from muse_acp_wire import acp_handshake as acp
 
@@ -85,7 +85,7 @@ class Negotiated:
     """The original ``_muse/steer`` extension."""
     mcp_http: bool = False
     """HTTP MCP servers reach Muse: the installed host takes them per session, or reads them
-    from a settings overlay (see ``mcp_servers.transports``)."""
+    from a settings overlay (see ``session_mcp.transports``)."""
     compatible_steering: bool = False
     """The compatible ``_session/steering`` extension."""
     elicitation_form: bool = False

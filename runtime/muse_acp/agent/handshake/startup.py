@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -35,8 +35,10 @@ from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, probed, res
 from muse_acp.host.executable_memory import memory_dir, recall, remember_probe
 from muse_acp.host.features import NO_FEATURES, HostFeatures, features_of
 from muse_acp.host.launch import SUBPROCESSES, Launcher
-from muse_acp.traces import Tracer, tracer_for
 from muse_acp_wire import acp_handshake as acp
+
+if TYPE_CHECKING:
+    from muse_acp.traces import Tracer
 
 __all__ = ["RECALL_BUDGET", "Startup", "answer_initialize"]
 
@@ -62,8 +64,14 @@ class Startup:
         self.launcher = launcher
         """Starts every ``muse`` the connection runs but the exec backend's (``host.launch``)."""
         self.negotiated = Negotiated()
-        self.tracer: Tracer | None = tracer_for(config, self.environ)
+        self.tracer: Tracer | None = None
         """Records the connection and its hosts when the user asked for traces."""
+        if config.trace != "off":
+            # Only a traced connection loads the recorder: an untraced start answers
+            # initialize without it.
+            from muse_acp.traces import tracer_for
+
+            self.tracer = tracer_for(config, self.environ)
         self._binary: MuseBinary | None = None
         self._binary_lock = anyio.Lock()
         self._backend: BackendChoice | None = None
