@@ -69,12 +69,10 @@ def serve_with(options: CommonOptions) -> int:
     except ConfigError as error:
         print(f"muse-acp: {error}", file=sys.stderr)
         return 2
-    # The probes run while the agent loads: initialize needs their answers. A missing
-    # executable is reported to the client by initialize and the first session instead.
+    # The probes run while the agent loads: the requests after initialize need their answers.
+    # A missing executable is reported to the client by initialize and the first session.
     with contextlib.suppress(HostUnavailable):
         start_probe(resolve_binary(config.muse_bin))
-    if keep_large_buffers():
-        logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
     try:
         # An initialize first is answered before the event loop loads (``handshake.early``).
         from muse_acp.agent.handshake.early import answer_first
@@ -82,6 +80,9 @@ def serve_with(options: CommonOptions) -> int:
         opening = answer_first(config)
         if opening is None:
             return 0  # stopped, or left, before anything was served
+        # After the answer (tuning loads ctypes): large frames come with sessions, later.
+        if keep_large_buffers():
+            logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
         from muse_acp.agent.server import serve as serve_agent
 
         anyio.run(serve_agent, config, opening)

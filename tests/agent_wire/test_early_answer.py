@@ -19,7 +19,9 @@ VERSIONS = ("1.1.1", "1.2.1", "1.3.0", "1.4.2", "1.4.4", "1.4.13")
 WAIT = 60.0
 
 # Runs in a fresh interpreter, as `muse-acp serve` starts: the early answer on pipes, what it
-# loaded, then the answer the connection's initialize route gives to the same request.
+# loaded of what loads after the answer (the event loop, the rest of the agent, the full ACP
+# models, MCP servers, traces, in-memory pipes), then the answer the connection's initialize
+# route gives to the same request.
 _ANSWER_FIRST = """
 import json, os, sys
 from muse_acp.agent.handshake.early import answer_first
@@ -31,7 +33,9 @@ read_in, write_in = os.pipe()
 read_out, write_out = os.pipe()
 os.write(write_in, b"".join(frames))
 opening = answer_first(config, read_in, write_out)
-loaded = sorted(m for m in ("asyncio", "anyio._backends._asyncio") if m in sys.modules)
+later = ("asyncio", "anyio._backends._asyncio", "muse_acp.rpc.memory", "muse_acp_wire.acp",
+         "muse_acp.agent.mcp", "muse_acp.traces", "muse_acp.agent.routes")
+loaded = sorted(m for m in sys.modules if m in later or m.startswith(tuple(f"{n}." for n in later)))
 os.close(write_out)
 written = os.read(read_out, 1 << 20)
 
