@@ -165,3 +165,29 @@ def test_a_stop_signal_while_waiting_for_the_first_frame_stops_before_serving(na
         check=False,
     )
     assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["True", "True"], "")
+
+
+_PARTIAL = """
+import json, os
+from muse_acp.agent.handshake.early import answer_first
+from muse_acp.config import load_config
+
+read_in, write_in = os.pipe()
+os.set_blocking(read_in, False)
+os.write(write_in, b'{"jsonrpc":"2.0","id":1,"method":"initia')
+opening = answer_first(load_config({}), read_in, 1)
+print(json.dumps([opening.unread.decode(), opening.ended, opening.answered is None]))
+"""
+
+
+def test_what_a_non_blocking_input_held_so_far_is_left_to_the_connection() -> None:
+    # The rest of the frame has not come yet: the connection reads it, after what was read.
+    done = subprocess.run(
+        [sys.executable, "-c", _PARTIAL],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    assert json.loads(done.stdout) == ['{"jsonrpc":"2.0","id":1,"method":"initia', False, True]

@@ -5,12 +5,12 @@ When that is an ``initialize`` request that validates and negotiates, it writes 
 output the answer the connection would write (the same bytes, ``startup.initialize_answer``
 from the probe remembered within ``RECALL_BUDGET``) and the ``Opening`` it returns holds the
 negotiation, for the agent's ``Startup`` (``adopt``). Anything else (another frame, one refused
-or answered with an error, no line end in ``FIRST_LINE_BYTES``, end of input) is left to the
-connection: ``Opening.stream`` gives it every byte read first, then the rest of its input. A
-terminal on stdin, a traced connection (its trace records the first frame) or a caller off the
-main thread reads nothing here. A stop signal while it waits returns None: the agent stops
-before serving. Nothing here loads the event loop (asyncio, anyio's backend), which is a good
-part of what the answer would otherwise wait for.
+or answered with an error, no line end in ``FIRST_LINE_BYTES`` or before a read fails, end of
+input) is left to the connection: ``Opening.stream`` gives it every byte read first, then the
+rest of its input. A terminal on stdin, a traced connection (its trace records the first
+frame) or a caller off the main thread reads nothing here. A stop signal while it waits returns
+None: the agent stops before serving. Nothing here loads the event loop (asyncio, anyio's
+backend), which is a good part of what the answer would otherwise wait for.
 """
 
 from __future__ import annotations
@@ -119,8 +119,6 @@ def answer_first(config: AdapterConfig, fd_in: int = 0, fd_out: int = 1) -> Open
     except _Stopped as stop:
         logger.info("received %s; stopping", signal.Signals(stop.signum).name)
         return None
-    except OSError:
-        return Opening()  # an input this cannot read: the connection reports it
     line, newline, rest = read.partition(b"\n")
     answer = _answer(config, line) if newline else None
     if answer is None:
@@ -153,10 +151,15 @@ def _stopping() -> Iterator[None]:
 
 
 def _first_line(fd: int) -> tuple[bytes, bool]:
-    """Bytes read up to a line end (or ``FIRST_LINE_BYTES``), and whether input ended."""
+    """Bytes read up to a line end (or ``FIRST_LINE_BYTES``, or a read that fails: a
+    non-blocking input with nothing yet, one this cannot read; the connection then reads on,
+    or reports it), and whether input ended."""
     read = bytearray()
     while b"\n" not in read and len(read) < FIRST_LINE_BYTES:
-        chunk = os.read(fd, FIRST_LINE_BYTES)
+        try:
+            chunk = os.read(fd, FIRST_LINE_BYTES)
+        except OSError:
+            break
         if not chunk:
             return bytes(read), True
         read += chunk
