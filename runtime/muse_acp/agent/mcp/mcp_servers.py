@@ -37,7 +37,7 @@ from muse_acp.redact import (
 )
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
-from muse_acp_wire import acp_handshake as acp
+from muse_acp_wire import acp
 from muse_acp_wire.msp_bundles import BUNDLES
 
 __all__ = [
