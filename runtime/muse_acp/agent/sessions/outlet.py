@@ -35,7 +35,7 @@ from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
 from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
-from muse_acp.rpc import ConnectionClosed, Payload
+from muse_acp.rpc import ConnectionClosed, Payload, RawJson
 from muse_acp_wire import acp
 
 __all__ = ["ClientWriter", "SessionRecord", "UpdateOutlet"]
@@ -102,7 +102,7 @@ class UpdateOutlet:
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
         """A guarded send found the client gone (``send_unless_gone``)."""
-        self._last_usage: dict[str, object] | None = None
+        self._last_usage: bytes | dict[str, object] | None = None
         """The last usage update sent, as it went out; an identical one is not sent again."""
 
     @property
@@ -147,6 +147,7 @@ class UpdateOutlet:
                 return
             update = shown
         record = self._record
+        params: RawJson | None = None
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set
         ):
@@ -157,7 +158,14 @@ class UpdateOutlet:
         elif isinstance(update, acp.UsageUpdateSessionUpdate):
             record.context = ContextUse(update.used, update.size)
             update = with_usage(update, record.tokens, record.plan_usage)  # the latest figures
-            sent = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            # What the client would get is compared, its encoding when it has one (the same
+            # bytes are the same figures), which spares dumping the update besides encoding it.
+            params = encoded_update(self._encoded_id, update)
+            sent = (
+                params.data
+                if params is not None
+                else update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            )
             if sent == self._last_usage:
                 return  # the client has these very figures already
             self._last_usage = sent
@@ -166,7 +174,11 @@ class UpdateOutlet:
             record.goal = seen
         # A chunk from its template, else the update's own encoding in the notification's:
         # building and validating the notification model cost as much as encoding the update.
-        params = encoded_chunk(self._encoded_id, update) or encoded_update(self._encoded_id, update)
+        params = (
+            params
+            or encoded_chunk(self._encoded_id, update)
+            or encoded_update(self._encoded_id, update)
+        )
         await self._client.notify(
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),
