@@ -4,10 +4,10 @@ Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and
 updates in the order their sends begin, noting on the way out what the session keeps of them
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
 usage update's figures, an announced goal; a usage update identical to the last one sent is not
-sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait`` is the
-delta lane's (a plain text chunk queued only when the writer takes it at once, else False);
-``send_unless_gone(update, write)`` is the turns' guard (after a send found the client gone,
-only that send returns True). The outlet alone decides what the client's capabilities change:
+sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait``, the
+delta lane's, queues a plain text chunk only when the writer takes it at once (else False);
+``send_unless_gone(update, write)`` is the turns' guard (only the send that found the client
+gone returns True). The outlet alone decides what the client's capabilities change:
 ``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
 ``send`` passes compaction updates only with ``session.compaction``, plans as
 ``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
@@ -35,7 +35,7 @@ from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
 from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
-from muse_acp.rpc import ConnectionClosed, Payload, RawJson
+from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
 from muse_acp_wire import acp
 
 __all__ = ["ClientWriter", "SessionRecord", "UpdateOutlet"]
@@ -120,12 +120,15 @@ class UpdateOutlet:
         return False
 
     async def send(self, update: Update) -> None:
-        """Send one ``session/update``, noting what the session remembers of it.
+        """Send one ``session/update``, noting what the session remembers of it; the writer is
+        awaited only when it cannot take the update at once.
 
         Raises:
             ConnectionClosed: the client has gone.
         """
         if isinstance(update, PlainChunk):  # nearly every update of a streaming turn
+            if self.send_nowait(update):
+                return
             plain = encoded_plain(self._encoded_id, update)
             if plain is not None:
                 await self._client.notify("session/update", plain)
@@ -179,6 +182,10 @@ class UpdateOutlet:
             or encoded_chunk(self._encoded_id, update)
             or encoded_update(self._encoded_id, update)
         )
+        if params is not None and self._client.send_notification_nowait(
+            encode_notification("session/update", params)
+        ):
+            return  # the writer took it at once, as the awaited send would, four awaits deeper
         await self._client.notify(
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),
