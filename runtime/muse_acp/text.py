@@ -46,6 +46,8 @@ def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
 
 def utf8_size(text: str) -> int:
     """The UTF-8 size of ``text``; a lone surrogate (JSON text may hold one) counts as 1 byte."""
+    if text.isascii():  # known without a scan: one byte a character, no copy needed
+        return len(text)
     return len(text.encode("utf-8", errors="replace"))
 
 
@@ -54,6 +56,8 @@ def cut_utf8(text: str, limit_bytes: int) -> tuple[str, bool]:
     shorter than ``text``. A cut never splits a character."""
     if len(text) * 4 <= limit_bytes:
         return text, False
+    if text.isascii():  # one byte a character: cut without encoding a copy
+        return (text, False) if len(text) <= limit_bytes else (text[:limit_bytes], True)
     encoded = text.encode("utf-8", errors="replace")
     if len(encoded) <= limit_bytes:
         return text, False

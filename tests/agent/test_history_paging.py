@@ -78,6 +78,9 @@ class SlowClient(RecordingClient):
         await self.host.second_asked.wait()
         await super().notify(method, params)
 
+    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+        return False  # its writer takes nothing at once: every update waits as above
+
 
 async def test_the_next_page_is_read_while_the_page_before_is_sent_and_none_past_the_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -136,6 +136,9 @@ class GoneClient(RecordingClient):
         self.attempts.append(params)
         raise ConnectionClosed()
 
+    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+        return False  # as a closed connection's writer: it takes nothing, notify says why
+
     async def request(self, method: str, params: Payload = None) -> JsonValue:
         raise ConnectionClosed()
 

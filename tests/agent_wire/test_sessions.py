@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import acp
@@ -11,10 +13,11 @@ from acp import schema
 
 from muse_acp.host.client import open_host
 from muse_acp.ids import new_uuid7
+from muse_acp.sim.options.versions import HOST_VERSIONS
 from muse_acp.sim.state.store import SessionMeta, Store
 from muse_acp_wire import msp
 
-from .harness import WAIT, World, failure_of, running_agent
+from .harness import WAIT, World, failure_of, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -334,3 +337,37 @@ async def test_a_fork_honours_an_explicit_boundary_and_refuses_a_bad_one(world: 
     assert "second turn" not in replayed
     assert refused.value.code == -32602
     assert "not a completed turn" in str(refused.value)
+
+
+@pytest.mark.parametrize("version", tuple(HOST_VERSIONS))
+async def test_a_load_shows_each_event_whatever_its_source_range_holds(
+    tmp_path: Path, version: str
+) -> None:
+    # muse-acp never reads an event's sourceRange: one of a shape Muse does not declare costs
+    # the event nothing, and one that is no object at all costs that event alone, not the load.
+    world = make_world(tmp_path, version=version)
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "first words")
+            await agent.prompt(session, "second words")
+        answers = agent.client.text(session)
+    log = Store(world.sim_home).log(session)
+    events = [json.loads(line) for line in log.lines()]
+    users = [
+        e["params"] for e in events if e["params"].get("item", {}).get("kind") == "userMessage"
+    ]
+    users[0]["sourceRange"] = {"stream": 7, "first": None}
+    users[1]["sourceRange"] = "records 4 to 6"
+    log.path.write_bytes(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+        replayed = agent.client.text(session, "user_message_chunk")
+        replayed_answers = agent.client.text(session)
+    assert "first words" in replayed
+    assert "second words" not in replayed
+    assert answers
+    assert replayed_answers == answers

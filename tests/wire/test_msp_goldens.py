@@ -484,6 +484,9 @@ _WIDENED: Final = {
         "UserInputSettledParams.decidedAt",
     },
 }
+_ANY_OBJECT: Final = {"type": "object", "additionalProperties": True}
+"""What the vocabulary reads every event's ``sourceRange`` as: nothing in muse-acp reads its
+members, and validating them as four nested models cost about half of validating an event."""
 
 
 @pytest.mark.parametrize(("old_version", "new_version"), sorted(_WIDENED))
@@ -503,7 +506,11 @@ def test_a_newer_bundle_demands_nothing_an_older_host_did_not_send(
         assert _variants(before) <= _variants(after), f"{name} lost a union member"
         for prop, schema in before.get("properties", {}).items():
             assert prop in after["properties"], f"{name}.{prop} was dropped"
-            if _shape(after["properties"][prop]) != _shape(schema):
+            if _shape(after["properties"][prop]) == _shape(schema):
+                continue
+            if prop == "sourceRange" and new_version == "vocabulary":
+                assert _shape(after["properties"][prop]) == _ANY_OBJECT, f"{name}.{prop}"
+            else:
                 retyped.add(f"{name}.{prop}")
         if before.get("x-msp-openness") == "open":
             assert after.get("x-msp-openness") == "open", f"{name} was closed"

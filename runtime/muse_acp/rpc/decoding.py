@@ -98,6 +98,8 @@ _NOT_OPENERS: Final = bytes(byte for byte in range(256) if byte not in b"{[")
 """Every byte but the brackets that open a container (``bytes.translate`` deletes these)."""
 _TOO_LONG_INTEGER: Final = 10**MAX_INTEGER_DIGITS
 """The smallest integer with more than ``MAX_INTEGER_DIGITS`` digits."""
+_TOO_LONG_NEGATIVE: Final = -_TOO_LONG_INTEGER
+"""Its negative, made once: negating a thousand-digit integer makes a new one each time."""
 _TOO_DEEP: Final = f"frame nests deeper than {MAX_NESTING_DEPTH} levels"
 _UNPAIRED: Final = (
     "frame holds a string with an unpaired UTF-16 surrogate, which UTF-8 cannot carry"
@@ -132,6 +134,7 @@ def _parsed_within_limits(value: JsonValue) -> bool:
         if depth > MAX_NESTING_DEPTH:
             return False
         inner: list[JsonValue] = []
+        keep = inner.append
         for container in level:
             members: Iterable[JsonValue]
             if isinstance(container, dict):
@@ -141,9 +144,13 @@ def _parsed_within_limits(value: JsonValue) -> bool:
             else:  # only the top value can be a scalar
                 continue
             for member in members:
-                if type(member) is dict or type(member) is list:
-                    inner.append(member)
-                elif type(member) is int and not -_TOO_LONG_INTEGER < member < _TOO_LONG_INTEGER:
+                # Strings, most values, are passed after one look at their type.
+                kind = type(member)
+                if kind is str:
+                    continue
+                if kind is dict or kind is list:
+                    keep(member)
+                elif type(member) is int and not _TOO_LONG_NEGATIVE < member < _TOO_LONG_INTEGER:
                     return False
         level = inner
     return True
@@ -217,7 +224,7 @@ def _problem(value: JsonValue) -> str | None:
                 return _UNPAIRED
             continue
         if type(item) is int:
-            if -_TOO_LONG_INTEGER < item < _TOO_LONG_INTEGER:
+            if _TOO_LONG_NEGATIVE < item < _TOO_LONG_INTEGER:
                 continue
             return f"an integer longer than {MAX_INTEGER_DIGITS} digits"
         if not isinstance(item, dict | list):

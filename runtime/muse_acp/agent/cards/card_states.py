@@ -109,6 +109,8 @@ class TurnCards:
         self.output = output
         self.replay = replay
         self._cards: dict[str, _Card] = {}
+        self._plain = CardFacts(cwd=cwd)
+        """The facts of most cards, made once: nothing read before, declined or in a terminal."""
         self._kept_bytes = 0
         self._edited: set[str] = set()
 
@@ -141,7 +143,9 @@ class TurnCards:
         ):
             card.terminal = TerminalStream(call_id)
         terminal = card.terminal is not None
-        facts = CardFacts(cwd=self.cwd, before=card.before, refusal=refusal, terminal=terminal)
+        facts = self._plain
+        if card.before is not None or refusal is not None or terminal:
+            facts = CardFacts(cwd=self.cwd, before=card.before, refusal=refusal, terminal=terminal)
         build = tool_call_update if card.announced else tool_call
         update = build(
             self.session_id, item, card.output, self.output, call_id=call_id, facts=facts

@@ -62,8 +62,10 @@ def output_reference(
     """The ``muse/output`` entry for ``item``'s card, or None when the policy does not announce
     references or the item has no stored output reference the extension schema accepts (a
     media type it refuses is left out rather than losing the reference)."""
+    if not policy.references:
+        return None
     ref = stored_output(item)
-    if not policy.references or ref is None:
+    if ref is None:
         return None
     entry: dict[str, object] = {
         "sessionId": session_id,
@@ -88,6 +90,8 @@ def card_meta(
     meta: Mapping[str, JsonValue] | None, reference: acp.MuseOutputReference | None
 ) -> dict[str, Any]:
     """A card's ``_meta``: the caller's entries, and the stored output reference if any."""
+    if meta is None and reference is None:
+        return {}
     merged: dict[str, Any] = dict(meta or {})
     if reference is not None:
         block = acp.MuseToolCallMeta(muse_output=reference)

@@ -232,7 +232,7 @@ def _fill(
         diff, note = (None, None) if status == "failed" else _change(item, args, facts)
         if diff is not None:
             content.append(diff)
-        text, notes = _card_text(item, output, reference, policy, note, facts.terminal)
+        text, notes = _card_text(item, output, reference, policy, note, facts.terminal, status)
         if facts.terminal:
             content.append(terminal_content(update.tool_call_id))
             text = ""
@@ -342,9 +342,11 @@ def _card_text(
     policy: OutputPolicy,
     change_note: str | None = None,
     streamed: bool = False,
+    status: acp.ToolCallStatus | None = None,
 ) -> tuple[str, list[str]]:
     """The card's output text and the notes that follow it; the streamed output, when there is
-    any, is the text of a card that shows its stream (``streamed``) or publishes none."""
+    any, is the text of a card that shows its stream (``streamed``) or publishes none;
+    ``status`` is the card's, when the caller has it already."""
     published = (
         item.visible_output if isinstance(item, msp.ToolCallItem | msp.UserShellItem) else None
     )
@@ -362,7 +364,7 @@ def _card_text(
         notes.append("[Muse shortened this output before publishing it; the rest is not shown.]")
     if cut:
         notes.append(cut_note(total))
-    if tool_status(item.status) == "failed":
+    if (status or tool_status(item.status)) == "failed":
         reason = item.failure_reason if isinstance(item, msp.ToolCallItem) else None
         if reason:
             if reason not in text:

@@ -7,7 +7,8 @@ History is paged forward from the first event with ``view/page`` and translated 
 translator as live turns, in replay mode: user messages come back as ``user_message_chunk``,
 completed messages, thoughts and tool cards in full (paths absolute against the session's
 ``cwd``; no file is read, so editing tools show no diff), plans and compactions as the client
-takes them (the outlet decides, as live). Pages are translated and sent one at a time, the next
+takes them (the outlet decides, as live); an event the translator turns into no update (token
+totals, turn boundaries) is not read at all. Pages are translated and sent one at a time, the next
 one read from Muse meanwhile, so memory stays bounded by two pages however long the session is;
 the number of pages read is bounded too, and hitting that bound is logged rather than silently
 ignored (and told as a notice to a client that shows notices).
@@ -25,7 +26,7 @@ from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.tool_cards import output_reference_update
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.hosting.hosts import Refusal, ask
-from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.translation.translate import TRANSLATED, TurnTranslator, Update
 from muse_acp.agent.translation.view_events import read_event
 from muse_acp.host.client import MspHost
 from muse_acp.tasks import task_group
@@ -140,6 +141,8 @@ async def replay_history(
             if more and pages < MAX_PAGES:
                 ahead = read_soon(page.next_cursor)
             for event in page.events:
+                if event.method not in TRANSLATED:
+                    continue  # it would give no update: not even read
                 params = read_event(event)
                 if params is None:
                     continue

@@ -4,10 +4,10 @@ Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and
 updates in the order their sends begin, noting on the way out what the session keeps of them
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
 usage update's figures, an announced goal; a usage update identical to the last one sent is not
-sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait`` is the
-delta lane's (a plain text chunk queued only when the writer takes it at once, else False);
-``send_unless_gone(update, write)`` is the turns' guard (after a send found the client gone,
-only that send returns True). The outlet alone decides what the client's capabilities change:
+sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait``, the
+delta lane's, queues a plain text chunk only when the writer takes it at once (else False);
+``send_unless_gone(update, write)`` is the turns' guard (only the send that found the client
+gone returns True). The outlet alone decides what the client's capabilities change:
 ``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
 ``send`` passes compaction updates only with ``session.compaction``, plans as
 ``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
@@ -35,7 +35,7 @@ from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
 from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
-from muse_acp.rpc import ConnectionClosed, Payload
+from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
 from muse_acp_wire import acp
 
 __all__ = ["ClientWriter", "SessionRecord", "UpdateOutlet"]
@@ -102,7 +102,7 @@ class UpdateOutlet:
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
         """A guarded send found the client gone (``send_unless_gone``)."""
-        self._last_usage: dict[str, object] | None = None
+        self._last_usage: bytes | dict[str, object] | None = None
         """The last usage update sent, as it went out; an identical one is not sent again."""
 
     @property
@@ -121,12 +121,15 @@ class UpdateOutlet:
         return False
 
     async def send(self, update: Update) -> None:
-        """Send one ``session/update``, noting what the session remembers of it.
+        """Send one ``session/update``, noting what the session remembers of it; the writer is
+        awaited only when it cannot take the update at once.
 
         Raises:
             ConnectionClosed: the client has gone.
         """
         if isinstance(update, PlainChunk):  # nearly every update of a streaming turn
+            if self.send_nowait(update):
+                return
             plain = encoded_plain(self._encoded_id, update)
             if plain is not None:
                 await self._client.notify("session/update", plain)
@@ -148,6 +151,7 @@ class UpdateOutlet:
                 return
             update = shown
         record = self._record
+        params: RawJson | None = None
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set
         ):
@@ -158,7 +162,14 @@ class UpdateOutlet:
         elif isinstance(update, acp.UsageUpdateSessionUpdate):
             record.context = ContextUse(update.used, update.size)
             update = with_usage(update, record.tokens, record.plan_usage)  # the latest figures
-            sent = update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            # What the client would get is compared, its encoding when it has one (the same
+            # bytes are the same figures), which spares dumping the update besides encoding it.
+            params = encoded_update(self._encoded_id, update)
+            sent = (
+                params.data
+                if params is not None
+                else update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            )
             if sent == self._last_usage:
                 return  # the client has these very figures already
             self._last_usage = sent
@@ -167,7 +178,15 @@ class UpdateOutlet:
             record.goal = seen
         # A chunk from its template, else the update's own encoding in the notification's:
         # building and validating the notification model cost as much as encoding the update.
-        params = encoded_chunk(self._encoded_id, update) or encoded_update(self._encoded_id, update)
+        params = (
+            params
+            or encoded_chunk(self._encoded_id, update)
+            or encoded_update(self._encoded_id, update)
+        )
+        if params is not None and self._client.send_notification_nowait(
+            encode_notification("session/update", params)
+        ):
+            return  # the writer took it at once, as the awaited send would, four awaits deeper
         await self._client.notify(
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),

@@ -39,6 +39,7 @@ from muse_acp_wire._base import WireModel
 __all__ = [
     "ENDED_KEPT",
     "REASONING_PART_LIMIT",
+    "TRANSLATED",
     "PlainChunk",
     "TextChunk",
     "TextFamily",
@@ -56,6 +57,19 @@ ENDED_KEPT: Final = 1024
 forgotten, as a later revision of an item a thousand items back is not expected."""
 
 _ITEM_EVENTS: Final = frozenset({"item/started", "item/updated", "item/completed"})
+TRANSLATED: Final = frozenset(
+    {
+        *_ITEM_EVENTS,
+        "item/delta",
+        "session/todoListChanged",
+        "session/nameChanged",
+        "session/goalChanged",
+        "session/contextUsage",
+        "approval/reviewing",
+    }
+)
+"""The methods ``updates`` may turn into updates; every other gives none (so a replay need not
+read its events: token totals and turn boundaries, a third of a history)."""
 _SUMMARY_FIELD: Final = "summary."
 _PART_SEPARATOR: Final = "\n\n"
 
@@ -154,6 +168,8 @@ class TurnTranslator:
 
     def updates(self, method: str, params: WireModel) -> list[Update]:
         """``on_notification``, with text chunks left plain (see the module contract)."""
+        if method not in TRANSLATED:
+            return []
         if method in _ITEM_EVENTS and isinstance(params, msp.ItemEventParams):
             return self._on_item(params.item)
         if method == "item/delta" and isinstance(params, msp.ItemDeltaParams):

@@ -63,8 +63,9 @@ class Position:
     """Where an event sits in its session's view stream."""
 
     cursor: str
-    source_range: SourceRange | None
-    """None for live-only events, which have no durable record."""
+    source_range: dict[str, Any] | None
+    """The event's ``SourceRange`` as JSON (the vocabulary's events take it as any object);
+    None for live-only events, which have no durable record."""
 
 
 def take_roots(
@@ -214,7 +215,7 @@ class LiveSession:
             first=StreamPosition(id=record_id(sid, first), sequence=first),
             last=StreamPosition(id=record_id(sid, n), sequence=n),
         )
-        return Position(durable_cursor(sid, n), source)
+        return Position(durable_cursor(sid, n), source.model_dump(by_alias=True))
 
     def record(
         self,
