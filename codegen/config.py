@@ -70,16 +70,10 @@ HANDSHAKE_ROOTS: Final = (
     "MuseBackendReport",
     "JetbrainsAgentMeta",
     "JetbrainsClientCapabilitiesMeta",
-    "JetbrainsSessionInfoMeta",
-    "JetbrainsFileChangeReportRequest",
-    "JetbrainsFileChangesReported",
-    "JetbrainsFileChangesUnavailable",
-    "SessionInfoUpdateSessionUpdate",
-    "McpServer",
 )
 """The ACP models an agent needs before it answers ``initialize`` (its request, its answer and
-the ``_meta`` blocks of both, and the MCP transports it advertises): ``acp_handshake`` holds
-them and what they refer to (``codegen.handshake``)."""
+the ``_meta`` blocks of both): ``acp_handshake`` holds them and what they refer to
+(``codegen.handshake``)."""
 
 _MSP_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 

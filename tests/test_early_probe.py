@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from muse_acp.host import binary
+
+HOLD = 10.0
+"""Seconds a held spawn waits for its release at most."""
 
 FAKE_MUSE = """#!/bin/sh
 echo "$$ $*" >> "{log}"
@@ -66,12 +72,37 @@ def test_early_probes_report_exactly_what_late_ones_do(tmp_path: Path) -> None:
     assert not early.serves
 
 
+def test_starting_the_probes_does_not_wait_for_them_to_be_spawned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spawning a probe waits for the child's exec; the agent goes on loading meanwhile. Here
+    # spawning is held until start_probe has returned (or HOLD has passed, had it waited).
+    path = str(_fake_muse(tmp_path))
+    released = threading.Event()
+    spawned: list[list[str]] = []
+    real = subprocess.Popen
+
+    def held(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        released.wait(HOLD)
+        spawned.append(args[1:])
+        return real(args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", held)
+    binary.start_probe(path)
+    assert spawned == []
+    released.set()
+    assert anyio.run(binary.probe, path).version == "1.3.0"
+    assert sorted(spawned) == [["--version"], ["serve", "--help"]]
+
+
 def test_early_probes_never_collected_are_killed_and_reaped(tmp_path: Path) -> None:
     path = str(_fake_muse(tmp_path, serve_help="exec sleep 600"))
     binary.start_probe(path)
-    started = list(binary._early[path].values())
+    _, spawned = binary._early[path]
     binary.discard_early_probes()
     assert binary._early == {}
+    started = list(spawned.values())
+    assert len(started) == 2
     for process in started:
         assert process.returncode is not None
         with pytest.raises(ProcessLookupError):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from muse_acp_wire._base import NotificationSpec, RequestSpec, WireModel
 from muse_acp_wire.acp_handshake import (
@@ -29,29 +29,17 @@ from muse_acp_wire.acp_handshake import (
     ElicitationCapabilities as ElicitationCapabilities,
     ElicitationFormCapabilities as ElicitationFormCapabilities,
     ElicitationUrlCapabilities as ElicitationUrlCapabilities,
-    EnvVariable as EnvVariable,
     FileSystemCapabilities as FileSystemCapabilities,
-    HttpHeader as HttpHeader,
     Implementation as Implementation,
     InitializeRequest as InitializeRequest,
     InitializeResponse as InitializeResponse,
     JetbrainsAgentMeta as JetbrainsAgentMeta,
     JetbrainsAirAdvertisement as JetbrainsAirAdvertisement,
-    JetbrainsAirSessionInfo as JetbrainsAirSessionInfo,
     JetbrainsAirSupport as JetbrainsAirSupport,
     JetbrainsClientCapabilitiesMeta as JetbrainsClientCapabilitiesMeta,
     JetbrainsClientMeta as JetbrainsClientMeta,
-    JetbrainsFileChangeReportRequest as JetbrainsFileChangeReportRequest,
-    JetbrainsFileChangesReported as JetbrainsFileChangesReported,
-    JetbrainsFileChangesUnavailable as JetbrainsFileChangesUnavailable,
-    JetbrainsSessionInfo as JetbrainsSessionInfo,
-    JetbrainsSessionInfoMeta as JetbrainsSessionInfoMeta,
     LogoutCapabilities as LogoutCapabilities,
     McpCapabilities as McpCapabilities,
-    McpServer as McpServer,
-    McpServerHttp as McpServerHttp,
-    McpServerSse as McpServerSse,
-    McpServerStdio as McpServerStdio,
     MuseAgentMeta as MuseAgentMeta,
     MuseBackend as MuseBackend,
     MuseBackendReport as MuseBackendReport,
@@ -70,7 +58,6 @@ from muse_acp_wire.acp_handshake import (
     SessionConfigOptionsCapabilities as SessionConfigOptionsCapabilities,
     SessionDeleteCapabilities as SessionDeleteCapabilities,
     SessionForkCapabilities as SessionForkCapabilities,
-    SessionInfoUpdateSessionUpdate as SessionInfoUpdateSessionUpdate,
     SessionListCapabilities as SessionListCapabilities,
     SessionResumeCapabilities as SessionResumeCapabilities,
     SteeringSupport as SteeringSupport,
@@ -663,6 +650,17 @@ class ConfigOptionUpdateSessionUpdate(WireModel):
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
+class SessionInfoUpdateSessionUpdate(WireModel):
+    """The SessionUpdate variant whose `sessionUpdate` is `session_info_update`."""
+
+    session_update: Annotated[Literal["session_info_update"], Field(alias="sessionUpdate")]
+    title: str | None = None
+    "New title; null clears it, omitted leaves it unchanged."
+    updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
+    "ISO 8601 time of last activity; null clears it, omitted leaves it unchanged."
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
 class UsageUpdateSessionUpdate(WireModel):
     """The SessionUpdate variant whose `sessionUpdate` is `usage_update`."""
 
@@ -759,6 +757,53 @@ class SubagentUpdateSessionUpdate(WireModel):
     "The child's absolute working directory; the parent's when unset."
     additional_directories: Annotated[list[str] | None, Field(alias="additionalDirectories")] = None
     "The child's further absolute workspace roots."
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class HttpHeader(WireModel):
+    """An HTTP header sent to an MCP server."""
+
+    name: str
+    value: str
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class EnvVariable(WireModel):
+    """An environment variable set for an MCP server process."""
+
+    name: str
+    value: str
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class McpServerHttp(WireModel):
+    """An MCP server reached over streamable HTTP."""
+
+    type: Literal["http"]
+    name: str
+    url: str
+    headers: list[HttpHeader]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class McpServerSse(WireModel):
+    """An MCP server reached over server-sent events."""
+
+    type: Literal["sse"]
+    name: str
+    url: str
+    headers: list[HttpHeader]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class McpServerStdio(WireModel):
+    """An MCP server the agent starts as a child process and talks to over stdio; it carries no `type` member."""
+
+    name: str
+    command: str
+    "Absolute path of the program to run."
+    args: list[str]
+    env: list[EnvVariable]
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -1519,6 +1564,42 @@ class MuseFailureData(WireModel):
     failure: MuseFailure
 
 
+class JetbrainsFileChangeReportRequest(WireModel):
+    """Asks for one report of the files this prompt's turn changed, sent as a session_info_update before the prompt is answered. It has exactly these two members; any other member is refused (-32602)."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: Literal[1]
+    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
+    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
+
+
+class JetbrainsFileChangesReported(WireModel):
+    """The files the turn's editing tools changed, as far as muse-acp saw them."""
+
+    version: Literal[1]
+    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
+    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
+    status: Literal["reported"]
+    paths: Annotated[list[str], Field(max_length=1000)]
+    "Absolute paths of the files that the turn's editing tools (write_file, edit_file) targeted and that ran to completion, sorted by code point and without repeats; at most 1000, the first in that order."
+    declared_complete: Annotated[Literal[False], Field(alias="declaredComplete")]
+    "Always false: muse-acp sees only the editing tools' own calls, so the list may miss files."
+    truncated: bool
+    "True when more paths were changed than `paths` can hold."
+    uncertainty: Annotated[str, Field(min_length=1)]
+    "What the list may miss, in muse-acp's own words (for example files changed by shell commands)."
+
+
+class JetbrainsFileChangesUnavailable(WireModel):
+    """No report for this request: the turn was cancelled, or the report could not be made in time."""
+
+    version: Literal[1]
+    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
+    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
+    status: Literal["unavailable"]
+    reason: Literal["cancelled", "timeout"]
+
+
 class MuseTaskRequest(WireModel):
     """Params of _muse/task: control a workflow or background task that runs in the session."""
 
@@ -1653,6 +1734,17 @@ class JetbrainsPromptMeta(WireModel):
     air: JetbrainsAirPromptMeta | None = None
 
 
+class JetbrainsAirSessionInfo(WireModel):
+    """AIR metadata on a session_info_update: one file-change report."""
+
+    version: Literal[1]
+    agent_file_change_report: Annotated[
+        JetbrainsFileChangesReported | JetbrainsFileChangesUnavailable,
+        Field(alias="agentFileChangeReport", discriminator="status"),
+    ]
+    "The answer to one agentFileChangeReportRequest, told apart by `status`."
+
+
 class MuseUsageUpdateMeta(WireModel):
     """Muse entries in a usage_update's `_meta`."""
 
@@ -1663,6 +1755,18 @@ class JetbrainsPromptRequestMeta(WireModel):
     """The JetBrains entry in the `_meta` of a session/prompt request; read only on a connection that negotiated the file-change report."""
 
     jetbrains: JetbrainsPromptMeta | None = None
+
+
+class JetbrainsSessionInfo(WireModel):
+    """The `jetbrains` entry of a session_info_update `_meta`."""
+
+    air: JetbrainsAirSessionInfo
+
+
+class JetbrainsSessionInfoMeta(WireModel):
+    """The JetBrains entry in a session_info_update's `_meta`: the file-change report a prompt asked for."""
+
+    jetbrains: JetbrainsSessionInfo
 
 
 AGENT_REQUESTS: Final[Mapping[str, RequestSpec]] = MappingProxyType(
@@ -1929,6 +2033,9 @@ SESSION_UPDATE_VARIANTS: Final[Mapping[str, type[SessionUpdate]]] = MappingProxy
         "subagent_update": SubagentUpdateSessionUpdate,
     }
 )
+
+
+McpServer: TypeAlias = McpServerHttp | McpServerSse | McpServerStdio
 
 
 MCP_SERVER_VARIANTS: Final[Mapping[str, type[McpServer]]] = MappingProxyType(

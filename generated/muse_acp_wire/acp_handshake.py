@@ -6,7 +6,7 @@ edit. Reading these creates no other ACP model class.
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from muse_acp_wire._base import WireModel
 
@@ -19,64 +19,6 @@ class Implementation(WireModel):
     title: str | None = None
     "Display name, when it differs from name."
     version: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class SessionInfoUpdateSessionUpdate(WireModel):
-    """The SessionUpdate variant whose `sessionUpdate` is `session_info_update`."""
-
-    session_update: Annotated[Literal["session_info_update"], Field(alias="sessionUpdate")]
-    title: str | None = None
-    "New title; null clears it, omitted leaves it unchanged."
-    updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
-    "ISO 8601 time of last activity; null clears it, omitted leaves it unchanged."
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class HttpHeader(WireModel):
-    """An HTTP header sent to an MCP server."""
-
-    name: str
-    value: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class EnvVariable(WireModel):
-    """An environment variable set for an MCP server process."""
-
-    name: str
-    value: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpServerHttp(WireModel):
-    """An MCP server reached over streamable HTTP."""
-
-    type: Literal["http"]
-    name: str
-    url: str
-    headers: list[HttpHeader]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpServerSse(WireModel):
-    """An MCP server reached over server-sent events."""
-
-    type: Literal["sse"]
-    name: str
-    url: str
-    headers: list[HttpHeader]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
-
-
-class McpServerStdio(WireModel):
-    """An MCP server the agent starts as a child process and talks to over stdio; it carries no `type` member."""
-
-    name: str
-    command: str
-    "Absolute path of the program to run."
-    args: list[str]
-    env: list[EnvVariable]
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -433,42 +375,6 @@ class JetbrainsAirAdvertisement(WireModel):
     capabilities: list[Literal["agentFileChangeReport"]]
 
 
-class JetbrainsFileChangeReportRequest(WireModel):
-    """Asks for one report of the files this prompt's turn changed, sent as a session_info_update before the prompt is answered. It has exactly these two members; any other member is refused (-32602)."""
-
-    model_config = ConfigDict(extra="forbid")
-    version: Literal[1]
-    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
-    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
-
-
-class JetbrainsFileChangesReported(WireModel):
-    """The files the turn's editing tools changed, as far as muse-acp saw them."""
-
-    version: Literal[1]
-    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
-    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
-    status: Literal["reported"]
-    paths: Annotated[list[str], Field(max_length=1000)]
-    "Absolute paths of the files that the turn's editing tools (write_file, edit_file) targeted and that ran to completion, sorted by code point and without repeats; at most 1000, the first in that order."
-    declared_complete: Annotated[Literal[False], Field(alias="declaredComplete")]
-    "Always false: muse-acp sees only the editing tools' own calls, so the list may miss files."
-    truncated: bool
-    "True when more paths were changed than `paths` can hold."
-    uncertainty: Annotated[str, Field(min_length=1)]
-    "What the list may miss, in muse-acp's own words (for example files changed by shell commands)."
-
-
-class JetbrainsFileChangesUnavailable(WireModel):
-    """No report for this request: the turn was cancelled, or the report could not be made in time."""
-
-    version: Literal[1]
-    request_id: Annotated[str, Field(alias="requestId", pattern="^[A-Za-z0-9._:-]{1,128}$")]
-    "The client's name for this request, echoed in the report: 1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens."
-    status: Literal["unavailable"]
-    reason: Literal["cancelled", "timeout"]
-
-
 class MuseTaskAdvertisement(WireModel):
     """The agent offers _muse/task on this connection's Muse host."""
 
@@ -513,30 +419,4 @@ class JetbrainsClientCapabilitiesMeta(WireModel):
     jetbrains: JetbrainsClientMeta | None = None
 
 
-class JetbrainsAirSessionInfo(WireModel):
-    """AIR metadata on a session_info_update: one file-change report."""
-
-    version: Literal[1]
-    agent_file_change_report: Annotated[
-        JetbrainsFileChangesReported | JetbrainsFileChangesUnavailable,
-        Field(alias="agentFileChangeReport", discriminator="status"),
-    ]
-    "The answer to one agentFileChangeReportRequest, told apart by `status`."
-
-
-class JetbrainsSessionInfo(WireModel):
-    """The `jetbrains` entry of a session_info_update `_meta`."""
-
-    air: JetbrainsAirSessionInfo
-
-
-class JetbrainsSessionInfoMeta(WireModel):
-    """The JetBrains entry in a session_info_update's `_meta`: the file-change report a prompt asked for."""
-
-    jetbrains: JetbrainsSessionInfo
-
-
 MuseBackend: TypeAlias = Literal["msp", "exec"]
-
-
-McpServer: TypeAlias = McpServerHttp | McpServerSse | McpServerStdio

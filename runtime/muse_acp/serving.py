@@ -1,7 +1,8 @@
 """Serving ACP on stdio: what ``muse-acp`` and ``muse-acp serve`` run.
 
 Contract: ``serve_with(options)`` loads the configuration (the ``CommonOptions`` given on the
-command line over the ``MUSE_ACP_*`` environment), starts probing the Muse executable, and
+command line over the ``MUSE_ACP_*`` environment), starts probing the Muse executable, answers
+an ``initialize`` that comes first before the event loop loads (``agent.handshake.early``), and
 serves the agent on stdin/stdout until the client closes it; it returns 0, or 2 after a
 one-line message on stderr for an unusable setting. With a terminal on stdin it first prints
 ``TERMINAL_HINT`` on stderr. Both ``cli`` (the fast path editors take) and ``cli_commands``
@@ -68,16 +69,23 @@ def serve_with(options: CommonOptions) -> int:
     except ConfigError as error:
         print(f"muse-acp: {error}", file=sys.stderr)
         return 2
-    # The probes run while the agent loads: initialize needs their answers. A missing
-    # executable is reported to the client by initialize and the first session instead.
+    # The probes run while the agent loads: the requests after initialize need their answers.
+    # A missing executable is reported to the client by initialize and the first session.
     with contextlib.suppress(HostUnavailable):
         start_probe(resolve_binary(config.muse_bin))
-    if keep_large_buffers():
-        logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
     try:
+        # An initialize first is answered before the event loop loads (``handshake.early``).
+        from muse_acp.agent.handshake.early import answer_first
+
+        opening = answer_first(config)
+        if opening is None:
+            return 0  # stopped, or left, before anything was served
+        # After the answer (tuning loads ctypes): large frames come with sessions, later.
+        if keep_large_buffers():
+            logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
         from muse_acp.agent.server import serve as serve_agent
 
-        anyio.run(serve_agent, config)
+        anyio.run(serve_agent, config, opening)
     finally:
         discard_early_probes()
     return 0

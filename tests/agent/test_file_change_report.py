@@ -8,7 +8,6 @@ from typing import Any, Final
 import pytest
 
 from muse_acp.agent.cards.card_states import TurnCards
-from muse_acp.agent.handshake import file_change_report
 from muse_acp.agent.handshake.capabilities import Negotiated, initialize_response, negotiate
 from muse_acp.agent.handshake.file_change_report import PATHS_LIMIT, UNCERTAINTY, report, requested
 from muse_acp.host.features import features_of
@@ -168,12 +167,6 @@ def test_a_cancelled_prompt_reports_unavailable() -> None:
         "requestId": "req-1",
         "status": "unavailable",
         "reason": "cancelled",
-    }
-
-
-def test_the_advertisement_names_the_capability() -> None:
-    assert file_change_report.advertisement().model_dump(mode="json", by_alias=True) == {
-        "air": {"version": 1, "capabilities": ["agentFileChangeReport"]}
     }
 
 

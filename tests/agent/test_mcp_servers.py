@@ -13,9 +13,9 @@ from muse_acp.agent.mcp.mcp_servers import (
     delivery,
     secrets_of,
     startup_failure,
-    transports,
 )
 from muse_acp.host.features import features_of
+from muse_acp.host.session_mcp import transports
 from muse_acp.redact import REDACTED, SecretRegistry, redact
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp_wire import acp

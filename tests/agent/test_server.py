@@ -201,12 +201,16 @@ def test_the_registry_convention_for_terminal_sign_in_gets_a_whole_login_command
 def test_answering_initialize_loads_neither_the_sessions_machinery_nor_most_models() -> None:
     # An editor waits for initialize when its user opens the agent panel: the serving module
     # holds only what that answer needs, and the rest loads after it (see agent.server). Of
-    # the ACP models, only acp_handshake's are created for the answer.
+    # the ACP models, only acp_handshake's are created for the answer; the editor's MCP
+    # servers are checked, and traces recorded, only after it.
     probe = (
         "import sys, muse_acp.agent.server; "
+        "from muse_acp.agent.handshake.startup import Startup; "
+        "from muse_acp.config import load_config; "
+        "Startup(load_config({}), {}); "
         "print(sorted(m for m in sys.modules if m.startswith(('muse_acp_wire.msp_1', "
-        "'muse_acp.agent.context', 'muse_acp.agent.routes', 'muse_acp.agent.sessions.session')) "
-        "or m == 'muse_acp_wire.acp'))"
+        "'muse_acp.agent.context', 'muse_acp.agent.routes', 'muse_acp.agent.sessions.session', "
+        "'muse_acp.agent.mcp', 'muse_acp.traces')) or m == 'muse_acp_wire.acp'))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

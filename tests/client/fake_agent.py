@@ -26,8 +26,8 @@ from muse_acp.rpc import (
     RequestId,
     Result,
     RpcError,
-    memory_stream_pair,
 )
+from muse_acp.rpc.memory import memory_stream_pair
 from muse_acp.tasks import task_group
 from muse_acp_wire import acp
 

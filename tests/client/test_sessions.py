@@ -8,14 +8,8 @@ import pytest
 
 from muse_acp.client import AgentError, client_capabilities, extensions, message_text
 from muse_acp.client.connect import connect_streams
-from muse_acp.rpc import (
-    INVALID_PARAMS,
-    RESOURCE_NOT_FOUND,
-    JsonObject,
-    JsonValue,
-    RpcError,
-    memory_stream_pair,
-)
+from muse_acp.rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, JsonObject, JsonValue, RpcError
+from muse_acp.rpc.memory import memory_stream_pair
 from muse_acp_wire import acp
 
 from .fake_agent import SESSION_ID, WAIT, FakeAgent, fake_client, text_chunk

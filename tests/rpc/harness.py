@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from muse_acp.rpc import (
     RESOURCE_NOT_FOUND,
     Connection,
-    Endpoint,
     FrameReader,
     FrameWriter,
     JsonInput,
@@ -30,8 +29,8 @@ from muse_acp.rpc import (
     Result,
     RpcError,
     encode_message,
-    memory_stream_pair,
 )
+from muse_acp.rpc.memory import Endpoint, memory_stream_pair
 
 WAIT: Final = 5.0
 """Upper bound, in seconds, on any single wait in these tests."""

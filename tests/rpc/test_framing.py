@@ -8,13 +8,8 @@ import anyio
 import pytest
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from muse_acp.rpc import (
-    DEFAULT_MAX_FRAME_BYTES,
-    FragmentingSendStream,
-    FrameReader,
-    FrameWriter,
-    OversizedFrame,
-)
+from muse_acp.rpc import DEFAULT_MAX_FRAME_BYTES, FrameReader, FrameWriter, OversizedFrame
+from muse_acp.rpc.memory import FragmentingSendStream
 from muse_acp.rpc.transport import _MAX_PIECES, DEFAULT_READ_CHUNK_BYTES
 
 from .harness import WAIT, memory_pair

@@ -20,7 +20,8 @@ from typing import Any, Final
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from muse_acp.rpc import FrameReader, OversizedFrame, encode_message, memory_stream_pair
+from muse_acp.rpc import FrameReader, OversizedFrame, encode_message
+from muse_acp.rpc.memory import memory_stream_pair
 from muse_acp.sim.options.faults import Faults
 from muse_acp.sim.options.quirks import NO_QUIRKS, Quirks
 from muse_acp.sim.options.settings import ServeOptions

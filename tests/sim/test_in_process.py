@@ -9,7 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from muse_acp.rpc import FrameReader, encode_message, memory_stream_pair
+from muse_acp.rpc import FrameReader, encode_message
+from muse_acp.rpc.memory import memory_stream_pair
 from muse_acp.sim.options.faults import Faults
 from muse_acp.sim.options.settings import ServeOptions
 from muse_acp.sim.options.versions import HOST_VERSIONS

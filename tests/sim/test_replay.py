@@ -163,7 +163,7 @@ TIMED = [  # (ms since the recording began, dir, frame): a host that pauses, onc
 
 
 async def _played(pace: float) -> tuple[_Clock, _Timeline]:
-    from muse_acp.rpc import memory_stream_pair
+    from muse_acp.rpc.memory import memory_stream_pair
     from muse_acp.sim.serve.replay import Player, transcript_of
 
     transcript = transcript_of(
@@ -215,7 +215,7 @@ def _answer(frame_id: int) -> str:
 async def test_a_host_request_answered_later_than_recorded_is_still_matched() -> None:
     """The client answers the host's approval request after deciding the approval (a slower
     host, or a paced replay, orders the two so): both are matched, nothing departs."""
-    from muse_acp.rpc import memory_stream_pair
+    from muse_acp.rpc.memory import memory_stream_pair
     from muse_acp.sim.serve.replay import Player, transcript_of
 
     recorded = [

@@ -3,9 +3,10 @@
 Contract: frames enter through the JSON-RPC runtime (``muse_acp.rpc``) on stdin; stdout carries
 protocol frames and nothing else, written through ``coalescing``. Every request and notification
 is served by the handler tables of ``routes``, bound to the connection's ``AgentContext``. The
-answer to ``initialize`` comes first, never waiting on the Muse executable: the rest (``routes``)
-loads right after it, or at once when another frame arrives earlier, so frames are still served
-in arrival order; every other request first waits (bounded by the probes' own limits) until
+answer to ``initialize`` comes first, never waiting on the Muse executable (``serve`` may be given
+it answered before the event loop, ``handshake.early``): the rest (``routes``) loads right after
+it, or at once when another frame arrives earlier, so frames are still served in arrival order;
+every other request first waits (bounded by the probes' own limits) until
 the executable's probe has settled the negotiation (``Startup.settle``). The agent stops in
 order on end of input, SIGTERM, SIGHUP or SIGINT: sessions close, every host's process group is
 terminated and reaped before ``serve`` returns, and further signals do not cut that short (it
@@ -23,6 +24,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from muse_acp.agent.handshake.capabilities import InitializeParams
+from muse_acp.agent.handshake.early import Opening
 from muse_acp.agent.handshake.startup import Startup, answer_initialize
 from muse_acp.config import AdapterConfig
 from muse_acp.loading import end_loading
@@ -92,10 +94,11 @@ class AgentHandler:
     async def _initialize(
         self, params: InitializeParams, request: RequestContext
     ) -> acp.InitializeResponse:
-        request.after_response(self._load_after_answer)
+        request.after_response(self.load_after_answer)
         return await answer_initialize(self._startup, params)
 
-    async def _load_after_answer(self) -> None:
+    async def load_after_answer(self) -> None:
+        """Load the agent once the ``initialize`` answer has been written."""
         try:
             await self._output.flush()  # the answer first, then the loading
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -134,14 +137,21 @@ async def _probe_early(startup: Startup) -> None:
     await startup.settle()
 
 
-async def serve(config: AdapterConfig) -> None:
-    """Serve ACP on stdin/stdout until the client closes stdin or the agent is signalled."""
+async def serve(config: AdapterConfig, opening: Opening | None = None) -> None:
+    """Serve ACP on stdin/stdout until the client closes stdin or the agent is signalled;
+    ``opening``: what was read of stdin, and answered, before the event loop ran."""
+    opening = opening or Opening()
     startup = Startup(config)
+    answered = opening.answered
+    if answered is not None:
+        startup.adopt(answered.params, answered.negotiated, answered.recalled)
     # Caught until every host was reaped, not only until the first one comes (see the module
     # contract): leaving this block gives the signals their default action back.
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with open_stdio() as (receive, send):
-            await serve_streams(startup, receive, send, signals)
+            await serve_streams(
+                startup, opening.stream(receive), send, signals, answered=answered is not None
+            )
 
 
 async def serve_streams(
@@ -149,10 +159,13 @@ async def serve_streams(
     receive: ByteReceiveStream,
     send: ByteSendStream,
     signals: AsyncIterator[int] | None = None,
+    *,
+    answered: bool = False,
 ) -> None:
     """Serve one client over ``receive`` and ``send`` until ``receive`` ends or a signal of
-    ``signals`` comes; every host is reaped before it returns. ``serve`` is this over stdio;
-    the tests' in-process tier is this over pipes of one process."""
+    ``signals`` comes; every host is reaped before it returns; ``answered``: ``initialize`` was
+    answered already, so the agent loads at once. ``serve`` is this over stdio; the tests'
+    in-process tier is this over pipes of one process."""
     async with coalescing(send) as output, anyio.create_task_group() as tasks:
         handler = AgentHandler(startup, output, tasks)
         tracer = startup.tracer
@@ -169,6 +182,8 @@ async def serve_streams(
         if signals is not None:
             tasks.start_soon(_stop_on_signal, connection, signals)
         tasks.start_soon(_probe_early, startup)
+        if answered:
+            tasks.start_soon(handler.load_after_answer)
         await connection.serve()
         ctx = handler.context
         if ctx is not None:

@@ -4,7 +4,8 @@ Contract: the executable comes from ``--muse PATH``, else ``MUSE_ACP_MUSE_BIN``,
 on PATH; a bare name not on PATH is also looked for beside the interpreter and in this
 installation's scripts folder (``installation_dirs``). ``probe`` runs ``--version`` and ``serve
 --help`` once per binary, cached by path, size and modification time (``exec --help`` only when
-asked). ``start_probe`` starts the probes before the agent has loaded, for ``probe`` to collect;
+asked). ``start_probe`` starts the probes before the agent has loaded, from a worker thread (the
+agent goes on loading while they are spawned), for ``probe`` to collect;
 ``discard_early_probes`` reaps the uncollected. A missing or unusable binary is a
 ``HostUnavailable`` saying what to do about it.
 """
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
@@ -181,17 +183,28 @@ _cache: dict[tuple[str, int, int], MuseBinary] = {}
 
 _PROBE_ARGS: Final = (("version", ("--version",)), ("help", ("serve", "--help")))
 
-_early: dict[str, dict[str, subprocess.Popen[bytes]]] = {}
-"""Probes started by ``start_probe``, by path, waiting for ``probe`` to collect them."""
+_early: dict[str, tuple[threading.Thread, dict[str, subprocess.Popen[bytes]]]] = {}
+"""Probes started by ``start_probe``, by path: the thread spawning them and what it spawned,
+waiting for ``probe`` to collect them."""
 
 
 def start_probe(path: str) -> None:
-    """Start ``path``'s ``--version`` and ``serve --help`` now; ``probe(path)`` collects them.
+    """Start ``path``'s ``--version`` and ``serve --help`` now, spawned from a worker thread;
+    ``probe(path)`` collects them.
 
     A process that cannot be started is left out (``probe`` then starts it and reports why)."""
     if path in _early:
         return
     started: dict[str, subprocess.Popen[bytes]] = {}
+    # Spawning waits for each child's exec (milliseconds a piece): the agent loads meanwhile.
+    spawner = threading.Thread(
+        target=_spawn_probes, args=(path, started), name="muse-acp-probes", daemon=True
+    )
+    _early[path] = (spawner, started)
+    spawner.start()
+
+
+def _spawn_probes(path: str, started: dict[str, subprocess.Popen[bytes]]) -> None:
     for name, args in _PROBE_ARGS:
         try:
             started[name] = subprocess.Popen(
@@ -202,7 +215,21 @@ def start_probe(path: str) -> None:
             )
         except OSError:
             continue
-    _early[path] = started
+
+
+async def _collect_early(path: str) -> dict[str, subprocess.Popen[bytes]]:
+    """The early probes of ``path``, once spawned, handed over once (none when there are
+    none, or when spawning them overran ``PROBE_TIMEOUT``: ``discard_early_probes`` reaps
+    those)."""
+    entry = _early.get(path)
+    if entry is None:
+        return {}
+    spawner, started = entry
+    if spawner.is_alive():
+        await anyio.to_thread.run_sync(spawner.join, PROBE_TIMEOUT)
+        if spawner.is_alive():
+            return {}
+    return started if _early.pop(path, None) is entry else {}
 
 
 def _finish(process: subprocess.Popen[bytes]) -> tuple[int | None, bytes]:
@@ -220,8 +247,9 @@ def _finish(process: subprocess.Popen[bytes]) -> tuple[int | None, bytes]:
 def discard_early_probes() -> None:
     """Kill and reap every early probe that was never collected."""
     while _early:
-        _, started = _early.popitem()
-        for process in started.values():
+        _, (spawner, started) = _early.popitem()
+        spawner.join(PROBE_TIMEOUT)
+        for process in list(started.values()):
             process.kill()
             process.communicate()
 
@@ -268,7 +296,7 @@ async def probe(
     # The two probes run side by side: a client waits on them before its first answer.
     answers: dict[str, tuple[int | None, bytes]] = {}
 
-    early = _early.pop(path, {})
+    early = await _collect_early(path)
 
     async def run(name: str, *args: str) -> None:
         process = early.get(name)

@@ -4,10 +4,12 @@ Contract: ``session_mcp_transports(version)`` is the set of ``transport`` tags (
 ``streamableHttp``) that the bundle of a host reporting ``version`` declares for
 ``config.mcpServers`` on ``session/start`` and ``session/resume``; it is empty for a host whose
 bundle has no per-session MCP servers, and for an unknown version (nothing is promised for a
-host that was not identified). ``first_version_with(transport)`` is the oldest bundle declaring
-``transport``, for messages saying which Muse is needed. ``SESSION_MCP`` is the capability a
-connection asks for at ``initialize`` before it sends servers: hosts that do not know it ignore
-the request, hosts that gate per-session servers on it grant it.
+host that was not identified). ``transports(features)`` adds what reaches a Muse through a
+settings overlay (``OVERLAY_TRANSPORTS``, on a host offering ``mcpOverlay``): what works either
+way, for ``initialize``'s ``mcpCapabilities``. ``first_version_with(transport)`` is the oldest
+bundle declaring ``transport``, for messages saying which Muse is needed. ``SESSION_MCP`` is
+the capability a connection asks for at ``initialize`` before it sends servers: hosts that do
+not know it ignore the request, hosts that gate per-session servers on it grant it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,21 @@ from types import MappingProxyType
 from typing import Final
 
 from muse_acp.host.bindings import Bindings, bindings_for, parse_version
+from muse_acp.host.features import HostFeatures
 from muse_acp_wire.msp_outlines import OUTLINES
 
-__all__ = ["SESSION_MCP", "first_version_with", "session_mcp_transports"]
+__all__ = [
+    "OVERLAY_TRANSPORTS",
+    "SESSION_MCP",
+    "first_version_with",
+    "session_mcp_transports",
+    "transports",
+]
 
 SESSION_MCP: Final = "sessionMcp"
+
+OVERLAY_TRANSPORTS: Final = frozenset({"stdio", "streamableHttp"})
+"""What Muse reads from the ``mcpServers`` of its settings file (see ``mcp_overlay``)."""
 
 
 _MODELS: Final = MappingProxyType(
@@ -45,6 +57,14 @@ def session_mcp_transports(version: str | None) -> frozenset[str]:
     if parse_version(version) is None:
         return frozenset()
     return _declared(bindings_for(version))
+
+
+def transports(features: HostFeatures) -> frozenset[str]:
+    """The MSP transports that reach the Muse offering ``features``, either way."""
+    native = session_mcp_transports(features.version)
+    if features.has("mcpOverlay"):
+        return native | OVERLAY_TRANSPORTS
+    return native
 
 
 def first_version_with(transport: str) -> str | None:

@@ -6,7 +6,7 @@ It knows nothing about ACP or MSP: methods are strings and params are JSON value
 run on, and ``coalescing`` to write bursts of frames as one), ``dispatcher`` (``Connection``:
 requests, notifications, responses, cancellation), ``router`` (typed routes and typed calls,
 ``splice`` finding a result's member as the peer wrote it), with ``errors`` shared by all of
-them.
+them. ``memory`` is imported from its own module: what serves stdio does not load it.
 """
 
 from muse_acp.rpc.coalescing import CoalescingSendStream, coalescing
@@ -26,7 +26,6 @@ from muse_acp.rpc.errors import (
     error_from_exception,
 )
 from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
-from muse_acp.rpc.memory import Endpoint, FragmentingSendStream, memory_stream_pair
 from muse_acp.rpc.outgoing import OutgoingRequest
 from muse_acp.rpc.request_context import MessageHandler, RequestContext, Result
 from muse_acp.rpc.router import (
@@ -71,8 +70,6 @@ __all__ = [
     "CoalescingSendStream",
     "Connection",
     "ConnectionClosed",
-    "Endpoint",
-    "FragmentingSendStream",
     "FrameLane",
     "FrameObserver",
     "FrameReader",
@@ -104,7 +101,6 @@ __all__ = [
     "encode_result",
     "encode_value",
     "error_from_exception",
-    "memory_stream_pair",
     "open_stdio",
     "typed_result",
     "validate_params",

@@ -24,7 +24,8 @@ import anyio
 
 from muse_acp.config import AdapterConfig, TraceSetting
 from muse_acp.host.launch import Launcher
-from muse_acp.rpc import FrameReader, JsonValue, encode_message, memory_stream_pair
+from muse_acp.rpc import FrameReader, JsonValue, encode_message
+from muse_acp.rpc.memory import memory_stream_pair
 from muse_acp.traces.compare import Difference, Matcher
 from muse_acp.traces.redaction import Redactor
 from muse_acp.traces.replay import ReplayLauncher, Trace

@@ -26,7 +26,8 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from muse_acp.host.launch import Completed, HostProcess, Launcher
-from muse_acp.rpc import JsonValue, encode_message, memory_stream_pair
+from muse_acp.rpc import JsonValue, encode_message
+from muse_acp.rpc.memory import memory_stream_pair
 from muse_acp.sim.serve.replay import Player, Transcript, transcript_of
 
 __all__ = ["ReplayLauncher", "ReplayedHost", "Trace", "read_trace"]

@@ -5,13 +5,13 @@ HTTP MCP servers only when they reach the installed Muse (never SSE), sessions t
 loaded, listed, resumed, closed, forked and deleted (delete only on a Muse with its own
 ``session/delete``, see ``deletion``), and logout. Auth methods are of ACP's types only:
 ``muse-login`` (terminal) for a client that runs terminal sign-in, then ``muse-account``
-(agent-handled) for every client. Muse extensions appear in ``_meta`` only when the client
-asked for them and, for stored output and task control, only on a host offering them
-(``host.features``); so are additional directories (a Muse taking several ``workspaceRoots``).
-Both ``_meta`` blocks go through their generated models (-32602 for an
-opt-in the extension schema refuses). ``_meta["muse/backend"]`` says which backend serves the
-connection and why; on the legacy exec backend sessions can only be created and closed, and no
-extension is negotiated (``not_on_exec``).
+(agent-handled) for every client. Muse extensions (and JetBrains AIR's file-change report, a
+malformed ask for it being no ask) appear in ``_meta`` only when the client asked for them and,
+for stored output and task control, only on a host offering them (``host.features``); so are
+additional directories (a Muse taking several ``workspaceRoots``). Both ``_meta`` blocks go
+through their generated models (-32602 for an opt-in the extension schema refuses).
+``_meta["muse/backend"]`` says which backend serves the connection and why; on the legacy exec
+backend sessions can only be created and closed, and no extension is negotiated (``not_on_exec``).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from annotated_types import Le
 from pydantic import BaseModel, ValidationError, field_validator
 
 from muse_acp import __version__
-from muse_acp.agent.handshake import file_change_report
-from muse_acp.agent.mcp.mcp_servers import transports as mcp_transports
 from muse_acp.host.features import HostFeatures
+from muse_acp.host.session_mcp import transports as mcp_transports
 from muse_acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, describe_validation_error
 from muse_acp_wire import acp_handshake as acp
 
 __all__ = [
     "ACCOUNT_CHECK_METHOD",
+    "FILE_CHANGE_REPORT",
     "MAX_OUTPUT_READ",
     "PROTOCOL_VERSION",
     "InitializeParams",
@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
+FILE_CHANGE_REPORT: Final = "agentFileChangeReport"
+"""The JetBrains AIR capability of ``file_change_report``, asked for and advertised here."""
 ACCOUNT_CHECK_METHOD: Final = "muse-account"
 """The agent-handled auth method every client is offered: ``authenticate`` checks Muse's
 credential."""
@@ -85,7 +87,7 @@ class Negotiated:
     """The original ``_muse/steer`` extension."""
     mcp_http: bool = False
     """HTTP MCP servers reach Muse: the installed host takes them per session, or reads them
-    from a settings overlay (see ``mcp_servers.transports``)."""
+    from a settings overlay (see ``session_mcp.transports``)."""
     compatible_steering: bool = False
     """The compatible ``_session/steering`` extension."""
     elicitation_form: bool = False
@@ -171,7 +173,7 @@ def negotiate(
         ),
         elicitation_form=elicitation is not None and elicitation.form is not None,
         terminal_auth=bool(auth and auth.terminal) or bool(meta.terminal_auth),
-        file_change_report=on_msp and file_change_report.client_asks(capabilities),
+        file_change_report=on_msp and _asks_file_changes(capabilities),
         tasks_asked=on_msp and meta.muse_async_tasks is not None,
         tasks=on_msp and meta.muse_async_tasks is not None and features.has("taskControl"),
         exec_backend=not on_msp,
@@ -184,6 +186,20 @@ def negotiate(
         workspace_roots=on_msp and features.has("workspaceRoots"),
         subagents=on_msp and capabilities is not None and capabilities.subagents is not None,
     )
+
+
+def _asks_file_changes(capabilities: acp.ClientCapabilities | None) -> bool:
+    """Whether the client's capabilities ask for JetBrains AIR's file-change report (a
+    malformed ask is no ask, never an error)."""
+    meta = (capabilities.field_meta if capabilities else None) or {}
+    try:
+        parsed = acp.JetbrainsClientCapabilitiesMeta.model_validate(
+            meta, strict=True, by_alias=True, by_name=False
+        )
+    except ValidationError:
+        return False
+    air = parsed.jetbrains.air if parsed.jetbrains else None
+    return air is not None and FILE_CHANGE_REPORT in air.capabilities
 
 
 def _declares_terminal(capabilities: acp.ClientCapabilities | None) -> bool:
@@ -288,7 +304,9 @@ def initialize_response(
             version=1, method="_muse/task", actions=["cancel"]
         )
     if negotiated.file_change_report:
-        meta.jetbrains = file_change_report.advertisement()
+        meta.jetbrains = acp.JetbrainsAgentMeta(
+            air=acp.JetbrainsAirAdvertisement(version=1, capabilities=[FILE_CHANGE_REPORT])
+        )
     if backend is not None:
         meta.muse_backend = backend
     sessions = acp.SessionCapabilities(close=acp.SessionCloseCapabilities())

@@ -1,14 +1,14 @@
 """JetBrains AIR ``agentFileChangeReport`` v1: which files a prompt's turn changed.
 
 Contract: everything here is pure; ``prompting.handle_prompt`` sends what it builds, and every
-``_meta`` shape goes through its generated ``Jetbrains*`` model. ``client_asks`` reads the
-client's opt-in (a malformed one is no opt-in, never an error) and ``advertisement`` answers it.
-On a connection that negotiated it, ``requested`` reads a prompt's request, checked before the
-prompt is admitted (INVALID_PARAMS when malformed); an admitted prompt that asked gets exactly
-one report after its turn settled: ``unavailable``/``cancelled`` for a cancelled prompt, else
-the sorted paths (at most ``PATHS_LIMIT``) that the turn's editing tools completed on
-(``TurnCards.edited_paths``). ``declaredComplete`` is always false; ``uncertainty`` says what
-the list may miss. docs/muse-extensions.md describes the wire shapes.
+``_meta`` shape goes through its generated ``Jetbrains*`` model. The client's opt-in and its
+advertisement are negotiated at ``initialize`` (``capabilities``, which does not load this
+module's ACP models). On a connection that negotiated it, ``requested`` reads a prompt's
+request, checked before the prompt is admitted (INVALID_PARAMS when malformed); an admitted
+prompt that asked gets exactly one report after its turn settled: ``unavailable``/``cancelled``
+for a cancelled prompt, else the sorted paths (at most ``PATHS_LIMIT``) that the turn's editing
+tools completed on (``TurnCards.edited_paths``). ``declaredComplete`` is always false;
+``uncertainty`` says what the list may miss. docs/muse-extensions.md describes the wire shapes.
 """
 
 from __future__ import annotations
@@ -21,19 +21,14 @@ from pydantic import BaseModel, ValidationError
 
 from muse_acp.rpc import INVALID_PARAMS, RpcError, describe_validation_error
 from muse_acp.rpc.jsonvalue import JsonValue
-from muse_acp_wire import acp_handshake as acp
+from muse_acp_wire import acp
 
 __all__ = [
-    "CAPABILITY",
     "PATHS_LIMIT",
     "UNCERTAINTY",
-    "advertisement",
-    "client_asks",
     "report",
     "requested",
 ]
-
-CAPABILITY: Final = "agentFileChangeReport"
 
 
 def _max_items(model: type[BaseModel], member: str) -> int:
@@ -56,26 +51,6 @@ _REQUEST_HINT: Final = (
     "; agentFileChangeReportRequest must be exactly {version: 1, requestId} where requestId is "
     "1 to 128 ASCII letters, digits, dots, underscores, colons or hyphens"
 )
-
-
-def client_asks(capabilities: acp.ClientCapabilities | None) -> bool:
-    """Whether the client's capabilities ask for the file-change report."""
-    meta = (capabilities.field_meta if capabilities else None) or {}
-    try:
-        parsed = acp.JetbrainsClientCapabilitiesMeta.model_validate(
-            meta, strict=True, by_alias=True, by_name=False
-        )
-    except ValidationError:
-        return False
-    air = parsed.jetbrains.air if parsed.jetbrains else None
-    return air is not None and CAPABILITY in air.capabilities
-
-
-def advertisement() -> acp.JetbrainsAgentMeta:
-    """The initialize result's ``_meta.jetbrains`` for a client that asked."""
-    return acp.JetbrainsAgentMeta(
-        air=acp.JetbrainsAirAdvertisement(version=1, capabilities=[CAPABILITY])
-    )
 
 
 def requested(negotiated: bool, meta: Mapping[str, JsonValue] | None) -> str | None:

@@ -4,13 +4,14 @@ Contract: one ``Startup`` per ACP connection, made first, owns the configuration
 environment and launcher of hosts, the Muse executable (probed once: ``muse``), the backend
 (chosen once: ``backend``; a failing backend never makes the other one run) and what
 ``initialize`` negotiated; ``expected`` says what a host of the executable would offer.
-``answer_initialize`` never waits on the executable: it answers from this process's probe, else
-the one remembered from an earlier start (``host.executable_memory``, within
-``RECALL_BUDGET``), else defaults true of any Muse (no version-dependent extension, no backend
-named). ``settle``, which every later request awaits (``server``), waits for the probe, withdraws
-what the executable turned out not to offer (never adds), remembers the probe, and logs a Muse
-that cannot be used (the client sees it at its first session). This module and its imports are
-all ``initialize`` needs: the sessions' machinery and the MSP models load after its answer.
+``answer_initialize`` (``initialize_answer``, also before the event loop runs: ``early``, then
+``adopt``) never waits on the executable: it answers from this process's probe, else the one
+remembered from an earlier start (``host.executable_memory``, within ``RECALL_BUDGET``), else
+defaults true of any Muse (no version-dependent extension, no backend named). ``settle``,
+which every later request awaits (``server``), waits for the probe, withdraws what the
+executable turned out not to offer (never adds), remembers the probe, and logs a Muse that
+cannot be used (the client sees it at its first session). This module and its imports are all
+``initialize`` needs: the sessions' machinery and the MSP models load after its answer.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -29,16 +30,26 @@ from muse_acp.agent.handshake.capabilities import (
     negotiate,
     within,
 )
-from muse_acp.config import AdapterConfig
+from muse_acp.config import AdapterConfig, BackendSetting
 from muse_acp.host.backends import BackendChoice, choose_backend, decide
 from muse_acp.host.binary import HostUnavailable, MuseBinary, probe, probed, resolve_binary
 from muse_acp.host.executable_memory import memory_dir, recall, remember_probe
 from muse_acp.host.features import NO_FEATURES, HostFeatures, features_of
 from muse_acp.host.launch import SUBPROCESSES, Launcher
-from muse_acp.traces import Tracer, tracer_for
 from muse_acp_wire import acp_handshake as acp
 
-__all__ = ["RECALL_BUDGET", "Startup", "answer_initialize"]
+if TYPE_CHECKING:
+    from muse_acp.traces import Tracer
+
+__all__ = [
+    "NOT_IN_TIME",
+    "RECALL_BUDGET",
+    "Startup",
+    "answer_initialize",
+    "foreseen_backend",
+    "initialize_answer",
+    "known_binary",
+]
 
 logger: Final = logging.getLogger("muse_acp.agent")
 
@@ -62,8 +73,14 @@ class Startup:
         self.launcher = launcher
         """Starts every ``muse`` the connection runs but the exec backend's (``host.launch``)."""
         self.negotiated = Negotiated()
-        self.tracer: Tracer | None = tracer_for(config, self.environ)
+        self.tracer: Tracer | None = None
         """Records the connection and its hosts when the user asked for traces."""
+        if config.trace != "off":
+            # Only a traced connection loads the recorder: an untraced start answers
+            # initialize without it.
+            from muse_acp.traces import tracer_for
+
+            self.tracer = tracer_for(config, self.environ)
         self._binary: MuseBinary | None = None
         self._binary_lock = anyio.Lock()
         self._backend: BackendChoice | None = None
@@ -134,15 +151,6 @@ class Startup:
                     )
             return self._backend
 
-    def _known(self) -> MuseBinary | None:
-        """The probe this process made of the executable, else the remembered one (blocking:
-        it looks the executable up and reads the memory; runs no Muse)."""
-        try:
-            path = resolve_binary(self.config.muse_bin)
-        except HostUnavailable:
-            return None
-        return probed(path) or recall(memory_dir(self.config.data_dir), path).probe
-
     async def foreseen(self) -> BackendChoice | None:
         """The backend, as chosen or as what is known of the executable decides it, without
         running it; None when nothing usable is known in time (``RECALL_BUDGET``)."""
@@ -150,18 +158,14 @@ class Startup:
             return self._backend
         try:
             with anyio.fail_after(RECALL_BUDGET):
-                known = await anyio.to_thread.run_sync(self._known, abandon_on_cancel=True)
+                known = await anyio.to_thread.run_sync(
+                    known_binary, self.config, abandon_on_cancel=True
+                )
         except TimeoutError:
-            logger.info("what is remembered of the Muse executable did not come in time")
+            logger.info(NOT_IN_TIME)
             return None
         self._recalled = known
-        setting = self.config.backend
-        if known is None or (known.exec_flags is None and (setting == "exec" or not known.serves)):
-            return None  # exec --help was never probed: the choice cannot be foreseen
-        try:
-            return decide(setting, known)
-        except HostUnavailable:
-            return None
+        return foreseen_backend(self.config.backend, known)
 
     async def settle(self) -> None:
         """Probe the executable (once), bring the negotiation in line with it and remember
@@ -198,18 +202,64 @@ class Startup:
         """Keep what the client asked at ``initialize``, for ``settle``."""
         self._asked = params
 
+    def adopt(
+        self, params: InitializeParams, negotiated: Negotiated, recalled: MuseBinary | None
+    ) -> None:
+        """Take an ``initialize`` answered before the event loop ran (``early``): what the
+        client asked, what was negotiated and the remembered probe it was decided from."""
+        self.negotiated, self._recalled = negotiated, recalled
+        self.asked(params)
 
-async def answer_initialize(startup: Startup, params: InitializeParams) -> acp.InitializeResponse:
-    """Negotiate with the client and answer ``initialize`` (see the module contract)."""
+
+NOT_IN_TIME: Final = "what is remembered of the Muse executable did not come in time"
+
+
+def known_binary(config: AdapterConfig) -> MuseBinary | None:
+    """The probe this process made of the configured executable, else the remembered one
+    (blocking: it looks the executable up and reads the memory; runs no Muse)."""
+    try:
+        path = resolve_binary(config.muse_bin)
+    except HostUnavailable:
+        return None
+    return probed(path) or recall(memory_dir(config.data_dir), path).probe
+
+
+def foreseen_backend(setting: BackendSetting, known: MuseBinary | None) -> BackendChoice | None:
+    """The backend ``known`` decides for ``setting``, without running it; None when it cannot
+    be foreseen (nothing known, or ``exec --help`` never probed where exec may be chosen)."""
+    if known is None or (known.exec_flags is None and (setting == "exec" or not known.serves)):
+        return None
+    try:
+        return decide(setting, known)
+    except HostUnavailable:
+        return None
+
+
+def initialize_answer(
+    config: AdapterConfig, params: InitializeParams, choice: BackendChoice | None
+) -> tuple[Negotiated, acp.InitializeResponse]:
+    """The negotiation with a client asking ``params`` and its ``initialize`` result, on the
+    backend ``choice`` foresaw (None: defaults true of any Muse, see the module contract).
+
+    Raises:
+        RpcError: INVALID_PARAMS for a Muse opt-in the extension schema refuses.
+    """
     features = NO_FEATURES
     backend: acp.MuseBackendReport | None = None
-    choice = await startup.foreseen()
     if choice is not None:
-        features, backend = startup.expected(choice.binary), choice.report()
-    elif startup.config.backend == "exec":
+        features = features_of(choice.binary.version, trust_newer=config.trust_newer_host)
+        backend = choice.report()
+    elif config.backend == "exec":
         backend = acp.MuseBackendReport(
             backend="exec", reason="exec was chosen with --backend or MUSE_ACP_BACKEND"
         )
-    startup.negotiated = negotiate(params, features, backend)
+    negotiated = negotiate(params, features, backend)
+    return negotiated, initialize_response(negotiated, backend)
+
+
+async def answer_initialize(startup: Startup, params: InitializeParams) -> acp.InitializeResponse:
+    """Negotiate with the client and answer ``initialize`` (see the module contract)."""
+    choice = await startup.foreseen()
+    startup.negotiated, response = initialize_answer(startup.config, params, choice)
     startup.asked(params)
-    return initialize_response(startup.negotiated, backend)
+    return response

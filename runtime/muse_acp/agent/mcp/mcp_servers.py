@@ -3,10 +3,10 @@
 Contract: ``check_servers`` accepts stdio servers (an absolute or PATH command) and http servers
 (an http or https URL) with non-empty, unique names. ``delivery`` says how they reach the
 installed Muse: ``native`` in ``config.mcpServers``, else ``overlay`` (``mcp_overlay``) on hosts
-verified for it (``mcpOverlay``); ``transports`` is what works either way, for
-``mcpCapabilities``; ``startup_failure`` words a host's "Required MCP server ... failed" for the
-user. Secrets stay out of sight: env and header values are never in a message, ``repr`` or log
-line, never persisted, and are given to the redactor (``secrets_of``).
+verified for it (``mcpOverlay``); what reaches a Muse either way is ``session_mcp.transports``.
+``startup_failure`` words a host's "Required MCP server ... failed" for the user. Secrets stay
+out of sight: env and header values are never in a message, ``repr`` or log line, never
+persisted, and are given to the redactor (``secrets_of``).
 
 Errors: -32602 naming the entry (index and name) and what to fix for SSE and malformed servers,
 or the Muse version needed for servers the installed Muse cannot take (``check_host``).
@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from muse_acp.config import ENV_TRUST_NEWER
 from muse_acp.host.bindings import parse_version
 from muse_acp.host.features import HostFeatures
-from muse_acp.host.session_mcp import session_mcp_transports
+from muse_acp.host.session_mcp import OVERLAY_TRANSPORTS, session_mcp_transports, transports
 from muse_acp.host.versions import VERIFIED_HOSTS, newer_than_verified
 from muse_acp.redact import (
     SESSION_SECRETS,
@@ -37,11 +37,10 @@ from muse_acp.redact import (
 )
 from muse_acp.rpc import INVALID_PARAMS, RpcError
 from muse_acp.text import clip
-from muse_acp_wire import acp_handshake as acp
+from muse_acp_wire import acp
 from muse_acp_wire.msp_bundles import BUNDLES
 
 __all__ = [
-    "OVERLAY_TRANSPORTS",
     "Delivery",
     "McpServerSpec",
     "check_host",
@@ -49,7 +48,6 @@ __all__ = [
     "delivery",
     "secrets_of",
     "startup_failure",
-    "transports",
 ]
 
 NAME_LIMIT: Final = 100
@@ -58,8 +56,6 @@ _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _STARTUP_FAILURE: Final = re.compile(r"required MCP server\b.*\bfailed", re.IGNORECASE | re.DOTALL)
 _TRANSPORTS: Final = MappingProxyType({"stdio": "stdio", "http": "streamableHttp"})
 """ACP server kind -> MSP transport tag."""
-OVERLAY_TRANSPORTS: Final = frozenset({"stdio", "streamableHttp"})
-"""What Muse reads from the ``mcpServers`` of its settings file (see ``mcp_overlay``)."""
 
 Delivery: TypeAlias = Literal["native", "overlay"]
 """``native``: in ``config.mcpServers``; ``overlay``: in a private settings file."""
@@ -178,14 +174,6 @@ def check_servers(servers: Sequence[acp.McpServer] | None) -> tuple[McpServerSpe
     for spec in checked:
         SESSION_SECRETS.remember(secrets_of(spec))
     return tuple(checked)
-
-
-def transports(features: HostFeatures) -> frozenset[str]:
-    """The MSP transports that reach the Muse offering ``features``, either way."""
-    native = session_mcp_transports(features.version)
-    if features.has("mcpOverlay"):
-        return native | OVERLAY_TRANSPORTS
-    return native
 
 
 def _needed(transport: str, installed: str | None) -> str | None:
