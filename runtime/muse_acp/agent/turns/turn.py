@@ -274,8 +274,9 @@ class ActiveTurn:
         # Only an explicit effort is sent (the host's default needs no member): None is left out.
         params.reasoning_effort = turn_effort(self._session.settings)
         params.workspace_roots = self.workspace_roots
+        budget = self._options.deadlines.submit
         try:
-            async with self._asking("turn/start", "submitting"):
+            async with hosts.asking(self._host, "turn/start", phase="submitting", budget=budget):
                 return await self._host.start("turn/start", params)
         except RpcError as failure:
             return failure
@@ -284,6 +285,8 @@ class ActiveTurn:
         """Wait for the host's answer to ``turn/start`` (``sent``) and follow the turn it names."""
         try:
             if isinstance(sent, RpcError):
+                if self._host.dead.is_set():
+                    await self._host_gone()  # reported by the turn, as ``ask_host`` does
                 raise sent
             async with self._asking("turn/start", "submitting"):
                 ack = await self._host.answer(sent, "turn/start", msp.TurnStartResult)
