@@ -41,7 +41,7 @@ from typing import Final, Literal
 import anyio
 
 from bench.history import write_session
-from bench.peer import Peer, cpu_seconds, spawn_peer
+from bench.peer import Peer, run_seconds, spawn_peer
 from bench.report import Figure, Measurement, Ratio
 from bench.world import World, adapter_command
 from muse_acp import __version__
@@ -204,9 +204,9 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
         used = [0.0]
 
         async def relayed() -> float:
-            cpu = cpu_seconds(acp.pid)
+            cpu = run_seconds(acp.pid)
             elapsed = await _relayed(acp, warm_acp)
-            used[0] += cpu_seconds(acp.pid) - cpu
+            used[0] += run_seconds(acp.pid) - cpu
             return elapsed
 
         async def direct() -> float:

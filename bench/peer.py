@@ -32,7 +32,16 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from muse_acp.rpc import JsonInput, JsonValue, encode_message, encode_request
 
-__all__ = ["EXIT_WAIT", "Peer", "PeerError", "cpu_seconds", "peak_rss_mib", "rss_mib", "spawn_peer"]
+__all__ = [
+    "EXIT_WAIT",
+    "Peer",
+    "PeerError",
+    "cpu_seconds",
+    "peak_rss_mib",
+    "rss_mib",
+    "run_seconds",
+    "spawn_peer",
+]
 
 EXIT_WAIT: Final = 10.0
 """Seconds a child gets to exit after its stdin closes before its group is killed."""
@@ -50,6 +59,25 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_seconds(pid: int) -> float:
+    """CPU time a running process's live threads have used so far, to the microsecond where the
+    kernel says (``se.sum_exec_runtime`` in ``/proc/PID/task/*/sched``), else ``cpu_seconds``
+    (in clock ticks). A thread that ended meanwhile is not counted: for work done by the
+    threads that stay, such as an event loop's."""
+    total = 0.0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for line in (task / "sched").read_text().splitlines():
+                if line.startswith("se.sum_exec_runtime"):
+                    total += float(line.rsplit(":", 1)[1]) / 1e3
+                    break
+            else:
+                return cpu_seconds(pid)
+    except (OSError, ValueError):
+        return cpu_seconds(pid)
+    return total
 
 
 def _status_mib(pid: int, field: str) -> float:

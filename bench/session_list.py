@@ -29,7 +29,7 @@ from typing import Final
 
 import anyio
 
-from bench.peer import Peer, cpu_seconds, peak_rss_mib, spawn_peer
+from bench.peer import Peer, peak_rss_mib, run_seconds, spawn_peer
 from bench.report import Figure, Measurement, Ratio, ratios_of
 from bench.world import World, adapter_command
 from muse_acp.agent.methods.listing import LIST_PAGE_SIZE
@@ -46,8 +46,8 @@ PAGE_TIMEOUT: Final = 60.0
 START_TIMEOUT: Final = 120.0
 WRITE_TIMEOUT: Final = 300.0
 BASELINE_LISTINGS: Final = 10
-"""How many times the baseline is listed: its few pages alone are too short to time well, and
-the adapter's CPU time is counted in clock ticks."""
+"""How many times the baseline is listed: its few pages alone are too short to time well (and
+where the kernel does not report CPU time to the microsecond, it is counted in clock ticks)."""
 
 
 def _populate(world: World, first: int, count: int) -> None:
@@ -129,10 +129,10 @@ async def _list_all(peer: Peer, world: World, expected: int, *, times: int = 1) 
     cwd = str(world.workspace)
     await peer.request("session/list", {"cwd": cwd}, wait=PAGE_TIMEOUT)
     pages: list[float] = []
-    cpu = cpu_seconds(peer.pid)
+    cpu = run_seconds(peer.pid)
     for _ in range(times):
         await _list_once(peer, cwd, expected, pages)
-    return _Listing(pages, cpu_seconds(peer.pid) - cpu)
+    return _Listing(pages, run_seconds(peer.pid) - cpu)
 
 
 async def measure(world: World, *, sessions: int = 10_000, baseline: int = 100) -> Figure:
