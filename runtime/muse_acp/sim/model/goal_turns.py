@@ -52,23 +52,22 @@ def goal_turn(objective: str, command_id: str) -> TurnRequest:
 def resumed_goal_turn(session: LiveSession) -> TurnRequest | None:
     """The turn Muse starts by itself as a new process resumes ``session`` (see the module
     contract): None unless the goal is active, its objective says so and no turn runs."""
-    goal = session.fold.goal
-    if goal is None or goal.get("status") != "active" or session.runner is not None:
-        return None
-    woken = re.split(_ON_RESUME, str(goal.get("objective", "")), maxsplit=1)
-    if len(woken) < 2 or session.queue:
-        return None
-    first, *rest = re.split(_AGAIN, woken[1], maxsplit=MAX_GOAL_TURNS)
-    return _turn(first, new_uuid7(), tuple(rest))
+    return _woken_goal_turn(session, _ON_RESUME)
 
 
 def prompted_goal_turn(session: LiveSession) -> TurnRequest | None:
     """The turn Muse starts by itself as a ``turn/start`` reaches idle ``session`` (see the
     module contract): None unless the goal is active, its objective says so and no turn runs."""
+    return _woken_goal_turn(session, _ON_PROMPT)
+
+
+def _woken_goal_turn(session: LiveSession, wakes: re.Pattern[str]) -> TurnRequest | None:
+    """The turn an active goal's objective asks for after ``wakes`` (its marker line), when no
+    turn runs or waits."""
     goal = session.fold.goal
     if goal is None or goal.get("status") != "active" or session.runner is not None:
         return None
-    woken = re.split(_ON_PROMPT, str(goal.get("objective", "")), maxsplit=1)
+    woken = re.split(wakes, str(goal.get("objective", "")), maxsplit=1)
     if len(woken) < 2 or session.queue:
         return None
     first, *rest = re.split(_AGAIN, woken[1], maxsplit=MAX_GOAL_TURNS)
