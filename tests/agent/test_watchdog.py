@@ -117,3 +117,19 @@ async def test_after_a_write_that_waited_on_the_client_the_host_gets_one_budget_
     assert len(fired_at) == 1
     assert fired_at[0] - written[0] >= BUDGET
     assert looks_after_the_write == 1, "the silence is caught at the first look after it"
+
+
+async def test_a_stopped_watch_returns_at_once_and_never_reports() -> None:
+    # A settled turn stops its watch: it returns by itself, before the turn's leftover tasks
+    # are cancelled, instead of being cancelled with them.
+    silences: list[str] = []
+    watch = SilenceWatch(WAIT * 10, lambda: False)
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch.watch, lambda: silences.append("silent"))
+            await anyio.wait_all_tasks_blocked()
+            watch.stop()
+    assert silences == []
+    with anyio.fail_after(WAIT):
+        await watch.watch(lambda: silences.append("silent"))  # already stopped: returns
+    assert silences == []

@@ -159,3 +159,27 @@ async def test_armed_faults_go_to_the_next_serve_alone_whether_played_or_a_proce
     assert "injected fault exit:handshake" in ended.value.stderr_tail
     served = [(s.armed, s.held, s.host.pid == os.getpid()) for s in launcher.served]
     assert served == [("exit:handshake", False, True), (None, False, True), (flood, False, False)]
+
+
+async def test_a_host_found_gone_calls_what_waits_on_its_death_once(tmp_path: Path) -> None:
+    world = SimWorld.make(tmp_path)
+    calls: list[str] = []
+    with anyio.fail_after(WAIT):
+        async with open_host(
+            str(world.muse_bin),
+            cwd=str(world.workspace),
+            env=world.env(),
+            startup_timeout=WAIT,
+            launcher=SimLauncher(),
+        ) as host:
+            host.on_death(lambda: calls.append("first"))
+            forget = host.on_death(lambda: calls.append("forgotten"))
+            forget()
+            assert calls == []
+        # Leaving the block ends the host: each waiter is called once, a forgotten one never.
+        assert host.dead.is_set()
+        assert calls == ["first"]
+        host.mark_dead()
+        assert calls == ["first"]
+        host.on_death(lambda: calls.append("late"))  # already gone: called at once
+    assert calls == ["first", "late"]

@@ -118,6 +118,10 @@ class Listening:
         self._host._forget(self)
 
 
+def _nothing() -> None:
+    """What ``on_death`` returns for a host already gone: nothing to forget."""
+
+
 def _payload(params: WireModel | None) -> RawJson | None:
     """Params as sent: members left as None are omitted rather than sent as ``null`` (MSP
     params never need an explicit null, and hosts treat a missing member as "not given")."""
@@ -153,6 +157,8 @@ class MspHost:
         )
         self.connection: Connection | None = None
         self.dead = anyio.Event()
+        """Set once the host is found gone (``mark_dead``)."""
+        self._on_death: list[Callable[[], None]] = []
         self._listeners: dict[str, Listening] = {}
         self._followers: dict[str, EventListener] = {}
 
@@ -182,12 +188,36 @@ class MspHost:
             if self._lane is not None:
                 self._lane.register(registration.session_id, None)
 
+    def mark_dead(self) -> None:
+        """The host is gone: set ``dead`` and call what ``on_death`` was given (once)."""
+        if self.dead.is_set():
+            return
+        self.dead.set()
+        waiting, self._on_death = self._on_death, []
+        for callback in waiting:
+            callback()
+
+    def on_death(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (which must not raise or wait) once the host is found gone, at once
+        when it already is; what is returned forgets it. For a watcher that ends with its work
+        rather than being cancelled, as a task waiting on ``dead`` would be."""
+        if self.dead.is_set():
+            callback()
+            return _nothing
+        self._on_death.append(callback)
+
+        def forget() -> None:
+            if callback in self._on_death:
+                self._on_death.remove(callback)
+
+        return forget
+
     async def ended(self) -> tuple[int | None, str]:
         """How a host that went away ended, once its exit status and stderr are in (bounded).
 
         Marks the host dead at once: a caller that saw it go away must not wait for the
         connection's watcher to notice it too."""
-        self.dead.set()
+        self.mark_dead()
         with anyio.CancelScope(shield=True):
             await self.process.settle()
         return self.exit_summary()
@@ -352,12 +382,12 @@ async def open_host(
 
             async def watch() -> None:
                 await wait_first(connection.closed, process.exited)
-                host.dead.set()
+                host.mark_dead()
 
             tasks.start_soon(watch)
             try:
                 yield host
             finally:
-                host.dead.set()
+                host.mark_dead()
                 await connection.aclose()
                 tasks.cancel_scope.cancel()

@@ -183,6 +183,9 @@ class ActiveTurn:
         if self.cancel_requested and not isinstance(outcome, RpcError):
             outcome = "cancelled"
         self._outcome = outcome
+        # Before the turn's own wait is released, so the watch returns before the turn's tasks
+        # are cancelled: it is not one of them, and a cancelled task leaves its traceback.
+        self._silence.stop()
         self._settled.set()
         self.interactions.withdraw_all()
         self.events.stop_listening()  # what Muse sends next is the session's (``background``)
@@ -234,13 +237,15 @@ class ActiveTurn:
         if early:
             self.events.hold_early(early)
         sent: OutgoingRequest | RpcError | None = None
+        forget_host: Callable[[], None] | None = None
         try:
             # ``turn/start`` goes out before the turn's own tasks are set up: Muse starts on
             # it meanwhile (its events are held until the turn's id is known).
             sent = None if parts is None else await self._send_start(parts)
             async with task_group() as tasks:
                 self._tasks = tasks
-                tasks.start_soon(self._watch_host)
+                # Watched by a call, not a task: nothing is left to cancel of it at the end.
+                forget_host = self._host.on_death(partial(self.spawn, self._host_gone))
                 if self.cancel_requested:
                     tasks.start_soon(self._cancel_flow)
                 if sent is None:
@@ -248,9 +253,12 @@ class ActiveTurn:
                 else:
                     await self._acknowledge(sent, tasks)
                 await self._settled.wait()
-                tasks.cancel_scope.cancel()
+                tasks.cancel_scope.cancel()  # what is left: a cancel's or a gap's work
         finally:
             self._tasks = None
+            self._silence.stop()
+            if forget_host is not None:
+                forget_host()
             self.events.stop_listening()
             with anyio.CancelScope(shield=True):
                 if isinstance(sent, OutgoingRequest):
@@ -305,10 +313,6 @@ class ActiveTurn:
         tasks.start_soon(self._silence.watch, lambda: self.fail(failures.host_silent(budget)))
         await self.events.adopt(turn_id)
         await self._publish_active_turn(self.turn_id)
-
-    async def _watch_host(self) -> None:
-        await self._host.dead.wait()
-        await self._host_gone()
 
     async def _host_gone(self) -> None:
         """Settle a turn whose host went away: ``cancelled`` if asked for, else how it ended."""

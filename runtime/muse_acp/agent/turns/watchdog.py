@@ -52,6 +52,11 @@ class SilenceWatch:
         self._writing_since = 0.0
         """When the writes under way began (the first of an unbroken run of them)."""
         self._stall_reported = False
+        self._stopped = anyio.Event()
+
+    def stop(self) -> None:
+        """End ``watch`` (its turn has settled): it returns, not cancelled (idempotent)."""
+        self._stopped.set()
 
     def heard(self) -> None:
         """The host sent something for this session (cheap: called for every event)."""
@@ -95,10 +100,14 @@ class SilenceWatch:
         """Call ``on_silence`` after ``budget`` seconds without a word (see the contract)."""
         self._last = self._now()
         waited = False
-        while True:
+        stopped = self._stopped
+        while not stopped.is_set():
             # Woken once per budget at most, not per event: the relay's hot path stays a
             # clock read.
-            await anyio.sleep_until(self._last + self.budget)
+            with anyio.CancelScope(deadline=self._last + self.budget):
+                await stopped.wait()
+            if stopped.is_set():
+                return
             now = self._now()
             if now < self._last + self.budget:
                 continue  # heard from the host meanwhile
