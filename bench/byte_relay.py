@@ -18,15 +18,11 @@ import subprocess
 import sys
 from typing import Final
 
+from bench.blocking import write_all
+
 __all__ = ["relay"]
 
 READ_BYTES: Final = 1 << 20
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def relay(argv: list[str]) -> int:
@@ -45,7 +41,7 @@ def relay(argv: list[str]) -> int:
                 data = os.read(source, READ_BYTES)
                 if not data:
                     return 0
-                _write_all(routes[source], data)
+                write_all(routes[source], data)
     finally:
         poller.close()
         host.stdin.close()

@@ -9,17 +9,11 @@ the response) to a plain blocking pipe. Requests are read line by line and only 
 from __future__ import annotations
 
 import json
-import os
 import sys
 
+from bench.blocking import write_all
 from bench.workload import SESSION_ID, update_params
 from muse_acp.rpc import JsonObject, encode_notification, encode_result
-
-
-def _write_all(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(1, view) :]
 
 
 def main(argv: list[str]) -> int:
@@ -39,7 +33,7 @@ def main(argv: list[str]) -> int:
         if request_id is None or method not in answers:
             continue
         response = encode_result(request_id, answers[method]) + b"\n"
-        _write_all(block + response if method == "session/prompt" else response)
+        write_all(1, block + response if method == "session/prompt" else response)
     return 0
 
 

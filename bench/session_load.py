@@ -113,7 +113,7 @@ def _least_work(page: JsonObject) -> float:
         started = time.perf_counter()
         decoded = decode_frame(frame)
         assert isinstance(decoded, dict)
-        result = wire.ViewPageResult.model_validate(decoded["result"], by_alias=True)
+        result = wire.ViewPageResult.model_validate(decoded["result"], by_alias=True, by_name=False)
         for event in result.events:
             if event.method in TRANSLATED:
                 read_event(event)

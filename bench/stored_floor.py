@@ -22,15 +22,11 @@ from typing import Final
 
 from pydantic_core import from_json, to_json
 
+from bench.blocking import write_all
+
 __all__ = ["client", "forward", "host"]
 
 READ_BYTES: Final = 1 << 20
-
-
-def _write_all(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(1, view) :]
 
 
 def host(path: str, size: int, page: int) -> None:
@@ -39,13 +35,13 @@ def host(path: str, size: int, page: int) -> None:
         for request_id in range(-(-size // page)):
             text = source.read(min(page, size - request_id * page)).decode()
             head = b'{"jsonrpc":"2.0","id":%d,"result":{"content":' % request_id
-            _write_all(b"".join((head, to_json(text), b',"encoding":"utf8"}}\n')))
+            write_all(1, b"".join((head, to_json(text), b',"encoding":"utf8"}}\n')))
 
 
 def forward() -> None:
     """Copy standard input to standard output as it comes."""
     while data := os.read(0, READ_BYTES):
-        _write_all(data)
+        write_all(1, data)
 
 
 def client() -> None:
