@@ -4,15 +4,15 @@ design (``/review``).
 Contract: ``run_turn`` gets the session's execution host ready (a cancel while it starts
 resolves ``cancelled``; a model Muse refuses puts the session back on the model it last
 accepted, then fails), drops an effort the session's model does not offer, reading the catalog
-first when none is known (``catalog.fit_session_effort``), then runs one ``ActiveTurn`` until it
-settles and returns its stop reason. ``extra_flags`` restrict that one turn's host further than
-the session's mode does (a review runs with writes and shell disabled); the host is restarted
-whenever its flags change, so the restriction never outlives the turn. Turns Muse runs first are
-followed through this prompt: one it kept waiting on the user, found as the host resumes the
-session (``waiting_turn``), one it started by itself right after that resume (a goal's), one it
-runs ahead of this one's, queued behind it (``lead_turn``). A host the turn left in an unknown
-state is closed; on a kept one the session's events go on being relayed after the turn
-(``background``), and Muse's state is observed (``session_state``). Apart for commands' sake."""
+first when none is known (``catalog.fit_session_effort``), writes ``turn/start``
+(``submission``), then runs one ``ActiveTurn`` until it settles and returns its stop reason.
+``extra_flags`` restrict that one turn's host further than the session's mode does (a review
+runs with writes and shell disabled); the host is restarted whenever its flags change, so the
+restriction never outlives the turn. Turns Muse runs first are followed through this prompt:
+one it kept waiting on the user, found as the host resumes the session (``waiting_turn``), one
+it started by itself right after that resume (a goal's), one it runs ahead of this one's, queued
+behind it (``lead_turn``). A host the turn left in an unknown state is closed; on a kept one the
+session's events go on being relayed after the turn (``background``). Apart for commands' sake."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from muse_acp.agent.announcements.catalog import (
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.errors import failures
+from muse_acp.agent.options.config_options import turn_effort
 from muse_acp.agent.prompts.lead_turn import following_leads
 from muse_acp.agent.prompts.waiting_turn import (
     early_events,
@@ -35,7 +36,8 @@ from muse_acp.agent.prompts.waiting_turn import (
 )
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.turns.background import keep_relaying
-from muse_acp.agent.turns.turn import ActiveTurn
+from muse_acp.agent.turns.submission import submit, turn_start_params
+from muse_acp.agent.turns.turn import MAX_HELD_EVENTS, ActiveTurn
 from muse_acp.agent.turns.work import SessionWork
 from muse_acp_wire import acp, msp
 
@@ -72,7 +74,6 @@ async def run_turn(
     if work.cancel_requested:
         return "cancelled"
     await fit_session_effort(ctx, session, announce=True)
-    read_soon(ctx, session)  # the model menu fills in while the turn runs
     # Muse may start a turn by itself once the host resumed the session (its goal is active):
     # followed as a kept one (else it would be invisible, and this turn queued behind it).
     started = muse_started(early)
@@ -81,27 +82,41 @@ async def run_turn(
         if stop == "cancelled" or work.cancel_requested:
             return "cancelled"
     early.clear()
-    translator = translator_for(ctx, session, host)
-    turn = ActiveTurn(session, host, translator, ctx.turn_options, SessionState(ctx, session))
+    if work.cancel_requested:  # nothing was sent to Muse for it yet
+        return "cancelled"
+    roots = None
     if session.roots_unsent and host.features.has("workspaceRoots"):
-        turn.workspace_roots = [session.cwd, *session.further_roots]  # Muse may lack them
-    # Work that outlives the turn keeps updating its cards, and a turn Muse starts by itself
-    # afterwards is followed (``background``); it may start as this prompt ends (``ending``).
-    keep_relaying(host, session.session_id, turn.relay, taking_up(ctx, session))
-    work.ending = lambda: turn.settled
-    async with session.execution.holding(host):
-        session.turn = turn
-        try:
-            # Muse may run a turn of its own first, queueing this one (``lead_turn``).
-            async with following_leads(ctx, session, host) as leads:
-                leads.watch(turn)
-                with work.running(turn):
-                    return await turn.run(parts)
-        finally:
-            session.turn = None
-            if turn.workspace_roots is not None and turn.acknowledged.is_set():
-                session.roots_unsent = False  # the turn's start gave Muse the session's roots
-            if edited is not None:
-                edited.update(translator.cards.edited_paths)
-            if turn.host_unsettled or host.dead.is_set():
-                session.execution.close()
+        roots = [session.cwd, *session.further_roots]  # Muse may lack them
+    # ``turn/start`` goes out first: Muse starts on it while the turn is set up here (the
+    # session's events wait meanwhile, ``submission``).
+    params = turn_start_params(session.session_id, parts, turn_effort(session.settings), roots)
+    submission = await submit(
+        host, params, budget=ctx.turn_options.deadlines.submit, hold_limit=MAX_HELD_EVENTS
+    )
+    with submission.held:
+        read_soon(ctx, session)  # the model menu fills in while the turn runs
+        translator = translator_for(ctx, session, host)
+        state = SessionState(ctx, session)
+        turn = ActiveTurn(
+            session, host, translator, ctx.turn_options, state, command_id=submission.command_id
+        )
+        # Work that outlives the turn keeps updating its cards, and a turn Muse starts by itself
+        # afterwards is followed (``background``); it may start as this prompt ends (``ending``).
+        keep_relaying(host, session.session_id, turn.relay, taking_up(ctx, session))
+        work.ending = lambda: turn.settled
+        async with session.execution.holding(host):
+            session.turn = turn
+            try:
+                # Muse may run a turn of its own first, queueing this one (``lead_turn``).
+                async with following_leads(ctx, session, host) as leads:
+                    leads.watch(turn)
+                    with work.running(turn):
+                        return await turn.run(submission)
+            finally:
+                session.turn = None
+                if roots is not None and turn.acknowledged.is_set():
+                    session.roots_unsent = False  # the turn's start gave Muse the session's roots
+                if edited is not None:
+                    edited.update(translator.cards.edited_paths)
+                if turn.host_unsettled or host.dead.is_set():
+                    session.execution.close()

@@ -1,11 +1,12 @@
 """One turn on a Muse host, from ``turn/start`` (or ``rejoin``, one Muse runs) until it settles.
 
-Contract: the session's host events go to the turn's ``events`` (``turn_events``: held until the
-turn's id is known, then its own routed in order, others' dropped); approvals and questions go
-to ``interactions``; a subagent's own session is followed for a client that takes child sessions
-(``subagents``); what is shown is translated and sent at once (``relay``). A turn Muse queued
-follows one Muse runs ahead of it with ``leads``, if given: Stop stops both, and the lead's end
-announces this turn as the running one again (``turn_events``).
+Contract: a prompt's turn follows the ``turn/start`` written for it (``submission``) and takes
+the events held since. The session's host events go to the turn's ``events`` (``turn_events``:
+held until the turn's id is known, then its own routed in order, others' dropped); approvals
+and questions go to ``interactions``; a subagent's own session is followed for a client that
+takes child sessions (``subagents``); what is shown is translated and sent at once (``relay``).
+A turn Muse queued follows one Muse runs ahead of it with ``leads``, if given: Stop stops both,
+and the lead's end announces this turn as the running one again (``turn_events``).
 
 A turn settles exactly once (``settle``), with a stop reason or an error: the host's
 ``turn/completed``, a failure (in the phase it was awaited in; a silent host, ``watchdog``), or a
@@ -29,12 +30,13 @@ from anyio.abc import TaskGroup
 from muse_acp.agent.cards.progress import active_turn_update
 from muse_acp.agent.errors import failures
 from muse_acp.agent.hosting import hosts
-from muse_acp.agent.options.config_options import MODES, SessionSettings, turn_effort
+from muse_acp.agent.options.config_options import MODES, SessionSettings
 from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.agent.turns.corrections import send_correction
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, StateObserver, TurnOutlet
 from muse_acp.agent.turns.subagent_views import SubagentViews
+from muse_acp.agent.turns.submission import Submission
 from muse_acp.agent.turns.turn_events import MAX_HELD_EVENTS, LeadStarter, TurnEvents
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.config import Deadlines
@@ -90,15 +92,16 @@ class ActiveTurn:
         translator: TurnTranslator,
         options: TurnOptions,
         state: StateObserver | None = None,
+        *,
+        command_id: str | None = None,
     ) -> None:
         self._session = session
         self._host = host
         self._outlet = session.outlet
         self.relay = EventRelay(translator, self.send_update, self._outlet, state)
         self._options = options
-        self.command_id = new_uuid7()
+        self.command_id = command_id or new_uuid7()  # a submitted turn's is its ``turn/start``'s
         self.interrupts = False  # stop with turn/interrupt (Muse pauses a goal), not turn/cancel
-        self.workspace_roots: list[str] | None = None  # what turn/start names (None: nothing)
         self.cancel_requested = False
         self.host_unsettled = False
         """The host never confirmed the turn's end; its state is unknown."""
@@ -212,13 +215,14 @@ class ActiveTurn:
             self.spawn(self._send_cancel)
 
     # -- running ------------------------------------------------------------------------
-    async def run(self, parts: list[msp.TurnInputPart]) -> acp.StopReason:
-        """Submit the turn and wait until it settles.
+    async def run(self, submission: Submission) -> acp.StopReason:
+        """Follow the turn ``submission`` wrote (the turn's ``command_id`` is its) until it
+        settles; the events it held are the turn's first.
 
         Raises:
             RpcError: the turn failed (``data.failure`` says how and in which phase).
         """
-        return await self._follow(parts=parts)
+        return await self._follow(submission=submission)
 
     async def rejoin(self, turn_id: str, early: list[tuple[str, WireModel]]) -> acp.StopReason:
         """Follow ``turn_id``, a turn Muse already runs, until it settles; ``early`` (events of
@@ -228,20 +232,18 @@ class ActiveTurn:
     async def _follow(
         self,
         *,
-        parts: list[msp.TurnInputPart] | None = None,
+        submission: Submission | None = None,
         turn_id: str = "",
         early: list[tuple[str, WireModel]] | None = None,
     ) -> acp.StopReason:
+        held = None if submission is None else submission.held
         if self.listens:
-            self.events.listen(self._host, self.session_id)
+            self.events.listen(self._host, self.session_id, held)
         if early:
             self.events.hold_early(early)
-        sent: OutgoingRequest | RpcError | None = None
+        sent = None if submission is None else submission.sent
         forget_host: Callable[[], None] | None = None
         try:
-            # ``turn/start`` goes out before the turn's own tasks are set up: Muse starts on
-            # it meanwhile (its events are held until the turn's id is known).
-            sent = None if parts is None else await self._send_start(parts)
             async with task_group() as tasks:
                 self._tasks = tasks
                 # Watched by a call, not a task: nothing is left to cancel of it at the end.
@@ -250,7 +252,9 @@ class ActiveTurn:
                     tasks.start_soon(self._cancel_flow)
                 if sent is None:
                     await self._rejoined(turn_id, tasks)
-                else:
+                elif not self.settled:  # what was held as it was sent may have failed it
+                    if self.events.started_early is not None:  # its turn/started was held
+                        await self.events.adopt(self.events.started_early)
                     await self._acknowledge(sent, tasks)
                 await self._settled.wait()
                 tasks.cancel_scope.cancel()  # what is left: a cancel's or a gap's work
@@ -273,21 +277,6 @@ class ActiveTurn:
         if isinstance(outcome, RpcError):
             raise outcome
         return outcome
-
-    async def _send_start(self, parts: list[msp.TurnInputPart]) -> OutgoingRequest | RpcError:
-        """Write ``turn/start``; what failed instead is the turn's (``_acknowledge``)."""
-        params = msp.TurnStartParams(
-            command_id=self.command_id, session_id=self.session_id, input=parts
-        )
-        # Only an explicit effort is sent (the host's default needs no member): None is left out.
-        params.reasoning_effort = turn_effort(self._session.settings)
-        params.workspace_roots = self.workspace_roots
-        budget = self._options.deadlines.submit
-        try:
-            async with hosts.asking(self._host, "turn/start", phase="submitting", budget=budget):
-                return await self._host.start("turn/start", params)
-        except RpcError as failure:
-            return failure
 
     async def _acknowledge(self, sent: OutgoingRequest | RpcError, tasks: TaskGroup) -> None:
         """Wait for the host's answer to ``turn/start`` (``sent``) and follow the turn it names."""

@@ -27,6 +27,7 @@ from muse_acp.agent.translation.view_events import GapFiller, PageReader
 from muse_acp.agent.turns.interactions import Interactions
 from muse_acp.agent.turns.relay import EventRelay, TurnOutlet
 from muse_acp.agent.turns.subagent_views import SubagentViews
+from muse_acp.agent.turns.submission import HeldEvents
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.host.client import Listening, MspHost
 from muse_acp.host.delta_lane import METHOD as DELTA
@@ -109,11 +110,29 @@ class TurnEvents:
         self._leads: LeadStarter | None = None
         """Set while the turn waits, queued, for its own ``turn/started``."""
         self._lead: Lead | None = None
+        self.started_early: str | None = None
+        """The turn's id from its ``turn/started``, held before the turn listened."""
 
-    def listen(self, host: MspHost, session_id: str) -> None:
-        """Take ``session_id``'s events on ``host`` (in place of any other listener)."""
+    def listen(self, host: MspHost, session_id: str, held: HeldEvents | None = None) -> None:
+        """Take ``session_id``'s events on ``host`` (in place of any other listener), those
+        ``held`` since the turn's ``turn/start`` was written first (``submission``)."""
         self._host = host
         self._listening = host.listen(session_id, self.on_event, self.take_delta)
+        if held is not None:
+            self._take_held(held)
+
+    def _take_held(self, held: HeldEvents) -> None:
+        """Hold ``held``'s events as ``on_event`` would have; the turn's own ``turn/started``
+        among them is adopted once the turn's tasks run (``started_early``)."""
+        if held.overflowed is not None:
+            self._turn.fail(failures.too_many_early_events(held.limit, held.overflowed))
+        command_id, line = self._turn.command_id, self._held
+        for method, params in held.events:
+            if isinstance(params, msp.TurnStartedParams) and params.command_id == command_id:
+                self.started_early = self.started_early or params.turn_id
+            elif line is not None:
+                line.append((method, params))
+        held.events.clear()
 
     def stop_listening(self) -> None:
         """Stop taking the session's events (idempotent): at once, or once the lead ends."""
