@@ -22,7 +22,10 @@ a turn shares the cores with what the turn before it left running); the stored s
 written straight into ``muse-sim``'s store. Every clock is the measuring client's
 (``Peer.arrived_at``: when the frame was read). The figure is the median and 95th percentile of
 each way, the median over rounds of relayed / direct per case, and the adapter's CPU time per
-warm turn (all of it, not only up to the first words).
+warm turn (all of it, not only up to the first words). The warm relayed, direct and least
+Python relay ways are also split (``turn_marks``, from the marks their ``muse-sim`` hosts leave)
+into the way to Muse (the prompt written to ``turn/start`` read) and the way back (Muse's first
+words written to read): what the adapter adds before Muse starts, and after Muse has spoken.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 from typing import Final, Literal
 
 import anyio
@@ -43,10 +47,12 @@ import anyio
 from bench.history import write_session
 from bench.peer import Peer, run_seconds, spawn_peer
 from bench.report import Figure, Measurement, Ratio
+from bench.turn_marks import Split, Window, read_marks, split
 from bench.world import World, adapter_command
 from muse_acp import __version__
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import JsonObject
+from muse_acp.sim.state.first_words import TIMINGS_ENV
 
 __all__ = ["measure"]
 
@@ -60,13 +66,19 @@ STORED_EVENTS: Final = 20
 
 async def _relayed(peer: Peer, session_id: str) -> float:
     """Seconds from ``session/prompt`` written to its first agent message chunk read."""
+    written, read = await _relayed_window(peer, session_id)
+    return read - written
+
+
+async def _relayed_window(peer: Peer, session_id: str) -> Window:
+    """When ``session/prompt`` was written, and when its first agent message chunk was read."""
     arrived = peer.arrival(CHUNK)
     params: JsonObject = {"sessionId": session_id, "prompt": [{"type": "text", "text": PROMPT}]}
     started = time.perf_counter()
     answer = await peer.request("session/prompt", params, wait=TURN_TIMEOUT)
     if not arrived.is_set() or not isinstance(answer, dict) or answer["stopReason"] != "end_turn":
         raise RuntimeError(f"the relayed turn ended {answer!r} without a message chunk")
-    return peer.arrived_at[CHUNK] - started
+    return started, peer.arrived_at[CHUNK]
 
 
 async def _turn(peer: Peer, session_id: str, started: float) -> float:
@@ -102,12 +114,25 @@ async def _start(peer: Peer, world: World) -> str:
     return session_id
 
 
+def _env(world: World, marks: Path | None) -> dict[str, str]:
+    """The world's environment; with ``marks``, muse-sim hosts leave their marks there."""
+    env = world.env()
+    if marks is not None:
+        env[TIMINGS_ENV] = str(marks)
+    return env
+
+
 def _host(
-    world: World, name: str, *, between: Literal["cat", "python"] | None = None
+    world: World,
+    name: str,
+    *,
+    between: Literal["cat", "python"] | None = None,
+    marks: Path | None = None,
 ) -> AbstractAsyncContextManager[Peer]:
     """A ``muse serve`` host; ``between="cat"``: behind byte copiers both ways (``cat``), one more
     process between client and host in each direction, as the adapter is; ``between="python"``:
-    behind the least Python relay (``byte_relay``), one Python process copying both ways."""
+    behind the least Python relay (``byte_relay``), one Python process copying both ways;
+    ``marks``: the directory its first-words marks go to (``turn_marks``)."""
     stderr = world.root / f"first-update-{name}.stderr"
     argv = [str(world.muse_bin), "serve"]
     if between is not None:
@@ -120,7 +145,7 @@ def _host(
         launcher.write_text(f"#!/bin/sh\n{line}\n")
         launcher.chmod(0o755)
         argv = [str(launcher)]
-    return spawn_peer(argv, env=world.env(), cwd=world.workspace, stderr=stderr)
+    return spawn_peer(argv, env=_env(world, marks), cwd=world.workspace, stderr=stderr)
 
 
 async def _direct_cold(world: World, stored: str | None) -> float:
@@ -139,11 +164,10 @@ async def _direct_cold(world: World, stored: str | None) -> float:
 
 
 @asynccontextmanager
-async def _adapter(world: World) -> AsyncIterator[Peer]:
+async def _adapter(world: World, marks: Path | None = None) -> AsyncIterator[Peer]:
     stderr = world.root / "first-update-adapter.stderr"
-    async with spawn_peer(
-        adapter_command(), env=world.env(), cwd=world.workspace, stderr=stderr
-    ) as peer:
+    env = _env(world, marks)
+    async with spawn_peer(adapter_command(), env=env, cwd=world.workspace, stderr=stderr) as peer:
         init: JsonObject = {"protocolVersion": 1, "clientCapabilities": {}}
         await peer.request("initialize", init, wait=TURN_TIMEOUT)
         yield peer
@@ -187,12 +211,14 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
     ways: tuple[str, ...] = ("warm", "warm direct", "warm copied", "warm python")
     ways += ("new", "new direct", "load", "load direct")
     times: dict[str, list[float]] = {way: [] for way in ways}
+    windows: dict[str, list[Window]] = {way: [] for way in _SPLIT_WAYS}
     stored = iter(await _stored(world, 2 * cold))
+    marks = world.root / "first-words-marks"
     async with (
-        _adapter(world) as acp,
-        _host(world, "warm") as msp,
+        _adapter(world, marks) as acp,
+        _host(world, "warm", marks=marks) as msp,
         _host(world, "copied", between="cat") as copy,
-        _host(world, "python", between="python") as python,
+        _host(world, "python", between="python", marks=marks) as python,
     ):
         warm_acp = await _new_session(acp, world)
         await _relayed(acp, warm_acp)  # every host running, every code path loaded
@@ -205,18 +231,25 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
 
         async def relayed() -> float:
             cpu = run_seconds(acp.pid)
-            elapsed = await _relayed(acp, warm_acp)
+            written, read = await _relayed_window(acp, warm_acp)
             used[0] += run_seconds(acp.pid) - cpu
+            windows["warm"].append((written, read))
+            return read - written
+
+        async def timed(way: str, peer: Peer, session_id: str) -> float:
+            written = time.perf_counter()
+            elapsed = await _turn(peer, session_id, written)
+            windows[way].append((written, written + elapsed))
             return elapsed
 
         async def direct() -> float:
-            return await _turn(msp, warm[0], time.perf_counter())
+            return await timed("warm direct", msp, warm[0])
 
         async def copied() -> float:
             return await _turn(copy, warm[1], time.perf_counter())
 
         async def through_python() -> float:
-            return await _turn(python, warm[2], time.perf_counter())
+            return await timed("warm python", python, warm[2])
 
         warm_ways = {
             "warm": relayed,
@@ -241,7 +274,28 @@ async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
             times["load direct"].append(await _direct_cold(world, next(stored)))
     figure = _figure(times, rounds, cold)
     per_turn = Measurement("adapter CPU per warm turn (all of it)", used[0] / rounds * 1e3, "ms")
-    return replace(figure, measurements=(*figure.measurements, per_turn))
+    found = read_marks(marks)  # left by the hosts as they ended, with the block
+    parts = [_split_lines(way, split(found, windows[way])) for way in _SPLIT_WAYS]
+    lines = (*figure.measurements, per_turn, *(line for way in parts for line in way))
+    return replace(figure, measurements=lines)
+
+
+_SPLIT_WAYS: Final = {
+    "warm": "relayed",
+    "warm direct": "direct",
+    "warm python": "through the least Python relay",
+}
+"""The warm ways whose wait is split into its way to Muse and back (``turn_marks``)."""
+
+
+def _split_lines(way: str, parts: list[Split]) -> tuple[Measurement, ...]:
+    label = f"warm session, {_SPLIT_WAYS[way]}"
+    to_muse = statistics.median(part.to_muse for part in parts) * 1e3
+    back = statistics.median(part.back for part in parts) * 1e3
+    return (
+        Measurement(f"{label}: the way to Muse (turn/start read), median", to_muse, "ms"),
+        Measurement(f"{label}: the way back (first words read), median", back, "ms"),
+    )
 
 
 _CASES: Final = (

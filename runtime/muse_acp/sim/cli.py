@@ -88,6 +88,7 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
     from muse_acp.sim.options.mcp_settings import SettingsError, capture_settings, read_settings
     from muse_acp.sim.options.quirks import QUIRKS_ENV, QuirkSyntaxError, parse_quirks
     from muse_acp.sim.options.settings import CAPTURE_ENV, ServeOptions, resolve_home
+    from muse_acp.sim.state.first_words import TIMINGS_ENV
 
     try:
         version = resolve_version(env)
@@ -97,7 +98,7 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
     except (UnsupportedVersion, FaultSyntaxError, QuirkSyntaxError, SettingsError) as exc:
         raise ServeRefused(str(exc)) from None
     capture_settings(env, settings.servers, settings.default_profile)
-    capture = env.get(CAPTURE_ENV, "")
+    capture, timings = env.get(CAPTURE_ENV, ""), env.get(TIMINGS_ENV, "")
     return ServeOptions(
         home=resolve_home(env),
         version=version,
@@ -111,6 +112,7 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str]) -> ServeOpti
         trust_workspace=args.trust_workspace,
         env_api_key=bool(env.get(API_KEY_ENV, "").strip()),
         capture=Path(capture).absolute() if capture else None,
+        timings=Path(timings).absolute() if timings else None,
         replay=Path(args.replay) if args.replay is not None else None,
         pace=args.pace,
         settings_mcp=settings.servers,

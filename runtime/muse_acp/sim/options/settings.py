@@ -59,6 +59,8 @@ class ServeOptions:
     """Real-host behaviours to play (``MUSE_SIM_QUIRKS``)."""
     capture: Path | None = None
     """Where to append every request line received, when ``MUSE_SIM_CAPTURE`` is set."""
+    timings: Path | None = None
+    """Where to leave when each turn started and spoke (``MUSE_SIM_TIMINGS``; ``first_words``)."""
     replay: Path | None = None
     """A transcript to play back instead of simulating a host."""
     pace: float = 0.0

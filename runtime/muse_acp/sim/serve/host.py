@@ -25,6 +25,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from muse_acp.rpc import (
     Connection,
+    FrameObserver,
     JsonValue,
     NotificationRoute,
     RawJson,
@@ -51,6 +52,7 @@ from muse_acp.sim.serve.reads import Reads
 from muse_acp.sim.serve.resume import SessionContinuations
 from muse_acp.sim.state import errors
 from muse_acp.sim.state.context import ClientInfo, HostContext
+from muse_acp.sim.state.first_words import FirstWords
 from muse_acp.sim.state.ids import is_uuid7
 from muse_acp.sim.state.profile import load_profile
 from muse_acp.sim.state.wire import HOST_FRAME_LIMIT, HostReader, HostWriter, Outbox
@@ -241,16 +243,15 @@ async def serve_streams(
     their owner to close.
     """
     profile = load_profile(options.version)
-    writer = HostWriter(send)
+    first_words = None if options.timings is None else FirstWords(options.timings)
+    writer = HostWriter(send, watch=None if first_words is None else first_words.written)
     ctx = HostContext(profile, options, Outbox(writer, delay_ms=options.faults.slow_ms))
     reader = HostReader(receive, writer, capture=options.capture)
+    observe: FrameObserver = ctx.ledger.observe
+    if first_words is not None:
+        observe = _both(observe, first_words.observe)
     conn = Connection(
-        reader,
-        writer,
-        Host(ctx),
-        name="muse-sim",
-        cancel_method=None,
-        on_frame=ctx.ledger.observe,
+        reader, writer, Host(ctx), name="muse-sim", cancel_method=None, on_frame=observe
     )
     try:
         async with anyio.create_task_group() as tasks:
@@ -260,6 +261,16 @@ async def serve_streams(
     finally:
         ctx.close()
         reader.close_capture()
+        if first_words is not None:
+            first_words.write()
+
+
+def _both(first: FrameObserver, second: FrameObserver) -> FrameObserver:
+    def observe(direction: Literal["in", "out"], frame: bytes) -> None:
+        first(direction, frame)
+        second(direction, frame)
+
+    return observe
 
 
 async def _serve_stdio(options: ServeOptions) -> int:

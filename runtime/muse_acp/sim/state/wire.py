@@ -82,10 +82,14 @@ def _usable_id(value: object) -> RequestId | None:
 class HostWriter(FrameWriter):
     """A ``FrameWriter`` that signals when the answer to a request id has been written."""
 
-    def __init__(self, stream: ByteSendStream) -> None:
+    def __init__(
+        self, stream: ByteSendStream, *, watch: Callable[[bytes], None] | None = None
+    ) -> None:
         super().__init__(stream)
         self._awaited: dict[RequestId, anyio.Event] = {}
         self._then: dict[RequestId, Callable[[], None]] = {}
+        self._watch = watch
+        """Shown every frame just before it is written (``first_words``), when given."""
 
     def answered(self, request_id: RequestId) -> anyio.Event:
         """An event set once the response to ``request_id`` is written (register before)."""
@@ -101,6 +105,8 @@ class HostWriter(FrameWriter):
         self.answered(request_id)
 
     async def send(self, frame: bytes) -> None:
+        if self._watch is not None:
+            self._watch(frame)
         await super().send(frame)
         if self._awaited and frame.startswith(_ANSWER_HEAD):
             answered = self._answer_id(frame)
