@@ -46,13 +46,15 @@ def test_totals_come_from_cumulative_or_add_up_step_by_step() -> None:
 
 
 def test_no_usage_update_before_the_window_size_is_known() -> None:
-    assert usage_update(None, TokenUse(1, 1, 2, 2), None) is None
+    assert usage_update(None, TokenUse(1, 1, 2, 2)) is None
 
 
 def test_a_usage_update_carries_tokens_and_subscription_shares() -> None:
-    update = usage_update(ContextUse(50, 1000), TokenUse(300, 30, 330, 220), PlanUse(4, 9, 300))
-    assert update is not None
-    assert (update.used, update.size) == (220, 1000)
+    tokens, plan = TokenUse(300, 30, 330, 220), PlanUse(4, 9, 300)
+    window = usage_update(ContextUse(50, 1000), tokens)
+    assert window is not None
+    assert (window.used, window.size) == (220, 1000), "the step's tokens, in the window"
+    update = with_usage(window, tokens, plan)
     assert update.field_meta == {
         "muse/usage": {
             "tokens": {"promptTokens": 300, "outputTokens": 30, "totalTokens": 330},
@@ -178,8 +180,10 @@ def test_a_usage_update_carries_muses_cost_labelled_as_its_estimate(
         step_cache=acp.MuseStepCache(cached_tokens=1024),
         cost=cost,
     )
+    window = usage_update(ContextUse(1, 1000), tokens)
+    assert window is not None
     for update in (
-        usage_update(ContextUse(1, 1000), tokens, None),
+        with_usage(window, tokens, None),
         with_usage(
             acp.UsageUpdateSessionUpdate(session_update="usage_update", used=1, size=9),
             tokens,
@@ -209,3 +213,56 @@ def test_status_says_what_muse_estimates_the_session_cost() -> None:
         "Cost: $1,234.5000 so far (Muse's estimate, leaving out calls it could not price)"
     )
     assert len(usage_lines(TokenUse(1200, 34, 1234, 1234), None)) == 1
+
+
+def _report_from_models(tokens: TokenUse | None, plan: PlanUse | None) -> dict[str, Any]:
+    """The usage report as the ACP models make it: the schema's own word for ``usage_report``."""
+    report = acp.MuseUsageReport()
+    if tokens is not None:
+        report.tokens = acp.MuseTokenTotals(
+            prompt_tokens=tokens.prompt,
+            output_tokens=tokens.output,
+            total_tokens=tokens.total,
+            cache_read_tokens=tokens.cache_read,
+            cache_write_tokens=tokens.cache_write,
+        )
+        report.last_step = tokens.step_cache
+        if tokens.cost is not None:
+            report.cost = acp.MuseCostEstimate(estimated_by="muse", partial=tokens.cost.partial)
+    if plan is not None:
+        report.subscription = acp.MuseSubscriptionUsage(
+            window_used_percent=plan.window_percent, weekly_used_percent=plan.weekly_percent
+        )
+    meta = acp.MuseUsageUpdateMeta(muse_usage=report)
+    return meta.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+_STEP_CACHES = [
+    None,
+    acp.MuseStepCache(cached_tokens=1024),
+    acp.MuseStepCache(cache_read_tokens=0, cache_write_tokens=7),
+    acp.MuseStepCache(cached_tokens=1, cache_read_tokens=2, cache_write_tokens=3),
+]
+_TOKENS = [None] + [
+    TokenUse(2600, 40, 2640, 1320, read, written, step, cost)
+    for read, written in ((None, None), (1024, None), (None, 0), (1024, 512))
+    for step in _STEP_CACHES
+    for cost in (None, HostCost(0.0042, False), HostCost(2.5, True), HostCost(-0.0, False))
+]
+
+
+@pytest.mark.parametrize("plan", [None, PlanUse(4, 9, 300), PlanUse(120, 0)])
+def test_the_usage_report_is_sent_as_the_acp_models_would_send_it(plan: PlanUse | None) -> None:
+    window = acp.UsageUpdateSessionUpdate(session_update="usage_update", used=220, size=1000)
+    for tokens in _TOKENS:
+        if tokens is None and plan is None:
+            continue
+        expected = window.model_copy(update={"field_meta": _report_from_models(tokens, plan)})
+        if tokens is not None and tokens.cost is not None:
+            cost = acp.Cost(amount=tokens.cost.usd, currency="USD")
+            expected = expected.model_copy(update={"cost": cost})
+        sent = with_usage(window, tokens, plan)
+        # The very bytes: the same members in the same order.
+        assert sent.__pydantic_serializer__.to_json(sent, by_alias=True, exclude_unset=True) == (
+            expected.__pydantic_serializer__.to_json(expected, by_alias=True, exclude_unset=True)
+        ), (tokens, plan)

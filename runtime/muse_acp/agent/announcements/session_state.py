@@ -93,7 +93,7 @@ class SessionState:
 
     def _usage(self) -> list[acp.SessionUpdate]:
         session = self._session
-        update = usage_update(session.context, session.tokens, session.plan_usage)
+        update = usage_update(session.context, session.tokens)  # the outlet adds the figures
         return [] if update is None else [update]
 
     async def _model(self, params: msp.SessionModelChangedParams) -> list[acp.SessionUpdate]:

@@ -34,7 +34,7 @@ from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
 from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
-from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
+from muse_acp.agent.translation.usage import WINDOW_ONLY, PlanUse, TokenUse, with_usage
 from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
 from muse_acp_wire import acp
 
@@ -67,6 +67,7 @@ class UpdateOutlet:
         "_client",
         "_compaction",
         "_encoded_id",
+        "_last_figures",
         "_last_usage",
         "_notices",
         "_plans",
@@ -104,6 +105,9 @@ class UpdateOutlet:
         """A guarded send found the client gone (``send_unless_gone``)."""
         self._last_usage: bytes | dict[str, object] | None = None
         """The last usage update sent, as it went out; an identical one is not sent again."""
+        self._last_figures: tuple[int, int, TokenUse | None, PlanUse | None] | None = None
+        """What made ``_last_usage`` when that was a window-only update given the session's
+        figures (``with_usage``): the same window with the very same figures makes the same."""
 
     @property
     def takes_children(self) -> bool:
@@ -161,7 +165,22 @@ class UpdateOutlet:
                 update = update.model_copy(update={"title": record.user_title})
         elif isinstance(update, acp.UsageUpdateSessionUpdate):
             record.context = ContextUse(update.used, update.size)
-            update = with_usage(update, record.tokens, record.plan_usage)  # the latest figures
+            tokens, plan = record.tokens, record.plan_usage
+            window_only = update.model_fields_set == WINDOW_ONLY
+            last = self._last_figures
+            if (
+                window_only
+                and last is not None
+                and last[0] == update.used
+                and last[1] == update.size
+                and last[2] is tokens
+                and last[3] is plan
+            ):
+                # The very figures of the last one (the window Muse reports after each step's
+                # tokens, nearly always): it would be sent as the same bytes, so it is not sent.
+                return
+            self._last_figures = (update.used, update.size, tokens, plan) if window_only else None
+            update = with_usage(update, tokens, plan)  # the latest figures
             # What the client would get is compared, its encoding when it has one (the same
             # bytes are the same figures), which spares dumping the update besides encoding it.
             params = encoded_update(self._encoded_id, update)

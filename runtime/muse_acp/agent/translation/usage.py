@@ -5,11 +5,11 @@ the session's running totals (``cumulative``, else this step's counts added up),
 tokens in context, the cache counts Muse reported (the step's; the session's from 1.4.2) and
 Muse's cost estimate (``host_cost``). ``PlanUse.from_usage`` reads the account's subscription
 usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). ``usage_update`` builds the ACP
-``usage_update``: ``used``/``size`` are the context window's (the step's tokens against the
-window size Muse last reported), ``cost`` is Muse's estimate in US dollars (the unit Muse
-declares), and ``_meta["muse/usage"]`` carries the token totals, cache counts, the label saying
-the cost is Muse's estimate and subscription shares; ``with_usage`` adds the same to any other
-``usage_update`` (the context window's, see ``progress``). A cost not reported, or not a finite
+``usage_update`` of the context window (the step's tokens against the window size Muse last
+reported); ``with_usage`` (the outlet's, as it sends any ``usage_update``) adds ``cost``, Muse's
+estimate in US dollars (the unit Muse declares), and ``_meta["muse/usage"]``
+(``usage_report``): the token totals, cache counts, the label saying the cost is Muse's
+estimate and subscription shares. A cost not reported, or not a finite
 amount of at least 0 (logged at debug), is no ``cost``, never 0. ACP requires ``size``, so
 nothing is sent before Muse reported its context window; ``usage_lines`` serves ``/status``.
 """
@@ -26,11 +26,13 @@ from muse_acp_wire import acp, msp
 
 __all__ = [
     "COST_CURRENCY",
+    "WINDOW_ONLY",
     "HostCost",
     "PlanUse",
     "TokenUse",
     "host_cost",
     "usage_lines",
+    "usage_report",
     "usage_update",
     "with_usage",
 ]
@@ -39,6 +41,8 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 COST_CURRENCY: Final = "USD"
 """Muse declares its session cost in US dollars (``CumulativeCost.usd``)."""
+WINDOW_ONLY: Final = frozenset({"session_update", "used", "size"})
+"""The members set in a ``usage_update`` that carries the context window's use alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +85,15 @@ class TokenUse:
     def from_params(cls, params: msp.SessionTokenUsageParams, before: TokenUse | None) -> TokenUse:
         counts = params.usage
         step = params.total_tokens or (counts.input_tokens + counts.output_tokens)
-        cached = acp.MuseStepCache(
-            cached_tokens=counts.cached_tokens,
-            cache_read_tokens=counts.cache_read_tokens,
-            cache_write_tokens=counts.cache_write_tokens,
+        cached, read = counts.cached_tokens, counts.cache_read_tokens
+        written = counts.cache_write_tokens
+        step_cache = (
+            None
+            if cached is None and read is None and written is None
+            else acp.MuseStepCache(
+                cached_tokens=cached, cache_read_tokens=read, cache_write_tokens=written
+            )
         )
-        step_cache = None if cached == acp.MuseStepCache() else cached
         if params.cumulative is not None:
             c = params.cumulative
             return cls(
@@ -120,17 +127,18 @@ class PlanUse:
 
 
 def usage_update(
-    context: ContextUse | None, tokens: TokenUse | None, plan: PlanUse | None
+    context: ContextUse | None, tokens: TokenUse | None
 ) -> acp.UsageUpdateSessionUpdate | None:
-    """The ``usage_update`` for what is known, or None before the window size is known."""
+    """The context window's ``usage_update`` for what is known (the step's tokens, else the
+    window's use), or None before the window size is known; the outlet adds the session's
+    figures as it sends it (``with_usage``)."""
     if context is None:
         return None
-    update = acp.UsageUpdateSessionUpdate(
+    return acp.UsageUpdateSessionUpdate(
         session_update="usage_update",
         used=tokens.step if tokens is not None else context.used,
         size=context.size,
     )
-    return with_usage(update, tokens, plan)
 
 
 def with_usage(
@@ -140,27 +148,52 @@ def with_usage(
     ``_meta["muse/usage"]`` (unchanged when it has its own ``_meta`` or nothing is known)."""
     if update.field_meta is not None or (tokens is None and plan is None):
         return update
-    report = acp.MuseUsageReport()
-    changes: dict[str, object] = {}
-    if tokens is not None:
-        report.tokens = acp.MuseTokenTotals(
-            prompt_tokens=tokens.prompt,
-            output_tokens=tokens.output,
-            total_tokens=tokens.total,
-            cache_read_tokens=tokens.cache_read,
-            cache_write_tokens=tokens.cache_write,
+    changes: dict[str, object] = {"field_meta": {"muse/usage": usage_report(tokens, plan)}}
+    if tokens is not None and tokens.cost is not None:
+        changes["cost"] = acp.Cost(amount=tokens.cost.usd, currency=COST_CURRENCY)
+    if update.model_fields_set == WINDOW_ONLY:  # nearly every one: made whole, not copied
+        return acp.UsageUpdateSessionUpdate(
+            session_update="usage_update", used=update.used, size=update.size, **changes
         )
-        report.last_step = tokens.step_cache
-        if tokens.cost is not None:
-            changes["cost"] = acp.Cost(amount=tokens.cost.usd, currency=COST_CURRENCY)
-            report.cost = acp.MuseCostEstimate(estimated_by="muse", partial=tokens.cost.partial)
-    if plan is not None:
-        report.subscription = acp.MuseSubscriptionUsage(
-            window_used_percent=plan.window_percent, weekly_used_percent=plan.weekly_percent
-        )
-    meta = acp.MuseUsageUpdateMeta(muse_usage=report)
-    changes["field_meta"] = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
     return update.model_copy(update=changes)
+
+
+def usage_report(tokens: TokenUse | None, plan: PlanUse | None) -> dict[str, object]:
+    """``acp.MuseUsageReport`` of ``tokens`` and ``plan`` as it is sent (by alias, without the
+    members that are None), made straight from the figures: building the report's five models
+    to dump them cost more than all else a usage update takes. Every figure comes from a
+    validated host report whose counts are at least 0, so the report's bounds hold."""
+    report: dict[str, object] = {}
+    if tokens is not None:
+        totals: dict[str, int] = {
+            "promptTokens": tokens.prompt,
+            "outputTokens": tokens.output,
+            "totalTokens": tokens.total,
+        }
+        if tokens.cache_read is not None:
+            totals["cacheReadTokens"] = tokens.cache_read
+        if tokens.cache_write is not None:
+            totals["cacheWriteTokens"] = tokens.cache_write
+        report["tokens"] = totals
+        step = tokens.step_cache
+        if step is not None:
+            report["lastStep"] = {
+                name: count
+                for name, count in (
+                    ("cachedTokens", step.cached_tokens),
+                    ("cacheReadTokens", step.cache_read_tokens),
+                    ("cacheWriteTokens", step.cache_write_tokens),
+                )
+                if count is not None
+            }
+        if tokens.cost is not None:
+            report["cost"] = {"estimatedBy": "muse", "partial": tokens.cost.partial}
+    if plan is not None:
+        report["subscription"] = {
+            "windowUsedPercent": plan.window_percent,
+            "weeklyUsedPercent": plan.weekly_percent,
+        }
+    return report
 
 
 def usage_lines(tokens: TokenUse | None, plan: PlanUse | None) -> list[str]:
