@@ -12,8 +12,11 @@ from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.usage import (
     HostCost,
     PlanUse,
+    StepCache,
     TokenUse,
+    WindowUse,
     host_cost,
+    usage_json,
     usage_lines,
     usage_update,
     with_usage,
@@ -52,9 +55,8 @@ def test_no_usage_update_before_the_window_size_is_known() -> None:
 def test_a_usage_update_carries_tokens_and_subscription_shares() -> None:
     tokens, plan = TokenUse(300, 30, 330, 220), PlanUse(4, 9, 300)
     window = usage_update(ContextUse(50, 1000), tokens)
-    assert window is not None
-    assert (window.used, window.size) == (220, 1000), "the step's tokens, in the window"
-    update = with_usage(window, tokens, plan)
+    assert window == WindowUse(220, 1000), "the step's tokens, in the window"
+    update = with_usage(window.model(), tokens, plan)
     assert update.field_meta == {
         "muse/usage": {
             "tokens": {"promptTokens": 300, "outputTokens": 30, "totalTokens": 330},
@@ -140,7 +142,7 @@ def test_cache_counts_and_cost_come_from_the_token_report() -> None:
     )
     use = TokenUse.from_params(report, None)
     assert (use.cache_read, use.cache_write, use.cost) == (1024, 1024, HostCost(0.0042, False))
-    assert use.step_cache == acp.MuseStepCache(cached_tokens=1024, cache_read_tokens=1024)
+    assert use.step_cache == StepCache(cached=1024, read=1024, written=None)
     older = TokenUse.from_params(_tokens(5, 5), None)
     assert (older.cache_read, older.cache_write, older.step_cache, older.cost) == (
         None,
@@ -177,13 +179,14 @@ def test_a_usage_update_carries_muses_cost_labelled_as_its_estimate(
         1320,
         cache_read=1024,
         cache_write=1024,
-        step_cache=acp.MuseStepCache(cached_tokens=1024),
+        step_cache=StepCache(1024, None, None),
         cost=cost,
     )
     window = usage_update(ContextUse(1, 1000), tokens)
     assert window is not None
     for update in (
-        with_usage(window, tokens, None),
+        with_usage(window.model(), tokens, None),
+        acp.UsageUpdateSessionUpdate.model_validate_json(usage_json(window, tokens, None)),
         with_usage(
             acp.UsageUpdateSessionUpdate(session_update="usage_update", used=1, size=9),
             tokens,
@@ -226,7 +229,11 @@ def _report_from_models(tokens: TokenUse | None, plan: PlanUse | None) -> dict[s
             cache_read_tokens=tokens.cache_read,
             cache_write_tokens=tokens.cache_write,
         )
-        report.last_step = tokens.step_cache
+        if tokens.step_cache is not None:
+            cached, read, written = tokens.step_cache
+            report.last_step = acp.MuseStepCache(
+                cached_tokens=cached, cache_read_tokens=read, cache_write_tokens=written
+            )
         if tokens.cost is not None:
             report.cost = acp.MuseCostEstimate(estimated_by="muse", partial=tokens.cost.partial)
     if plan is not None:
@@ -239,30 +246,44 @@ def _report_from_models(tokens: TokenUse | None, plan: PlanUse | None) -> dict[s
 
 _STEP_CACHES = [
     None,
-    acp.MuseStepCache(cached_tokens=1024),
-    acp.MuseStepCache(cache_read_tokens=0, cache_write_tokens=7),
-    acp.MuseStepCache(cached_tokens=1, cache_read_tokens=2, cache_write_tokens=3),
+    StepCache(1024, None, None),
+    StepCache(None, 0, 7),
+    StepCache(1, 2, 3),
 ]
 _TOKENS = [None] + [
     TokenUse(2600, 40, 2640, 1320, read, written, step, cost)
     for read, written in ((None, None), (1024, None), (None, 0), (1024, 512))
     for step in _STEP_CACHES
-    for cost in (None, HostCost(0.0042, False), HostCost(2.5, True), HostCost(-0.0, False))
+    for cost in (
+        None,
+        HostCost(0.0042, False),
+        HostCost(2.5, True),
+        HostCost(-0.0, False),
+        HostCost(1e-7, False),
+        HostCost(1e22, True),
+    )
 ]
 
 
 @pytest.mark.parametrize("plan", [None, PlanUse(4, 9, 300), PlanUse(120, 0)])
 def test_the_usage_report_is_sent_as_the_acp_models_would_send_it(plan: PlanUse | None) -> None:
+    """Both ways a usage update gets the session's figures, the model's (``with_usage``) and
+    the window's use encoded straight (``usage_json``), give the bytes the ACP models give."""
     window = acp.UsageUpdateSessionUpdate(session_update="usage_update", used=220, size=1000)
     for tokens in _TOKENS:
-        if tokens is None and plan is None:
-            continue
-        expected = window.model_copy(update={"field_meta": _report_from_models(tokens, plan)})
+        expected = window
+        if tokens is not None or plan is not None:
+            meta = _report_from_models(tokens, plan)
+            expected = window.model_copy(update={"field_meta": meta})
         if tokens is not None and tokens.cost is not None:
             cost = acp.Cost(amount=tokens.cost.usd, currency="USD")
             expected = expected.model_copy(update={"cost": cost})
+        encoded = expected.__pydantic_serializer__.to_json(
+            expected, by_alias=True, exclude_unset=True
+        )
         sent = with_usage(window, tokens, plan)
         # The very bytes: the same members in the same order.
         assert sent.__pydantic_serializer__.to_json(sent, by_alias=True, exclude_unset=True) == (
-            expected.__pydantic_serializer__.to_json(expected, by_alias=True, exclude_unset=True)
+            encoded
         ), (tokens, plan)
+        assert usage_json(WindowUse(220, 1000), tokens, plan) == encoded, (tokens, plan)

@@ -28,13 +28,21 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain_notification,
     encoded_session_id,
     encoded_update,
+    encoded_update_json,
 )
 from muse_acp.agent.translation.compactions import Compaction
 from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
 from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
-from muse_acp.agent.translation.usage import WINDOW_ONLY, PlanUse, TokenUse, with_usage
+from muse_acp.agent.translation.usage import (
+    WINDOW_ONLY,
+    PlanUse,
+    TokenUse,
+    WindowUse,
+    usage_json,
+    with_usage,
+)
 from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
 from muse_acp_wire import acp
 
@@ -106,8 +114,8 @@ class UpdateOutlet:
         self._last_usage: bytes | dict[str, object] | None = None
         """The last usage update sent, as it went out; an identical one is not sent again."""
         self._last_figures: tuple[int, int, TokenUse | None, PlanUse | None] | None = None
-        """What made ``_last_usage`` when that was a window-only update given the session's
-        figures (``with_usage``): the same window with the very same figures makes the same."""
+        """What made ``_last_usage`` when that was the window's use with the session's figures
+        (``usage_json``): the same window with the very same figures makes the same."""
 
     @property
     def takes_children(self) -> bool:
@@ -139,6 +147,11 @@ class UpdateOutlet:
                 await self._client.notify("session/update", plain)
                 return
             update = update.model()
+        elif isinstance(update, WindowUse | acp.UsageUpdateSessionUpdate):  # every model step
+            usage = self._usage(update)
+            if usage is not None and not self._taken_at_once(usage[1]):
+                await self._notify(*usage)
+            return
         elif isinstance(update, ChildUpdate | acp.SubagentUpdateSessionUpdate):
             if not self._subagents:
                 return  # a client without child sessions sees the parent's card alone
@@ -155,7 +168,6 @@ class UpdateOutlet:
                 return
             update = shown
         record = self._record
-        params: RawJson | None = None
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set
         ):
@@ -163,14 +175,33 @@ class UpdateOutlet:
                 record.host_title = update.title
             elif update.title != record.user_title:
                 update = update.model_copy(update={"title": record.user_title})
-        elif isinstance(update, acp.UsageUpdateSessionUpdate):
-            record.context = ContextUse(update.used, update.size)
-            tokens, plan = record.tokens, record.plan_usage
-            window_only = update.model_fields_set == WINDOW_ONLY
+        seen = announced_goal(update)
+        if seen is not None:
+            record.goal = seen
+        # A chunk from its template, else the update's own encoding in the notification's:
+        # building and validating the notification model cost as much as encoding the update.
+        params = encoded_chunk(self._encoded_id, update) or encoded_update(self._encoded_id, update)
+        if not self._taken_at_once(params):
+            await self._notify(update, params)
+
+    def _usage(
+        self, update: WindowUse | acp.UsageUpdateSessionUpdate
+    ) -> tuple[acp.UsageUpdateSessionUpdate | None, RawJson | None] | None:
+        """A usage update with the session's latest figures, as its model (None when it was
+        not built) and its encoding (None when it has none), noted as the last one sent; None
+        when the client has these very figures already."""
+        record = self._record
+        record.context = ContextUse(update.used, update.size)
+        tokens, plan = record.tokens, record.plan_usage
+        if isinstance(update, acp.UsageUpdateSessionUpdate) and (
+            update.model_fields_set == WINDOW_ONLY
+        ):
+            update = WindowUse(update.used, update.size)
+        model: acp.UsageUpdateSessionUpdate | None = None
+        if isinstance(update, WindowUse):
             last = self._last_figures
             if (
-                window_only
-                and last is not None
+                last is not None
                 and last[0] == update.used
                 and last[1] == update.size
                 and last[2] is tokens
@@ -178,38 +209,44 @@ class UpdateOutlet:
             ):
                 # The very figures of the last one (the window Muse reports after each step's
                 # tokens, nearly always): it would be sent as the same bytes, so it is not sent.
-                return
-            self._last_figures = (update.used, update.size, tokens, plan) if window_only else None
-            update = with_usage(update, tokens, plan)  # the latest figures
-            # What the client would get is compared, its encoding when it has one (the same
-            # bytes are the same figures), which spares dumping the update besides encoding it.
-            params = encoded_update(self._encoded_id, update)
-            sent = (
-                params.data
-                if params is not None
-                else update.model_dump(mode="json", by_alias=True, exclude_unset=True)
-            )
-            if sent == self._last_usage:
-                return  # the client has these very figures already
-            self._last_usage = sent
-        seen = announced_goal(update)
-        if seen is not None:
-            record.goal = seen
-        # A chunk from its template, else the update's own encoding in the notification's:
-        # building and validating the notification model cost as much as encoding the update.
-        params = (
-            params
-            or encoded_chunk(self._encoded_id, update)
-            or encoded_update(self._encoded_id, update)
-        )
-        if params is not None and self._client.send_notification_nowait(
+                return None
+            self._last_figures = (update.used, update.size, tokens, plan)
+            params = encoded_update_json(self._encoded_id, usage_json(update, tokens, plan))
+            if params is None:
+                model = with_usage(update.model(), tokens, plan)
+        else:
+            self._last_figures = None
+            model = with_usage(update, tokens, plan)  # the latest figures
+            params = encoded_update(self._encoded_id, model)
+        # What the client would get is compared, its encoding when it has one (the same bytes
+        # are the same figures), which spares dumping the update besides encoding it.
+        if params is not None:
+            sent: bytes | dict[str, object] = params.data
+        else:
+            assert model is not None
+            sent = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if sent == self._last_usage:
+            return None
+        self._last_usage = sent
+        return model, params
+
+    def _taken_at_once(self, params: RawJson | None) -> bool:
+        """The update encoded as ``params`` was queued, the writer taking it at once, as the
+        awaited send would, four awaits deeper; False: nothing was sent (``_notify`` sends)."""
+        return params is not None and self._client.send_notification_nowait(
             encode_notification("session/update", params)
-        ):
-            return  # the writer took it at once, as the awaited send would, four awaits deeper
-        await self._client.notify(
-            "session/update",
-            params or acp.SessionNotification(session_id=self.session_id, update=update),
         )
+
+    async def _notify(self, update: acp.SessionUpdate | None, params: RawJson | None) -> None:
+        """Send ``update`` through the awaited way, as ``params`` when it was encoded (else
+        ``update`` is given)."""
+        if params is None:
+            assert update is not None
+            await self._client.notify(
+                "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
+            )
+        else:
+            await self._client.notify("session/update", params)
 
     async def tell(self, notice: Notice) -> None:
         """Show ``notice`` to the user as this client takes it (see the module contract).

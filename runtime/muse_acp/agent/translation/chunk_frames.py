@@ -6,7 +6,8 @@ Contract: ``encoded_chunk(session_id, update)`` returns the params of ``session/
 ``encoded_plain`` does the same for a ``translate.PlainChunk`` whose model was never built, and
 ``encoded_plain_notification`` gives the whole notification. ``encoded_update`` gives the params
 of any update whose type is exactly one of ``acp.SessionUpdate``'s, its own encoding put in the
-notification's, else None, and the caller encodes the model as usual. The bytes are exactly those
+notification's, else None, and the caller encodes the model as usual (``encoded_update_json``:
+of an update encoded already). The bytes are exactly those
 the ``acp.SessionNotification`` model encodes to: each template is cut once out of a sample
 notification's encoding, and the values are encoded by pydantic-core
 (``tests/agent/test_chunk_frames.py`` compares the two).
@@ -31,6 +32,7 @@ __all__ = [
     "encoded_plain_notification",
     "encoded_session_id",
     "encoded_update",
+    "encoded_update_json",
 ]
 
 UPDATE: Final = "session/update"
@@ -201,3 +203,12 @@ def encoded_update(session_id: bytes, update: acp.SessionUpdate) -> RawJson | No
     encoded = update.__pydantic_serializer__.to_json(update, by_alias=True, exclude_unset=True)
     # Every piece is pydantic-core's compact JSON, so it holds no raw line break.
     return RawJson.encoded(b"".join((pieces[0], session_id, pieces[1], encoded, pieces[2])))
+
+
+def encoded_update_json(session_id: bytes, update: bytes) -> RawJson | None:
+    """``encoded_update`` of an update given as its encoding (pydantic-core's compact JSON of
+    the update's model, by alias and without unset members), or None."""
+    pieces = _notification_pieces()
+    if pieces is None:
+        return None
+    return RawJson.encoded(b"".join((pieces[0], session_id, pieces[1], update, pieces[2])))

@@ -33,6 +33,7 @@ from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
 from muse_acp.agent.translation.goal_state import goal_update
 from muse_acp.agent.translation.plans import led_by_plan_mode, markdown_plan
 from muse_acp.agent.translation.text_streams import TextStream
+from muse_acp.agent.translation.usage import WindowUse
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -98,9 +99,10 @@ class PlainChunk(NamedTuple):
         return _chunk(self.family, self.message_id, self.text)
 
 
-Update: TypeAlias = acp.SessionUpdate | PlainChunk | ChildUpdate
+Update: TypeAlias = acp.SessionUpdate | PlainChunk | WindowUse | ChildUpdate
 """What ``updates`` gives: an update model, a text chunk not built yet, or an update of a child
-session's transcript (``child_transcripts``)."""
+session's transcript (``child_transcripts``); and what a session sends, also the context
+window's use (``usage.WindowUse``)."""
 
 
 @dataclass(slots=True)
@@ -161,7 +163,7 @@ class TurnTranslator:
         """The updates of the session itself for one notification; ``params`` is already parsed
         with the model that ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
         return [
-            update.model() if isinstance(update, PlainChunk) else update
+            update.model() if isinstance(update, PlainChunk | WindowUse) else update
             for update in self.updates(method, params)
             if not isinstance(update, ChildUpdate)
         ]

@@ -4,10 +4,10 @@ Contract (pure): ``TokenUse.from_params`` reads ``session/tokenUsage`` (after ev
 the session's running totals (``cumulative``, else this step's counts added up), the step's
 tokens in context, the cache counts Muse reported (the step's; the session's from 1.4.2) and
 Muse's cost estimate (``host_cost``). ``PlanUse.from_usage`` reads the account's subscription
-usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). ``usage_update`` builds the ACP
-``usage_update`` of the context window (the step's tokens against the window size Muse last
-reported); ``with_usage`` (the outlet's, as it sends any ``usage_update``) adds ``cost``, Muse's
-estimate in US dollars (the unit Muse declares), and ``_meta["muse/usage"]``
+usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). ``usage_update`` gives the
+context window's use (``WindowUse``: the step's tokens against the window size Muse last
+reported); as the outlet sends any ``usage_update`` it adds (``with_usage``, ``usage_json``)
+``cost``, Muse's estimate in US dollars (the unit Muse declares), and ``_meta["muse/usage"]``
 (``usage_report``): the token totals, cache counts, the label saying the cost is Muse's
 estimate and subscription shares. A cost not reported, or not a finite
 amount of at least 0 (logged at debug), is no ``cost``, never 0. ACP requires ``size``, so
@@ -19,7 +19,9 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
+
+from pydantic_core import to_json
 
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp_wire import acp, msp
@@ -29,8 +31,11 @@ __all__ = [
     "WINDOW_ONLY",
     "HostCost",
     "PlanUse",
+    "StepCache",
     "TokenUse",
+    "WindowUse",
     "host_cost",
+    "usage_json",
     "usage_lines",
     "usage_report",
     "usage_update",
@@ -66,6 +71,19 @@ def host_cost(cumulative: msp.CumulativeTokenUsage | None) -> HostCost | None:
     return HostCost(cost.usd, cost.partial)
 
 
+class StepCache(NamedTuple):
+    """A model step's prompt-cache counts (``acp.MuseStepCache``); None: not reported."""
+
+    cached: int | None
+    read: int | None
+    written: int | None
+
+
+_NO_STEP_CACHE: Final = StepCache(None, None, None)
+_STEP_CACHE_MEMBERS: Final = ("cachedTokens", "cacheReadTokens", "cacheWriteTokens")
+"""``acp.MuseStepCache``'s members by alias, in ``StepCache``'s order."""
+
+
 @dataclass(frozen=True, slots=True)
 class TokenUse:
     """The session's token totals, and the tokens the latest model step had in context."""
@@ -77,23 +95,18 @@ class TokenUse:
     cache_read: int | None = None
     """The session's cache reads and writes, where Muse reports them (1.4.2 and newer)."""
     cache_write: int | None = None
-    step_cache: acp.MuseStepCache | None = None
-    """The latest step's cache counts, those Muse reported."""
+    step_cache: StepCache | None = None
+    """The latest step's cache counts, when Muse reported any."""
     cost: HostCost | None = None
 
     @classmethod
     def from_params(cls, params: msp.SessionTokenUsageParams, before: TokenUse | None) -> TokenUse:
         counts = params.usage
         step = params.total_tokens or (counts.input_tokens + counts.output_tokens)
-        cached, read = counts.cached_tokens, counts.cache_read_tokens
-        written = counts.cache_write_tokens
-        step_cache = (
-            None
-            if cached is None and read is None and written is None
-            else acp.MuseStepCache(
-                cached_tokens=cached, cache_read_tokens=read, cache_write_tokens=written
-            )
+        cached = StepCache(
+            counts.cached_tokens, counts.cache_read_tokens, counts.cache_write_tokens
         )
+        step_cache = None if cached == _NO_STEP_CACHE else cached
         if params.cumulative is not None:
             c = params.cumulative
             return cls(
@@ -126,19 +139,43 @@ class PlanUse:
         )
 
 
-def usage_update(
-    context: ContextUse | None, tokens: TokenUse | None
-) -> acp.UsageUpdateSessionUpdate | None:
-    """The context window's ``usage_update`` for what is known (the step's tokens, else the
-    window's use), or None before the window size is known; the outlet adds the session's
-    figures as it sends it (``with_usage``)."""
+class WindowUse(NamedTuple):
+    """A ``usage_update`` of the context window's use alone, its model not built: the outlet
+    sends it with the session's figures (``usage_json``)."""
+
+    used: int
+    size: int
+
+    def model(self) -> acp.UsageUpdateSessionUpdate:
+        """The update as its model."""
+        return acp.UsageUpdateSessionUpdate(
+            session_update="usage_update", used=self.used, size=self.size
+        )
+
+
+def usage_update(context: ContextUse | None, tokens: TokenUse | None) -> WindowUse | None:
+    """The context window's use for what is known (the step's tokens, else the window's use),
+    or None before the window size is known; the outlet adds the session's figures."""
     if context is None:
         return None
-    return acp.UsageUpdateSessionUpdate(
-        session_update="usage_update",
-        used=tokens.step if tokens is not None else context.used,
-        size=context.size,
-    )
+    return WindowUse(tokens.step if tokens is not None else context.used, context.size)
+
+
+def usage_json(window: WindowUse, tokens: TokenUse | None, plan: PlanUse | None) -> bytes:
+    """``with_usage(window.model(), tokens, plan)`` as its model encodes (by alias, without
+    unset members), made of plain values and encoded by pydantic-core: the same members in the
+    same order, each value as the model holds it. No model is built or validated: every
+    figure comes from a validated host report, whose counts are at least 0."""
+    update: dict[str, object] = {
+        "sessionUpdate": "usage_update",
+        "used": window.used,
+        "size": window.size,
+    }
+    if tokens is not None and tokens.cost is not None:
+        update["cost"] = {"amount": float(tokens.cost.usd), "currency": COST_CURRENCY}
+    if tokens is not None or plan is not None:
+        update["_meta"] = {"muse/usage": usage_report(tokens, plan)}
+    return to_json(update)
 
 
 def with_usage(
@@ -175,15 +212,10 @@ def usage_report(tokens: TokenUse | None, plan: PlanUse | None) -> dict[str, obj
         if tokens.cache_write is not None:
             totals["cacheWriteTokens"] = tokens.cache_write
         report["tokens"] = totals
-        step = tokens.step_cache
-        if step is not None:
+        if tokens.step_cache is not None:
             report["lastStep"] = {
                 name: count
-                for name, count in (
-                    ("cachedTokens", step.cached_tokens),
-                    ("cacheReadTokens", step.cache_read_tokens),
-                    ("cacheWriteTokens", step.cache_write_tokens),
-                )
+                for name, count in zip(_STEP_CACHE_MEMBERS, tokens.step_cache, strict=True)
                 if count is not None
             }
         if tokens.cost is not None:
