@@ -19,6 +19,7 @@ from muse_acp.agent.translation.usage import (
     usage_json,
     usage_lines,
     usage_update,
+    window_use,
     with_usage,
 )
 from muse_acp_wire import acp, msp
@@ -46,6 +47,31 @@ def test_totals_come_from_cumulative_or_add_up_step_by_step() -> None:
         _tokens(5, 5, cumulative={"promptTokens": 7, "outputTokens": 3, "totalTokens": 10}), None
     )
     assert (reported.total, reported.step) == (10, 10)
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"usedTokens": 5120, "windowTokens": 200000, "pressure": "normal"}, (5120, 200000)),
+        ({"usedTokens": 0, "windowTokens": 0}, (0, 0)),
+        ({"usedTokens": 5120}, None),
+        ({"windowTokens": 200000}, None),
+        ({"pressure": "high"}, None),
+    ],
+)
+def test_context_usage_is_sent_only_when_both_token_counts_are_known(
+    usage: dict[str, Any], expected: tuple[int, int] | None
+) -> None:
+    report = {"sessionId": "s", "viewCursor": "v:s:1", **usage}
+    window = window_use(msp.SessionContextUsageParams.model_validate(report))
+    assert window == (None if expected is None else WindowUse(*expected))
+    if window is not None and expected is not None:
+        used, size = expected
+        assert window.model().model_dump(by_alias=True, exclude_unset=True) == {
+            "sessionUpdate": "usage_update",
+            "used": used,
+            "size": size,
+        }
 
 
 def test_no_usage_update_before_the_window_size_is_known() -> None:

@@ -4,12 +4,12 @@ Contract (pure): ``TokenUse.from_params`` reads ``session/tokenUsage`` (after ev
 the session's running totals (``cumulative``, else this step's counts added up), the step's
 tokens in context, the cache counts Muse reported (the step's; the session's from 1.4.2) and
 Muse's cost estimate (``host_cost``). ``PlanUse.from_usage`` reads the account's subscription
-usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). ``usage_update`` gives the
-context window's use (``WindowUse``: the step's tokens against the window size Muse last
-reported); as the outlet sends any ``usage_update`` it adds (``with_usage``, ``usage_json``)
-``cost``, Muse's estimate in US dollars (the unit Muse declares), and ``_meta["muse/usage"]``
-(``usage_report``): the token totals, cache counts, the label saying the cost is Muse's
-estimate and subscription shares. A cost not reported, or not a finite
+usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). The context window's use
+(``WindowUse``) comes from ``session/contextUsage`` with both counts (``window_use``) or a token
+report (``usage_update``: the step's tokens); as the outlet sends any usage update it adds
+(``with_usage``, ``usage_json``) ``cost``, Muse's estimate in US dollars (the unit Muse
+declares), and ``_meta["muse/usage"]`` (``usage_report``): token totals, cache counts, the label
+saying the cost is Muse's estimate, subscription shares. A cost not reported, or not a finite
 amount of at least 0 (logged at debug), is no ``cost``, never 0. ACP requires ``size``, so
 nothing is sent before Muse reported its context window; ``usage_lines`` serves ``/status``.
 """
@@ -39,6 +39,7 @@ __all__ = [
     "usage_lines",
     "usage_report",
     "usage_update",
+    "window_use",
     "with_usage",
 ]
 
@@ -151,6 +152,13 @@ class WindowUse(NamedTuple):
         return acp.UsageUpdateSessionUpdate(
             session_update="usage_update", used=self.used, size=self.size
         )
+
+
+def window_use(params: msp.SessionContextUsageParams) -> WindowUse | None:
+    """The context window's use Muse reports, or None unless both token counts are known."""
+    if params.used_tokens is None or params.window_tokens is None:
+        return None
+    return WindowUse(params.used_tokens, params.window_tokens)
 
 
 def usage_update(context: ContextUse | None, tokens: TokenUse | None) -> WindowUse | None:
