@@ -28,6 +28,7 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain_notification,
     encoded_session_id,
     encoded_update,
+    encoded_update_frame,
     encoded_update_json,
 )
 from muse_acp.agent.translation.compactions import Compaction
@@ -43,7 +44,7 @@ from muse_acp.agent.translation.usage import (
     usage_json,
     with_usage,
 )
-from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
+from muse_acp.rpc import ConnectionClosed, Payload, encode_notification
 from muse_acp_wire import acp
 
 __all__ = ["ClientWriter", "SessionRecord", "UpdateOutlet"]
@@ -111,8 +112,8 @@ class UpdateOutlet:
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
         """A guarded send found the client gone (``send_unless_gone``)."""
-        self._last_usage: bytes | dict[str, object] | None = None
-        """The last usage update sent, as it went out; an identical one is not sent again."""
+        self._last_usage: bytes | None = None
+        """The last usage update sent, its own encoding; an identical one is not sent again."""
         self._last_figures: tuple[int, int, TokenUse | None, PlanUse | None] | None = None
         """What made ``_last_usage`` when that was the window's use with the session's figures
         (``usage_json``): the same window with the very same figures makes the same."""
@@ -147,10 +148,10 @@ class UpdateOutlet:
                 await self._client.notify("session/update", plain)
                 return
             update = update.model()
-        elif isinstance(update, WindowUse | acp.UsageUpdateSessionUpdate):  # every model step
-            usage = self._usage(update)
-            if usage is not None and not self._taken_at_once(usage[1]):
-                await self._notify(*usage)
+        elif isinstance(update, WindowUse | acp.UsageUpdateSessionUpdate):
+            encoded = self._usage(update)  # after every model step
+            if encoded is not None:
+                await self._send_encoded(encoded)
             return
         elif isinstance(update, ChildUpdate | acp.SubagentUpdateSessionUpdate):
             if not self._subagents:
@@ -181,24 +182,24 @@ class UpdateOutlet:
         # A chunk from its template, else the update's own encoding in the notification's:
         # building and validating the notification model cost as much as encoding the update.
         params = encoded_chunk(self._encoded_id, update) or encoded_update(self._encoded_id, update)
-        if not self._taken_at_once(params):
-            await self._notify(update, params)
-
-    def _usage(
-        self, update: WindowUse | acp.UsageUpdateSessionUpdate
-    ) -> tuple[acp.UsageUpdateSessionUpdate | None, RawJson | None] | None:
-        """A usage update with the session's latest figures, as its model (None when it was
-        not built) and its encoding (None when it has none), noted as the last one sent; None
-        when the client has these very figures already."""
-        record = self._record
-        record.context = ContextUse(update.used, update.size)
-        tokens, plan = record.tokens, record.plan_usage
-        if isinstance(update, acp.UsageUpdateSessionUpdate) and (
-            update.model_fields_set == WINDOW_ONLY
+        if params is not None and self._client.send_notification_nowait(
+            encode_notification("session/update", params)
         ):
-            update = WindowUse(update.used, update.size)
-        model: acp.UsageUpdateSessionUpdate | None = None
-        if isinstance(update, WindowUse):
+            return  # the writer took it at once, as the awaited send would, four awaits deeper
+        await self._client.notify(
+            "session/update",
+            params or acp.SessionNotification(session_id=self.session_id, update=update),
+        )
+
+    def _usage(self, update: WindowUse | acp.UsageUpdateSessionUpdate) -> bytes | None:
+        """The encoding of a usage update with the session's latest figures, noted as the last
+        one sent; None when the client has these very figures already."""
+        record = self._record
+        context = record.context
+        if context is None or context.used != update.used or context.size != update.size:
+            record.context = ContextUse(update.used, update.size)
+        tokens, plan = record.tokens, record.plan_usage
+        if isinstance(update, WindowUse) or update.model_fields_set == WINDOW_ONLY:
             last = self._last_figures
             if (
                 last is not None
@@ -211,42 +212,37 @@ class UpdateOutlet:
                 # tokens, nearly always): it would be sent as the same bytes, so it is not sent.
                 return None
             self._last_figures = (update.used, update.size, tokens, plan)
-            params = encoded_update_json(self._encoded_id, usage_json(update, tokens, plan))
-            if params is None:
-                model = with_usage(update.model(), tokens, plan)
+            window = (
+                update if isinstance(update, WindowUse) else WindowUse(update.used, update.size)
+            )
+            encoded = usage_json(window, tokens, plan)
         else:
             self._last_figures = None
             model = with_usage(update, tokens, plan)  # the latest figures
-            params = encoded_update(self._encoded_id, model)
-        # What the client would get is compared, its encoding when it has one (the same bytes
-        # are the same figures), which spares dumping the update besides encoding it.
-        if params is not None:
-            sent: bytes | dict[str, object] = params.data
-        else:
-            assert model is not None
-            sent = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        if sent == self._last_usage:
-            return None
-        self._last_usage = sent
-        return model, params
-
-    def _taken_at_once(self, params: RawJson | None) -> bool:
-        """The update encoded as ``params`` was queued, the writer taking it at once, as the
-        awaited send would, four awaits deeper; False: nothing was sent (``_notify`` sends)."""
-        return params is not None and self._client.send_notification_nowait(
-            encode_notification("session/update", params)
-        )
-
-    async def _notify(self, update: acp.SessionUpdate | None, params: RawJson | None) -> None:
-        """Send ``update`` through the awaited way, as ``params`` when it was encoded (else
-        ``update`` is given)."""
-        if params is None:
-            assert update is not None
-            await self._client.notify(
-                "session/update", acp.SessionNotification(session_id=self.session_id, update=update)
+            encoded = model.__pydantic_serializer__.to_json(
+                model, by_alias=True, exclude_unset=True
             )
-        else:
-            await self._client.notify("session/update", params)
+        # What the client would get is compared (the same bytes are the same figures).
+        if encoded == self._last_usage:
+            return None
+        self._last_usage = encoded
+        return encoded
+
+    async def _send_encoded(self, update: bytes) -> None:
+        """Send the usage update encoded as ``update`` (``_usage``): at once when the writer
+        takes it, else through the awaited way."""
+        frame = encoded_update_frame(self._encoded_id, update)
+        if frame is not None and self._client.send_notification_nowait(frame):
+            return
+        params = encoded_update_json(self._encoded_id, update)
+        await self._client.notify(
+            "session/update",
+            params
+            or acp.SessionNotification(
+                session_id=self.session_id,
+                update=acp.UsageUpdateSessionUpdate.model_validate_json(update),
+            ),
+        )
 
     async def tell(self, notice: Notice) -> None:
         """Show ``notice`` to the user as this client takes it (see the module contract).
