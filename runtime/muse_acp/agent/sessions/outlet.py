@@ -3,16 +3,16 @@
 Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
 updates in the order their sends begin, noting on the way out what the session keeps of them
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
-usage update's figures, an announced goal; a usage update identical to the last one sent is not
-sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait``, the
-delta lane's, queues a plain text chunk only when the writer takes it at once (else False);
-``send_unless_gone(update, write)`` is the turns' guard (only the send that found the client
-gone returns True). The outlet alone decides what the client's capabilities change:
-``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
-``send`` passes compaction updates only with ``session.compaction``, plans as
-``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
-the child's id) only with ``subagents`` (``takes_children``: a turn reads a subagent's session
-only then); ``show_compaction`` (``/compact``) sends updates or chat text as the client takes.
+usage update's window, an announced goal. A usage update goes out with the session's latest
+figures (``usage``), unless identical to the last one sent. ``send`` raises ``ConnectionClosed``
+once the client has gone; ``send_nowait``, the delta lane's, queues a plain text chunk only
+when the writer takes it at once (else False); ``send_unless_gone(update, write)`` is the
+turns' guard (only the send that found the client gone returns True). The outlet alone decides
+what the client's capabilities change: ``tell(notice)`` sends a ``notice`` update with
+``session.notices``, else chat text; ``send`` passes compaction updates only with
+``session.compaction``, plans as ``plans.for_client`` says, and child sessions
+(``subagent_update``, each ``ChildUpdate`` under the child's id) only with ``subagents``
+(``takes_children``); ``show_compaction`` (``/compact``) sends updates or chat text.
 """
 
 from __future__ import annotations
