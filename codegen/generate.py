@@ -120,6 +120,7 @@ def render_target(target: Target) -> str:
         class_names=prepared.class_names,
         docstring=_docstring(target),
         tables_source=tables.emit(prepared, constants=constants, defined=defined),
+        tag_open_unions=target.family in {"msp", "vocabulary"},
     )
     return _ruff(source, f"generated/muse_acp_wire/{target.module}.py")
 

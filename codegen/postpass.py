@@ -13,6 +13,10 @@
   module builds no validator;
 * drop ``union_mode`` from fields that are not real unions (``X | None``): the generator adds it
   to every union under ``--union-mode``, and pydantic refuses it on a single-member type;
+* tag an open union of MSP (models told apart by one ``Literal`` member, then a catch-all whose
+  member is any ``str``, as ``UnknownItem``): its models become a union discriminated by it,
+  tried before the catch-all, which parses every value as trying them in turn did (a value only
+  its own model can take, anything else the catch-all) without trying each model that fails;
 * put the provenance docstring first and splice in the method tables.
 """
 
@@ -187,6 +191,107 @@ class _NeedlessUnionMode(ast.NodeTransformer):
         return node
 
 
+def _bare(annotation: ast.expr) -> ast.expr:
+    """``X`` of ``Annotated[X, ...]``, else the annotation itself."""
+    if (
+        isinstance(annotation, ast.Subscript)
+        and isinstance(annotation.value, ast.Name)
+        and annotation.value.id == "Annotated"
+        and isinstance(annotation.slice, ast.Tuple)
+    ):
+        return annotation.slice.elts[0]
+    return annotation
+
+
+def _tags(annotation: ast.expr) -> frozenset[str] | None:
+    """The values of a ``Literal`` of strings, else None."""
+    bare = _bare(annotation)
+    if not (
+        isinstance(bare, ast.Subscript)
+        and isinstance(bare.value, ast.Name)
+        and bare.value.id == "Literal"
+    ):
+        return None
+    values = bare.slice.elts if isinstance(bare.slice, ast.Tuple) else [bare.slice]
+    if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
+        return None
+    return frozenset(str(v.value) for v in values if isinstance(v, ast.Constant))
+
+
+class _TaggedOpenUnions(ast.NodeTransformer):
+    """Discriminate the models of each open union, ahead of its catch-all (module contract)."""
+
+    def __init__(self, classes: Iterable[ast.ClassDef]) -> None:
+        self.fields = {
+            cls.name: {
+                s.target.id: s.annotation
+                for s in cls.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+            for cls in classes
+        }
+        self.tagged = 0
+
+    def _tag_member(self, members: list[ast.expr]) -> str | None:
+        """The member that tells the models apart, with a catch-all last; None if none does."""
+        names = [m.id if isinstance(m, ast.Name) else "" for m in members]
+        if len(names) < 3 or not all(name in self.fields for name in names):
+            return None
+        *models, catch_all = (self.fields[name] for name in names)
+        found = []
+        for member in models[0]:
+            catch = _bare(catch_all.get(member, ast.Constant(None)))
+            if not (isinstance(catch, ast.Name) and catch.id == "str"):
+                continue  # no catch-all for this member's values
+            tags = [_tags(fields[member]) if member in fields else None for fields in models]
+            known = [t for t in tags if t is not None]
+            if len(known) == len(tags) and sum(map(len, known)) == len(frozenset().union(*known)):
+                found.append(member)  # every model's own values, none shared
+        return found[0] if len(found) == 1 else None
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if not (
+            isinstance(node.value, ast.Name)
+            and node.value.id == "Annotated"
+            and isinstance(node.slice, ast.Tuple)
+        ):
+            return node
+        annotated, *extras = node.slice.elts
+        left_to_right = any(
+            isinstance(extra, ast.Call)
+            and any(
+                k.arg == "union_mode"
+                and isinstance(k.value, ast.Constant)
+                and k.value.value == "left_to_right"
+                for k in extra.keywords
+            )
+            for extra in extras
+        )
+        members = _union_members(annotated)
+        member = self._tag_member(members) if left_to_right else None
+        if member is None:
+            return node
+        *models, catch_all = members
+        union: ast.expr = models[0]
+        for model in models[1:]:
+            union = ast.BinOp(left=union, op=ast.BitOr(), right=model)
+        tagged = ast.Call(
+            func=ast.Name(id="Field", ctx=ast.Load()),
+            args=[],
+            keywords=[ast.keyword(arg="discriminator", value=ast.Constant(member))],
+        )
+        discriminated = ast.Subscript(
+            value=ast.Name(id="Annotated", ctx=ast.Load()),
+            slice=ast.Tuple(elts=[union, tagged], ctx=ast.Load()),
+            ctx=ast.Load(),
+        )
+        whole = ast.BinOp(left=discriminated, op=ast.BitOr(), right=catch_all)
+        node.slice.elts = [whole, *extras]
+        self.tagged += 1
+        return node
+
+
 def _tidy_docstrings(cls: ast.ClassDef) -> None:
     """Dedent class and attribute docstrings so they render as one tidy string each."""
     for statement in cls.body:
@@ -204,8 +309,10 @@ def rewrite(
     class_names: frozenset[str],
     docstring: str,
     tables_source: str,
+    tag_open_unions: bool = False,
 ) -> str:
-    """Apply every rewrite to the generator output and return the new module text."""
+    """Apply every rewrite to the generator output and return the new module text; open unions
+    are tagged only with ``tag_open_unions`` (MSP's, which every host event is read with)."""
     module = ast.parse(source)
     roots = [n for n in module.body if isinstance(n, ast.ClassDef) and n.name == ROOT_CLASS_NAME]
     if len(roots) != 1:
@@ -231,6 +338,11 @@ def rewrite(
     _drop_future_annotations(module)
     _quote_forward_references(module, class_names)
     module = _NeedlessUnionMode().visit(module)
+    if tag_open_unions:
+        open_unions = _TaggedOpenUnions(classes)
+        module = open_unions.visit(module)
+        if open_unions.tagged:
+            _ensure_pydantic_import(module, "Field")
     tables = ast.parse(tables_source)
     imports = [n for n in tables.body if isinstance(n, ast.Import | ast.ImportFrom)]
     body = [n for n in tables.body if not isinstance(n, ast.Import | ast.ImportFrom)]

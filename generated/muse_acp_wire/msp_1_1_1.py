@@ -883,14 +883,17 @@ class ItemEventParams(WireModel):
     "Opaque position in a session's view stream (e.g. v:<sessionId>:<n>); may be empty when nothing has been emitted yet. Compare for equality only."
     source_range: Annotated[SourceRange | None, Field(alias="sourceRange")] = None
     item: Annotated[
-        UserMessageItem
-        | AgentMessageItem
-        | ReasoningItem
-        | ToolCallItem
-        | UserShellItem
-        | WorkflowItem
-        | SubagentItem
-        | CompactionItem
+        Annotated[
+            UserMessageItem
+            | AgentMessageItem
+            | ReasoningItem
+            | ToolCallItem
+            | UserShellItem
+            | WorkflowItem
+            | SubagentItem
+            | CompactionItem,
+            Field(discriminator="kind"),
+        ]
         | UnknownItem,
         Field(union_mode="left_to_right"),
     ]

@@ -1240,14 +1240,17 @@ class ItemEventParams(WireModel):
     source_range: Annotated[dict[str, Any] | None, Field(alias="sourceRange")] = None
     "The durable records the event was derived from, shaped as SourceRange; absent on ephemeral events. Read as an object of any shape: muse-acp never reads its members, and validating them as four nested models cost about half of validating a replayed event."
     item: Annotated[
-        UserMessageItem
-        | AgentMessageItem
-        | ReasoningItem
-        | ToolCallItem
-        | UserShellItem
-        | WorkflowItem
-        | SubagentItem
-        | CompactionItem
+        Annotated[
+            UserMessageItem
+            | AgentMessageItem
+            | ReasoningItem
+            | ToolCallItem
+            | UserShellItem
+            | WorkflowItem
+            | SubagentItem
+            | CompactionItem,
+            Field(discriminator="kind"),
+        ]
         | UnknownItem,
         Field(union_mode="left_to_right"),
     ]

@@ -16,6 +16,8 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain_notification,
     encoded_session_id,
     encoded_update,
+    encoded_update_frame,
+    encoded_update_json,
 )
 from muse_acp.agent.translation.translate import PlainChunk
 from muse_acp.rpc import encode_notification, encode_value
@@ -188,6 +190,20 @@ def test_every_update_kind_encodes_exactly_as_the_notification_model_does(
     assert encoded is not None
     assert encoded.data == by_the_model(session_id, update)
     assert b"\n" not in encoded.data
+
+
+@pytest.mark.parametrize("update", UPDATES, ids=lambda update: type(update).__name__)
+@pytest.mark.parametrize("session_id", ["s", 'quote " and \u00e9 \n'])
+def test_an_update_encoded_already_goes_in_the_notification_the_model_would_write(
+    update: acp.SessionUpdate, session_id: str
+) -> None:
+    own = update.__pydantic_serializer__.to_json(update, by_alias=True, exclude_unset=True)
+    params = encoded_update_json(encoded_session_id(session_id), own)
+    assert params is not None
+    assert params.data == by_the_model(session_id, update)
+    notification = acp.SessionNotification(session_id=session_id, update=update)
+    frame = encoded_update_frame(encoded_session_id(session_id), own)
+    assert frame == encode_notification(UPDATE, notification)
 
 
 def test_a_subclass_of_an_update_kind_is_left_to_the_model() -> None:

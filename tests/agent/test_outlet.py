@@ -18,8 +18,8 @@ from muse_acp.agent.sessions.outlet import UpdateOutlet
 from muse_acp.agent.sessions.session import AcpSession, ClientLink
 from muse_acp.agent.translation.goal_state import GoalSeen, goal_update
 from muse_acp.agent.translation.status import ContextUse
-from muse_acp.agent.translation.translate import PlainChunk
-from muse_acp.agent.translation.usage import PlanUse, TokenUse
+from muse_acp.agent.translation.translate import PlainChunk, Update
+from muse_acp.agent.translation.usage import HostCost, PlanUse, TokenUse, WindowUse, with_usage
 from muse_acp.config import AdapterConfig
 from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
 from muse_acp.rpc.jsonvalue import JsonValue
@@ -275,3 +275,78 @@ async def test_a_client_without_notices_gets_the_chat_text_or_nothing(tmp_path: 
     assert isinstance(sent, acp.AgentMessageChunkSessionUpdate)
     assert isinstance(sent.content, acp.TextContentBlock)
     assert sent.content.text == "This setting applies now but not later."
+
+
+@dataclass
+class FrameClient(RecordingClient):
+    """A client link keeping every ``session/update`` frame as the very bytes written."""
+
+    frames: list[bytes] = field(default_factory=list)
+
+    async def notify(self, method: str, params: Payload = None) -> None:
+        self.frames.append(encode_notification(method, params))
+
+    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+        self.frames.append(frame)
+        return True
+
+
+_T1 = TokenUse(10, 5, 15, 15)
+_T2 = TokenUse(20, 9, 29, 15)
+_PRICED = TokenUse(20, 9, 29, 15, cost=HostCost(0.0, False))
+_PLAN = PlanUse(40, 12)
+_OWN_META = acp.UsageUpdateSessionUpdate(
+    session_update="usage_update", used=16, size=1001, field_meta={"x": 1}
+)
+
+
+def _window(used: int, size: int) -> acp.UsageUpdateSessionUpdate:
+    return acp.UsageUpdateSessionUpdate(session_update="usage_update", used=used, size=size)
+
+
+# Each step: the session's figures, then a usage update sent: the window's use as the session
+# state gives it (``WindowUse``) or as the translator does (a model), or an update of its own.
+_STEPS: Final[list[tuple[TokenUse | None, PlanUse | None, Update]]] = [
+    (None, None, WindowUse(15, 1000)),
+    (_T1, None, WindowUse(15, 1000)),
+    (_T1, None, _window(15, 1000)),  # the very figures again
+    (TokenUse(10, 5, 15, 15), None, WindowUse(15, 1000)),  # equal figures, reported anew
+    (_T2, None, WindowUse(15, 1000)),
+    (_T2, None, _window(16, 1000)),
+    (_T2, _PLAN, WindowUse(16, 1000)),
+    (_T2, _PLAN, WindowUse(16, 1001)),
+    (_T2, _PLAN, _OWN_META),
+    (_T2, _PLAN, _window(16, 1001)),  # after an update of its own: the window's is news again
+    (_PRICED, _PLAN, WindowUse(16, 1001)),
+    (TokenUse(20, 9, 29, 15, cost=HostCost(-0.0, False)), _PLAN, WindowUse(16, 1001)),
+    (_T2, PlanUse(40, 12), WindowUse(16, 1001)),  # equal to the one before the prices
+    (_T2, PlanUse(40, 12), _window(16, 1001)),
+]
+
+
+async def test_usage_updates_go_out_as_each_composed_and_compared_whole_would(
+    tmp_path: Path,
+) -> None:
+    """The outlet skips a window's update given the very figures of the last without composing
+    it; what it writes is what composing every update and comparing its bytes would write."""
+    client = FrameClient()
+    session = _session(tmp_path, client)
+    expected: list[bytes] = []
+    last: bytes | None = None
+    for tokens, plan, update in _STEPS:
+        session.tokens, session.plan_usage = tokens, plan
+        await session.outlet.send(update)
+        if isinstance(update, WindowUse):
+            update = update.model()
+        assert isinstance(update, acp.UsageUpdateSessionUpdate)
+        whole = encode_notification(
+            "session/update",
+            acp.SessionNotification(
+                session_id="outlet-session", update=with_usage(update, tokens, plan)
+            ),
+        )
+        if whole != last:
+            expected.append(whole)
+            last = whole
+    assert client.frames == expected
+    assert len(expected) == 11, "the steps hold three updates that say nothing new"

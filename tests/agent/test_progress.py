@@ -1,4 +1,4 @@
-"""Plan and usage updates, and the bounded output buffer of tool cards."""
+"""Plan updates, and the bounded output buffer of tool cards."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from muse_acp.agent.cards.progress import (
     OutputBuffer,
     output_progress_update,
     plan_update,
-    usage_update,
 )
 from muse_acp.text import cut_utf8
 from muse_acp_wire import acp, msp
@@ -88,29 +87,6 @@ def test_plan_entry_text_is_cut_to_its_byte_limit_with_an_ellipsis(unit: str) ->
 def test_plan_entry_text_at_the_limit_is_kept_whole() -> None:
     text = "a" * PLAN_TEXT_LIMIT_BYTES
     assert _wire(plan_update(_todos((text, "pending"))))["entries"][0]["content"] == text
-
-
-@pytest.mark.parametrize(
-    ("usage", "expected"),
-    [
-        (
-            {"usedTokens": 5120, "windowTokens": 200000, "pressure": "normal"},
-            {"sessionUpdate": "usage_update", "used": 5120, "size": 200000},
-        ),
-        (
-            {"usedTokens": 0, "windowTokens": 0},
-            {"sessionUpdate": "usage_update", "used": 0, "size": 0},
-        ),
-        ({"usedTokens": 5120}, None),
-        ({"windowTokens": 200000}, None),
-        ({"pressure": "high"}, None),
-    ],
-)
-def test_context_usage_is_sent_only_when_both_token_counts_are_known(
-    usage: dict[str, Any], expected: dict[str, Any] | None
-) -> None:
-    update = usage_update(msp.SessionContextUsageParams.model_validate({**ENVELOPE, **usage}))
-    assert (None if update is None else _wire(update)) == expected
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.cards.progress import CARD_TEXT_LIMIT_BYTES
 from muse_acp.agent.translation.child_transcripts import ChildUpdate
 from muse_acp.agent.translation.translate import PlainChunk, TurnTranslator
+from muse_acp.agent.translation.usage import WindowUse
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -156,6 +157,8 @@ def test_updates_leave_text_chunks_plain_and_otherwise_say_what_on_notification_
                 continue
             if isinstance(update, PlainChunk):
                 chunks += 1
+                update = update.model()
+            elif isinstance(update, WindowUse):
                 update = update.model()
             got.append(update)
     assert [_wire(update) for update in got] == [_wire(update) for update in expected]

@@ -12,10 +12,14 @@ from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.usage import (
     HostCost,
     PlanUse,
+    StepCache,
     TokenUse,
+    WindowUse,
     host_cost,
+    usage_json,
     usage_lines,
     usage_update,
+    window_use,
     with_usage,
 )
 from muse_acp_wire import acp, msp
@@ -45,14 +49,40 @@ def test_totals_come_from_cumulative_or_add_up_step_by_step() -> None:
     assert (reported.total, reported.step) == (10, 10)
 
 
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"usedTokens": 5120, "windowTokens": 200000, "pressure": "normal"}, (5120, 200000)),
+        ({"usedTokens": 0, "windowTokens": 0}, (0, 0)),
+        ({"usedTokens": 5120}, None),
+        ({"windowTokens": 200000}, None),
+        ({"pressure": "high"}, None),
+    ],
+)
+def test_context_usage_is_sent_only_when_both_token_counts_are_known(
+    usage: dict[str, Any], expected: tuple[int, int] | None
+) -> None:
+    report = {"sessionId": "s", "viewCursor": "v:s:1", **usage}
+    window = window_use(msp.SessionContextUsageParams.model_validate(report))
+    assert window == (None if expected is None else WindowUse(*expected))
+    if window is not None and expected is not None:
+        used, size = expected
+        assert window.model().model_dump(by_alias=True, exclude_unset=True) == {
+            "sessionUpdate": "usage_update",
+            "used": used,
+            "size": size,
+        }
+
+
 def test_no_usage_update_before_the_window_size_is_known() -> None:
-    assert usage_update(None, TokenUse(1, 1, 2, 2), None) is None
+    assert usage_update(None, TokenUse(1, 1, 2, 2)) is None
 
 
 def test_a_usage_update_carries_tokens_and_subscription_shares() -> None:
-    update = usage_update(ContextUse(50, 1000), TokenUse(300, 30, 330, 220), PlanUse(4, 9, 300))
-    assert update is not None
-    assert (update.used, update.size) == (220, 1000)
+    tokens, plan = TokenUse(300, 30, 330, 220), PlanUse(4, 9, 300)
+    window = usage_update(ContextUse(50, 1000), tokens)
+    assert window == WindowUse(220, 1000), "the step's tokens, in the window"
+    update = with_usage(window.model(), tokens, plan)
     assert update.field_meta == {
         "muse/usage": {
             "tokens": {"promptTokens": 300, "outputTokens": 30, "totalTokens": 330},
@@ -138,7 +168,7 @@ def test_cache_counts_and_cost_come_from_the_token_report() -> None:
     )
     use = TokenUse.from_params(report, None)
     assert (use.cache_read, use.cache_write, use.cost) == (1024, 1024, HostCost(0.0042, False))
-    assert use.step_cache == acp.MuseStepCache(cached_tokens=1024, cache_read_tokens=1024)
+    assert use.step_cache == StepCache(cached=1024, read=1024, written=None)
     older = TokenUse.from_params(_tokens(5, 5), None)
     assert (older.cache_read, older.cache_write, older.step_cache, older.cost) == (
         None,
@@ -175,11 +205,14 @@ def test_a_usage_update_carries_muses_cost_labelled_as_its_estimate(
         1320,
         cache_read=1024,
         cache_write=1024,
-        step_cache=acp.MuseStepCache(cached_tokens=1024),
+        step_cache=StepCache(1024, None, None),
         cost=cost,
     )
+    window = usage_update(ContextUse(1, 1000), tokens)
+    assert window is not None
     for update in (
-        usage_update(ContextUse(1, 1000), tokens, None),
+        with_usage(window.model(), tokens, None),
+        acp.UsageUpdateSessionUpdate.model_validate_json(usage_json(window, tokens, None)),
         with_usage(
             acp.UsageUpdateSessionUpdate(session_update="usage_update", used=1, size=9),
             tokens,
@@ -209,3 +242,74 @@ def test_status_says_what_muse_estimates_the_session_cost() -> None:
         "Cost: $1,234.5000 so far (Muse's estimate, leaving out calls it could not price)"
     )
     assert len(usage_lines(TokenUse(1200, 34, 1234, 1234), None)) == 1
+
+
+def _report_from_models(tokens: TokenUse | None, plan: PlanUse | None) -> dict[str, Any]:
+    """The usage report as the ACP models make it: the schema's own word for ``usage_report``."""
+    report = acp.MuseUsageReport()
+    if tokens is not None:
+        report.tokens = acp.MuseTokenTotals(
+            prompt_tokens=tokens.prompt,
+            output_tokens=tokens.output,
+            total_tokens=tokens.total,
+            cache_read_tokens=tokens.cache_read,
+            cache_write_tokens=tokens.cache_write,
+        )
+        if tokens.step_cache is not None:
+            cached, read, written = tokens.step_cache
+            report.last_step = acp.MuseStepCache(
+                cached_tokens=cached, cache_read_tokens=read, cache_write_tokens=written
+            )
+        if tokens.cost is not None:
+            report.cost = acp.MuseCostEstimate(estimated_by="muse", partial=tokens.cost.partial)
+    if plan is not None:
+        report.subscription = acp.MuseSubscriptionUsage(
+            window_used_percent=plan.window_percent, weekly_used_percent=plan.weekly_percent
+        )
+    meta = acp.MuseUsageUpdateMeta(muse_usage=report)
+    return meta.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+_STEP_CACHES = [
+    None,
+    StepCache(1024, None, None),
+    StepCache(None, 0, 7),
+    StepCache(1, 2, 3),
+]
+_TOKENS = [None] + [
+    TokenUse(2600, 40, 2640, 1320, read, written, step, cost)
+    for read, written in ((None, None), (1024, None), (None, 0), (1024, 512))
+    for step in _STEP_CACHES
+    for cost in (
+        None,
+        HostCost(0.0042, False),
+        HostCost(2.5, True),
+        HostCost(-0.0, False),
+        HostCost(1e-7, False),
+        HostCost(1e22, True),
+    )
+]
+
+
+@pytest.mark.parametrize("plan", [None, PlanUse(4, 9, 300), PlanUse(120, 0)])
+def test_the_usage_report_is_sent_as_the_acp_models_would_send_it(plan: PlanUse | None) -> None:
+    """Both ways a usage update gets the session's figures, the model's (``with_usage``) and
+    the window's use encoded straight (``usage_json``), give the bytes the ACP models give."""
+    window = acp.UsageUpdateSessionUpdate(session_update="usage_update", used=220, size=1000)
+    for tokens in _TOKENS:
+        expected = window
+        if tokens is not None or plan is not None:
+            meta = _report_from_models(tokens, plan)
+            expected = window.model_copy(update={"field_meta": meta})
+        if tokens is not None and tokens.cost is not None:
+            cost = acp.Cost(amount=tokens.cost.usd, currency="USD")
+            expected = expected.model_copy(update={"cost": cost})
+        encoded = expected.__pydantic_serializer__.to_json(
+            expected, by_alias=True, exclude_unset=True
+        )
+        sent = with_usage(window, tokens, plan)
+        # The very bytes: the same members in the same order.
+        assert sent.__pydantic_serializer__.to_json(sent, by_alias=True, exclude_unset=True) == (
+            encoded
+        ), (tokens, plan)
+        assert usage_json(WindowUse(220, 1000), tokens, plan) == encoded, (tokens, plan)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Final
@@ -36,6 +36,7 @@ from muse_acp.agent.options.remembered import to_stored
 from muse_acp.agent.options.safety import refusal
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.translation.event_kinds import STATE_REPORTS
+from muse_acp.agent.translation.translate import Update
 from muse_acp.agent.translation.usage import PlanUse, TokenUse, usage_update
 from muse_acp.host.client import CLIENT_NAME
 from muse_acp.rpc import ConnectionClosed, RpcError
@@ -73,7 +74,7 @@ class SessionState:
         self._ctx = ctx
         self._session = session
 
-    async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
+    async def observe(self, method: str, params: WireModel) -> Sequence[Update]:
         if not STATE_REPORTS.holds(params):
             return []
         session = self._session
@@ -91,9 +92,9 @@ class SessionState:
             return await self._approval_mode(params)
         return []
 
-    def _usage(self) -> list[acp.SessionUpdate]:
+    def _usage(self) -> list[Update]:
         session = self._session
-        update = usage_update(session.context, session.tokens, session.plan_usage)
+        update = usage_update(session.context, session.tokens)  # the outlet adds the figures
         return [] if update is None else [update]
 
     async def _model(self, params: msp.SessionModelChangedParams) -> list[acp.SessionUpdate]:

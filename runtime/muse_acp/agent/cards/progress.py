@@ -1,12 +1,12 @@
-"""Progress during a turn: the plan, the context usage, and the output of running tools.
+"""Progress during a turn: the plan, the running turn, and the output of running tools.
 
 Contract: everything here is pure (no I/O) and bounded. ``plan_update`` turns the todo list into
 a ``plan`` that replaces the client's (an unknown status kept in brackets; at most
-``PLAN_ENTRY_LIMIT`` entries of ``PLAN_TEXT_LIMIT_BYTES``). ``usage_update`` shows context usage
-only when the host reported both counts. ``active_turn_update`` names the running turn for
-clients that steer. An ``OutputBuffer`` keeps the first ``CARD_TEXT_LIMIT_BYTES`` of a card's
-output and counts the rest; ``append`` says when the kept text grew enough to show again, so
-the bytes shown per card stay proportional to the cap, never to the output.
+``PLAN_ENTRY_LIMIT`` entries of ``PLAN_TEXT_LIMIT_BYTES``). ``active_turn_update`` names the
+running turn for clients that steer. An ``OutputBuffer`` keeps the first
+``CARD_TEXT_LIMIT_BYTES`` of a card's output and counts the rest; ``append`` says when the kept
+text grew enough to show again, so the bytes shown per card stay proportional to the cap, never
+to the output.
 ``output_progress_update`` is the in-progress update that shows it.
 """
 
@@ -31,7 +31,6 @@ __all__ = [
     "output_progress_update",
     "plan_update",
     "text_content",
-    "usage_update",
 ]
 
 PLAN_ENTRY_LIMIT: Final = 500
@@ -68,15 +67,6 @@ def active_turn_update(turn_id: str | None) -> acp.SessionInfoUpdateSessionUpdat
     return acp.SessionInfoUpdateSessionUpdate(
         session_update="session_info_update",
         field_meta={ACTIVE_TURN_META: dumped[ACTIVE_TURN_META]},
-    )
-
-
-def usage_update(params: msp.SessionContextUsageParams) -> acp.UsageUpdateSessionUpdate | None:
-    """The context window's use, or None unless both token counts are known."""
-    if params.used_tokens is None or params.window_tokens is None:
-        return None
-    return acp.UsageUpdateSessionUpdate(
-        session_update="usage_update", used=params.used_tokens, size=params.window_tokens
     )
 
 

@@ -3,16 +3,16 @@
 Contract: an ``UpdateOutlet`` belongs to one session (``AcpSession.outlet``) and sends its
 updates in the order their sends begin, noting on the way out what the session keeps of them
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
-usage update's figures, an announced goal; a usage update identical to the last one sent is not
-sent again. ``send`` raises ``ConnectionClosed`` once the client has gone; ``send_nowait``, the
-delta lane's, queues a plain text chunk only when the writer takes it at once (else False);
-``send_unless_gone(update, write)`` is the turns' guard (only the send that found the client
-gone returns True). The outlet alone decides what the client's capabilities change:
-``tell(notice)`` sends a ``notice`` update with ``session.notices``, else chat text as before;
-``send`` passes compaction updates only with ``session.compaction``, plans as
-``plans.for_client`` says, and child sessions (``subagent_update``, each ``ChildUpdate`` under
-the child's id) only with ``subagents`` (``takes_children``: a turn reads a subagent's session
-only then); ``show_compaction`` (``/compact``) sends updates or chat text as the client takes.
+usage update's window, an announced goal. A usage update goes out with the session's latest
+figures (``usage``), unless identical to the last one sent. ``send`` raises ``ConnectionClosed``
+once the client has gone; ``send_nowait``, the delta lane's, queues a plain text chunk only
+when the writer takes it at once (else False); ``send_unless_gone(update, write)`` is the
+turns' guard (only the send that found the client gone returns True). The outlet alone decides
+what the client's capabilities change: ``tell(notice)`` sends a ``notice`` update with
+``session.notices``, else chat text; ``send`` passes compaction updates only with
+``session.compaction``, plans as ``plans.for_client`` says, and child sessions
+(``subagent_update``, each ``ChildUpdate`` under the child's id) only with ``subagents``
+(``takes_children``); ``show_compaction`` (``/compact``) sends updates or chat text.
 """
 
 from __future__ import annotations
@@ -28,14 +28,23 @@ from muse_acp.agent.translation.chunk_frames import (
     encoded_plain_notification,
     encoded_session_id,
     encoded_update,
+    encoded_update_frame,
+    encoded_update_json,
 )
 from muse_acp.agent.translation.compactions import Compaction
 from muse_acp.agent.translation.goal_state import GoalSeen, announced_goal
 from muse_acp.agent.translation.plans import for_client
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp.agent.translation.translate import PlainChunk, Update
-from muse_acp.agent.translation.usage import PlanUse, TokenUse, with_usage
-from muse_acp.rpc import ConnectionClosed, Payload, RawJson, encode_notification
+from muse_acp.agent.translation.usage import (
+    WINDOW_ONLY,
+    PlanUse,
+    TokenUse,
+    WindowUse,
+    usage_json,
+    with_usage,
+)
+from muse_acp.rpc import ConnectionClosed, Payload, encode_notification
 from muse_acp_wire import acp
 
 __all__ = ["ClientWriter", "SessionRecord", "UpdateOutlet"]
@@ -67,6 +76,7 @@ class UpdateOutlet:
         "_client",
         "_compaction",
         "_encoded_id",
+        "_last_figures",
         "_last_usage",
         "_notices",
         "_plans",
@@ -102,8 +112,11 @@ class UpdateOutlet:
         """The session id as ``chunk_frames`` writes it, encoded once."""
         self.gone = False
         """A guarded send found the client gone (``send_unless_gone``)."""
-        self._last_usage: bytes | dict[str, object] | None = None
-        """The last usage update sent, as it went out; an identical one is not sent again."""
+        self._last_usage: bytes | None = None
+        """The last usage update sent, its own encoding; an identical one is not sent again."""
+        self._last_figures: tuple[int, int, TokenUse | None, PlanUse | None] | None = None
+        """What made ``_last_usage`` when that was the window's use with the session's figures
+        (``usage_json``): the same window with the very same figures makes the same."""
 
     @property
     def takes_children(self) -> bool:
@@ -135,6 +148,11 @@ class UpdateOutlet:
                 await self._client.notify("session/update", plain)
                 return
             update = update.model()
+        elif isinstance(update, WindowUse | acp.UsageUpdateSessionUpdate):
+            encoded = self._usage(update)  # after every model step
+            if encoded is not None:
+                await self._send_encoded(encoded)
+            return
         elif isinstance(update, ChildUpdate | acp.SubagentUpdateSessionUpdate):
             if not self._subagents:
                 return  # a client without child sessions sees the parent's card alone
@@ -151,7 +169,6 @@ class UpdateOutlet:
                 return
             update = shown
         record = self._record
-        params: RawJson | None = None
         if isinstance(update, acp.SessionInfoUpdateSessionUpdate) and "title" in (
             update.model_fields_set
         ):
@@ -159,30 +176,12 @@ class UpdateOutlet:
                 record.host_title = update.title
             elif update.title != record.user_title:
                 update = update.model_copy(update={"title": record.user_title})
-        elif isinstance(update, acp.UsageUpdateSessionUpdate):
-            record.context = ContextUse(update.used, update.size)
-            update = with_usage(update, record.tokens, record.plan_usage)  # the latest figures
-            # What the client would get is compared, its encoding when it has one (the same
-            # bytes are the same figures), which spares dumping the update besides encoding it.
-            params = encoded_update(self._encoded_id, update)
-            sent = (
-                params.data
-                if params is not None
-                else update.model_dump(mode="json", by_alias=True, exclude_unset=True)
-            )
-            if sent == self._last_usage:
-                return  # the client has these very figures already
-            self._last_usage = sent
         seen = announced_goal(update)
         if seen is not None:
             record.goal = seen
         # A chunk from its template, else the update's own encoding in the notification's:
         # building and validating the notification model cost as much as encoding the update.
-        params = (
-            params
-            or encoded_chunk(self._encoded_id, update)
-            or encoded_update(self._encoded_id, update)
-        )
+        params = encoded_chunk(self._encoded_id, update) or encoded_update(self._encoded_id, update)
         if params is not None and self._client.send_notification_nowait(
             encode_notification("session/update", params)
         ):
@@ -190,6 +189,59 @@ class UpdateOutlet:
         await self._client.notify(
             "session/update",
             params or acp.SessionNotification(session_id=self.session_id, update=update),
+        )
+
+    def _usage(self, update: WindowUse | acp.UsageUpdateSessionUpdate) -> bytes | None:
+        """The encoding of a usage update with the session's latest figures, noted as the last
+        one sent; None when the client has these very figures already."""
+        record = self._record
+        context = record.context
+        if context is None or context.used != update.used or context.size != update.size:
+            record.context = ContextUse(update.used, update.size)
+        tokens, plan = record.tokens, record.plan_usage
+        if isinstance(update, WindowUse) or update.model_fields_set == WINDOW_ONLY:
+            last = self._last_figures
+            if (
+                last is not None
+                and last[0] == update.used
+                and last[1] == update.size
+                and last[2] is tokens
+                and last[3] is plan
+            ):
+                # The very figures of the last one (the window Muse reports after each step's
+                # tokens, nearly always): it would be sent as the same bytes, so it is not sent.
+                return None
+            self._last_figures = (update.used, update.size, tokens, plan)
+            window = (
+                update if isinstance(update, WindowUse) else WindowUse(update.used, update.size)
+            )
+            encoded = usage_json(window, tokens, plan)
+        else:
+            self._last_figures = None
+            model = with_usage(update, tokens, plan)  # the latest figures
+            encoded = model.__pydantic_serializer__.to_json(
+                model, by_alias=True, exclude_unset=True
+            )
+        # What the client would get is compared (the same bytes are the same figures).
+        if encoded == self._last_usage:
+            return None
+        self._last_usage = encoded
+        return encoded
+
+    async def _send_encoded(self, update: bytes) -> None:
+        """Send the usage update encoded as ``update`` (``_usage``): at once when the writer
+        takes it, else through the awaited way."""
+        frame = encoded_update_frame(self._encoded_id, update)
+        if frame is not None and self._client.send_notification_nowait(frame):
+            return
+        params = encoded_update_json(self._encoded_id, update)
+        await self._client.notify(
+            "session/update",
+            params
+            or acp.SessionNotification(
+                session_id=self.session_id,
+                update=acp.UsageUpdateSessionUpdate.model_validate_json(update),
+            ),
         )
 
     async def tell(self, notice: Notice) -> None:

@@ -6,9 +6,10 @@ Contract: ``encoded_chunk(session_id, update)`` returns the params of ``session/
 ``encoded_plain`` does the same for a ``translate.PlainChunk`` whose model was never built, and
 ``encoded_plain_notification`` gives the whole notification. ``encoded_update`` gives the params
 of any update whose type is exactly one of ``acp.SessionUpdate``'s, its own encoding put in the
-notification's, else None, and the caller encodes the model as usual. The bytes are exactly those
-the ``acp.SessionNotification`` model encodes to: each template is cut once out of a sample
-notification's encoding, and the values are encoded by pydantic-core
+notification's, else None, and the caller encodes the model as usual (``encoded_update_json``
+and, the whole notification, ``encoded_update_frame``: of an update encoded already). The bytes
+are exactly those the ``acp.SessionNotification`` model encodes to: each template is cut once
+out of a sample notification's encoding, and the values are encoded by pydantic-core
 (``tests/agent/test_chunk_frames.py`` compares the two).
 """
 
@@ -31,6 +32,8 @@ __all__ = [
     "encoded_plain_notification",
     "encoded_session_id",
     "encoded_update",
+    "encoded_update_frame",
+    "encoded_update_json",
 ]
 
 UPDATE: Final = "session/update"
@@ -201,3 +204,32 @@ def encoded_update(session_id: bytes, update: acp.SessionUpdate) -> RawJson | No
     encoded = update.__pydantic_serializer__.to_json(update, by_alias=True, exclude_unset=True)
     # Every piece is pydantic-core's compact JSON, so it holds no raw line break.
     return RawJson.encoded(b"".join((pieces[0], session_id, pieces[1], encoded, pieces[2])))
+
+
+@cache
+def _notification_frame_pieces() -> tuple[bytes, bytes, bytes] | None:
+    """``_notification_pieces`` with the notification around the params, as
+    ``Connection.notify`` encodes it."""
+    pieces = _notification_pieces()
+    if pieces is None:
+        return None
+    head, _, tail = encode_notification(UPDATE, RawJson(b"null")).rpartition(b"null")
+    return head + pieces[0], pieces[1], pieces[2] + tail
+
+
+def encoded_update_frame(session_id: bytes, update: bytes) -> bytes | None:
+    """The whole ``session/update`` notification, as ``encode_notification`` writes it, of an
+    update given as its encoding (as ``encoded_update_json``), or None."""
+    pieces = _notification_frame_pieces()
+    if pieces is None:
+        return None
+    return b"".join((pieces[0], session_id, pieces[1], update, pieces[2]))
+
+
+def encoded_update_json(session_id: bytes, update: bytes) -> RawJson | None:
+    """``encoded_update`` of an update given as its encoding (pydantic-core's compact JSON of
+    the update's model, by alias and without unset members), or None."""
+    pieces = _notification_pieces()
+    if pieces is None:
+        return None
+    return RawJson.encoded(b"".join((pieces[0], session_id, pieces[1], update, pieces[2])))

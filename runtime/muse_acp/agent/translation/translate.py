@@ -2,16 +2,17 @@
 
 Contract: a ``TurnTranslator`` is fed every MSP notification of one turn, in order
 (``on_notification``, or ``updates``, which leaves text chunks as ``PlainChunk`` for
-``chunk_frames``), and returns the ACP updates to send for it, in order. It is pure and
-synchronous and keeps only bounded state per item; built with ``replay=True`` it replays history
-for ``session/load``, forgetting the oldest ended items (and cards) beyond ``ENDED_KEPT``. Live,
-events of another turn are dropped, so a cancelled turn's tail never reaches the next prompt.
-Text is sent once (deltas, then only what a snapshot adds, ``text_streams``); items that do work
-become tool cards kept in ``cards`` (``card_states.TurnCards``), whose status never goes back.
-Compaction items become compaction updates (``compactions``); a todo list, the legacy ``plan``;
-each agent message a Plan mode turn completes, also a Markdown plan (``plans``: the outlet
-decides what each client sees of them). Turn lifecycle, approvals and questions belong to the
-caller; docs/architecture.md describes the flow.
+``chunk_frames`` and the context window's use as ``usage.WindowUse``), and returns the ACP
+updates to send for it, in order. It is pure and synchronous and keeps only bounded state per
+item; built with ``replay=True`` it replays history for ``session/load``, forgetting the oldest
+ended items (and cards) beyond ``ENDED_KEPT``. Live, events of another turn are dropped, so a
+cancelled turn's tail never reaches the next prompt. Text is sent once (deltas, then only what
+a snapshot adds, ``text_streams``); items that do work become tool cards kept in ``cards``
+(``card_states.TurnCards``), whose status never goes back. Compaction items become compaction
+updates (``compactions``); a todo list, the legacy ``plan``; each agent message a Plan mode turn
+completes, also a Markdown plan (``plans``: the outlet decides what each client sees of them).
+Turn lifecycle, approvals and questions belong to the caller; docs/architecture.md describes
+the flow.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Final, Literal, NamedTuple, TypeAlias
 from muse_acp.agent.cards.card_states import TurnCards
 from muse_acp.agent.cards.child_sessions import CHILDREN_META, ChildKind
 from muse_acp.agent.cards.output_cards import BASELINE_OUTPUT, OutputPolicy
-from muse_acp.agent.cards.progress import OutputBuffer, plan_update, usage_update
+from muse_acp.agent.cards.progress import OutputBuffer, plan_update
 from muse_acp.agent.cards.tool_cards import CardItem, tool_call_id
 from muse_acp.agent.options.titles import named_title
 from muse_acp.agent.translation.child_transcripts import ChildTranscripts, ChildUpdate
@@ -33,6 +34,7 @@ from muse_acp.agent.translation.event_kinds import ITEM_EVENTS
 from muse_acp.agent.translation.goal_state import goal_update
 from muse_acp.agent.translation.plans import led_by_plan_mode, markdown_plan
 from muse_acp.agent.translation.text_streams import TextStream
+from muse_acp.agent.translation.usage import WindowUse, window_use
 from muse_acp_wire import acp, msp
 from muse_acp_wire._base import WireModel
 
@@ -98,9 +100,10 @@ class PlainChunk(NamedTuple):
         return _chunk(self.family, self.message_id, self.text)
 
 
-Update: TypeAlias = acp.SessionUpdate | PlainChunk | ChildUpdate
-"""What ``updates`` gives: an update model, a text chunk not built yet, or an update of a child
-session's transcript (``child_transcripts``)."""
+Update: TypeAlias = acp.SessionUpdate | PlainChunk | WindowUse | ChildUpdate
+"""What ``updates`` gives: an update model, a text chunk or the context window's use
+(``usage.WindowUse``) not built yet, or an update of a child session's transcript
+(``child_transcripts``)."""
 
 
 @dataclass(slots=True)
@@ -161,7 +164,7 @@ class TurnTranslator:
         """The updates of the session itself for one notification; ``params`` is already parsed
         with the model that ``msp.CLIENT_NOTIFICATIONS`` names for ``method``."""
         return [
-            update.model() if isinstance(update, PlainChunk) else update
+            update.model() if isinstance(update, PlainChunk | WindowUse) else update
             for update in self.updates(method, params)
             if not isinstance(update, ChildUpdate)
         ]
@@ -190,7 +193,7 @@ class TurnTranslator:
         if method == "session/goalChanged" and isinstance(params, msp.SessionGoalChangedParams):
             return [goal_update(params.goal)]
         if method == "session/contextUsage" and isinstance(params, msp.SessionContextUsageParams):
-            usage = usage_update(params)
+            usage = window_use(params)
             return [] if usage is None else [usage]
         if (  # Muse's reviewer decides an approval of this turn: its card says so
             method == "approval/reviewing"

@@ -15,11 +15,21 @@ decision of what a plain client sees of each.
 
 from __future__ import annotations
 
+from typing import Final
+
 from muse_acp.agent.errors.notices import Notice
+from muse_acp.agent.translation.event_kinds import EventKinds
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
 __all__ = ["wait_notice"]
+
+_WAITS: Final = EventKinds(
+    msp.TurnRetryScheduledParams,
+    msp.TurnModelRetryScheduledParams,
+    msp.TurnForegroundCompletedParams,
+)
+"""The events that say a turn waits: asked of every event relayed, answered cheaply."""
 
 
 def _seconds(delay_ms: int) -> str:
@@ -53,6 +63,8 @@ def _foreground(params: msp.TurnForegroundCompletedParams) -> Notice:
 
 def wait_notice(params: WireModel, turn_id: str | None) -> Notice | None:
     """The notice of a wait of turn ``turn_id`` (see the module contract)."""
+    if not _WAITS.holds(params):  # nearly every event
+        return None
     if isinstance(params, msp.TurnRetryScheduledParams | msp.TurnModelRetryScheduledParams):
         return _retry(params) if turn_id is not None and params.turn_id == turn_id else None
     if isinstance(params, msp.TurnForegroundCompletedParams):

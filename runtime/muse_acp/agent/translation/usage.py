@@ -4,12 +4,12 @@ Contract (pure): ``TokenUse.from_params`` reads ``session/tokenUsage`` (after ev
 the session's running totals (``cumulative``, else this step's counts added up), the step's
 tokens in context, the cache counts Muse reported (the step's; the session's from 1.4.2) and
 Muse's cost estimate (``host_cost``). ``PlanUse.from_usage`` reads the account's subscription
-usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). ``usage_update`` builds the ACP
-``usage_update``: ``used``/``size`` are the context window's (the step's tokens against the
-window size Muse last reported), ``cost`` is Muse's estimate in US dollars (the unit Muse
-declares), and ``_meta["muse/usage"]`` carries the token totals, cache counts, the label saying
-the cost is Muse's estimate and subscription shares; ``with_usage`` adds the same to any other
-``usage_update`` (the context window's, see ``progress``). A cost not reported, or not a finite
+usage (``usage/changed``, ``usage/read``; Muse 1.3.0 and newer). The context window's use
+(``WindowUse``) comes from ``session/contextUsage`` with both counts (``window_use``) or a token
+report (``usage_update``: the step's tokens); as the outlet sends any usage update it adds
+(``with_usage``, ``usage_json``) ``cost``, Muse's estimate in US dollars (the unit Muse
+declares), and ``_meta["muse/usage"]`` (``usage_report``): token totals, cache counts, the label
+saying the cost is Muse's estimate, subscription shares. A cost not reported, or not a finite
 amount of at least 0 (logged at debug), is no ``cost``, never 0. ACP requires ``size``, so
 nothing is sent before Muse reported its context window; ``usage_lines`` serves ``/status``.
 """
@@ -19,19 +19,27 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
+
+from pydantic_core import to_json
 
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp_wire import acp, msp
 
 __all__ = [
     "COST_CURRENCY",
+    "WINDOW_ONLY",
     "HostCost",
     "PlanUse",
+    "StepCache",
     "TokenUse",
+    "WindowUse",
     "host_cost",
+    "usage_json",
     "usage_lines",
+    "usage_report",
     "usage_update",
+    "window_use",
     "with_usage",
 ]
 
@@ -39,6 +47,8 @@ logger: Final = logging.getLogger("muse_acp.agent")
 
 COST_CURRENCY: Final = "USD"
 """Muse declares its session cost in US dollars (``CumulativeCost.usd``)."""
+WINDOW_ONLY: Final = frozenset({"session_update", "used", "size"})
+"""The members set in a ``usage_update`` that carries the context window's use alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,19 @@ def host_cost(cumulative: msp.CumulativeTokenUsage | None) -> HostCost | None:
     return HostCost(cost.usd, cost.partial)
 
 
+class StepCache(NamedTuple):
+    """A model step's prompt-cache counts (``acp.MuseStepCache``); None: not reported."""
+
+    cached: int | None
+    read: int | None
+    written: int | None
+
+
+_NO_STEP_CACHE: Final = StepCache(None, None, None)
+_STEP_CACHE_MEMBERS: Final = ("cachedTokens", "cacheReadTokens", "cacheWriteTokens")
+"""``acp.MuseStepCache``'s members by alias, in ``StepCache``'s order."""
+
+
 @dataclass(frozen=True, slots=True)
 class TokenUse:
     """The session's token totals, and the tokens the latest model step had in context."""
@@ -73,20 +96,18 @@ class TokenUse:
     cache_read: int | None = None
     """The session's cache reads and writes, where Muse reports them (1.4.2 and newer)."""
     cache_write: int | None = None
-    step_cache: acp.MuseStepCache | None = None
-    """The latest step's cache counts, those Muse reported."""
+    step_cache: StepCache | None = None
+    """The latest step's cache counts, when Muse reported any."""
     cost: HostCost | None = None
 
     @classmethod
     def from_params(cls, params: msp.SessionTokenUsageParams, before: TokenUse | None) -> TokenUse:
         counts = params.usage
         step = params.total_tokens or (counts.input_tokens + counts.output_tokens)
-        cached = acp.MuseStepCache(
-            cached_tokens=counts.cached_tokens,
-            cache_read_tokens=counts.cache_read_tokens,
-            cache_write_tokens=counts.cache_write_tokens,
+        cached = StepCache(
+            counts.cached_tokens, counts.cache_read_tokens, counts.cache_write_tokens
         )
-        step_cache = None if cached == acp.MuseStepCache() else cached
+        step_cache = None if cached == _NO_STEP_CACHE else cached
         if params.cumulative is not None:
             c = params.cumulative
             return cls(
@@ -119,18 +140,50 @@ class PlanUse:
         )
 
 
-def usage_update(
-    context: ContextUse | None, tokens: TokenUse | None, plan: PlanUse | None
-) -> acp.UsageUpdateSessionUpdate | None:
-    """The ``usage_update`` for what is known, or None before the window size is known."""
+class WindowUse(NamedTuple):
+    """A ``usage_update`` of the context window's use alone, its model not built: the outlet
+    sends it with the session's figures (``usage_json``)."""
+
+    used: int
+    size: int
+
+    def model(self) -> acp.UsageUpdateSessionUpdate:
+        """The update as its model."""
+        return acp.UsageUpdateSessionUpdate(
+            session_update="usage_update", used=self.used, size=self.size
+        )
+
+
+def window_use(params: msp.SessionContextUsageParams) -> WindowUse | None:
+    """The context window's use Muse reports, or None unless both token counts are known."""
+    if params.used_tokens is None or params.window_tokens is None:
+        return None
+    return WindowUse(params.used_tokens, params.window_tokens)
+
+
+def usage_update(context: ContextUse | None, tokens: TokenUse | None) -> WindowUse | None:
+    """The context window's use for what is known (the step's tokens, else the window's use),
+    or None before the window size is known; the outlet adds the session's figures."""
     if context is None:
         return None
-    update = acp.UsageUpdateSessionUpdate(
-        session_update="usage_update",
-        used=tokens.step if tokens is not None else context.used,
-        size=context.size,
-    )
-    return with_usage(update, tokens, plan)
+    return WindowUse(tokens.step if tokens is not None else context.used, context.size)
+
+
+def usage_json(window: WindowUse, tokens: TokenUse | None, plan: PlanUse | None) -> bytes:
+    """``with_usage(window.model(), tokens, plan)`` as its model encodes (by alias, without
+    unset members), made of plain values and encoded by pydantic-core: the same members in the
+    same order, each value as the model holds it. No model is built or validated: every
+    figure comes from a validated host report, whose counts are at least 0."""
+    update: dict[str, object] = {
+        "sessionUpdate": "usage_update",
+        "used": window.used,
+        "size": window.size,
+    }
+    if tokens is not None and tokens.cost is not None:
+        update["cost"] = {"amount": float(tokens.cost.usd), "currency": COST_CURRENCY}
+    if tokens is not None or plan is not None:
+        update["_meta"] = {"muse/usage": usage_report(tokens, plan)}
+    return to_json(update)
 
 
 def with_usage(
@@ -140,27 +193,47 @@ def with_usage(
     ``_meta["muse/usage"]`` (unchanged when it has its own ``_meta`` or nothing is known)."""
     if update.field_meta is not None or (tokens is None and plan is None):
         return update
-    report = acp.MuseUsageReport()
-    changes: dict[str, object] = {}
-    if tokens is not None:
-        report.tokens = acp.MuseTokenTotals(
-            prompt_tokens=tokens.prompt,
-            output_tokens=tokens.output,
-            total_tokens=tokens.total,
-            cache_read_tokens=tokens.cache_read,
-            cache_write_tokens=tokens.cache_write,
+    changes: dict[str, object] = {"field_meta": {"muse/usage": usage_report(tokens, plan)}}
+    if tokens is not None and tokens.cost is not None:
+        changes["cost"] = acp.Cost(amount=tokens.cost.usd, currency=COST_CURRENCY)
+    if update.model_fields_set == WINDOW_ONLY:  # nearly every one: made whole, not copied
+        return acp.UsageUpdateSessionUpdate(
+            session_update="usage_update", used=update.used, size=update.size, **changes
         )
-        report.last_step = tokens.step_cache
-        if tokens.cost is not None:
-            changes["cost"] = acp.Cost(amount=tokens.cost.usd, currency=COST_CURRENCY)
-            report.cost = acp.MuseCostEstimate(estimated_by="muse", partial=tokens.cost.partial)
-    if plan is not None:
-        report.subscription = acp.MuseSubscriptionUsage(
-            window_used_percent=plan.window_percent, weekly_used_percent=plan.weekly_percent
-        )
-    meta = acp.MuseUsageUpdateMeta(muse_usage=report)
-    changes["field_meta"] = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
     return update.model_copy(update=changes)
+
+
+def usage_report(tokens: TokenUse | None, plan: PlanUse | None) -> dict[str, object]:
+    """``acp.MuseUsageReport`` of ``tokens`` and ``plan`` as it is sent (by alias, without the
+    members that are None), made straight from the figures: building the report's five models
+    to dump them cost more than all else a usage update takes. Every figure comes from a
+    validated host report whose counts are at least 0, so the report's bounds hold."""
+    report: dict[str, object] = {}
+    if tokens is not None:
+        totals: dict[str, int] = {
+            "promptTokens": tokens.prompt,
+            "outputTokens": tokens.output,
+            "totalTokens": tokens.total,
+        }
+        if tokens.cache_read is not None:
+            totals["cacheReadTokens"] = tokens.cache_read
+        if tokens.cache_write is not None:
+            totals["cacheWriteTokens"] = tokens.cache_write
+        report["tokens"] = totals
+        if tokens.step_cache is not None:
+            report["lastStep"] = {
+                name: count
+                for name, count in zip(_STEP_CACHE_MEMBERS, tokens.step_cache, strict=True)
+                if count is not None
+            }
+        if tokens.cost is not None:
+            report["cost"] = {"estimatedBy": "muse", "partial": tokens.cost.partial}
+    if plan is not None:
+        report["subscription"] = {
+            "windowUsedPercent": plan.window_percent,
+            "weeklyUsedPercent": plan.weekly_percent,
+        }
+    return report
 
 
 def usage_lines(tokens: TokenUse | None, plan: PlanUse | None) -> list[str]:

@@ -23,7 +23,7 @@ from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.agent.translation.turn_waits import wait_notice
 from muse_acp.host.delta_lane import METHOD as DELTA
-from muse_acp_wire import acp, msp
+from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
 __all__ = ["EventRelay", "StateObserver", "TurnOutlet", "UpdateGate"]
@@ -32,7 +32,7 @@ __all__ = ["EventRelay", "StateObserver", "TurnOutlet", "UpdateGate"]
 class StateObserver(Protocol):
     """Takes note of the session state a host event reports (``session_state.SessionState``)."""
 
-    async def observe(self, method: str, params: WireModel) -> list[acp.SessionUpdate]:
+    async def observe(self, method: str, params: WireModel) -> Sequence[Update]:
         """Take note of ``params``; the updates that report what changed, in order."""
         ...
 
