@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from muse_acp_wire import acp
 
 from .harness import WAIT, Agent, make_world, running_agent
-from .test_effort_tiers import LACKS_MAX, TIERED, VERSIONS
+from .test_effort_tiers import LACKS_MAX, TIERED, VERSIONS, _values
 from .test_safety_rule import SET_BACK
 
 pytestmark = pytest.mark.anyio
@@ -109,3 +109,28 @@ async def test_a_client_without_notices_hears_the_same_warnings_in_the_chat(
     assert chat.count(f"'muse-spark-1.2' {LACKS_MAX}") == (1 if version in TIERED else 0)
     assert agent.raw_updates(session, "notice") == []
     assert _check_updates(agent) == 0
+
+
+@pytest.mark.parametrize("version", TIERED)
+async def test_an_effort_the_model_chosen_lacks_is_a_notice_as_the_model_changes(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    async with running_agent(world, capabilities=NOTICES) as agent:
+        first = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(first, "hello")
+            # Muse's catalog is known: a change is checked against its tiers as it is made.
+            await agent.client.wait_until(
+                lambda: "muse-spark-1.2" in _values(agent.options(first), "model")
+            )
+            # A session with no host running yet: no Muse confirms its model change.
+            session = await agent.new_session()
+            await _set(agent, session, "model", "muse-spark-1.3")
+            await _set(agent, session, "reasoningEffort", "max")
+            await _set(agent, session, "model", "muse-spark-1.2")
+            await agent.client.wait_until(lambda: len(agent.raw_updates(session, "notice")) > 0)
+    [notice] = agent.raw_updates(session, "notice")
+    assert notice["title"] == "Reasoning effort Max is not sent to 'muse-spark-1.2'"
+    assert LACKS_MAX in notice["description"]
+    assert LACKS_MAX not in agent.client.text(session), "a notice is never also chat text"

@@ -167,7 +167,7 @@ async def handle_set_config_option(
         new, dropped = fit_effort(new, ctx.catalog)
         _change(session, new)
         if dropped is not None:
-            rctx.after_response(partial(session.say, dropped.sentence()))
+            rctx.after_response(partial(session.tell, dropped.notice()))
         if new != before:
             await _remember(ctx, session, before, rctx)
             _announce(ctx, session, session.settings.mode_id != before.mode_id, rctx)
