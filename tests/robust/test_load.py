@@ -283,12 +283,14 @@ async def test_sixty_four_busy_sessions_settle_every_prompt_exactly_and_leave_no
         assert not hung, f"prompts hung: {hung}\n{faulty.world.stderr_text()[-3000:]}"
         # Idle hosts expire and closed sessions' hosts are closing: wait for both.
         await wait_until(lambda: not faulty.left(), BUDGETS.idle + 2 * MARGIN, faulty.describe)
+        # Nothing the load opened is left open. Fewer than before is no leak: what the agent's
+        # start still had open as the count was taken (a probe of the executable, a file it was
+        # reading) may have closed since, on a busy machine.
         await wait_until(
             lambda: open_fds(os.getpid()) <= fds,
             MARGIN,
             lambda: f"{open_fds(os.getpid())} files are open, {fds} before the load",
         )
-        assert open_fds(os.getpid()) == fds
         for plan in plans:
             _check(agent, plan, everyone)
     await faulty.all_exited(MARGIN)
