@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, get_args
 
 from pydantic_core import to_json
 
 from muse_acp.agent.translation.status import ContextUse
 from muse_acp_wire import acp, msp
+from muse_acp_wire._base import WireModel
 
 __all__ = [
     "COST_CURRENCY",
@@ -81,8 +82,40 @@ class StepCache(NamedTuple):
 
 
 _NO_STEP_CACHE: Final = StepCache(None, None, None)
-_STEP_CACHE_MEMBERS: Final = ("cachedTokens", "cacheReadTokens", "cacheWriteTokens")
-"""``acp.MuseStepCache``'s members by alias, in ``StepCache``'s order."""
+
+
+def _wire(model: type[WireModel], *fields: str) -> tuple[str, ...]:
+    """The members ``fields`` of ``model`` as they are sent (their aliases), read from the
+    generated model once, so the plain-value encodings below never spell them again."""
+    return tuple(model.model_fields[field].alias or field for field in fields)
+
+
+_STEP_CACHE_MEMBERS: Final = _wire(
+    acp.MuseStepCache, "cached_tokens", "cache_read_tokens", "cache_write_tokens"
+)
+"""``acp.MuseStepCache``'s members as sent, in ``StepCache``'s order."""
+_PROMPT, _OUTPUT, _TOTAL, _CACHE_READ, _CACHE_WRITE = _wire(
+    acp.MuseTokenTotals,
+    "prompt_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+_TOKENS, _LAST_STEP, _COST, _SUBSCRIPTION = _wire(
+    acp.MuseUsageReport, "tokens", "last_step", "cost", "subscription"
+)
+_ESTIMATED_BY, _PARTIAL = _wire(acp.MuseCostEstimate, "estimated_by", "partial")
+(_ESTIMATOR,) = get_args(acp.MuseCostEstimate.model_fields["estimated_by"].annotation)
+_WINDOW_PERCENT, _WEEKLY_PERCENT = _wire(
+    acp.MuseSubscriptionUsage, "window_used_percent", "weekly_used_percent"
+)
+(_USAGE_META,) = _wire(acp.MuseUsageUpdateMeta, "muse_usage")
+_KIND, _USED, _SIZE, _UPDATE_COST, _META = _wire(
+    acp.UsageUpdateSessionUpdate, "session_update", "used", "size", "cost", "field_meta"
+)
+(_USAGE_UPDATE,) = get_args(acp.UsageUpdateSessionUpdate.model_fields["session_update"].annotation)
+_AMOUNT, _CURRENCY = _wire(acp.Cost, "amount", "currency")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,15 +207,11 @@ def usage_json(window: WindowUse, tokens: TokenUse | None, plan: PlanUse | None)
     unset members), made of plain values and encoded by pydantic-core: the same members in the
     same order, each value as the model holds it. No model is built or validated: every
     figure comes from a validated host report, whose counts are at least 0."""
-    update: dict[str, object] = {
-        "sessionUpdate": "usage_update",
-        "used": window.used,
-        "size": window.size,
-    }
+    update: dict[str, object] = {_KIND: _USAGE_UPDATE, _USED: window.used, _SIZE: window.size}
     if tokens is not None and tokens.cost is not None:
-        update["cost"] = {"amount": float(tokens.cost.usd), "currency": COST_CURRENCY}
+        update[_UPDATE_COST] = {_AMOUNT: float(tokens.cost.usd), _CURRENCY: COST_CURRENCY}
     if tokens is not None or plan is not None:
-        update["_meta"] = {"muse/usage": usage_report(tokens, plan)}
+        update[_META] = {_USAGE_META: usage_report(tokens, plan)}
     return to_json(update)
 
 
@@ -193,7 +222,7 @@ def with_usage(
     ``_meta["muse/usage"]`` (unchanged when it has its own ``_meta`` or nothing is known)."""
     if update.field_meta is not None or (tokens is None and plan is None):
         return update
-    changes: dict[str, object] = {"field_meta": {"muse/usage": usage_report(tokens, plan)}}
+    changes: dict[str, object] = {"field_meta": {_USAGE_META: usage_report(tokens, plan)}}
     if tokens is not None and tokens.cost is not None:
         changes["cost"] = acp.Cost(amount=tokens.cost.usd, currency=COST_CURRENCY)
     if update.model_fields_set == WINDOW_ONLY:  # nearly every one: made whole, not copied
@@ -210,28 +239,24 @@ def usage_report(tokens: TokenUse | None, plan: PlanUse | None) -> dict[str, obj
     validated host report whose counts are at least 0, so the report's bounds hold."""
     report: dict[str, object] = {}
     if tokens is not None:
-        totals: dict[str, int] = {
-            "promptTokens": tokens.prompt,
-            "outputTokens": tokens.output,
-            "totalTokens": tokens.total,
-        }
+        totals = {_PROMPT: tokens.prompt, _OUTPUT: tokens.output, _TOTAL: tokens.total}
         if tokens.cache_read is not None:
-            totals["cacheReadTokens"] = tokens.cache_read
+            totals[_CACHE_READ] = tokens.cache_read
         if tokens.cache_write is not None:
-            totals["cacheWriteTokens"] = tokens.cache_write
-        report["tokens"] = totals
+            totals[_CACHE_WRITE] = tokens.cache_write
+        report[_TOKENS] = totals
         if tokens.step_cache is not None:
-            report["lastStep"] = {
+            report[_LAST_STEP] = {
                 name: count
                 for name, count in zip(_STEP_CACHE_MEMBERS, tokens.step_cache, strict=True)
                 if count is not None
             }
         if tokens.cost is not None:
-            report["cost"] = {"estimatedBy": "muse", "partial": tokens.cost.partial}
+            report[_COST] = {_ESTIMATED_BY: _ESTIMATOR, _PARTIAL: tokens.cost.partial}
     if plan is not None:
-        report["subscription"] = {
-            "windowUsedPercent": plan.window_percent,
-            "weeklyUsedPercent": plan.weekly_percent,
+        report[_SUBSCRIPTION] = {
+            _WINDOW_PERCENT: plan.window_percent,
+            _WEEKLY_PERCENT: plan.weekly_percent,
         }
     return report
 
