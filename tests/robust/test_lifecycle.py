@@ -61,7 +61,14 @@ async def test_a_stopped_agent_leaves_no_process_and_no_traceback(
             await agent.start_request("session/prompt", params)
             await agent.wait_until(_turns_started(faulty, number), prompt)
             if prompt.startswith("sim:spawn"):
-                await agent.wait_until(lambda: bool(_tool_pids(faulty)), "the tool process")
+                # The agent writes nothing between the tool's card and its end (a client
+                # without terminals sees the output at the end), so its frames cannot wake
+                # this wait: /proc is watched instead.
+                await wait_until(
+                    lambda: bool(_tool_pids(faulty)),
+                    BUDGETS.startup + MARGIN,
+                    lambda: f"no tool process under the hosts {faulty.running()}",
+                )
         tools = _tool_pids(faulty)
         assert len(faulty.running()) >= len(TURNS), "a host serves each turn"
         if stop is None:
