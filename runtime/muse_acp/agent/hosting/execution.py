@@ -111,6 +111,9 @@ class ExecutionHost:
         # A report's set-back and the next turn's, one at a time; taken free without a loop
         # pass (nearly every turn), so a prompt does not wait behind whatever else is ready.
         self._securing = anyio.Lock(fast_acquire=True)
+        self._vetted: SessionSettings | None = None
+        """The settings the safety rule last passed (``check_runnable``); their flags follow."""
+        self._mode_flags: tuple[str, ...] = ()
 
     def take_resumed_turn(self) -> str | None:
         """The turn Muse had in progress when the running host resumed the session, once (None:
@@ -135,9 +138,12 @@ class ExecutionHost:
             RpcError: an ACP failure of the ``starting`` or ``preparing`` phase.
         """
         settings = self._session.settings
-        check_runnable(settings.safety, _auto(settings), None)
-        mode_flags = host_flags(settings)
-        flags = mode_flags + tuple(f for f in extra_flags if f not in mode_flags)
+        if settings is not self._vetted:  # settings are immutable: a new choice is a new object
+            check_runnable(settings.safety, _auto(settings), None)
+            self._vetted, self._mode_flags = settings, host_flags(settings)
+        flags = self._mode_flags
+        if extra_flags:
+            flags += tuple(f for f in extra_flags if f not in flags)
         host = self.keeper.host
         if host is None or flags != self._flags or self._session.mcp_servers != self._mcp_attached:
             host = await self._start(flags, early)
@@ -152,6 +158,10 @@ class ExecutionHost:
         Raises:
             RpcError: the turn must not run (see ``safety.check_runnable``).
         """
+        settings = self._session.settings
+        unlocked = not self._securing.locked()
+        if unlocked and refusal(settings.safety, _auto(settings), self.reported_mode) is None:
+            return False  # nearly every turn: nothing to set back, and none under way
         async with self._securing:
             settings = self._session.settings
             if refusal(settings.safety, _auto(settings), self.reported_mode) is None:

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import (
     asynccontextmanager,
 )
+from types import TracebackType
 from typing import Final, TypeVar
 
 import anyio
@@ -60,27 +61,56 @@ PROCESS_EXIT_BUDGET: Final = EXIT_GRACE + TERMINATE_GRACE + SETTLE_TIMEOUT + 1.0
 """Seconds a closing host may take to be reaped before its successor starts anyway."""
 
 
-@asynccontextmanager
-async def asking(
-    host: MspHost,
-    method: str,
-    *,
-    phase: failures.Phase,
-    budget: float,
-    refusal: Refusal | None = None,
-) -> AsyncIterator[None]:
-    """The budget and the failure mapping of ``ask`` for one call of ``method`` in the block."""
-    try:
-        with anyio.fail_after(budget):
-            yield
-    except TimeoutError:
-        raise failures.deadline_exceeded(phase, budget) from None
-    except ConnectionClosed:
-        code, stderr_tail = await host.ended()
-        raise failures.host_exited(phase, code, stderr_tail) from None
-    except RpcError as error:
-        mapped = refusal(error) if refusal is not None else None
-        raise (mapped or failures.host_rejected(method, error, phase)) from None
+class asking:  # a context manager, named for the call it is written as
+    """The budget and the failure mapping of ``ask`` for one call of ``method`` in the block.
+
+    A class rather than a generator: a prompt's ``turn/start`` is written in one, and this
+    costs it one object and one cancel scope.
+    """
+
+    __slots__ = ("_budget", "_host", "_method", "_phase", "_refusal", "_scope")
+
+    def __init__(
+        self,
+        host: MspHost,
+        method: str,
+        *,
+        phase: failures.Phase,
+        budget: float,
+        refusal: Refusal | None = None,
+    ) -> None:
+        self._host, self._method, self._phase = host, method, phase
+        self._budget, self._refusal = budget, refusal
+        self._scope: anyio.CancelScope | None = None
+
+    async def __aenter__(self) -> None:
+        self._scope = anyio.CancelScope(deadline=anyio.current_time() + self._budget)
+        self._scope.__enter__()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        scope = self._scope
+        assert scope is not None, "left before it was entered"
+        swallowed = scope.__exit__(kind, error, traceback)
+        # As ``anyio.fail_after``: the block ran out of time when the scope's own deadline
+        # cancelled it (a timeout within the block counts too).
+        if scope.cancelled_caught and anyio.current_time() >= scope.deadline:
+            raise failures.deadline_exceeded(self._phase, self._budget) from None
+        if swallowed:
+            return True
+        if isinstance(error, TimeoutError):
+            raise failures.deadline_exceeded(self._phase, self._budget) from None
+        if isinstance(error, ConnectionClosed):
+            code, stderr_tail = await self._host.ended()
+            raise failures.host_exited(self._phase, code, stderr_tail) from None
+        if isinstance(error, RpcError):
+            mapped = self._refusal(error) if self._refusal is not None else None
+            raise (mapped or failures.host_rejected(self._method, error, self._phase)) from None
+        return False
 
 
 async def ask(

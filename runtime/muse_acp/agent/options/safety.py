@@ -161,10 +161,13 @@ class SafetyChoices:
     """Stored (member, value) pairs this version does not know: kept for the store only."""
 
     def value(self, control_id: str) -> str:
-        return dict(self.values).get(control_id, CONTROLS[control_id].default)
+        for key, value in self.values:  # a few pairs at most: asked before every turn
+            if key == control_id:
+                return value
+        return CONTROLS[control_id].default
 
     def chosen(self, control_id: str) -> bool:
-        return control_id in dict(self.values)
+        return any(key == control_id for key, _ in self.values)
 
     def held(self) -> list[str]:
         """The chosen controls the installed Muse does not offer, in ``CONTROLS`` order."""
