@@ -4,7 +4,8 @@ Contract: ``open_host`` spawns the process, performs the ``initialize``/``initia
 within the startup budget and yields an ``MspHost``. Host events are parsed (``bindings``) and
 handed in arrival order to the listener registered for their ``sessionId`` (``listen``, whose
 ``Listening`` handle alone removes it), else to a ``follow``-er, else dropped; ``usage/changed``
-goes to every listener, and the ``delta_lane`` hands deltas to a listener's taker. Approval and
+goes to every listener. The ``event_lane`` hands a listened session's events over on a short way,
+its deltas to the listener's taker when it has one. Approval and
 question requests get an empty receipt at once and reach the listener like their notification
 twins (``asks``; an unreadable one as ``UnreadableAsk``); any other server request is refused and
 reported as an ``UnansweredRequest``. Listeners run inline in the read loop, so they must not
@@ -17,7 +18,7 @@ Errors: ``TimeoutError`` when a budget runs out, ``ConnectionClosed`` when the h
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from types import MappingProxyType
@@ -28,7 +29,7 @@ import anyio
 from muse_acp import __version__
 from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
-from muse_acp.host.delta_lane import DeltaLane, DeltaTaker
+from muse_acp.host.event_lane import DeltaTaker, EventLane, EventListener
 from muse_acp.host.features import HostFeatures, features_of
 from muse_acp.host.launch import SUBPROCESSES, HostProcess, Launcher
 from muse_acp.host.unanswered import RefusingUnknown
@@ -56,6 +57,7 @@ __all__ = [
     "EXIT_STATUS_WAIT",
     "HOST_WIDE_EVENTS",
     "MAX_HOST_FRAME_BYTES",
+    "SESSION_EVENTS",
     "EventListener",
     "HostEnded",
     "Listening",
@@ -65,7 +67,6 @@ __all__ = [
 
 logger: Final = logging.getLogger("muse_acp.host")
 
-EventListener = Callable[[str, WireModel], Awaitable[None]]
 R = TypeVar("R", bound=WireModel)
 
 MAX_HOST_FRAME_BYTES: Final = 16 * 1024 * 1024
@@ -84,14 +85,21 @@ _REQUEST_TWINS: Final[Mapping[str, str]] = MappingProxyType(
 )
 
 
-# Notifications newer than the vocabulary's table, read with the models the vocabulary adds
-# (``msp_additions``); a host that does not declare one never sends it.
-_NEWER_NOTIFICATIONS: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
+SESSION_EVENTS: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
     {
+        **{
+            method: spec.params
+            for method, spec in msp.CLIENT_NOTIFICATIONS.items()
+            if spec.params is not None and method not in ASK_METHODS
+        },
+        # Newer than the vocabulary's table, read with the models it adds (``msp_additions``);
+        # a host that does not declare one never sends it.
         "turn/modelRetryScheduled": msp.TurnModelRetryScheduledParams,
         "approval/reviewing": msp.ApprovalRequestParams,
     }
 )
+"""The notifications handed to sessions as they are (asks are read first, ``asks``), each with
+the model it is validated with: the router's routes and the event lane read them alike."""
 
 
 class HostEnded(ConnectionClosed):
@@ -140,7 +148,7 @@ class MspHost:
         self,
         process: HostProcess,
         info: msp.InitializeResult,
-        lane: DeltaLane | None = None,
+        lane: EventLane | None = None,
         *,
         trust_newer: bool = False,
     ) -> None:
@@ -174,7 +182,7 @@ class MspHost:
         registration = Listening(self, session_id, listener)
         self._listeners[session_id] = registration
         if self._lane is not None:
-            self._lane.register(session_id, deltas)
+            self._lane.register(session_id, listener, deltas)
         return registration
 
     def follow(self, session_id: str, listener: EventListener) -> None:
@@ -290,13 +298,11 @@ def _router(host_ref: list[MspHost]) -> RefusingUnknown:
 
     notifications = [
         NotificationRoute(method, AskParams, partial(on_ask, method))
-        if method in ASK_METHODS
-        else NotificationRoute(method, spec.params, partial(on_event, method))
         for method, spec in msp.CLIENT_NOTIFICATIONS.items()
-        if spec.params is not None
+        if spec.params is not None and method in ASK_METHODS
     ] + [
         NotificationRoute(method, model, partial(on_event, method))
-        for method, model in _NEWER_NOTIFICATIONS.items()
+        for method, model in SESSION_EVENTS.items()
     ]
     requests = [
         RequestRoute(method, AskParams, partial(on_server_request, _REQUEST_TWINS[method]))
@@ -350,7 +356,7 @@ async def open_host(
     argv = [binary_path, "serve", *flags]
     async with launcher.serve(argv, cwd=cwd, env=env) as process:
         host_ref: list[MspHost] = []
-        lane = DeltaLane()
+        lane = EventLane(SESSION_EVENTS)
         connection = Connection(
             FrameReader(process.stdout, max_frame_bytes=MAX_HOST_FRAME_BYTES),
             FrameWriter(process.stdin),

@@ -269,7 +269,10 @@ class Connection:
                 if taken is True:
                     continue
                 if taken is not False:
-                    await taken
+                    try:
+                        await taken
+                    except Exception:
+                        logger.exception("%s: handler of a notification failed", self.name)
                     continue
             decoded = decode_frame(frame)
             if isinstance(decoded, RefusedFrame):

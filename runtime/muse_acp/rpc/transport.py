@@ -371,13 +371,13 @@ FrameObserver: TypeAlias = Callable[[Literal["in", "out"], bytes], None]
 
 
 class FrameLane(Protocol):
-    """A short way for incoming frames of one common kind, offered each frame before it is
+    """A short way for incoming frames of common kinds, offered each frame before it is
     decoded. A lane takes a frame only when the ordinary way would make the same of it, so the
     way a frame took never changes what it does; it saves that way's decoding and layers on the
-    frames that are nearly all of a connection's traffic (a turn's streamed deltas)."""
+    frames that are nearly all of a connection's traffic (a turn's events)."""
 
     def __call__(self, frame: bytes) -> bool | Awaitable[None]:
         """False when ``frame`` is not taken; True when it was handled; or, when it was taken
-        but its handling has to wait (a full writer), what is left of it, which the connection
-        awaits before it reads on."""
+        but its handling has to wait, what is left of it, which the connection awaits before it
+        reads on (a failure of that is logged, as a notification handler's is)."""
         ...

@@ -22,7 +22,7 @@ from muse_acp.agent.cards.file_changes import capture_before
 from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.translation.translate import TurnTranslator, Update
 from muse_acp.agent.translation.turn_waits import wait_notice
-from muse_acp.host.delta_lane import METHOD as DELTA
+from muse_acp.host.event_lane import DELTA
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 

@@ -17,7 +17,7 @@ from types import TracebackType
 
 from muse_acp.agent.hosting import hosts
 from muse_acp.host.client import MspHost
-from muse_acp.host.delta_lane import METHOD as DELTA
+from muse_acp.host.event_lane import DELTA
 from muse_acp.ids import new_uuid7
 from muse_acp.rpc import OutgoingRequest, RpcError
 from muse_acp_wire import msp

@@ -30,7 +30,7 @@ from muse_acp.agent.turns.subagent_views import SubagentViews
 from muse_acp.agent.turns.submission import HeldEvents
 from muse_acp.agent.turns.watchdog import SilenceWatch
 from muse_acp.host.client import Listening, MspHost
-from muse_acp.host.delta_lane import METHOD as DELTA
+from muse_acp.host.event_lane import DELTA
 from muse_acp.host.unanswered import UnansweredRequest
 from muse_acp.rpc import RpcError
 from muse_acp_wire import msp

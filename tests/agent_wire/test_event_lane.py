@@ -1,5 +1,6 @@
-"""A host's streamed deltas reach the running turn's taker by the short way, on every simulated
-Muse version, exactly as the ordinary way delivers them to a listener without one."""
+"""A host's events reach the session's listener by the short way, in the order the host wrote
+them, on every simulated Muse version; its streamed deltas reach the running turn's taker,
+exactly as they reach a listener without one."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import anyio
 import pytest
 
 from muse_acp.host.client import MspHost, open_host
-from muse_acp.host.delta_lane import METHOD
+from muse_acp.host.event_lane import DELTA as METHOD
 from muse_acp.ids import new_uuid7
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
@@ -28,9 +29,15 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[str] = []
         self.taken: list[str] = []
+        self.heard: list[tuple[str, str | None]] = []
+        """Every event heard: its method, and the item it is about (None: not an item's)."""
         self.completed = anyio.Event()
 
     async def listen(self, method: str, params: WireModel) -> None:
+        item = getattr(params, "item", None)
+        self.heard.append(
+            (method, getattr(params, "item_id", None) or getattr(item, "item_id", None))
+        )
         if isinstance(params, msp.ItemDeltaParams):
             self.events.append(f"{method} {params.field} {params.delta}")
         elif isinstance(params, msp.TurnCompletedParams):
@@ -83,3 +90,13 @@ async def test_a_turns_deltas_go_to_its_taker_and_to_the_listener_once_it_has_no
     assert short.taken == plain.events  # the reasoning summary's deltas too, in the same order
     assert short.events == []
     assert plain.taken == []
+    for heard in (short.heard, plain.heard):
+        methods = [method for method, _ in heard]
+        items = [index for index, (_, item) in enumerate(heard) if item is not None]
+        assert methods.index("turn/started") < items[0]
+        assert methods.index("turn/completed") > items[-1]
+        # Each item's events in the order Muse writes them: started, its deltas, completed.
+        for item in {item for _, item in heard if item is not None}:
+            of_item = [method for method, about in heard if about == item]
+            assert of_item[0] == "item/started" or of_item == ["item/completed"], of_item
+            assert of_item[-1] == "item/completed", of_item
