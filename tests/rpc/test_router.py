@@ -181,15 +181,16 @@ async def test_call_accepts_a_null_result_as_an_empty_object() -> None:
 async def test_call_turns_a_malformed_result_into_an_internal_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with serving(Router()) as (conn, peer), anyio.create_task_group() as tg:
-        errors: list[RpcError] = []
+    errors: list[RpcError] = []
+    # The whole exchange: the caller reads the answer, and logs, after the peer has sent it.
+    with caplog.at_level(logging.WARNING, logger="muse_acp.rpc"):
+        async with serving(Router()) as (conn, peer), anyio.create_task_group() as tg:
 
-        async def run() -> None:
-            with pytest.raises(RpcError) as caught:
-                await call(conn, "session/prompt", None, SampleResult)
-            errors.append(caught.value)
+            async def run() -> None:
+                with pytest.raises(RpcError) as caught:
+                    await call(conn, "session/prompt", None, SampleResult)
+                errors.append(caught.value)
 
-        with caplog.at_level(logging.WARNING, logger="muse_acp.rpc"):
             tg.start_soon(run)
             await peer.receive()
             await peer.send_json({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": 3}})
