@@ -1,11 +1,11 @@
 """Child processes in their own process group: spawn, always read stderr, always reap.
 
 Contract: ``spawn_child`` starts a command with piped stdio in a new session (so it leads its
-own process group) and yields a ``ChildProcess``. Its stdout is a pipe of our own, read by the
-event loop where the platform polls pipes, and widened once found full (``rpc.stdio``). Its
-stderr is read for as long as it is open (a chatty child must never block on a full pipe): each
-line, cut to ``line_limit`` characters, goes to the ``on_line`` callback and the last
-``tail_lines`` lines are kept for error reports.
+own process group) and yields a ``ChildProcess``. Its stdin and stdout are pipes of our own,
+written and read by the event loop where the platform polls pipes, and widened once found full
+(``rpc.stdio``). Its stderr is read for as long as it is open (a chatty child must never block
+on a full pipe): each line, cut to ``line_limit`` characters, goes to the ``on_line`` callback
+and the last ``tail_lines`` lines are kept for error reports.
 Leaving the block closes the child's stdin, gives it ``EXIT_GRACE`` seconds to exit, then
 terminates and finally kills its whole group, and waits for its exit status, however the block
 was left (normally, by an error or by cancellation), so no zombie or orphan remains. Both the
@@ -27,7 +27,7 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from muse_acp.rpc.stdio import FdReceiveStream
+from muse_acp.rpc.stdio import FdReceiveStream, FdSendStream
 from muse_acp.tasks import task_group
 
 __all__ = ["EXIT_GRACE", "TERMINATE_GRACE", "ChildProcess", "LineHandler", "spawn_child"]
@@ -58,9 +58,11 @@ class ChildProcess:
         *,
         tail_lines: int,
         line_limit: int,
+        stdin: ByteSendStream | None = None,
         stdout: ByteReceiveStream | None = None,
     ) -> None:
         self._process = process
+        self._stdin = stdin if stdin is not None else process.stdin
         self._stdout = stdout if stdout is not None else process.stdout
         self.description = description
         self._on_line = on_line
@@ -75,8 +77,8 @@ class ChildProcess:
 
     @property
     def stdin(self) -> ByteSendStream:
-        assert self._process.stdin is not None
-        return self._process.stdin
+        assert self._stdin is not None
+        return self._stdin
 
     @property
     def stdout(self) -> ByteReceiveStream:
@@ -182,19 +184,25 @@ async def spawn_child(
     Raises:
         OSError: the command could not be started.
     """
+    stdin: FdSendStream | None = None
     stdout: FdReceiveStream | None = None
+    child_stdin: int = subprocess.PIPE
     child_stdout: int = subprocess.PIPE
     if sys.platform != "win32":
         # Its output comes through a pipe of our own, read straight by the event loop and widened
         # once large frames fill it: a MiB frame then arrives in one read instead of sixteen,
-        # each through asyncio's buffer.
+        # each through asyncio's buffer. Its input too: written straight, and at once when it
+        # takes a frame whole (``rpc.ImmediateSend``), as a prompt's ``turn/start`` is.
         read_end, child_stdout = os.pipe()
         stdout = FdReceiveStream(read_end, pollable=True, owned=True, widen=True)
         os.set_blocking(read_end, False)
+        child_stdin, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        stdin = FdSendStream(write_end, pollable=True, owned=True, widen=True)
     try:
         process = await anyio.open_process(
             list(argv),
-            stdin=subprocess.PIPE,
+            stdin=child_stdin,
             stdout=child_stdout,
             stderr=subprocess.PIPE,
             cwd=cwd,
@@ -202,18 +210,21 @@ async def spawn_child(
             start_new_session=True,
         )
     except BaseException:
-        if stdout is not None:
-            await stdout.aclose()
+        for stream in (stdin, stdout):
+            if stream is not None:
+                await stream.aclose()
         raise
     finally:
-        if stdout is not None:
-            os.close(child_stdout)  # the child has its copy
+        for child_end in (child_stdin, child_stdout):
+            if child_end != subprocess.PIPE:
+                os.close(child_end)  # the child has its copy
     child = ChildProcess(
         process,
         " ".join(argv[:3]),
         on_line,
         tail_lines=tail_lines,
         line_limit=line_limit,
+        stdin=stdin,
         stdout=stdout,
     )
     logger.debug("started %s (pid %d)", child.description, child.pid)
@@ -228,7 +239,8 @@ async def spawn_child(
                 tasks.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True), suppress(OSError):
-            if stdout is not None:
-                await stdout.aclose()
+            for stream in (stdin, stdout):
+                if stream is not None:
+                    await stream.aclose()
             await process.aclose()
         logger.debug("pid %d (%s) ended with %s", child.pid, child.description, process.returncode)

@@ -14,8 +14,7 @@ import anyio
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from muse_acp.host.client import SESSION_EVENTS
-from muse_acp.host.event_lane import DELTA, EventLane
+from muse_acp.host.event_lane import DELTA, SESSION_EVENTS, EventLane
 from muse_acp.rpc import Connection, FrameReader, FrameWriter, NotificationRoute, Router
 from muse_acp.rpc.decoding import MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH
 from muse_acp_wire import msp

@@ -29,7 +29,7 @@ import anyio
 from muse_acp import __version__
 from muse_acp.host.asks import ASK_METHODS, AskParams, read_ask
 from muse_acp.host.bindings import Bindings, bindings_for
-from muse_acp.host.event_lane import DeltaTaker, EventLane, EventListener
+from muse_acp.host.event_lane import SESSION_EVENTS, DeltaTaker, EventLane, EventListener
 from muse_acp.host.features import HostFeatures, features_of
 from muse_acp.host.launch import SUBPROCESSES, HostProcess, Launcher
 from muse_acp.host.unanswered import RefusingUnknown
@@ -57,7 +57,6 @@ __all__ = [
     "EXIT_STATUS_WAIT",
     "HOST_WIDE_EVENTS",
     "MAX_HOST_FRAME_BYTES",
-    "SESSION_EVENTS",
     "EventListener",
     "HostEnded",
     "Listening",
@@ -83,23 +82,6 @@ HOST_WIDE_EVENTS: Final = frozenset({"usage/changed"})
 _REQUEST_TWINS: Final[Mapping[str, str]] = MappingProxyType(
     {"approval/request": "approval/requested", "userInput/request": "userInput/requested"}
 )
-
-
-SESSION_EVENTS: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
-    {
-        **{
-            method: spec.params
-            for method, spec in msp.CLIENT_NOTIFICATIONS.items()
-            if spec.params is not None and method not in ASK_METHODS
-        },
-        # Newer than the vocabulary's table, read with the models it adds (``msp_additions``);
-        # a host that does not declare one never sends it.
-        "turn/modelRetryScheduled": msp.TurnModelRetryScheduledParams,
-        "approval/reviewing": msp.ApprovalRequestParams,
-    }
-)
-"""The notifications handed to sessions as they are (asks are read first, ``asks``), each with
-the model it is validated with: the router's routes and the event lane read them alike."""
 
 
 class HostEnded(ConnectionClosed):
@@ -239,6 +221,11 @@ class MspHost:
         """Send an MSP request whose answer ``answer`` collects later (errors as ``call``)."""
         assert self.connection is not None
         return await self.connection.start_request(method, _payload(params))
+
+    def start_at_once(self, method: str, params: WireModel) -> OutgoingRequest | None:
+        """``start`` when the request goes out without a wait; else None, nothing sent."""
+        assert self.connection is not None
+        return self.connection.start_request_at_once(method, _payload(params))
 
     async def answer(self, sent: OutgoingRequest, method: str, result_type: type[R]) -> R:
         """The parsed result of ``sent``, a ``method`` request ``start`` sent (as ``call``)."""

@@ -16,13 +16,15 @@ wait; what a listener does is what is left. The connection awaits what is left b
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Final
 
+from muse_acp.host.asks import ASK_METHODS
 from muse_acp.rpc import RpcError, decode_plainly, validate_params
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["DELTA", "DeltaTaker", "EventLane", "EventListener"]
+__all__ = ["DELTA", "SESSION_EVENTS", "DeltaTaker", "EventLane", "EventListener"]
 
 DELTA: Final = "item/delta"
 
@@ -33,6 +35,22 @@ DeltaTaker = Callable[[msp.ItemDeltaParams], Awaitable[None] | None]
 
 _PREFIX: Final = b'{"jsonrpc":"2.0","method":"'
 """How hosts begin a notification (a frame written otherwise takes the ordinary way)."""
+
+SESSION_EVENTS: Final[Mapping[str, type[WireModel]]] = MappingProxyType(
+    {
+        **{
+            method: spec.params
+            for method, spec in msp.CLIENT_NOTIFICATIONS.items()
+            if spec.params is not None and method not in ASK_METHODS
+        },
+        # Newer than the vocabulary's table, read with the models it adds (``msp_additions``);
+        # a host that does not declare one never sends it.
+        "turn/modelRetryScheduled": msp.TurnModelRetryScheduledParams,
+        "approval/reviewing": msp.ApprovalRequestParams,
+    }
+)
+"""The notifications handed to sessions as they are (asks are read first, ``asks``), each with
+the model it is validated with: the host client's routes and the event lane read them alike."""
 
 
 class EventLane:

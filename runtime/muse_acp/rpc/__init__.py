@@ -27,7 +27,7 @@ from muse_acp.rpc.errors import (
 )
 from muse_acp.rpc.jsonvalue import JsonInput, JsonObject, JsonValue, RequestId
 from muse_acp.rpc.outgoing import OutgoingRequest
-from muse_acp.rpc.request_context import MessageHandler, RequestContext, Result
+from muse_acp.rpc.request_context import EarlyStart, MessageHandler, RequestContext, Result
 from muse_acp.rpc.router import (
     NotificationRoute,
     RequestRoute,
@@ -70,6 +70,7 @@ __all__ = [
     "CoalescingSendStream",
     "Connection",
     "ConnectionClosed",
+    "EarlyStart",
     "FrameLane",
     "FrameObserver",
     "FrameReader",

@@ -6,19 +6,18 @@ REQUEST_CANCELLED when the peer cancelled it through ``cancel_method``, or INVAL
 PARSE_ERROR for an unusable frame. Batches are refused. A request that changes state makes its
 change inside ``RequestContext.commit``: a cancel before the commit withdraws it with nothing
 changed, one after is ignored. Requests run in tasks of their own; notifications and responses
-are handled inline in arrival order (so their handlers must return quickly), and a ``lane``
-(``FrameLane``) may take frames at that same place.
+are handled inline in arrival order (so their handlers must return quickly), where a ``lane``
+may take frames and an ``early_start`` begin a request's work before its task starts.
 
-Outgoing: ``request``, ``notify``, ``send_notification_nowait`` and ``start_request`` (an
-``OutgoingRequest`` collected or withdrawn later), at most ``max_pending_outgoing`` at once. When
-input ends or ``aclose`` is called, outstanding requests fail with ``ConnectionClosed``, handlers
-are cancelled and ``closed`` is set.
+Outgoing: ``request``, ``notify``, ``send_notification_nowait`` and ``start_request`` (at once,
+``start_request_at_once``), at most ``max_pending_outgoing`` at once (``outgoing``). When input
+ends or ``aclose`` is called, they fail with ``ConnectionClosed``, handlers are cancelled and
+``closed`` is set.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import Final
 
 import anyio
@@ -28,8 +27,8 @@ from anyio.lowlevel import checkpoint
 from muse_acp.rpc.decoding import RefusedFrame, decode_frame
 from muse_acp.rpc.errors import ConnectionClosed, RpcError, error_from_exception
 from muse_acp.rpc.jsonvalue import JsonValue, RequestId
-from muse_acp.rpc.outgoing import OutgoingRequest, Pending
-from muse_acp.rpc.request_context import MessageHandler, RequestContext
+from muse_acp.rpc.outgoing import OutgoingRequest, OutgoingRequests
+from muse_acp.rpc.request_context import EarlyStart, MessageHandler, RequestContext
 from muse_acp.rpc.transport import (
     FrameLane,
     FrameObserver,
@@ -53,9 +52,6 @@ DEFAULT_CANCEL_METHOD: Final = "$/cancel_request"
 CANCEL_NOTICE_TIMEOUT: Final = 5.0
 """Seconds a withdrawn request may spend telling the peer before giving up."""
 
-WITHDRAWN_REMEMBERED: Final = 64
-"""Withdrawn requests whose late answers are recognised as such (the most recent ones)."""
-
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds ``aclose`` may spend closing the writer."""
 
@@ -78,9 +74,8 @@ class Connection:
         first_request_id: int = 1,
         on_frame: FrameObserver | None = None,
         lane: FrameLane | None = None,
+        early_start: EarlyStart | None = None,
     ) -> None:
-        if max_pending_outgoing < 1:
-            raise ValueError("max_pending_outgoing must be at least 1")
         self.name = name
         self._reader = reader
         self._writer = writer
@@ -88,13 +83,10 @@ class Connection:
         self._cancel_method = cancel_method
         self._on_frame = on_frame
         self._lane = lane
-        self._next_id = first_request_id
-        self._outgoing: dict[int, Pending] = {}
+        self._early_start = early_start
+        self._outgoing = OutgoingRequests(max_pending_outgoing, first_request_id, name)
         self._incoming: dict[RequestId, tuple[anyio.CancelScope, RequestContext]] = {}
         self._arrivals = 0
-        self._slots = anyio.Semaphore(max_pending_outgoing, fast_acquire=True)
-        self._withdrawn: deque[int] = deque(maxlen=WITHDRAWN_REMEMBERED)
-        """Requests given up before their answer came: a late answer is expected, not odd."""
         self._task_group: TaskGroup | None = None
         self._closing = False
         self._closed = anyio.Event()
@@ -159,35 +151,41 @@ class Connection:
         Raises:
             ConnectionClosed: the connection has ended or the peer stopped reading.
         """
+        outgoing = self._outgoing
         if self._closing:
             raise ConnectionClosed()
-        await self._slots.acquire()
-        request_id = self._next_id
+        await outgoing.take_slot()
+        if self._closing:
+            outgoing.release_slot()
+            raise ConnectionClosed()
+        request_id, pending = outgoing.open(method, keep_frame=keep_frame)
         try:
-            if self._closing:
-                raise ConnectionClosed()
-            self._next_id += 1
-            frame = encode_request(request_id, method, params)
-            pending = Pending(method, keep_frame=keep_frame)
-            self._outgoing[request_id] = pending
-            try:
-                await self._send(frame)
-            except _WRITE_ERRORS as exc:
+            await self._send(encode_request(request_id, method, params))
+        except BaseException as exc:
+            outgoing.abandon(request_id)  # never sent (or not whole): nothing to withdraw
+            if isinstance(exc, _WRITE_ERRORS):
                 raise ConnectionClosed() from exc
-        except BaseException:
-            # Never sent (or not whole): nothing to withdraw from the peer.
-            self._outgoing.pop(request_id, None)
-            self._slots.release()
             raise
-        return OutgoingRequest(request_id, pending, self._withdraw, self._settle)
+        return OutgoingRequest(request_id, pending, self._withdraw, outgoing.settle)
 
-    def _settle(self, request_id: int, *, answered: bool) -> None:
-        """Forget an outgoing request whose answer was collected or given up; free its slot.
-        One given up before its answer came is remembered, so that answer is not taken as odd."""
-        self._outgoing.pop(request_id, None)
-        self._slots.release()
-        if not answered:
-            self._withdrawn.append(request_id)
+    def start_request_at_once(self, method: str, params: Payload = None) -> OutgoingRequest | None:
+        """``start_request`` when it needs no wait: a request slot is free and the writer writes
+        the frame at once (``FrameWriter.send_at_once``); None, with nothing sent, otherwise."""
+        outgoing = self._outgoing
+        if self._closing or not outgoing.take_slot_now():
+            return None
+        frame = encode_request(outgoing.upcoming, method, params)
+        try:
+            written = self._writer.send_at_once(frame)
+        except _WRITE_ERRORS:
+            written = False  # the stream is broken: ``start_request`` says so
+        if not written:
+            outgoing.release_slot()
+            return None
+        request_id, pending = outgoing.open(method)
+        if self._on_frame is not None:
+            self._on_frame("out", frame)
+        return OutgoingRequest(request_id, pending, self._withdraw, outgoing.settle)
 
     def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
         """Queue ``frame``, one notification encoded whole (as ``encode_notification`` writes it,
@@ -225,11 +223,7 @@ class Connection:
 
     def _shutdown(self) -> None:
         self._closing = True
-        pending = list(self._outgoing.values())
-        self._outgoing.clear()
-        for entry in pending:
-            entry.error = ConnectionClosed()
-            entry.done.set()
+        self._outgoing.fail_all()
         self._closed.set()
 
     async def _send(self, frame: bytes) -> None:
@@ -290,7 +284,7 @@ class Connection:
         request_id = message.get("id")
         is_response = "result" in message or "error" in message
         if is_response and "method" not in message and "id" in message:
-            self._handle_response(message, request_id, frame)
+            self._outgoing.answer(message, request_id, frame)
             return
         reply_id = request_id if type(request_id) is int or type(request_id) is str else None
         if message.get("jsonrpc") != "2.0":
@@ -315,30 +309,6 @@ class Connection:
             # way to Muse) is not kept behind this loop's next read and the wait for it.
             await checkpoint()
 
-    def _handle_response(
-        self, message: dict[str, JsonValue], request_id: JsonValue, frame: bytes
-    ) -> None:
-        pending = self._outgoing.pop(request_id, None) if type(request_id) is int else None
-        if pending is None:
-            if type(request_id) is int and request_id in self._withdrawn:
-                logger.debug("%s: late answer to withdrawn request %s", self.name, request_id)
-                self._withdrawn.remove(request_id)
-            elif request_id is None:
-                logger.warning("%s: peer could not read a frame: %.300r", self.name, message)
-            else:
-                logger.warning("%s: response to unknown id %.100r ignored", self.name, request_id)
-            return
-        if message.get("jsonrpc") != "2.0" or ("result" in message and "error" in message):
-            logger.warning("%s: malformed response to %s", self.name, pending.method)
-            pending.error = RpcError.internal_error(f"malformed response to {pending.method}")
-        elif "error" in message:
-            pending.error = RpcError.from_object(message["error"])
-        else:
-            pending.result = message["result"]
-            if pending.keep_frame:
-                pending.frame = frame
-        pending.done.set()
-
     async def _handle_notification(self, method: str, params: JsonValue) -> None:
         if method == self._cancel_method:
             target = params.get("requestId") if isinstance(params, dict) else None
@@ -361,6 +331,11 @@ class Connection:
         scope = anyio.CancelScope()
         context = RequestContext(request_id, method, self._arrivals)
         self._incoming[request_id] = (scope, context)
+        if self._early_start is not None:
+            try:
+                self._early_start(method, params, context)
+            except Exception:  # its request goes on as it would have without it
+                logger.exception("%s: the early start of %s failed", self.name, method)
         self._task_group.start_soon(self._run_request, context, params, scope)
 
     async def _run_request(

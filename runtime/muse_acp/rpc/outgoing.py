@@ -1,23 +1,31 @@
-"""Outgoing requests: the slot each one's answer is delivered to (``Pending``) and the handle
-of one whose answer is collected later (``OutgoingRequest``, from ``Connection.start_request``).
+"""Outgoing requests: the slot each one's answer is delivered to (``Pending``), the handle of
+one whose answer is collected later (``OutgoingRequest``, from ``Connection.start_request``) and
+a connection's table of them (``OutgoingRequests``: ids, slots, answers).
 
 Contract: ``OutgoingRequest.result`` waits for the raw result (raising the peer's ``RpcError``,
 or ``ConnectionClosed`` when the connection ended first); a caller cancelled while waiting, or
 one calling ``withdraw``, withdraws the request, and the peer is told unless it has already
-answered. Either way the request is settled once in its connection, which counts it among its
-pending requests until then.
+answered. Either way the request is settled once in its table, which holds its slot until then.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import anyio
 
 from muse_acp.rpc.errors import ConnectionClosed, RpcError
 from muse_acp.rpc.jsonvalue import JsonValue
 
-__all__ = ["OutgoingRequest", "Pending"]
+__all__ = ["WITHDRAWN_REMEMBERED", "OutgoingRequest", "OutgoingRequests", "Pending"]
+
+logger: Final = logging.getLogger("muse_acp.rpc")
+
+WITHDRAWN_REMEMBERED: Final = 64
+"""Withdrawn requests whose late answers are recognised as such (the most recent ones)."""
 
 
 class Pending:
@@ -94,3 +102,84 @@ class OutgoingRequest:
         if not self._settled:
             self._settled = True
             self._settle_in(self._request_id, answered=self._pending.done.is_set())
+
+
+class OutgoingRequests:
+    """A connection's requests to its peer, from their ids to their answers: at most ``limit``
+    at once (``take_slot``), each ``open`` until settled; one given up before its answer came
+    is remembered, so that answer is not taken as odd (``answer``)."""
+
+    def __init__(self, limit: int, first_id: int, name: str) -> None:
+        if limit < 1:
+            raise ValueError("max_pending_outgoing must be at least 1")
+        self._name = name
+        self._slots = anyio.Semaphore(limit, fast_acquire=True)
+        self.upcoming = first_id
+        """The id the next ``open`` gives."""
+        self._pending: dict[int, Pending] = {}
+        self._withdrawn: deque[int] = deque(maxlen=WITHDRAWN_REMEMBERED)
+
+    async def take_slot(self) -> None:
+        """Wait until fewer than ``limit`` requests are open, and hold a slot for the next."""
+        await self._slots.acquire()
+
+    def take_slot_now(self) -> bool:
+        """``take_slot`` without a wait; False, holding nothing, when every slot is taken."""
+        try:
+            self._slots.acquire_nowait()
+        except anyio.WouldBlock:
+            return False
+        return True
+
+    def release_slot(self) -> None:
+        """Give back a slot taken for a request that was not sent."""
+        self._slots.release()
+
+    def open(self, method: str, *, keep_frame: bool = False) -> tuple[int, Pending]:
+        """Give the request a slot was taken for its id (``upcoming``) and its answer's slot."""
+        request_id, self.upcoming = self.upcoming, self.upcoming + 1
+        pending = self._pending[request_id] = Pending(method, keep_frame=keep_frame)
+        return request_id, pending
+
+    def abandon(self, request_id: int) -> None:
+        """Forget an opened request that was never sent (or not whole): nothing to withdraw."""
+        self._pending.pop(request_id, None)
+        self._slots.release()
+
+    def settle(self, request_id: int, *, answered: bool) -> None:
+        """Forget a request whose answer was collected or given up; free its slot."""
+        self._pending.pop(request_id, None)
+        self._slots.release()
+        if not answered:
+            self._withdrawn.append(request_id)
+
+    def answer(self, message: dict[str, JsonValue], request_id: JsonValue, frame: bytes) -> None:
+        """Deliver the response ``message`` (read as ``frame``) to the request it answers."""
+        pending = self._pending.pop(request_id, None) if type(request_id) is int else None
+        if pending is None:
+            if type(request_id) is int and request_id in self._withdrawn:
+                logger.debug("%s: late answer to withdrawn request %s", self._name, request_id)
+                self._withdrawn.remove(request_id)
+            elif request_id is None:
+                logger.warning("%s: peer could not read a frame: %.300r", self._name, message)
+            else:
+                logger.warning("%s: response to unknown id %.100r ignored", self._name, request_id)
+            return
+        if message.get("jsonrpc") != "2.0" or ("result" in message and "error" in message):
+            logger.warning("%s: malformed response to %s", self._name, pending.method)
+            pending.error = RpcError.internal_error(f"malformed response to {pending.method}")
+        elif "error" in message:
+            pending.error = RpcError.from_object(message["error"])
+        else:
+            pending.result = message["result"]
+            if pending.keep_frame:
+                pending.frame = frame
+        pending.done.set()
+
+    def fail_all(self) -> None:
+        """The connection ended: every open request fails with ``ConnectionClosed``."""
+        pending = list(self._pending.values())
+        self._pending.clear()
+        for entry in pending:
+            entry.error = ConnectionClosed()
+            entry.done.set()

@@ -23,12 +23,18 @@ from muse_acp.rpc.errors import RpcError
 from muse_acp.rpc.jsonvalue import JsonValue, RequestId
 from muse_acp.rpc.transport import Payload
 
-__all__ = ["MessageHandler", "RequestContext", "Result"]
+__all__ = ["EarlyStart", "MessageHandler", "RequestContext", "Result"]
 
 logger: Final = logging.getLogger("muse_acp.rpc")
 
 Result: TypeAlias = Payload
 """What a request handler returns: a pydantic model, ``RawJson`` or a JSON value."""
+
+
+EarlyStart: TypeAlias = Callable[[str, JsonValue, "RequestContext"], None]
+"""Work on a request done in the read loop as its frame is read, before its task starts
+(``Connection(early_start=...)``), with its method, its params (unchecked) and its context: it
+must never wait. A failure of it is logged, and the request goes on as without it."""
 
 
 class _Commitment:

@@ -17,6 +17,7 @@ text is flushed before the first frame so it cannot land in the middle of one.
 from __future__ import annotations
 
 import os
+import select
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -178,6 +179,8 @@ class FdSendStream(ByteSendStream):
         self._unyielded = 0
         self._widen = widen and pollable
         self._widened = False
+        self._is_pipe: bool | None = None
+        """Whether the descriptor is a pipe (known at the first ``send_whole_at_once``)."""
 
     async def send(self, item: bytes) -> None:
         if self._closed:
@@ -220,6 +223,26 @@ class FdSendStream(ByteSendStream):
         if self._unyielded >= WRITES_PER_YIELD:
             self._unyielded = 0
             await checkpoint()
+
+    def send_whole_at_once(self, data: bytes) -> bool:
+        """Write all of ``data`` now, or none of it (``transport.AtOnceSend``): True when it
+        was written; False, with nothing written, when it cannot be written whole without a
+        wait. Only a pipe of at most ``select.PIPE_BUF`` bytes is tried: a pipe writes that much
+        whole or not at all."""
+        if self._closed or self._broken or not self._pollable or len(data) > select.PIPE_BUF:
+            return False
+        if self._is_pipe is None:
+            self._is_pipe = stat.S_ISFIFO(os.fstat(self._fd).st_mode)
+        if not self._is_pipe:
+            return False
+        try:
+            written = os.write(self._fd, data)
+        except OSError:
+            return False  # full (``BlockingIOError``) or failing: ``send`` meets and reports it
+        if written != len(data):  # no pipe does this; a stream cut mid-frame is of no use
+            self._broken = True
+            raise anyio.BrokenResourceError
+        return True
 
     def send_immediately(self, data: bytes) -> int:
         """Write what of ``data`` the descriptor takes without a wait (``ImmediateSend``): how

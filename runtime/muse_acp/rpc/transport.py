@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -34,6 +34,7 @@ from muse_acp.rpc.jsonvalue import JsonInput, RequestId
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_READ_CHUNK_BYTES",
+    "AtOnceSend",
     "FrameLane",
     "FrameObserver",
     "FrameReader",
@@ -291,6 +292,13 @@ class FrameReader:
             self._emit(line)
 
 
+@runtime_checkable
+class AtOnceSend(Protocol):
+    """A byte stream writing a small item whole at once or not at all (a pipe's, ``stdio``)."""
+
+    def send_whole_at_once(self, data: bytes) -> bool: ...
+
+
 class FrameWriter:
     """Writes whole frames to a byte stream, one at a time, in the order writers arrived.
 
@@ -308,6 +316,7 @@ class FrameWriter:
     def __init__(self, stream: ByteSendStream) -> None:
         self._stream = stream
         self._takes_whole_items = isinstance(stream, CoalescingSendStream)
+        self._at_once = stream if isinstance(stream, AtOnceSend) else None
         # A hand-off lock: the uncontended case (nearly every frame) costs no await beyond the
         # stream's own send, and a releasing writer passes the turn to the oldest waiter, so a
         # task streaming notifications cannot starve a response waiting to go out.
@@ -327,6 +336,13 @@ class FrameWriter:
         return isinstance(stream, CoalescingSendStream) and stream.send_nowait(
             frame + b"\n", now=now
         )
+
+    def send_at_once(self, frame: bytes) -> bool:
+        """Write ``frame`` followed by LF now, when that needs no wait: nothing else is being
+        written and the stream writes it whole at once (``AtOnceSend``). False, with nothing
+        written, otherwise; ``send`` then writes it or raises why not."""
+        at_once = self._at_once
+        return at_once is not None and not self._busy and at_once.send_whole_at_once(frame + b"\n")
 
     async def send(self, frame: bytes) -> None:
         """Write ``frame`` followed by LF.
