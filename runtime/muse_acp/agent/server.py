@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -40,7 +41,7 @@ from muse_acp.rpc import (
 )
 from muse_acp.rpc.coalescing import CoalescingSendStream
 from muse_acp.rpc.jsonvalue import JsonValue
-from muse_acp.rpc.request_context import Result
+from muse_acp.rpc.request_context import EarlyStart, Result
 from muse_acp_wire import acp_handshake as acp
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class AgentHandler:
         self._context: AgentContext | None = None
         self._router: Router | None = None
         self._first = Router([RequestRoute("initialize", InitializeParams, self._initialize)])
+        self._early: EarlyStart | None = None
 
     def attach(self, connection: Connection) -> None:
         self._connection = connection
@@ -83,11 +85,13 @@ class AgentHandler:
             # Deferred on purpose (see the module contract): these imports are most of the
             # agent's start-up cost, and initialize does not need them.
             from muse_acp.agent.context import AgentContext
+            from muse_acp.agent.prompts.early_prompt import start_early
             from muse_acp.agent.routes import build_router
 
             context = AgentContext(self._startup.config, startup=self._startup)
             context.attach(self._connection, self._tasks)
             self._context, self._router = context, build_router(context)
+            self._early = partial(start_early, context)
             end_loading()
         return self._router
 
@@ -104,6 +108,12 @@ class AgentHandler:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the client is gone: nothing will need the agent
         self._loaded()
+
+    def early_start(self, method: str, params: JsonValue, ctx: RequestContext) -> None:
+        """The connection's ``EarlyStart``: once the agent is loaded, a prompt's turn may start
+        as the prompt is read (``prompts.early_prompt``)."""
+        if self._early is not None:
+            self._early(method, params, ctx)
 
     async def handle_request(
         self, method: str, params: JsonValue | None, ctx: RequestContext
@@ -175,6 +185,7 @@ async def serve_streams(
             handler,
             name="acp",
             on_frame=tracer.acp if tracer is not None else None,
+            early_start=handler.early_start,
         )
         handler.attach(connection)
         if tracer is not None:

@@ -97,6 +97,11 @@ class Startup:
         return self._binary
 
     @property
+    def settled(self) -> bool:
+        """``settle`` has run: what depends on the executable is in line with it."""
+        return self._settled
+
+    @property
     def chosen(self) -> BackendChoice | None:
         """The backend once ``backend`` has chosen it (None before, or when it could not)."""
         return self._backend

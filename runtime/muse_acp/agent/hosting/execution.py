@@ -151,6 +151,25 @@ class ExecutionHost:
         await self._apply_model(host)
         return host
 
+    def ready_now(self) -> MspHost | None:
+        """The host ``ready()`` returns at once, doing nothing, for a turn of the mode's flags;
+        None when readying it would start, set back or ask it anything (``ready`` then does),
+        or when Muse still has a turn of its own from the session's resume."""
+        host = self.keeper.host
+        settings = self._session.settings
+        if (
+            host is None
+            or settings is not self._vetted
+            or self._mode_flags != self._flags
+            or self._session.mcp_servers != self._mcp_attached
+            or self._securing.locked()
+            or refusal(settings.safety, _auto(settings), self.reported_mode) is not None
+            or (settings.model is not None and settings.model != self._model_applied)
+            or self.resumed_turn is not None
+        ):
+            return None
+        return host
+
     async def secure(self, host: MspHost) -> bool:
         """Set Muse back when its reported approval mode breaks the safety rule; True when it
         had to (and the user was told). A turn's host that cannot be set back is closed.

@@ -5,14 +5,14 @@ Contract: ``run_turn`` gets the session's execution host ready (a cancel while i
 resolves ``cancelled``; a model Muse refuses puts the session back on the model it last
 accepted, then fails), drops an effort the session's model does not offer, reading the catalog
 first when none is known (``catalog.fit_session_effort``), writes ``turn/start``
-(``submission``), then runs one ``ActiveTurn`` until it settles and returns its stop reason.
-``extra_flags`` restrict that one turn's host further than the session's mode does (a review
-runs with writes and shell disabled); the host is restarted whenever its flags change, so the
-restriction never outlives the turn. Turns Muse runs first are followed through this prompt:
-one it kept waiting on the user, found as the host resumes the session (``waiting_turn``), one
-it started by itself right after that resume (a goal's), one it runs ahead of this one's, queued
-behind it (``lead_turn``). A host the turn left in an unknown state is closed; on a kept one the
-session's events go on being relayed after the turn (``background``). Apart for commands' sake."""
+(``submission``), then runs one ``ActiveTurn`` until it settles (``run_submitted``, where an
+``early_prompt`` comes in) and returns its stop reason. ``extra_flags`` restrict that one
+turn's host further than the session's mode does (a review runs with writes and shell
+disabled); the host restarts whenever its flags change. Turns Muse runs first are followed: one
+it kept waiting on the user (``waiting_turn``), one it started by itself right after a resume (a
+goal's), one it runs ahead of this one's (``lead_turn``). A host the turn left in an unknown
+state is closed; on a kept one the session's events go on being relayed after the turn
+(``background``). Apart for commands' sake."""
 
 from __future__ import annotations
 
@@ -36,12 +36,13 @@ from muse_acp.agent.prompts.waiting_turn import (
 )
 from muse_acp.agent.sessions.session import AcpSession
 from muse_acp.agent.turns.background import keep_relaying
-from muse_acp.agent.turns.submission import submit, turn_start_params
+from muse_acp.agent.turns.submission import Submission, submit, turn_start_params
 from muse_acp.agent.turns.turn import MAX_HELD_EVENTS, ActiveTurn
 from muse_acp.agent.turns.work import SessionWork
+from muse_acp.host.client import MspHost
 from muse_acp_wire import acp, msp
 
-__all__ = ["run_turn"]
+__all__ = ["run_submitted", "run_turn", "unsent_roots"]
 
 
 async def run_turn(
@@ -84,15 +85,34 @@ async def run_turn(
     early.clear()
     if work.cancel_requested:  # nothing was sent to Muse for it yet
         return "cancelled"
-    roots = None
-    if session.roots_unsent and host.features.has("workspaceRoots"):
-        roots = [session.cwd, *session.further_roots]  # Muse may lack them
+    roots = unsent_roots(session, host)
     # ``turn/start`` goes out first: Muse starts on it while the turn is set up here (the
     # session's events wait meanwhile, ``submission``).
     params = turn_start_params(session.session_id, parts, turn_effort(session.settings), roots)
     submission = await submit(
         host, params, budget=ctx.turn_options.deadlines.submit, hold_limit=MAX_HELD_EVENTS
     )
+    return await run_submitted(ctx, session, work, host, submission, roots, edited)
+
+
+def unsent_roots(session: AcpSession, host: MspHost) -> list[str] | None:
+    """The roots ``turn/start`` names: the session's, when Muse may lack them and takes them."""
+    if session.roots_unsent and host.features.has("workspaceRoots"):
+        return [session.cwd, *session.further_roots]
+    return None
+
+
+async def run_submitted(
+    ctx: AgentContext,
+    session: AcpSession,
+    work: SessionWork,
+    host: MspHost,
+    submission: Submission,
+    roots: list[str] | None,
+    edited: set[str] | None = None,
+) -> acp.StopReason:
+    """``run_turn`` from its ``turn/start`` on: the turn ``submission`` wrote on ``host`` (naming
+    ``roots``) runs for ``work`` until it settles (a prompt started early comes in here)."""
     with submission.held:
         read_soon(ctx, session)  # the model menu fills in while the turn runs
         translator = translator_for(ctx, session, host)

@@ -158,6 +158,9 @@ class AcpSession:
     work: SessionWork | None = None
     turn: RunningTurn | None = None
     """The turn the current work runs, while it runs."""
+    early_prompt: object | None = None
+    """A prompt whose turn was started as it was read, until its handler takes it over
+    (``prompts.early_prompt``, above this package)."""
     cancelled_through: int = 0
     """The arrival position of the latest ``session/cancel``: earlier work is cancelled."""
     execution: ExecutionHost = field(init=False)

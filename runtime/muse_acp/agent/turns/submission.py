@@ -23,7 +23,7 @@ from muse_acp.rpc import OutgoingRequest, RpcError
 from muse_acp_wire import msp
 from muse_acp_wire._base import WireModel
 
-__all__ = ["HeldEvents", "Submission", "submit", "turn_start_params"]
+__all__ = ["HeldEvents", "Submission", "submit", "submit_at_once", "turn_start_params"]
 
 
 class HeldEvents:
@@ -93,6 +93,18 @@ async def submit(
         held.close()
         raise
     return Submission(params.command_id, sent, held)
+
+
+def submit_at_once(
+    host: MspHost, params: msp.TurnStartParams, *, hold_limit: int
+) -> Submission | None:
+    """``submit`` when ``turn/start`` goes out at once (``MspHost.start_at_once``); None, with
+    nothing sent and nothing held, when it would have to wait. Nothing runs between the write
+    and the holding, so no event of the turn can come before it is held."""
+    sent = host.start_at_once("turn/start", params)
+    if sent is None:
+        return None
+    return Submission(params.command_id, sent, HeldEvents(host, params.session_id, hold_limit))
 
 
 def turn_start_params(
