@@ -115,7 +115,10 @@ def turn_start_params(
 ) -> msp.TurnStartParams:
     """``turn/start``'s params for a new turn: a fresh ``commandId``; only an explicit effort
     and roots Muse may lack are named (None is left out)."""
-    params = msp.TurnStartParams(command_id=new_uuid7(), session_id=session_id, input=parts)
-    params.reasoning_effort = effort
-    params.workspace_roots = workspace_roots
-    return params
+    return msp.TurnStartParams(
+        command_id=new_uuid7(),
+        session_id=session_id,
+        input=parts,
+        reasoning_effort=effort,
+        workspace_roots=workspace_roots,
+    )
