@@ -42,7 +42,7 @@ from muse_acp.host.launch import (
     log_host_stderr,
 )
 from muse_acp.rpc.stdio import FdReceiveStream, FdSendStream
-from muse_acp.sim.cli import ServeRefused, build_parser, main, serve_options
+from muse_acp.sim.cli import ServeRefused, main, parser, serve_options
 from muse_acp.sim.launcher import launcher_text
 from muse_acp.sim.options.exec_args import legacy_version
 from muse_acp.sim.options.faults import (
@@ -243,7 +243,7 @@ class SimLauncher:
         if not self.plays(argv[0]) or legacy_version(environ) is not None:
             return None
         try:
-            args = build_parser().parse_args(list(argv[1:]))
+            args = parser().parse_args(list(argv[1:]))
             flood = parse_faults(environ.get(FAULTS_ENV, "")).stderr_flood
         except (SystemExit, FaultSyntaxError):
             return None  # ``--help`` or a usage error: the process tells it best
