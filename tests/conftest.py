@@ -43,9 +43,10 @@ def _roomy(folder: Path) -> bool:
 # every run, and every muse-acp or muse-sim process a test starts would compile what it imports.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-# pytest's own variable for where its temporary folders go; a user's own choice (it, or
+# pytest's own variable for where its temporary folders go; a user's own choice (it, TMPDIR or
 # ``--basetemp``) stands.
-if "PYTEST_DEBUG_TEMPROOT" not in os.environ and _roomy(RAM_TEMP):
+chosen = {"PYTEST_DEBUG_TEMPROOT", "TMPDIR"}.intersection(os.environ)
+if not chosen and _roomy(RAM_TEMP):
     os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_TEMP)
 
 _before = pytest.StashKey[frozenset[str] | None]()
