@@ -8,7 +8,9 @@ when it ends are compared, and a run that left anything else behind fails, namin
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -19,6 +21,35 @@ CACHES: Final = frozenset(
     {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", ".nox", ".venv"}
 )
 """Ignored folders the tools keep in the clone on purpose."""
+
+RAM_TEMP: Final = Path("/dev/shm")
+"""A folder in memory, where the tests' temporary folders go when it is roomy (``RAM_TEMP_FREE``):
+every test makes, writes and removes a world of small files, and on a disk each of those steps
+may wait for it (a disk mounted with ``discard`` trims at every removal)."""
+RAM_TEMP_FREE: Final = 2 << 30
+"""Bytes ``RAM_TEMP`` must have free (a container's default of 64 MiB would not hold one test)."""
+
+
+def _roomy(folder: Path) -> bool:
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    if stats.f_flag & os.ST_NOEXEC:
+        return False  # the tests' worlds run the Muse launcher they write there
+    return os.access(folder, os.W_OK | os.X_OK) and stats.f_bavail * stats.f_frsize >= RAM_TEMP_FREE
+
+
+# Bytecode is written, whatever the environment says (as ``nox -s tests`` does): with it off
+# (PYTHONDONTWRITEBYTECODE), every worker would rewrite and compile each test module again at
+# every run, and every muse-acp or muse-sim process a test starts would compile what it imports.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# pytest's own variable for where its temporary folders go; a user's own choice (it, TMPDIR or
+# ``--basetemp``) stands.
+chosen = {"PYTEST_DEBUG_TEMPROOT", "TMPDIR"}.intersection(os.environ)
+if not chosen and _roomy(RAM_TEMP):
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_TEMP)
 
 _before = pytest.StashKey[frozenset[str] | None]()
 _left = pytest.StashKey[list[str]]()

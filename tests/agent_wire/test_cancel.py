@@ -95,7 +95,7 @@ async def test_cancel_withdraws_a_pending_permission_request(world: World) -> No
 
 LATE_STREAM = "sim:stream 3000"
 """Text deltas for seconds on end (a millisecond apart, ``DEAF_HOST``): the host streams long
-past the cancel budget (0.2 s here), on a fast machine as on a slow one."""
+past the cancel budget (0.1 s here), on a fast machine as on a slow one."""
 DEAF_HOST = "hang-ack:turn/cancel,slow:1"
 """A host that never acts on ``turn/cancel`` (it never even answers it) and keeps streaming."""
 
@@ -135,7 +135,7 @@ async def test_nothing_of_a_turn_follows_its_answer_when_the_cancel_budget_settl
     tmp_path: Path, version: str
 ) -> None:
     world = make_world(tmp_path, version=version)
-    world.extra_env.update(MUSE_SIM_FAULTS=DEAF_HOST, MUSE_ACP_CANCEL_TIMEOUT="0.2")
+    world.extra_env.update(MUSE_SIM_FAULTS=DEAF_HOST, MUSE_ACP_CANCEL_TIMEOUT="0.1")
     attempts = 20
     async with running_agent(world) as agent:
         sessions: list[str] = []

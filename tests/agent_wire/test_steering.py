@@ -183,7 +183,7 @@ async def test_corrections_reach_the_host_in_the_order_they_were_sent(world: Wor
 async def test_a_correction_queued_behind_a_turn_that_ended_fails_as_stale(world: World) -> None:
     # Muse never acknowledges a correction here, so the first one holds the line until the
     # submit budget runs out, and the turn is cancelled while the second one waits.
-    world.extra_env.update(MUSE_SIM_FAULTS="hang-ack:turn/steer", MUSE_ACP_SUBMIT_TIMEOUT="5")
+    world.extra_env.update(MUSE_SIM_FAULTS="hang-ack:turn/steer", MUSE_ACP_SUBMIT_TIMEOUT="2")
     refusals: dict[str, acp.RequestError] = {}
     turns: list[str] = []
 

@@ -8,6 +8,7 @@ be gone once the agent is idle again, and the session must load afterwards with 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,9 +21,9 @@ from tests.robust.faults_harness import (
     DEADLINE,
     EXITED,
     FIRST,
+    IN_PROCESS,
     INTERNAL_ERROR,
     MARGIN,
-    Budgets,
     Fault,
     FaultWorld,
     Settled,
@@ -105,7 +106,10 @@ READ_HOST_HANG: Final = Fault(
     "hang:handshake",
     "deadlineExceeded",
     "starting",
-    ("did not respond in time", "starting the Muse host took longer than 8 s"),
+    (
+        "did not respond in time",
+        f"starting the Muse host took longer than {IN_PROCESS.startup:g} s",
+    ),
     waits=startup_budget,
 )
 READ_FAULTS: Final = {
@@ -151,7 +155,7 @@ async def test_a_read_on_the_turns_own_host_settles_and_the_session_goes_on(
     tmp_path: Path, case: Fault
 ) -> None:
     # Hosts stay up for a minute here, so the read finds the turn's host still running.
-    faulty = fault_world(tmp_path, Budgets(idle=60.0))
+    faulty = fault_world(tmp_path, replace(IN_PROCESS, idle=60.0))
     async with faulty.agent(OUTPUT) as agent:
         warm_up = await agent.new_session()  # uses up the executable's probes
         with anyio.fail_after(WAIT):

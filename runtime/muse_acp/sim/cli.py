@@ -12,6 +12,7 @@ operation: the wire models and the runtime are imported only once ``serve`` is k
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from muse_acp.sim.options.versions import UnsupportedVersion, resolve_version
 if TYPE_CHECKING:
     from muse_acp.sim.options.settings import ServeOptions
 
-__all__ = ["ServeRefused", "build_parser", "main", "serve_options"]
+__all__ = ["ServeRefused", "build_parser", "main", "parser", "serve_options"]
 
 USAGE_ERROR: Final = 2
 FLOOD_LINE: Final = b"muse-sim: simulated diagnostic output for stderr-flood\n"
@@ -51,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("logout", help="remove stored credentials")
     add_exec_parser(commands)
     return parser
+
+
+@functools.cache
+def parser() -> argparse.ArgumentParser:
+    """``build_parser()``, built once: parsing leaves a parser as it was, and a process that plays
+    many hosts (``in_process``) would otherwise build one per command, each costing more than the
+    command's own parse."""
+    return build_parser()
 
 
 def _fail(message: str) -> int:
@@ -165,13 +174,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     """Run ``muse-sim`` with ``argv`` (default: the process arguments) in ``environ`` (default:
     the process environment); return the exit status."""
     env = os.environ if environ is None else environ
-    parser = build_parser()
     legacy = legacy_version(env)
     arguments = list(sys.argv[1:] if argv is None else argv)
     if legacy is not None and arguments[:1] == ["serve"]:
         return _fail(f"muse {legacy.version} has no `serve` command (it came with Muse 1.1.1)")
     try:
-        args = parser.parse_args(arguments)
+        args = parser().parse_args(arguments)
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
     try:
@@ -188,7 +196,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         return run_exec(args)
     if args.command == "skills":
-        return _skills(args, parser)
+        return _skills(args, parser())
     from muse_acp.sim.options.accounts import login, logout
     from muse_acp.sim.options.settings import resolve_home
 
@@ -199,5 +207,5 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     if args.command == "logout":
         logout(home)
         return 0
-    parser.print_usage(sys.stderr)
+    parser().print_usage(sys.stderr)
     return USAGE_ERROR

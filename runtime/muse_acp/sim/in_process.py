@@ -7,11 +7,12 @@ it, so the command's environment alone decides what it plays): ``--version``, ``
 served over two pipes by the code of ``muse-sim serve`` (``serve.host.serve_streams``). A crash
 the host would die of ends that host alone, with the exit status and stderr lines the process
 would leave (``faults.EXIT_HOOK``). Closing its stdin ends it as the end of input ends a
-process; one still running ``EXIT_GRACE`` seconds later is cancelled, as SIGTERM would end it,
-and one that still runs ``TERMINATE_GRACE`` seconds after has its pipes shut under it (SIGKILL).
-Everything else (another executable, ``exec``, ``--replay``, a stderr flood, a legacy version)
-is started as a real process (``host.launch.SUBPROCESSES``). ``arm(faults)`` hands a
-``MUSE_SIM_FAULTS`` value to the next ``serve`` alone; ``served`` lists every ``serve`` started.
+process; one still running ``EXIT_GRACE`` seconds later is cancelled, as SIGTERM ends it, and one
+cancelling does not end at once (finishing a frame on a full pipe: SIGTERM would not wait) has
+its pipes shut under it (SIGKILL). Everything else (another executable, ``exec``, ``--replay``,
+a stderr flood, a legacy version) is started as a real process (``host.launch.SUBPROCESSES``).
+``arm(faults)`` hands a ``MUSE_SIM_FAULTS`` value to the next ``serve`` alone; ``served`` lists
+every ``serve`` started.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Final, NoReturn
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT, TERMINATE_GRACE
+from muse_acp.children import EXIT_GRACE, SETTLE_TIMEOUT
 from muse_acp.host.launch import (
     STDERR_LINE_LIMIT,
     STDERR_TAIL_LINES,
@@ -42,7 +43,7 @@ from muse_acp.host.launch import (
     log_host_stderr,
 )
 from muse_acp.rpc.stdio import FdReceiveStream, FdSendStream
-from muse_acp.sim.cli import ServeRefused, build_parser, main, serve_options
+from muse_acp.sim.cli import ServeRefused, main, parser, serve_options
 from muse_acp.sim.launcher import launcher_text
 from muse_acp.sim.options.exec_args import legacy_version
 from muse_acp.sim.options.faults import (
@@ -59,6 +60,8 @@ __all__ = ["Served", "SimLauncher"]
 
 logger: Final = logging.getLogger("muse_acp.sim")
 
+UNWIND_WAIT: Final = 0.5
+"""Seconds a cancelled host gets to unwind (a few loop passes) before it counts as stuck."""
 _SHORT_COMMANDS: Final = ({"--version"}, {"skills"}, {"login"}, {"logout"})
 
 
@@ -243,7 +246,7 @@ class SimLauncher:
         if not self.plays(argv[0]) or legacy_version(environ) is not None:
             return None
         try:
-            args = build_parser().parse_args(list(argv[1:]))
+            args = parser().parse_args(list(argv[1:]))
             flood = parse_faults(environ.get(FAULTS_ENV, "")).stderr_flood
         except (SystemExit, FaultSyntaxError):
             return None  # ``--help`` or a usage error: the process tells it best
@@ -296,7 +299,7 @@ class SimLauncher:
                         with anyio.move_on_after(EXIT_GRACE):
                             await host.exited.wait()
                         tasks.cancel_scope.cancel()  # SIGTERM
-                        with anyio.move_on_after(TERMINATE_GRACE):
+                        with anyio.move_on_after(UNWIND_WAIT):
                             await host.exited.wait()
                         if not host.exited.is_set():
                             host.kill()  # SIGKILL
