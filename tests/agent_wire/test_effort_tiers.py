@@ -11,6 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
+from muse_acp.agent.announcements import catalog
+from muse_acp.host.executable_memory import Remembered
+
 from .harness import WAIT, Agent, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
@@ -140,14 +143,14 @@ async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
                 session_id=session, cwd=str(world.workspace), mcp_servers=[]
             )
             options = list(loaded.config_options or [])
-            if version in TIERED:  # once the catalog the updated Muse lists is read
+            if version in TIERED:
+                # Read as the load began (nothing remembered in time), the updated catalog is
+                # applied as the session's records are read, and the load answers with it;
+                # read after the load, it is applied then, in an update.
                 await agent.client.wait_until(
-                    lambda: (
-                        "config_option_update" in agent.client.kinds(session)
-                        and _current(_last_options(agent, session)) == "default"
-                    )
+                    lambda: _current(_options_now(agent, session, options)) == "default"
                 )
-                options = _last_options(agent, session)
+                options = _options_now(agent, session, options)
             said = agent.client.text(session)
             response = await agent.prompt(session, "after the update")
     assert response.stop_reason == "end_turn"
@@ -157,9 +160,52 @@ async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
         assert _stored_effort(tmp_path, session) == "max"
         return
     assert _current(options) == "default"
-    assert f"'muse-spark-1.3-contributor' {LACKS_MAX}" in said
+    assert _told_max_is_lacking(said)
     assert _turn_effort(agent) is None
     assert _stored_effort(tmp_path, session) is None
+
+
+@pytest.mark.parametrize("version", TIERED)
+async def test_a_stored_effort_is_reported_at_load_when_the_catalog_was_read_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    world = make_world(tmp_path, "1.3.0")
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "hello")
+            await _set(agent, session, "reasoningEffort", "max")
+    # Nothing remembered of the updated Muse in time: the load reads its catalog first, with
+    # the account, before the session it loads is open.
+    monkeypatch.setattr(catalog, "recall", lambda folder, path: Remembered())
+    world.version = version
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            loaded = await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            said = agent.client.text(session)
+            response = await agent.prompt(session, "after the update")
+    assert _current(list(loaded.config_options or [])) == "default"
+    assert _told_max_is_lacking(said), said
+    assert response.stop_reason == "end_turn"
+    assert _turn_effort(agent) is None
+    assert _stored_effort(tmp_path, session) is None
+
+
+def _options_now(agent: Agent, session: str, loaded: list[Any]) -> list[Any]:
+    """The session's options as the client last heard them: the latest update's, else the
+    load's answer."""
+    if "config_option_update" in agent.client.kinds(session):
+        return _last_options(agent, session)
+    return loaded
+
+
+def _told_max_is_lacking(said: str) -> bool:
+    """The user heard that the stored effort Max is not offered by the session's model, as
+    the catalog is applied after the load or as the session's records are read."""
+    model = "'muse-spark-1.3-contributor'"
+    return f"{model} {LACKS_MAX}" in said or f"effort Max is not offered by {model}" in said
 
 
 def _last_options(agent: Agent, session: str) -> list[Any]:

@@ -11,7 +11,8 @@ catalog remembered from an earlier start, ``stale`` until a host lists it again.
 is under way, after a load or resume, before a turn that would send an effort, or through
 ``read_soon`` once a session's host is ready; its failures are logged, never shown. So keeping
 the catalog fresh never costs a process of its own.
-``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal."""
+``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal;
+``store_dropped_effort`` stores a drop found as a session's records were restored."""
 
 from __future__ import annotations
 
@@ -25,7 +26,14 @@ from pydantic import ValidationError
 from muse_acp.agent.context import AgentContext
 from muse_acp.agent.handshake.startup import RECALL_BUDGET
 from muse_acp.agent.hosting.hosts import ask
-from muse_acp.agent.options.config_options import ModelCatalog, config_options, fit_effort
+from muse_acp.agent.options.config_options import (
+    DEFAULT_VALUE,
+    EFFORTS,
+    ModelCatalog,
+    SessionSettings,
+    config_options,
+    fit_effort,
+)
 from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
 from muse_acp.agent.sessions.session import AcpSession
@@ -43,6 +51,7 @@ __all__ = [
     "read_soon",
     "recall_catalog",
     "refresh_menu",
+    "store_dropped_effort",
 ]
 
 logger: Final = logging.getLogger("muse_acp.agent")
@@ -179,6 +188,23 @@ async def fit_session_effort(
     await session.tell(dropped.notice())
     if announce:
         await _announce(ctx, session)
+
+
+async def store_dropped_effort(
+    ctx: AgentContext, session_id: str, stored: str | None, settings: SessionSettings
+) -> None:
+    """Store the drop of an effort the session's model lacks, found as its records were restored
+    (``remembered.restored``, ``settings``), as ``fit_session_effort`` stores one found later;
+    an effort this version does not know is kept for the version that wrote it."""
+    if stored is None or stored not in EFFORTS or stored == DEFAULT_VALUE or settings.effort:
+        return
+    change = SettingsChange.between(
+        to_stored(replace(settings, effort=stored)), to_stored(settings)
+    )
+    try:
+        await ctx.preferences.write_settings(session_id, change)
+    except RpcError as error:
+        logger.warning("%s", error.message)
 
 
 async def fall_back_model(ctx: AgentContext, session: AcpSession) -> None:

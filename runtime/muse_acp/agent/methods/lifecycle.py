@@ -24,7 +24,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from muse_acp.agent.announcements.catalog import refresh_menu
+from muse_acp.agent.announcements.catalog import refresh_menu, store_dropped_effort
 from muse_acp.agent.cards.output_cards import OutputPolicy
 from muse_acp.agent.commands import commands
 from muse_acp.agent.commands.readiness import prepare
@@ -132,6 +132,7 @@ async def _bring_back(
     if kept.settings is not None:
         settings, unusable = restored(kept.settings, ctx.catalog)
         notes += unusable
+        await store_dropped_effort(ctx, session_id, kept.settings.effort, settings)
     session = ctx.new_session(
         session_id,
         cwd,
