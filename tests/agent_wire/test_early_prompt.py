@@ -91,62 +91,44 @@ async def test_a_warm_prompt_starts_as_it_is_read_and_shows_what_the_ordinary_wa
     assert "t0 t1 t2 t3 t4 " in seen["early"][1]["said"]
 
 
+@pytest.mark.parametrize("way", ["session/cancel", "$/cancel_request"])
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_a_session_cancel_right_behind_an_early_prompt_cancels_its_turn(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+async def test_a_cancel_right_behind_an_early_prompt_stops_its_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, way: str
 ) -> None:
     world = make_world(tmp_path, version=version)
     started = _started_early(monkeypatch)
     async with running_agent(world) as agent:
         session = await _warm(agent)
-        stops: list[str] = []
+        answers: list[str | int] = []
 
         async def held() -> None:
-            stops.append((await agent.prompt(session, "sim:hold")).stop_reason)
+            try:
+                answers.append((await agent.prompt(session, "sim:hold")).stop_reason)
+            except acp.RequestError as error:
+                answers.append(error.code)
 
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(held)
                 await agent.client.wait_until(lambda: bool(started))
-                await agent.conn.cancel(session_id=session)
+                if way == "session/cancel":
+                    await agent.conn.cancel(session_id=session)
+                else:
+                    [sent] = [
+                        message["id"]
+                        for direction, message in agent.frames
+                        if direction == "out" and message.get("method") == PROMPT
+                    ][-1:]
+                    cancel = {"requestId": sent}
+                    await agent.conn._conn.send_notification("$/cancel_request", cancel)
             after = await agent.prompt(session, "after the cancel")
+    # A session cancel answers the prompt cancelled; a withdrawn request, REQUEST_CANCELLED.
+    assert answers == ["cancelled" if way == "session/cancel" else REQUEST_CANCELLED]
     assert started == ["sim:hold", "after the cancel"]
-    assert stops == ["cancelled"]
-    assert len(world.host_requests("turn/cancel")) == 1
-    assert after.stop_reason == "end_turn"
-    assert agent.client.text(session).endswith("after the cancel")
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-async def test_a_cancel_request_right_behind_an_early_prompt_withdraws_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
-) -> None:
-    world = make_world(tmp_path, version=version)
-    started = _started_early(monkeypatch)
-    async with running_agent(world) as agent:
-        session = await _warm(agent)
-        errors: list[int] = []
-
-        async def held() -> None:
-            with pytest.raises(acp.RequestError) as raised:
-                await agent.prompt(session, "sim:hold")
-            errors.append(raised.value.code)
-
-        with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(held)
-                await agent.client.wait_until(lambda: bool(started))
-                [sent] = [
-                    message["id"]
-                    for direction, message in agent.frames
-                    if direction == "out" and message.get("method") == PROMPT
-                ][-1:]
-                await agent.conn._conn.send_notification("$/cancel_request", {"requestId": sent})
-            after = await agent.prompt(session, "after the withdrawal")
-    assert errors == [REQUEST_CANCELLED]
     assert len(world.host_requests("turn/cancel")) == 1, "Muse's turn is stopped too"
     assert after.stop_reason == "end_turn"
-    assert agent.client.text(session).endswith("after the withdrawal")
+    assert agent.client.text(session).endswith("after the cancel")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
