@@ -192,7 +192,7 @@ async def spawn_child(
         # Its output comes through a pipe of our own, read straight by the event loop and widened
         # once large frames fill it: a MiB frame then arrives in one read instead of sixteen,
         # each through asyncio's buffer. Its input too: written straight, and at once when it
-        # takes a frame whole (``rpc.ImmediateSend``), as a prompt's ``turn/start`` is.
+        # takes a frame whole (``rpc.AtOnceSend``), as a prompt's ``turn/start`` is.
         read_end, child_stdout = os.pipe()
         stdout = FdReceiveStream(read_end, pollable=True, owned=True, widen=True)
         os.set_blocking(read_end, False)

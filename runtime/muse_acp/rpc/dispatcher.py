@@ -174,11 +174,14 @@ class Connection:
         outgoing = self._outgoing
         if self._closing or not outgoing.take_slot_now():
             return None
-        frame = encode_request(outgoing.upcoming, method, params)
         try:
+            frame = encode_request(outgoing.upcoming, method, params)
             written = self._writer.send_at_once(frame)
-        except _WRITE_ERRORS:
-            written = False  # the stream is broken: ``start_request`` says so
+        except BaseException as exc:
+            outgoing.release_slot()
+            if isinstance(exc, _WRITE_ERRORS):
+                return None  # the stream is broken: ``start_request`` says so
+            raise
         if not written:
             outgoing.release_slot()
             return None
