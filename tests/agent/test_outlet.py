@@ -1,5 +1,5 @@
 """A session's update outlet: what it notes on the way out, its client-gone guard, and the
-delta lane's nowait sends beside the awaited ones."""
+event lane's nowait sends beside the awaited ones."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ updates in the order their sends begin, noting on the way out what the session k
 (``SessionRecord``): Muse's title as the host title (the user's /rename title replaces it), a
 usage update's window, an announced goal. A usage update goes out with the session's latest
 figures (``usage``), unless identical to the last one sent. ``send`` raises ``ConnectionClosed``
-once the client has gone; ``send_nowait``, the delta lane's, queues a plain text chunk only
+once the client has gone; ``send_nowait``, the event lane's, queues a plain text chunk only
 when the writer takes it at once (else False); ``send_unless_gone(update, write)`` is the
 turns' guard (only the send that found the client gone returns True). The outlet alone decides
 what the client's capabilities change: ``tell(notice)`` sends a ``notice`` update with

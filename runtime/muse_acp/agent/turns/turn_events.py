@@ -1,7 +1,7 @@
 """The host events of one turn: held until the turn's id is known, then routed in order.
 
 Contract: the turn ``listen``s to its session's events, which arrive in order through ``on_event``
-(text deltas the host's delta lane takes: ``take_delta``, straight to the relay unless they must
+(text deltas the host's event lane takes: ``take_delta``, straight to the relay unless they must
 wait). They are held (at most ``MAX_HELD_EVENTS``; more fails the turn) until the turn's id is
 known (``adopt``: the ``turn/start`` acknowledgement, or the ``turn/started`` with the turn's
 ``commandId``), then handled in arrival order: asks go to ``interactions``, the turn's own
