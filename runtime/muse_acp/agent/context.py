@@ -152,11 +152,19 @@ class AgentContext:
         """
         return await self.startup.backend()
 
+    def exec_known(self) -> bool | None:
+        """``on_exec`` when it needs no wait; None when it would wait for the backend's choice."""
+        if self.config.backend != "auto":
+            return self.config.backend == "exec"
+        chosen = self.startup.chosen
+        return None if chosen is None else chosen.exec
+
     async def on_exec(self) -> bool:
         """True when the exec backend serves this connection. An executable that cannot be used
         yet counts as MSP unless exec was asked for: the MSP path then reports what is wrong."""
-        if self.config.backend != "auto":
-            return self.config.backend == "exec"
+        known = self.exec_known()
+        if known is not None:
+            return known
         try:
             return (await self.backend()).exec
         except HostUnavailable:

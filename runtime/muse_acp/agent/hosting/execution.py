@@ -162,9 +162,8 @@ class ExecutionHost:
             or settings is not self._vetted
             or self._mode_flags != self._flags
             or self._session.mcp_servers != self._mcp_attached
-            or self._securing.locked()
-            or refusal(settings.safety, _auto(settings), self.reported_mode) is not None
-            or (settings.model is not None and settings.model != self._model_applied)
+            or self._set_back_due()
+            or self._model_due() is not None
             or self.resumed_turn is not None
         ):
             return None
@@ -177,9 +176,7 @@ class ExecutionHost:
         Raises:
             RpcError: the turn must not run (see ``safety.check_runnable``).
         """
-        settings = self._session.settings
-        unlocked = not self._securing.locked()
-        if unlocked and refusal(settings.safety, _auto(settings), self.reported_mode) is None:
+        if not self._set_back_due():
             return False  # nearly every turn: nothing to set back, and none under way
         async with self._securing:
             settings = self._session.settings
@@ -331,10 +328,22 @@ class ExecutionHost:
         async with self.keeper.holding(host):
             await self._set_model(host, choice, partial(failures.model_refused, shown, kept))
 
+    def _set_back_due(self) -> bool:
+        """``secure`` has work: a set-back is under way, or Muse's reported mode breaks the rule."""
+        settings = self._session.settings
+        due = refusal(settings.safety, _auto(settings), self.reported_mode) is not None
+        return due or self._securing.locked()
+
+    def _model_due(self) -> ModelChoice | None:
+        """The model ``_apply_model`` asks for: the session's choice, when it changed since the
+        last turn (None: nothing to ask)."""
+        choice = self._session.settings.model
+        return None if choice is None or choice == self._model_applied else choice
+
     async def _apply_model(self, host: MspHost) -> None:
         """Ask Muse for the session's chosen model when it changed since the last turn."""
-        choice = self._session.settings.model
-        if choice is None or choice == self._model_applied:
+        choice = self._model_due()
+        if choice is None:
             return
         confirmed = self.confirmed_model
         kept = "Muse's default model" if confirmed is None else repr(confirmed.model_id)

@@ -109,13 +109,7 @@ def take(ctx: AgentContext, session_id: str, rctx: RequestContext) -> EarlyPromp
 
 def _on_msp(ctx: AgentContext) -> bool:
     """The connection is settled on the MSP backend (``AgentContext.on_exec`` would say no)."""
-    startup = ctx.startup
-    if not startup.settled:
-        return False
-    if ctx.config.backend != "auto":
-        return ctx.config.backend != "exec"
-    chosen = startup.chosen
-    return chosen is not None and not chosen.exec
+    return ctx.startup.settled and ctx.exec_known() is False
 
 
 def _free(session: AcpSession, arrival: int) -> bool:
