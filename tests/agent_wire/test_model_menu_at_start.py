@@ -1,11 +1,14 @@
 """The model menu at ``session/new``, as Zed uses it: every model of the user's Muse is offered
 in the first answer, on the process's first session after a restart too (the catalog is
-remembered from the last host and refreshed once a host runs), so the model Zed remembered is
-applied right after ``session/new``; a value the menu does not offer is refused, naming those
-it does."""
+remembered from the last host, whatever else is remembered at that moment, and refreshed once
+a host runs), so the model Zed remembered is applied right after ``session/new``; a value the
+menu does not offer is refused, naming those it does."""
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,9 @@ import anyio
 import pytest
 from acp import schema
 
+from muse_acp.agent.announcements import catalog
+from muse_acp.host.binary import probed
+from muse_acp.host.executable_memory import remember_catalog, remember_probe
 from muse_acp.sim.state.catalog import MODELS
 
 from .harness import WAIT, Agent, make_world, running_agent
@@ -76,6 +82,44 @@ async def test_every_model_is_offered_at_session_new_even_first_after_a_restart(
                 lambda: len(world.host_requests("model/list")) == read_once + 1
             )
     assert after_restart == first
+    assert _current_model(chosen) == "muse-spark-1.2"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_the_menu_is_remembered_for_the_next_start_while_a_probe_is_remembered_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    """The executable's probe is remembered (as a start settles, this one or another
+    muse-acp's) at the moment the first host's catalog is: the next start still answers
+    ``session/new`` from the remembered catalog."""
+    world = make_world(tmp_path, version=version)
+    replace = os.replace
+    under_way = threading.local()  # the worker thread's write the catalog's lands inside
+    landed: list[str] = []
+
+    def replacing(source: str, target: str) -> None:
+        pending: list[Callable[[], None]] = getattr(under_way, "pending", [])
+        while pending:  # between the probe's write reading and replacing what is remembered
+            pending.pop()()
+        replace(source, target)
+
+    def with_a_probe_under_way(folder: Path, path: str, listed: dict[str, Any]) -> None:
+        binary = probed(path)
+        assert binary is not None, "the start probed its Muse before listing models"
+        under_way.pending = [lambda: remember_catalog(folder, path, listed)]
+        remember_probe(folder, binary)
+        landed.append(path)
+
+    monkeypatch.setattr(os, "replace", replacing)
+    monkeypatch.setattr(catalog, "remember_catalog", with_a_probe_under_way)
+    async with running_agent(world, capabilities=ZED) as agent:
+        await _new_and_remembered_model(agent)
+    assert landed, "the catalog was remembered while the probe was"
+    read_once = len(world.host_requests("model/list"))
+    async with running_agent(world, capabilities=ZED) as agent:
+        _, after_restart, chosen = await _new_and_remembered_model(agent)
+        assert len(world.host_requests("model/list")) == read_once  # none before the answer
+    assert set(CATALOG) <= set(after_restart)
     assert _current_model(chosen) == "muse-spark-1.2"
 
 

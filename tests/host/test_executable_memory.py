@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from muse_acp.host.binary import MuseBinary
 from muse_acp.host.executable_memory import (
     Remembered,
@@ -42,8 +44,9 @@ def test_a_probe_is_remembered_until_the_executable_changes_and_the_catalog_beyo
     assert recall(folder, muse.path) == Remembered(muse, CATALOG)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
-    [file] = folder.iterdir()
-    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    files = list(folder.iterdir())
+    assert len(files) == 2  # the probe's and the catalog's
+    assert all(stat.S_IMODE(file.stat().st_mode) == 0o600 for file in files)
 
     Path(muse.path).write_text("#!/bin/sh\n# updated\n")  # Muse was updated
     assert recall(folder, muse.path) == Remembered(None, CATALOG)
@@ -59,4 +62,26 @@ def test_a_file_that_cannot_be_used_is_nothing_remembered_and_is_replaced(tmp_pa
     assert recall(folder, muse.path) == Remembered()
     remember_probe(folder, muse)
     assert recall(folder, muse.path) == Remembered(muse, None)
-    assert os.listdir(folder) == [file.name]  # no staging file left behind
+    assert not [name for name in os.listdir(folder) if name.endswith(".tmp")]  # none left behind
+
+
+def test_a_probe_and_a_catalog_remembered_at_the_same_moment_are_both_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writes at once (the probe of a start settling, the catalog its first host listed,
+    or another muse-acp's): the catalog is written while the probe's write is under way, and
+    the next start still finds both."""
+    muse = _muse(tmp_path)
+    folder = memory_dir(tmp_path / "data")
+    replace = os.replace
+    pending = [lambda: remember_catalog(folder, muse.path, CATALOG)]
+
+    def catalog_first(source: str, target: str) -> None:
+        while pending:  # the catalog's write lands between the probe's read and its replace
+            pending.pop()()
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", catalog_first)
+    remember_probe(folder, muse)
+    assert not pending, "the catalog was written while the probe's write was under way"
+    assert recall(folder, muse.path) == Remembered(muse, CATALOG)

@@ -1,15 +1,17 @@
 """What muse-acp remembers of one Muse executable between its runs: the probe's answer and the
 model catalog its last host listed.
 
-Contract (blocking: callers run it off the event loop, bounded): one JSON file per executable
-path under ``memory_dir(data_dir)``, a folder readable by its owner only, written atomically.
+Contract (blocking: callers run it off the event loop, bounded): per executable path, one JSON
+file per part (probe, catalog) under ``memory_dir(data_dir)``, a folder readable by its owner
+only, each replaced atomically and written whole: a part never reads the other to write it, so
+two writes at once (a probe and a catalog, here or in another muse-acp) both last.
 ``recall`` gives what is remembered of an executable: its probe only while the file at that
 path has the size and modification time it was probed with (an updated Muse is probed again),
 its catalog (a ``model/list`` result as JSON) whatever the executable's state, since a catalog
 from before an update is still the best first menu until a host lists the current one. A
-missing, unreadable or garbled file is nothing remembered. ``remember_probe`` and
-``remember_catalog`` each replace their own part and keep the other; they raise ``OSError``
-for the caller to log (nothing depends on the memory being written).
+missing, unreadable or garbled file is nothing remembered of its part. ``remember_probe`` and
+``remember_catalog`` each replace their own part only; they raise ``OSError`` for the caller to
+log (nothing depends on the memory being written).
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ def memory_dir(data_dir: Path) -> Path:
     return data_dir / _FOLDER
 
 
-def _file(folder: Path, path: str) -> Path:
+def _file(folder: Path, path: str, member: str) -> Path:
     digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return folder / f"{digest}.json"
+    return folder / f"{digest}.{member}.json"
 
 
 def _identity(path: str) -> list[int] | None:
@@ -65,9 +67,9 @@ def _identity(path: str) -> list[int] | None:
     return [stat.st_size, stat.st_mtime_ns]
 
 
-def _read(folder: Path, path: str) -> dict[str, Any]:
+def _read(folder: Path, path: str, member: str) -> dict[str, Any]:
     try:
-        with _file(folder, path).open("rb") as handle:
+        with _file(folder, path, member).open("rb") as handle:
             raw = handle.read(MAX_MEMORY_BYTES + 1)
         document = json.loads(raw) if len(raw) <= MAX_MEMORY_BYTES else None
     except (OSError, ValueError):
@@ -103,12 +105,12 @@ def _probe_of(stored: object, path: str) -> MuseBinary | None:
 
 def recall(folder: Path, path: str) -> Remembered:
     """What is remembered of the executable at ``path`` (see the module contract)."""
-    document = _read(folder, path)
+    document = _read(folder, path, "probe")
     identity = _identity(path)
     probe = None
     if identity is not None and document.get("identity") == identity:
         probe = _probe_of(document.get("probe"), path)
-    catalog = document.get("catalog")
+    catalog = _read(folder, path, "catalog").get("catalog")
     return Remembered(probe, catalog if isinstance(catalog, dict) else None)
 
 
@@ -122,13 +124,12 @@ def _private_folder(folder: Path) -> None:
     os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask
 
 
-def _write(folder: Path, path: str, member: str, value: object, identity: object) -> None:
+def _write(folder: Path, path: str, member: str, document: dict[str, object]) -> None:
+    """Replace ``member``'s file of the executable at ``path`` with ``document`` (whole: what
+    was there is not read, so a write of the other part at the same moment is kept)."""
     _private_folder(folder)
-    document = _read(folder, path)
-    document.update({"path": path, member: value})
-    if identity is not None:
-        document["identity"] = identity
-    target = _file(folder, path)
+    document = {"path": path, **document}
+    target = _file(folder, path, member)
     fd, staging = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -152,9 +153,9 @@ def remember_probe(folder: Path, binary: MuseBinary) -> None:
         "serveFlags": sorted(binary.serve_flags),
         "execFlags": None if binary.exec_flags is None else sorted(binary.exec_flags),
     }
-    _write(folder, binary.path, "probe", probe, identity)
+    _write(folder, binary.path, "probe", {"identity": identity, "probe": probe})
 
 
 def remember_catalog(folder: Path, path: str, catalog: dict[str, Any]) -> None:
     """Remember ``catalog`` (a ``model/list`` result as JSON) for the executable at ``path``."""
-    _write(folder, path, "catalog", catalog, None)
+    _write(folder, path, "catalog", {"catalog": catalog})
