@@ -85,3 +85,20 @@ def test_a_probe_and_a_catalog_remembered_at_the_same_moment_are_both_kept(
     remember_probe(folder, muse)
     assert not pending, "the catalog was written while the probe's write was under way"
     assert recall(folder, muse.path) == Remembered(muse, CATALOG)
+
+
+def test_the_single_file_of_an_earlier_version_is_not_read_and_a_write_removes_it(
+    tmp_path: Path,
+) -> None:
+    muse = _muse(tmp_path)
+    folder = memory_dir(tmp_path / "data")
+    remember_catalog(folder, muse.path, CATALOG)
+    [catalog_file] = folder.iterdir()
+    legacy = folder / catalog_file.name.replace(".catalog.json", ".json")
+    legacy.write_text('{"path": "x", "catalog": {"models": []}}')
+    assert recall(folder, muse.path) == Remembered(None, CATALOG)
+    remember_probe(folder, muse)
+    assert not legacy.exists()
+    assert sorted(file.name for file in folder.iterdir()) == sorted(
+        [catalog_file.name, catalog_file.name.replace(".catalog.", ".probe.")]
+    )

@@ -9,7 +9,8 @@ two writes at once (a probe and a catalog, here or in another muse-acp) both las
 path has the size and modification time it was probed with (an updated Muse is probed again),
 its catalog (a ``model/list`` result as JSON) whatever the executable's state, since a catalog
 from before an update is still the best first menu until a host lists the current one. A
-missing, unreadable or garbled file is nothing remembered of its part. ``remember_probe`` and
+missing, unreadable or garbled file is nothing remembered of its part; the single file earlier
+versions kept for both is not read, and a write removes it. ``remember_probe`` and
 ``remember_catalog`` each replace their own part only; they raise ``OSError`` for the caller to
 log (nothing depends on the memory being written).
 """
@@ -54,9 +55,11 @@ def memory_dir(data_dir: Path) -> Path:
     return data_dir / _FOLDER
 
 
-def _file(folder: Path, path: str, member: str) -> Path:
+def _file(folder: Path, path: str, member: str | None) -> Path:
+    """``member``'s file of the executable at ``path``; None: the single file earlier versions
+    of muse-acp kept for both parts, which is not read any more."""
     digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return folder / f"{digest}.{member}.json"
+    return folder / (f"{digest}.json" if member is None else f"{digest}.{member}.json")
 
 
 def _identity(path: str) -> list[int] | None:
@@ -139,6 +142,8 @@ def _write(folder: Path, path: str, member: str, document: dict[str, object]) ->
         with contextlib.suppress(OSError):
             os.unlink(staging)
         raise
+    with contextlib.suppress(OSError):  # nothing stale is left behind
+        os.unlink(_file(folder, path, None))
 
 
 def remember_probe(folder: Path, binary: MuseBinary) -> None:
