@@ -190,15 +190,17 @@ class Connection:
             self._on_frame("out", frame)
         return OutgoingRequest(request_id, pending, self._withdraw, outgoing.settle)
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         """Queue ``frame``, one notification encoded whole (as ``encode_notification`` writes it,
         or a template cut from that), if the writer takes it without waiting
-        (``FrameWriter.send_nowait``; ``now``: written at once if it can be); False, with
-        nothing sent, when it cannot or the connection is closing: ``notify`` then sends it, or
-        raises why it cannot."""
+        (``FrameWriter.send_nowait``; ``now``: written at once if it can be; ``hand_over``: and
+        the reader goes first); False, with nothing sent, when it cannot or the connection is
+        closing: ``notify`` then sends it, or raises why it cannot."""
         if self._closing:
             return False
-        if not self._writer.send_nowait(frame, now=now):
+        if not self._writer.send_nowait(frame, now=now, hand_over=hand_over):
             return False
         if self._on_frame is not None:
             self._on_frame("out", frame)
