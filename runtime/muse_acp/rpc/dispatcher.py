@@ -333,14 +333,14 @@ class Connection:
 
     def _start_request(self, request_id: RequestId, method: str, params: JsonValue) -> None:
         assert self._task_group is not None  # only called from serve's read loop
-        scope = anyio.CancelScope()
         context = RequestContext(request_id, method, self._arrivals)
-        self._incoming[request_id] = (scope, context)
-        if self._early_start is not None:
+        if self._early_start is not None:  # first: nothing it does waits on what follows
             try:
                 self._early_start(method, params, context)
             except Exception:  # its request goes on as it would have without it
                 logger.exception("%s: the early start of %s failed", self.name, method)
+        scope = anyio.CancelScope()
+        self._incoming[request_id] = (scope, context)
         self._task_group.start_soon(self._run_request, context, params, scope)
 
     async def _run_request(
