@@ -8,11 +8,11 @@ its asks). For each it lets the session's ``StateObserver`` report what changed
 ``send``, and tells the user what a waiting turn waits on (``turn_waits``) through the outlet.
 ``relay_now`` does the same for a delta without a coroutine unless something has to wait
 (``send_now``, then ``send``); the first words of each text (a delta of another item than the
-last) are written at once, not with whatever else the host's read brings, and an answer's
-also hand the core to the client (``hand_over``: it reads them before the relay goes on, see
-``_answers``). It keeps no state but
-the item it last streamed, so the relay of an ended turn can go on updating its cards
-(``background``). Once its ``gate`` is closed it makes nothing of any event.
+last) are written at once, not with whatever else the host's read brings, and an answer's also
+hand the core to the client (``hand_over``: it reads them before the relay goes on, see
+``_answers``). It keeps no state but the item it last streamed, so the relay of an ended turn
+can go on updating its cards (``background``). Once its ``gate`` is closed it makes nothing of
+any event.
 """
 
 from __future__ import annotations
