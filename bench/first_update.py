@@ -206,7 +206,7 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-async def measure(world: World, *, rounds: int = 30, cold: int = 7) -> Figure:
+async def measure(world: World, *, rounds: int = 100, cold: int = 7) -> Figure:
     """Median and 95th percentile seconds to the first reply text (see the contract)."""
     ways: tuple[str, ...] = ("warm", "warm direct", "warm copied", "warm python")
     ways += ("new", "new direct", "load", "load direct")

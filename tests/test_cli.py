@@ -250,6 +250,33 @@ def test_the_version_and_serve_probes_run_side_by_side(tmp_path: Path) -> None:
     assert (binary.version, binary.serves) == ("1.2.1", True)
 
 
+def test_an_unknown_event_loop_in_the_environment_is_refused_by_serve(tmp_path: Path) -> None:
+    done = muse_acp(clean_env(tmp_path, MUSE_ACP_EVENT_LOOP="trio"), "serve")
+    assert done.returncode == 2
+    assert done.stderr.startswith("muse-acp: MUSE_ACP_EVENT_LOOP must be auto (uvloop where ")
+    assert "got 'trio'" in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(("setting", "loop"), [("", "uvloop"), ("asyncio", "asyncio")])
+def test_serve_runs_on_uvloop_unless_asked_for_asyncio(
+    tmp_path: Path, setting: str, loop: str
+) -> None:
+    if loop == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop is a dependency only where it is built")
+    done = subprocess.run(
+        [sys.executable, "-m", "muse_acp", "--log-level", "debug", "serve"],
+        env=clean_env(tmp_path, MUSE_ACP_EVENT_LOOP=setting),
+        input=INITIALIZE + b"\n",
+        capture_output=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"serving on the {loop} event loop" in done.stderr.decode()
+    assert done.stdout.startswith(b'{"jsonrpc":"2.0","id":1,"result":')
+
+
 def test_what_editors_launch_is_served_without_loading_the_command_line_parser() -> None:
     # `muse-acp` and `muse-acp serve` (no options) skip typer, a good part of a cold start.
     script = (

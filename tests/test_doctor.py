@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
@@ -290,6 +291,19 @@ def test_an_executable_that_never_answers_is_not_usable_within_the_deadline(
     out = capsys.readouterr().out
     assert status == 1
     assert "NOT usable: it did not answer MSP initialize within 1s" in out
+
+
+@pytest.mark.parametrize("setting", ["auto", "asyncio"])
+def test_the_event_loop_serve_would_run_on_is_reported(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], setting: str
+) -> None:
+    monkeypatch.setenv("MUSE_ACP_EVENT_LOOP", setting)
+    run_doctor(None, as_json=True)
+    document = json.loads(capsys.readouterr().out)
+    sections = {section["name"]: section for section in document["sections"]}
+    installed = importlib.util.find_spec("uvloop") is not None
+    expected = "uvloop" if setting == "auto" and installed else "asyncio"
+    assert sections["muse_acp"]["facts"]["event_loop"] == expected
 
 
 def test_an_unusable_log_level_is_reported(

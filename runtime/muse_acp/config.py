@@ -20,6 +20,7 @@ ENV_BACKEND: Final = "MUSE_ACP_BACKEND"
 ENV_TRUST_NEWER: Final = "MUSE_ACP_TRUST_NEWER_HOST"
 ENV_TRACE: Final = "MUSE_ACP_TRACE"
 ENV_TRACE_DIR: Final = "MUSE_ACP_TRACE_DIR"
+ENV_EVENT_LOOP: Final = "MUSE_ACP_EVENT_LOOP"
 
 BackendSetting: TypeAlias = Literal["auto", "msp", "exec"]
 """How Muse is driven: ``auto`` chooses ``msp`` when the executable has ``serve``, else ``exec``."""
@@ -29,6 +30,11 @@ TraceSetting: TypeAlias = Literal["off", "redacted", "full"]
 """Whether sessions are traced (``muse_acp.traces``): ``redacted`` hides secrets and replaces
 text by sizes and hashes, ``full`` hides secrets alone."""
 TRACE_SETTINGS: Final[tuple[TraceSetting, ...]] = get_args(TraceSetting)
+
+EventLoopSetting: TypeAlias = Literal["auto", "asyncio"]
+"""The event loop ``serve`` runs on: ``auto`` takes uvloop where it is installed, ``asyncio`` the
+standard library's (see ``muse_acp.event_loop``)."""
+EVENT_LOOP_SETTINGS: Final[tuple[EventLoopSetting, ...]] = get_args(EventLoopSetting)
 
 
 class ConfigError(ValueError):
@@ -74,6 +80,8 @@ class AdapterConfig:
     """Session traces (``--trace`` or ``MUSE_ACP_TRACE``); see ``muse_acp.traces``."""
     trace_dir: Path | None = None
     """Where traces go (``MUSE_ACP_TRACE_DIR``); None: ``traces`` under ``data_dir``."""
+    event_loop: EventLoopSetting = "auto"
+    """The event loop ``serve`` runs on (``MUSE_ACP_EVENT_LOOP``); see ``muse_acp.event_loop``."""
 
     @property
     def traces(self) -> Path:
@@ -114,6 +122,22 @@ def check_trace(raw: str, source: str) -> TraceSetting:
         raise ConfigError(
             f"{source} must be off, redacted (secrets hidden, text replaced by sizes and hashes) "
             f"or full (secrets hidden, text kept), got {raw!r}"
+        )
+    return value
+
+
+def _is_event_loop(value: str) -> TypeGuard[EventLoopSetting]:
+    return value in EVENT_LOOP_SETTINGS
+
+
+def check_event_loop(raw: str, source: str) -> EventLoopSetting:
+    """``raw`` as an event loop setting (empty meaning ``auto``), or a ConfigError saying which
+    ``source`` held what."""
+    value = raw.strip().lower() or "auto"
+    if not _is_event_loop(value):
+        raise ConfigError(
+            f"{source} must be auto (uvloop where it is installed) or asyncio (the standard "
+            f"library's event loop), got {raw!r}"
         )
     return value
 
@@ -175,4 +199,5 @@ def load_config(
         trust_newer_host=_flag(ENV_TRUST_NEWER, environ.get(ENV_TRUST_NEWER, "")),
         trace=traced,
         trace_dir=Path(environ[ENV_TRACE_DIR]) if environ.get(ENV_TRACE_DIR) else None,
+        event_loop=check_event_loop(environ.get(ENV_EVENT_LOOP, ""), ENV_EVENT_LOOP),
     )

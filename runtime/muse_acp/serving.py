@@ -17,7 +17,11 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from muse_acp.agent.handshake.early import Opening
+    from muse_acp.config import AdapterConfig
 
 __all__ = ["TERMINAL_HINT", "CommonOptions", "serve_with"]
 
@@ -36,6 +40,14 @@ class CommonOptions:
     data_dir: Path | None = None
     backend: str | None = None
     trace: str | None = None
+
+
+async def _serve(config: AdapterConfig, opening: Opening) -> None:
+    from muse_acp.agent.server import serve as serve_agent
+    from muse_acp.event_loop import loop_name
+
+    logging.getLogger("muse_acp").debug("serving on the %s event loop", loop_name())
+    await serve_agent(config, opening)
 
 
 def serve_with(options: CommonOptions) -> int:
@@ -83,9 +95,9 @@ def serve_with(options: CommonOptions) -> int:
         # After the answer (tuning loads ctypes): large frames come with sessions, later.
         if keep_large_buffers():
             logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
-        from muse_acp.agent.server import serve as serve_agent
+        from muse_acp.event_loop import backend_options
 
-        anyio.run(serve_agent, config, opening)
+        anyio.run(_serve, config, opening, backend_options=backend_options(config.event_loop))
     finally:
         discard_early_probes()
     return 0

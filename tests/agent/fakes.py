@@ -21,7 +21,9 @@ class RecordingClient:
     async def notify(self, method: str, params: Payload = None) -> None:
         self.notified.append((method, params))
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         message = json.loads(frame)
         self.notified.append((message["method"], RawJson(encode_message(message["params"]))))
         return True

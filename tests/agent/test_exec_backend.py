@@ -272,7 +272,7 @@ class RecordingSession:
     def takes_children(self) -> bool:
         return False
 
-    def send_nowait(self, update: Update, *, now: bool = False) -> bool:
+    def send_nowait(self, update: Update, *, now: bool = False, hand_over: bool = False) -> bool:
         return False
 
     async def send_unless_gone(

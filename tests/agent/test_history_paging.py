@@ -78,7 +78,9 @@ class SlowClient(RecordingClient):
         await self.host.second_asked.wait()
         await super().notify(method, params)
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         return False  # its writer takes nothing at once: every update waits as above
 
 

@@ -136,7 +136,9 @@ class GoneClient(RecordingClient):
         self.attempts.append(params)
         raise ConnectionClosed()
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         return False  # as a closed connection's writer: it takes nothing, notify says why
 
     async def request(self, method: str, params: Payload = None) -> JsonValue:
@@ -226,7 +228,9 @@ async def test_nowait_and_awaited_sends_reach_the_client_in_the_order_they_began
 class BusyWriter(RecordingClient):
     """A client link whose writer takes nothing at once (the reader is behind)."""
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         return False
 
 
@@ -286,7 +290,9 @@ class FrameClient(RecordingClient):
     async def notify(self, method: str, params: Payload = None) -> None:
         self.frames.append(encode_notification(method, params))
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         self.frames.append(frame)
         return True
 

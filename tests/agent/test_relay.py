@@ -1,4 +1,5 @@
-"""The event relay's short way for text deltas: each text's first words are written at once."""
+"""The event relay's short way for text deltas: each text's first words are written at once, and
+an answer's hand the core to the client."""
 
 from __future__ import annotations
 
@@ -19,17 +20,20 @@ ENVELOPE: Final = {"sessionId": "host-sess", "viewCursor": "v:host-sess:1"}
 
 
 class Outlet:
-    """Takes every chunk at once and records whether it was to be written at once."""
+    """Takes every chunk at once and records whether it was to be written at once, and whether
+    the client was to read it before the relay goes on."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[Update, bool]] = []
+        self.handed_over: list[bool] = []
 
     @property
     def takes_children(self) -> bool:
         return False
 
-    def send_nowait(self, update: Update, *, now: bool = False) -> bool:
+    def send_nowait(self, update: Update, *, now: bool = False, hand_over: bool = False) -> bool:
         self.sent.append((update, now))
+        self.handed_over.append(hand_over)
         return True
 
     async def tell(self, notice: Notice) -> None:
@@ -81,3 +85,22 @@ async def test_the_first_delta_of_each_text_is_written_at_once_and_the_rest_in_b
     for params in deltas:
         assert relay.relay_now(params) is None
     assert [now for _, now in outlet.sent] == [True, False, True, False]
+
+
+async def test_only_the_first_words_of_each_answer_hand_the_core_to_the_client() -> None:
+    outlet = Outlet()
+    relay = EventRelay(TurnTranslator(session_id="sess-1", turn_id=TURN), _send, outlet)
+    for item_id, kind in (("rs-1", "reasoning"), ("msg-1", "agentMessage")):
+        await relay.relay("item/started", _started(item_id, kind))
+    await relay.relay("item/started", _started("msg-2", "agentMessage"))
+    deltas = [
+        _delta("rs-1", "Planning", "summary.0"),  # a thought's first words: written at once only
+        _delta("msg-1", "Say "),
+        _delta("msg-1", "hello."),
+        _delta("rs-1", "More", "summary.0"),
+        _delta("msg-2", "And "),  # the next answer's first words
+        _delta("msg-2", "more."),
+    ]
+    for params in deltas:
+        assert relay.relay_now(params) is None
+    assert outlet.handed_over == [False, True, False, False, True, False]

@@ -302,14 +302,16 @@ class Immediate(Recorder):
         super().__init__()
         self.room = room
         self.immediate: list[bytes] = []
+        self.handed_over: list[bool] = []
 
-    def send_immediately(self, data: bytes) -> int:
+    def send_immediately(self, data: bytes, *, hand_over: bool = False) -> int:
         taken = data if self.room is None else data[: self.room]
         if self.room is not None:
             self.room -= len(taken)
         if taken:
             self.immediate.append(taken)
             self.writes.append(taken)
+        self.handed_over.append(hand_over)
         return len(taken)
 
 
@@ -325,6 +327,18 @@ async def test_now_writes_the_queue_at_once_in_order_without_a_pass_of_the_event
             assert inner.immediate == [b"a\nfirst words\n"]  # later frames wait for the pass
             await stream.flush()
     assert inner.data == b"a\nfirst words\nb\n"
+
+
+async def test_a_hand_over_goes_with_the_immediate_write_it_was_asked_for_only() -> None:
+    inner = Immediate()
+    with anyio.fail_after(WAIT):
+        async with coalescing(inner) as stream:
+            assert stream.send_nowait(b"thought\n", now=True)
+            assert stream.send_nowait(b"queued\n", hand_over=True)  # not written now: no hand over
+            assert stream.send_nowait(b"answer\n", now=True, hand_over=True)
+            await stream.flush()
+    assert inner.immediate == [b"thought\n", b"queued\nanswer\n"]
+    assert inner.handed_over == [False, True]
 
 
 async def test_what_an_immediate_write_leaves_goes_out_first_and_whole() -> None:

@@ -289,3 +289,23 @@ def test_a_process_widens_no_more_pipes_than_its_budget() -> None:
         for pair in pipes:
             for fd in pair:
                 os.close(fd)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no sched_yield, and nothing polled")
+def test_an_immediate_write_handed_over_gives_up_the_core_once_it_wrote(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    yields: list[int] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1))
+    with os_pipe() as (read_fd, write_fd):
+        os.set_blocking(write_fd, False)
+        send = FdSendStream(write_fd, pollable=True)
+        assert send.send_immediately(b"plain\n") == 6
+        assert yields == []
+        assert send.send_immediately(b"first words\n", hand_over=True) == 12
+        assert yields == [1]
+        while send.send_immediately(b"x" * FULL_PIPE_BYTES):  # fill the pipe
+            pass
+        assert send.send_immediately(b"more\n", hand_over=True) == 0
+        assert yields == [1], "nothing written, nothing to hand over"
+        assert os.read(read_fd, 18) == b"plain\nfirst words\n"

@@ -11,6 +11,7 @@ import anyio
 from muse_acp import __version__
 from muse_acp.config import ConfigError, load_config
 from muse_acp.doctor.findings import Doctor, Section
+from muse_acp.event_loop import backend_options
 from muse_acp.host.backends import choose_backend
 from muse_acp.host.binary import (
     EXEC_FLAGS,
@@ -43,10 +44,12 @@ def adapter(doctor: Doctor) -> Section:
         section.facts["settings_error"] = str(error)
         section.problem = f"{error}; fix or unset it, `muse-acp serve` refuses it too."
         return section
+    loop = "uvloop" if backend_options(doctor.config.event_loop) else "asyncio"
     section.line("data dir", str(doctor.config.data_dir))
     section.line("log level", level)
+    section.line("event loop", loop)
     section.line("settings", "usable")
-    section.facts.update(data_dir=str(doctor.config.data_dir), log_level=level)
+    section.facts.update(data_dir=str(doctor.config.data_dir), log_level=level, event_loop=loop)
     return section
 
 

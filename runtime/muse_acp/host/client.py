@@ -117,8 +117,11 @@ def _payload(params: WireModel | None) -> RawJson | None:
     params never need an explicit null, and hosts treat a missing member as "not given")."""
     if params is None:
         return None
-    return RawJson(
-        params.model_dump_json(by_alias=True, exclude_unset=True, exclude_none=True).encode()
+    # The core serializer writes bytes (``model_dump_json`` decodes them, to be encoded again),
+    # compact, with every line break escaped: ``RawJson``'s scan for one would find none.
+    serializer = params.__pydantic_serializer__
+    return RawJson.encoded(
+        serializer.to_json(params, by_alias=True, exclude_unset=True, exclude_none=True)
     )
 
 

@@ -9,7 +9,8 @@ next pass. Every item is queued when its ``send`` begins, so items go out in tha
 by the writer, and cancelling it ends only its wait. An item of ``MAX_QUEUED_BYTES`` or more is
 written alone, and its ``send`` returns once it is written. ``send_nowait`` queues only when
 ``send`` would not wait; with ``now`` the queue is written at once if nothing is being written
-and the inner stream takes bytes without a wait (``ImmediateSend``), the rest first from ``run``.
+and the inner stream takes bytes without a wait (``ImmediateSend``), the rest first from ``run``;
+with ``hand_over`` too, the reader goes first once it is written (``ImmediateSend``).
 Errors: items are written whole or not at all; after a failed inner write every ``send`` raises
 ``anyio.BrokenResourceError``. ``aclose`` writes what is queued, within the caller's deadline.
 """
@@ -48,8 +49,14 @@ _WRITE_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OS
 class ImmediateSend(Protocol):
     """A byte stream that can write without waiting (``stdio.FdSendStream`` is one)."""
 
-    def send_immediately(self, data: bytes) -> int:
-        """Write what of ``data`` goes without a wait; how many bytes (0: none, or it cannot)."""
+    def send_immediately(self, data: bytes, *, hand_over: bool = False) -> int:
+        """Write what of ``data`` goes without a wait; how many bytes (0: none, or it cannot).
+
+        ``hand_over``: what is written is what the reader waits for; once some is written, this
+        process gives up the core so that the reader it woke runs before it goes on. A machine
+        with fewer free cores than busy processes otherwise lets the writer run on (through the
+        rest of a burst of host events) while the woken reader waits for a core.
+        """
         ...
 
 
@@ -94,10 +101,11 @@ class CoalescingSendStream(ByteSendStream):
         if self._closed:
             raise anyio.ClosedResourceError
 
-    def send_nowait(self, item: bytes, *, now: bool = False) -> bool:
+    def send_nowait(self, item: bytes, *, now: bool = False, hand_over: bool = False) -> bool:
         """Queue ``item`` as ``send`` would, if that takes neither a wait nor a yield; False,
         with nothing queued, when it would (or when the stream is broken or closed: ``send``
-        then raises why). ``now``: write the queue at once if it can go without a wait."""
+        then raises why). ``now``: write the queue at once if it can go without a wait;
+        ``hand_over`` (with ``now``): the reader goes first once it is written."""
         if (
             self._failure is not None
             or self._closed
@@ -112,10 +120,10 @@ class CoalescingSendStream(ByteSendStream):
             self._queued_event.set()
         self._unyielded += 1
         if now:
-            self._write_now()
+            self._write_now(hand_over)
         return True
 
-    def _write_now(self) -> None:
+    def _write_now(self, hand_over: bool) -> None:
         """Write the queue without waiting, if nothing is being written and the inner stream
         can; a part it does not take stays first in the queue, for ``run``. A write error is
         left to ``run``, which meets it again and reports it as any write's."""
@@ -123,7 +131,7 @@ class CoalescingSendStream(ByteSendStream):
         if self._writing.locked() or self._large or not isinstance(inner, ImmediateSend):
             return
         data = b"".join(self._queue)
-        written = inner.send_immediately(data)
+        written = inner.send_immediately(data, hand_over=hand_over)
         if not written:
             return
         self._queue.clear()

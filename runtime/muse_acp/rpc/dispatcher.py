@@ -190,15 +190,17 @@ class Connection:
             self._on_frame("out", frame)
         return OutgoingRequest(request_id, pending, self._withdraw, outgoing.settle)
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool:
         """Queue ``frame``, one notification encoded whole (as ``encode_notification`` writes it,
         or a template cut from that), if the writer takes it without waiting
-        (``FrameWriter.send_nowait``; ``now``: written at once if it can be); False, with
-        nothing sent, when it cannot or the connection is closing: ``notify`` then sends it, or
-        raises why it cannot."""
+        (``FrameWriter.send_nowait``; ``now``: written at once if it can be; ``hand_over``: and
+        the reader goes first); False, with nothing sent, when it cannot or the connection is
+        closing: ``notify`` then sends it, or raises why it cannot."""
         if self._closing:
             return False
-        if not self._writer.send_nowait(frame, now=now):
+        if not self._writer.send_nowait(frame, now=now, hand_over=hand_over):
             return False
         if self._on_frame is not None:
             self._on_frame("out", frame)
@@ -331,14 +333,14 @@ class Connection:
 
     def _start_request(self, request_id: RequestId, method: str, params: JsonValue) -> None:
         assert self._task_group is not None  # only called from serve's read loop
-        scope = anyio.CancelScope()
         context = RequestContext(request_id, method, self._arrivals)
-        self._incoming[request_id] = (scope, context)
-        if self._early_start is not None:
+        if self._early_start is not None:  # first: nothing it does waits on what follows
             try:
                 self._early_start(method, params, context)
             except Exception:  # its request goes on as it would have without it
                 logger.exception("%s: the early start of %s failed", self.name, method)
+        scope = anyio.CancelScope()
+        self._incoming[request_id] = (scope, context)
         self._task_group.start_soon(self._run_request, context, params, scope)
 
     async def _run_request(

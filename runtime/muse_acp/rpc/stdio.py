@@ -244,15 +244,19 @@ class FdSendStream(ByteSendStream):
             raise anyio.BrokenResourceError
         return True
 
-    def send_immediately(self, data: bytes) -> int:
+    def send_immediately(self, data: bytes, *, hand_over: bool = False) -> int:
         """Write what of ``data`` the descriptor takes without a wait (``ImmediateSend``): how
-        many bytes; 0 when it takes none, is not polled, or failed (``send`` then reports it)."""
+        many bytes; 0 when it takes none, is not polled, or failed (``send`` then reports it).
+        ``hand_over``: once bytes are written, give up the core (``sched_yield``)."""
         if self._closed or self._broken or not self._pollable:
             return 0
         try:
-            return os.write(self._fd, data)
+            written = os.write(self._fd, data)
         except OSError:
             return 0
+        if hand_over and written and sys.platform != "win32":
+            os.sched_yield()
+        return written
 
     async def aclose(self) -> None:
         if self._owned and not self._closed:

@@ -327,14 +327,14 @@ class FrameWriter:
     def stream(self) -> ByteSendStream:
         return self._stream
 
-    def send_nowait(self, frame: bytes, *, now: bool = False) -> bool:
+    def send_nowait(self, frame: bytes, *, now: bool = False, hand_over: bool = False) -> bool:
         """Queue ``frame`` followed by LF if that needs no wait: only over a
         ``CoalescingSendStream`` that takes it at once (``CoalescingSendStream.send_nowait``,
-        ``now`` as there). False, with nothing queued, otherwise; ``send`` then writes it or
-        raises why not."""
+        ``now`` and ``hand_over`` as there). False, with nothing queued, otherwise; ``send``
+        then writes it or raises why not."""
         stream = self._stream
         return isinstance(stream, CoalescingSendStream) and stream.send_nowait(
-            frame + b"\n", now=now
+            frame + b"\n", now=now, hand_over=hand_over
         )
 
     def send_at_once(self, frame: bytes) -> bool:

@@ -55,7 +55,9 @@ class ClientWriter(Protocol):
 
     async def notify(self, method: str, params: Payload = None) -> None: ...
 
-    def send_notification_nowait(self, frame: bytes, *, now: bool = False) -> bool: ...
+    def send_notification_nowait(
+        self, frame: bytes, *, now: bool = False, hand_over: bool = False
+    ) -> bool: ...
 
 
 class SessionRecord(Protocol):
@@ -123,14 +125,14 @@ class UpdateOutlet:
         """Child sessions are sent to the client (it set ``subagents``)."""
         return self._subagents
 
-    def send_nowait(self, update: Update, *, now: bool = False) -> bool:
+    def send_nowait(self, update: Update, *, now: bool = False, hand_over: bool = False) -> bool:
         """``send`` of a plain text chunk, if the client's writer takes it at once
-        (``Connection.send_notification_nowait``; ``now``: written at once if it can be);
-        False, with nothing sent, for anything else."""
+        (``Connection.send_notification_nowait``; ``now``: written at once if it can be;
+        ``hand_over``: and the client goes first); False, with nothing sent, for anything else."""
         if isinstance(update, PlainChunk):
             frame = encoded_plain_notification(self._encoded_id, update)
             if frame is not None:
-                return self._client.send_notification_nowait(frame, now=now)
+                return self._client.send_notification_nowait(frame, now=now, hand_over=hand_over)
         return False
 
     async def send(self, update: Update) -> None:

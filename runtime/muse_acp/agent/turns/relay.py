@@ -8,9 +8,11 @@ its asks). For each it lets the session's ``StateObserver`` report what changed
 ``send``, and tells the user what a waiting turn waits on (``turn_waits``) through the outlet.
 ``relay_now`` does the same for a delta without a coroutine unless something has to wait
 (``send_now``, then ``send``); the first words of each text (a delta of another item than the
-last) are written at once, not with whatever else the host's read brings. It keeps no state but
-the item it last streamed, so the relay of an ended turn can go on updating its cards
-(``background``). Once its ``gate`` is closed it makes nothing of any event.
+last) are written at once, not with whatever else the host's read brings, and an answer's also
+hand the core to the client (``hand_over``: it reads them before the relay goes on, see
+``_answers``). It keeps no state but the item it last streamed, so the relay of an ended turn
+can go on updating its cards (``background``). Once its ``gate`` is closed it makes nothing of
+any event.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Protocol
 
 from muse_acp.agent.cards.file_changes import capture_before
 from muse_acp.agent.errors.notices import Notice
-from muse_acp.agent.translation.translate import TurnTranslator, Update
+from muse_acp.agent.translation.translate import PlainChunk, TurnTranslator, Update
 from muse_acp.agent.translation.turn_waits import wait_notice
 from muse_acp.host.event_lane import DELTA
 from muse_acp_wire import msp
@@ -46,7 +48,9 @@ class TurnOutlet(Protocol):
     def takes_children(self) -> bool:
         """Child sessions are sent to the client (``subagent_views`` reads them only then)."""
 
-    def send_nowait(self, update: Update, *, now: bool = False) -> bool: ...
+    def send_nowait(
+        self, update: Update, *, now: bool = False, hand_over: bool = False
+    ) -> bool: ...
 
     async def tell(self, notice: Notice) -> None: ...
 
@@ -68,6 +72,14 @@ class UpdateGate:
 
     def close(self) -> None:
         self.open = False
+
+
+def _answers(update: Update) -> bool:
+    """``update`` is text of the agent's answer (not a thought): its first words are what the
+    person waits for, and the client reads them before the relay goes on (``hand_over``). A
+    thought's are not handed over: the answer streams close behind them, and measured, giving
+    the core away there delays the answer more than it speeds the thought."""
+    return isinstance(update, PlainChunk) and update.family == "agent"
 
 
 class EventRelay:
@@ -116,7 +128,7 @@ class EventRelay:
         now = params.item_id != self._streaming
         self._streaming = params.item_id
         for index, update in enumerate(updates):
-            if not send_now(update, now=now):
+            if not send_now(update, now=now, hand_over=now and _answers(update)):
                 return self._send_each(updates[index:])
         return None
 
