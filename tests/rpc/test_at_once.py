@@ -123,6 +123,25 @@ async def test_nothing_is_written_at_once_when_the_pipe_cannot_take_the_frame_wh
         assert again is not None, "room again once the peer read"
 
 
+async def test_a_request_written_at_once_hands_the_core_over_when_asked_and_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    yields: list[int] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1))
+    async with over_a_pipe() as (conn, _, peer):
+        assert conn.start_request_at_once("plain", None) is not None
+        assert yields == []
+        assert conn.start_request_at_once("waited-for", None, hand_over=True) is not None
+        assert yields == [1], "given up once the frame was written"
+        pad = {"pad": "x" * 1000}
+        while conn.start_request_at_once("fill", pad) is not None:
+            pass
+        assert conn.start_request_at_once("waited-for", pad, hand_over=True) is None
+        assert yields == [1], "nothing written, nothing handed over"
+        with anyio.fail_after(WAIT):
+            assert b'"method":"plain"' in await peer.receive()
+
+
 async def test_nothing_is_written_at_once_without_a_free_slot() -> None:
     async with over_a_pipe(max_pending_outgoing=1) as (conn, answers, peer):
         first = conn.start_request_at_once("first", None)

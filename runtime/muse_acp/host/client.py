@@ -225,10 +225,14 @@ class MspHost:
         assert self.connection is not None
         return await self.connection.start_request(method, _payload(params))
 
-    def start_at_once(self, method: str, params: WireModel) -> OutgoingRequest | None:
-        """``start`` when the request goes out without a wait; else None, nothing sent."""
+    def start_at_once(
+        self, method: str, params: WireModel, *, hand_over: bool = False
+    ) -> OutgoingRequest | None:
+        """``start`` when the request goes out without a wait; else None, nothing sent.
+        ``hand_over``: Muse waits for it, and runs before this process goes on
+        (``Connection.start_request_at_once``)."""
         assert self.connection is not None
-        return self.connection.start_request_at_once(method, _payload(params))
+        return self.connection.start_request_at_once(method, _payload(params), hand_over=hand_over)
 
     async def answer(self, sent: OutgoingRequest, method: str, result_type: type[R]) -> R:
         """The parsed result of ``sent``, a ``method`` request ``start`` sent (as ``call``)."""

@@ -168,15 +168,18 @@ class Connection:
             raise
         return OutgoingRequest(request_id, pending, self._withdraw, outgoing.settle)
 
-    def start_request_at_once(self, method: str, params: Payload = None) -> OutgoingRequest | None:
+    def start_request_at_once(
+        self, method: str, params: Payload = None, *, hand_over: bool = False
+    ) -> OutgoingRequest | None:
         """``start_request`` when it needs no wait: a request slot is free and the writer writes
-        the frame at once (``FrameWriter.send_at_once``); None, with nothing sent, otherwise."""
+        the frame at once (``FrameWriter.send_at_once``, ``hand_over`` as there); None, with
+        nothing sent, otherwise."""
         outgoing = self._outgoing
         if self._closing or not outgoing.take_slot_now():
             return None
         try:
             frame = encode_request(outgoing.upcoming, method, params)
-            written = self._writer.send_at_once(frame)
+            written = self._writer.send_at_once(frame, hand_over=hand_over)
         except BaseException as exc:
             outgoing.release_slot()
             if isinstance(exc, _WRITE_ERRORS):

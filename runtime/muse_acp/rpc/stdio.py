@@ -95,6 +95,13 @@ def _can_poll(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+def _hand_over() -> None:
+    """Give up the core once: a reader just woken by a write runs before this process goes on
+    (``coalescing.ImmediateSend`` says why). Nothing is polled where there is no such call."""
+    if sys.platform != "win32":
+        os.sched_yield()
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -224,11 +231,11 @@ class FdSendStream(ByteSendStream):
             self._unyielded = 0
             await checkpoint()
 
-    def send_whole_at_once(self, data: bytes) -> bool:
+    def send_whole_at_once(self, data: bytes, *, hand_over: bool = False) -> bool:
         """Write all of ``data`` now, or none of it (``transport.AtOnceSend``): True when it
         was written; False, with nothing written, when it cannot be written whole without a
         wait. Only a pipe of at most ``select.PIPE_BUF`` bytes is tried: a pipe writes that much
-        whole or not at all."""
+        whole or not at all. ``hand_over``: once written, give up the core (``sched_yield``)."""
         if self._closed or self._broken or not self._pollable or len(data) > select.PIPE_BUF:
             return False
         if self._is_pipe is None:
@@ -242,6 +249,8 @@ class FdSendStream(ByteSendStream):
         if written != len(data):  # no pipe does this; a stream cut mid-frame is of no use
             self._broken = True
             raise anyio.BrokenResourceError
+        if hand_over:
+            _hand_over()
         return True
 
     def send_immediately(self, data: bytes, *, hand_over: bool = False) -> int:
@@ -254,8 +263,8 @@ class FdSendStream(ByteSendStream):
             written = os.write(self._fd, data)
         except OSError:
             return 0
-        if hand_over and written and sys.platform != "win32":
-            os.sched_yield()
+        if hand_over and written:
+            _hand_over()
         return written
 
     async def aclose(self) -> None:

@@ -294,9 +294,10 @@ class FrameReader:
 
 @runtime_checkable
 class AtOnceSend(Protocol):
-    """A byte stream writing a small item whole at once or not at all (a pipe's, ``stdio``)."""
+    """A byte stream writing a small item whole at once or not at all (a pipe's, ``stdio``);
+    ``hand_over``: once it is written, the reader goes first (as ``ImmediateSend``'s)."""
 
-    def send_whole_at_once(self, data: bytes) -> bool: ...
+    def send_whole_at_once(self, data: bytes, *, hand_over: bool = False) -> bool: ...
 
 
 class FrameWriter:
@@ -328,21 +329,21 @@ class FrameWriter:
         return self._stream
 
     def send_nowait(self, frame: bytes, *, now: bool = False, hand_over: bool = False) -> bool:
-        """Queue ``frame`` followed by LF if that needs no wait: only over a
-        ``CoalescingSendStream`` that takes it at once (``CoalescingSendStream.send_nowait``,
-        ``now`` and ``hand_over`` as there). False, with nothing queued, otherwise; ``send``
-        then writes it or raises why not."""
+        """Queue ``frame`` followed by LF if that needs no wait: only over a coalescing stream
+        that takes it at once (``CoalescingSendStream.send_nowait``, whose ``now`` and
+        ``hand_over`` these are); False, with nothing queued, otherwise (``send`` then tells)."""
         stream = self._stream
-        return isinstance(stream, CoalescingSendStream) and stream.send_nowait(
-            frame + b"\n", now=now, hand_over=hand_over
-        )
+        if not isinstance(stream, CoalescingSendStream):
+            return False
+        return stream.send_nowait(frame + b"\n", now=now, hand_over=hand_over)
 
-    def send_at_once(self, frame: bytes) -> bool:
-        """Write ``frame`` followed by LF now, when that needs no wait: nothing else is being
-        written and the stream writes it whole at once (``AtOnceSend``). False, with nothing
-        written, otherwise; ``send`` then writes it or raises why not."""
+    def send_at_once(self, frame: bytes, *, hand_over: bool = False) -> bool:
+        """Write ``frame`` and LF now if no other write is under way and the stream writes it
+        whole at once (``AtOnceSend``, ``hand_over`` as there); False, nothing written, if not."""
         at_once = self._at_once
-        return at_once is not None and not self._busy and at_once.send_whole_at_once(frame + b"\n")
+        if at_once is None or self._busy:
+            return False
+        return at_once.send_whole_at_once(frame + b"\n", hand_over=hand_over)
 
     async def send(self, frame: bytes) -> None:
         """Write ``frame`` followed by LF.

@@ -99,9 +99,10 @@ def submit_at_once(
     host: MspHost, params: msp.TurnStartParams, *, hold_limit: int
 ) -> Submission | None:
     """``submit`` when ``turn/start`` goes out at once (``MspHost.start_at_once``); None, with
-    nothing sent and nothing held, when it would have to wait. Nothing runs between the write
-    and the holding, so no event of the turn can come before it is held."""
-    sent = host.start_at_once("turn/start", params)
+    nothing sent and nothing held, when it would have to wait. Nothing of this process runs
+    between the write and the holding, so no event of the turn can come before it is held; the
+    write hands the core to Muse (``hand_over``), which has nothing to do until it reads it."""
+    sent = host.start_at_once("turn/start", params, hand_over=True)
     if sent is None:
         return None
     return Submission(params.command_id, sent, HeldEvents(host, params.session_id, hold_limit))
