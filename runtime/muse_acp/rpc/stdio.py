@@ -8,7 +8,8 @@ non-blocking mode and driven by the event loop (``anyio.wait_readable``/``wait_w
 original blocking mode is restored on exit, and the descriptors are never closed: they belong to
 the process (a pipe found full is widened, ``widen_pipe``). A frame is written whole or the send
 stream is marked broken: a cancellation that lands after part of a write leaves the stream
-unusable rather than letting the next write splice into the middle of a line.
+unusable rather than letting the next write splice into the middle of a line. A write asked to
+``hand_over`` gives up the core once it has written, so the reader it woke runs first.
 
 stdout is the protocol channel: nothing in the runtime prints, and any buffered ``sys.stdout``
 text is flushed before the first frame so it cannot land in the middle of one.
@@ -96,8 +97,9 @@ def _can_poll(fd: int) -> bool:
 
 
 def _hand_over() -> None:
-    """Give up the core once: a reader just woken by a write runs before this process goes on
-    (``coalescing.ImmediateSend`` says why). Nothing is polled where there is no such call."""
+    """Give up the core once, so that a reader just woken by a write runs before this process
+    goes on (``coalescing.ImmediateSend`` says why). Windows has no such call, and no stream
+    written there is polled."""
     if sys.platform != "win32":
         os.sched_yield()
 
