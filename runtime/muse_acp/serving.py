@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from muse_acp.agent.handshake.early import Opening
     from muse_acp.config import AdapterConfig
 
@@ -42,8 +44,11 @@ class CommonOptions:
     trace: str | None = None
 
 
-async def _serve(config: AdapterConfig, opening: Opening) -> None:
-    from muse_acp.agent.server import serve as serve_agent
+async def _serve(
+    serve_agent: Callable[[AdapterConfig, Opening], Awaitable[None]],
+    config: AdapterConfig,
+    opening: Opening,
+) -> None:
     from muse_acp.event_loop import loop_name
 
     logging.getLogger("muse_acp").debug("serving on the %s event loop", loop_name())
@@ -95,9 +100,11 @@ def serve_with(options: CommonOptions) -> int:
         # After the answer (tuning loads ctypes): large frames come with sessions, later.
         if keep_large_buffers():
             logging.getLogger("muse_acp").debug("heap: large buffers are kept for reuse")
+        from muse_acp.agent.server import serve as serve_agent
         from muse_acp.event_loop import backend_options
 
-        anyio.run(_serve, config, opening, backend_options=backend_options(config.event_loop))
+        loop = backend_options(config.event_loop)
+        anyio.run(_serve, serve_agent, config, opening, backend_options=loop)
     finally:
         discard_early_probes()
     return 0
