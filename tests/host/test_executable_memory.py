@@ -1,10 +1,12 @@
 """What muse-acp remembers of a Muse executable between starts: its probe while the file is
-unchanged, its catalog whatever happens to the file, nothing from a file it cannot use."""
+unchanged (written only when it changed), its catalog whatever happens to the file, nothing from
+a file it cannot use."""
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,39 @@ def test_a_probe_is_remembered_until_the_executable_changes_and_the_catalog_beyo
     Path(muse.path).write_text("#!/bin/sh\n# updated\n")  # Muse was updated
     assert recall(folder, muse.path) == Remembered(None, CATALOG)
     assert recall(folder, str(tmp_path / "another-muse")) == Remembered()
+
+
+def test_a_probe_remembered_already_is_not_written_again_and_any_change_is(
+    tmp_path: Path,
+) -> None:
+    muse = _muse(tmp_path)
+    folder = memory_dir(tmp_path / "data")
+    remember_probe(folder, muse)
+    file = next(folder.glob("*.probe.json"))
+
+    def stamp() -> tuple[int, int]:
+        found = file.stat()
+        return found.st_ino, found.st_mtime_ns  # a write replaces the file: both change
+
+    written = stamp()
+    remember_probe(folder, muse)
+    assert stamp() == written
+    changes = (
+        replace(muse, version="1.4.4", version_text="muse 1.4.4"),
+        replace(muse, serve_flags=frozenset({"--disable-shell", "--read-only"})),
+        replace(muse, exec_flags=frozenset({"--json"})),
+    )
+    for changed in changes:
+        remember_probe(folder, changed)
+        assert stamp() != written
+        assert recall(folder, muse.path).probe == changed
+        written = stamp()
+    # The same probe of an updated executable: remembered for the file as it is now.
+    Path(muse.path).write_text("#!/bin/sh\n# updated\n")
+    assert recall(folder, muse.path).probe is None
+    remember_probe(folder, changes[-1])
+    assert stamp() != written
+    assert recall(folder, muse.path).probe == changes[-1]
 
 
 def test_a_file_that_cannot_be_used_is_nothing_remembered_and_is_replaced(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ async def serve(config: AdapterConfig, opening: Opening | None = None) -> None:
     startup = Startup(config)
     answered = opening.answered
     if answered is not None:
-        startup.adopt(answered.params, answered.negotiated, answered.recalled)
+        startup.adopt(answered.params, answered.negotiated)
     # Caught until every host was reaped, not only until the first one comes (see the module
     # contract): leaving this block gives the signals their default action back.
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:

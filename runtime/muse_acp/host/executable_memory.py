@@ -10,9 +10,9 @@ path has the size and modification time it was probed with (an updated Muse is p
 its catalog (a ``model/list`` result as JSON) whatever the executable's state, since a catalog
 from before an update is still the best first menu until a host lists the current one. A
 missing, unreadable or garbled file is nothing remembered of its part; the single file earlier
-versions kept for both is not read, and a write removes it. ``remember_probe`` and
-``remember_catalog`` each replace their own part only; they raise ``OSError`` for the caller to
-log (nothing depends on the memory being written).
+versions kept for both is not read, and a write removes it. ``remember_probe`` (which writes
+nothing when its file holds that probe already) and ``remember_catalog`` each replace their own
+part only; they raise ``OSError`` for the caller to log (nothing depends on the memory).
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ def _write(folder: Path, path: str, member: str, document: dict[str, object]) ->
 
 
 def remember_probe(folder: Path, binary: MuseBinary) -> None:
-    """Remember ``binary``'s probe, for the executable as it is on disk now."""
+    """Remember ``binary``'s probe, for the executable as it is on disk now, unless that is
+    what is remembered already."""
     identity = _identity(binary.path)
     if identity is None:
         return  # gone meanwhile: nothing true to remember
@@ -158,7 +159,10 @@ def remember_probe(folder: Path, binary: MuseBinary) -> None:
         "serveFlags": sorted(binary.serve_flags),
         "execFlags": None if binary.exec_flags is None else sorted(binary.exec_flags),
     }
-    _write(folder, binary.path, "probe", {"identity": identity, "probe": probe})
+    document: dict[str, object] = {"identity": identity, "probe": probe}
+    if _read(folder, binary.path, "probe") == {"path": binary.path, **document}:
+        return  # remembered already: a write would change nothing but race other writers
+    _write(folder, binary.path, "probe", document)
 
 
 def remember_catalog(folder: Path, path: str, catalog: dict[str, Any]) -> None:

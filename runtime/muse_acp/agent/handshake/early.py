@@ -59,8 +59,6 @@ class EarlyAnswer:
 
     params: InitializeParams
     negotiated: Negotiated
-    recalled: MuseBinary | None
-    """The remembered probe the answer was decided from (None: nothing remembered in time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +185,7 @@ def _answer(config: AdapterConfig, line: bytes) -> tuple[bytes, EarlyAnswer] | N
         )
     except Exception:
         return None  # the connection answers it, with the same error
-    return encode_result(request_id, response) + b"\n", EarlyAnswer(params, negotiated, known)
+    return encode_result(request_id, response) + b"\n", EarlyAnswer(params, negotiated)
 
 
 def _recall(config: AdapterConfig) -> MuseBinary | None:

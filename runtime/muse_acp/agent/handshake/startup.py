@@ -9,9 +9,10 @@ environment and launcher of hosts, the Muse executable (probed once: ``muse``), 
 remembered from an earlier start (``host.executable_memory``, within ``RECALL_BUDGET``), else
 defaults true of any Muse (no version-dependent extension, no backend named). ``settle``,
 which every later request awaits (``server``), waits for the probe, withdraws what the
-executable turned out not to offer (never adds), remembers the probe, and logs a Muse that
-cannot be used (the client sees it at its first session). This module and its imports are all
-``initialize`` needs: the sessions' machinery and the MSP models load after its answer.
+executable turned out not to offer (never adds), remembers the probe (written only when the
+memory holds another), and logs a Muse that cannot be used (the client sees it at its first
+session). This module and its imports are all ``initialize`` needs: the sessions' machinery
+and the MSP models load after its answer.
 """
 
 from __future__ import annotations
@@ -86,7 +87,6 @@ class Startup:
         self._backend: BackendChoice | None = None
         self._backend_lock = anyio.Lock()
         self._asked: InitializeParams | None = None
-        self._recalled: MuseBinary | None = None
         self._settled = False
         self._settle_lock = anyio.Lock()
 
@@ -169,7 +169,6 @@ class Startup:
         except TimeoutError:
             logger.info(NOT_IN_TIME)
             return None
-        self._recalled = known
         return foreseen_backend(self.config.backend, known)
 
     async def settle(self) -> None:
@@ -190,8 +189,10 @@ class Startup:
                 actual = negotiate(self._asked, self.expected(choice.binary), choice.report())
                 self.negotiated = within(self.negotiated, actual)
             self._settled = True
-            if choice.binary != self._recalled:
-                await self._remember(choice.binary)
+            # Compared with what the memory holds, by the memory, not with what initialize
+            # recalled: the probe may settle before initialize comes (it starts with the
+            # connection), and what initialize knew may be this process's own probe.
+            await self._remember(choice.binary)
 
     async def _remember(self, binary: MuseBinary) -> None:
         folder = memory_dir(self.config.data_dir)
@@ -207,12 +208,10 @@ class Startup:
         """Keep what the client asked at ``initialize``, for ``settle``."""
         self._asked = params
 
-    def adopt(
-        self, params: InitializeParams, negotiated: Negotiated, recalled: MuseBinary | None
-    ) -> None:
+    def adopt(self, params: InitializeParams, negotiated: Negotiated) -> None:
         """Take an ``initialize`` answered before the event loop ran (``early``): what the
-        client asked, what was negotiated and the remembered probe it was decided from."""
-        self.negotiated, self._recalled = negotiated, recalled
+        client asked and what was negotiated."""
+        self.negotiated = negotiated
         self.asked(params)
 
 
