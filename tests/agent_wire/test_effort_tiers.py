@@ -5,16 +5,18 @@ model lacks (just chosen, or stored before Muse was updated) is reported, never 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from acp import RequestError
 
 from muse_acp.agent.announcements import catalog
 from muse_acp.host.executable_memory import Remembered
 
-from .harness import WAIT, Agent, make_world, running_agent
+from .harness import WAIT, Agent, World, make_world, running_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -242,3 +244,106 @@ async def test_a_model_another_client_chose_takes_its_own_efforts(
     assert _values(options) == SPARK
     assert _current(options) == "default"
     assert _turn_effort(agent) is None
+
+
+@dataclass
+class _Loaded:
+    agent: Agent
+    session: str
+    outcome: Any
+    """The prompt's response, or the error it was answered with."""
+    written: int
+    """The ``turn/start`` written for the prompt before the held read was released."""
+    before: int
+    """The ``turn/start`` written before the prompt."""
+
+
+UNCHECKED = "could not be read before this turn, so the reasoning effort Max is sent"
+
+
+async def _prompt_during_held_read(
+    world: World, monkeypatch: pytest.MonkeyPatch, *, release_at_once: bool
+) -> _Loaded:
+    """A session whose effort Max was stored, and catalog remembered, while Muse offered every
+    effort, loaded on ``world.version``; the catalog read that follows the load is held, and a
+    prompt sent at once; the read is released once the prompt is as far as it goes (at once),
+    else once it has been answered."""
+    target, world.version = world.version, "1.3.0" if world.version in TIERED else world.version
+    async with running_agent(world) as agent:
+        session = await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(session, "hello")
+            await _set(agent, session, "reasoningEffort", "max")
+    world.version = target
+    released, reading = anyio.Event(), catalog.read_catalog
+
+    async def held(*args: Any) -> Any:
+        await released.wait()
+        return await reading(*args)
+
+    monkeypatch.setattr(catalog, "read_catalog", held)
+    before = len(world.host_requests("turn/start"))
+    async with running_agent(world) as agent:
+        with anyio.fail_after(WAIT):
+            await agent.conn.load_session(
+                session_id=session, cwd=str(world.workspace), mcp_servers=[]
+            )
+            answered, outcome = anyio.Event(), list[Any]()
+            async with anyio.create_task_group() as tasks:
+
+                async def prompt() -> None:
+                    try:
+                        outcome.append(await agent.prompt(session, "right after the load"))
+                    except RequestError as error:
+                        outcome.append(error)
+                    answered.set()
+
+                tasks.start_soon(prompt)
+                if release_at_once:
+                    await anyio.wait_all_tasks_blocked()
+                else:
+                    await answered.wait()
+                written = len(world.host_requests("turn/start")) - before
+                released.set()
+        return _Loaded(agent, session, outcome[0], written, before)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_turn_waits_for_the_catalog_read_under_way_to_check_its_effort(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    loaded = await _prompt_during_held_read(world, monkeypatch, release_at_once=True)
+    agent, said = loaded.agent, loaded.agent.client.text(loaded.session)
+    assert not isinstance(loaded.outcome, RequestError), loaded.outcome
+    assert loaded.outcome.stop_reason == "end_turn"
+    assert len(world.host_requests("turn/start")) == loaded.before + 1
+    assert UNCHECKED not in said
+    if version in TIERED:
+        # The updated catalog says the model lacks Max: dropped before Muse hears of it.
+        assert _told_max_is_lacking(said), said
+        assert _turn_effort(agent) is None
+        assert _current(_last_options(agent, loaded.session)) == "default"
+    else:
+        assert _turn_effort(agent) == "max"
+    assert loaded.written == 0  # the turn waited for the read
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_catalog_read_that_outlasts_the_read_budget_leaves_the_effort_unchecked_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    world.extra_env.update(MUSE_ACP_READ_TIMEOUT="1")
+    loaded = await _prompt_during_held_read(world, monkeypatch, release_at_once=False)
+    said = loaded.agent.client.text(loaded.session)
+    # Past the budget the turn goes on with the remembered catalog, which offers Max, and the
+    # user hears that it was not checked against Muse's current list.
+    assert loaded.written == 1
+    assert _turn_effort(loaded.agent) == "max"
+    assert f"{UNCHECKED} checked only against the model list remembered" in said, said
+    if version in TIERED:  # the updated Muse refuses it, as it would have unchecked
+        assert isinstance(loaded.outcome, RequestError)
+        assert "reasoning effort 'max' is not a tier" in str(loaded.outcome)
+    else:
+        assert loaded.outcome.stop_reason == "end_turn"

@@ -106,8 +106,9 @@ class AgentContext:
         self.catalog: ModelCatalog | None = None
         self.catalog_stale = False
         """The catalog was remembered from an earlier start: a host has not listed it since."""
-        self.catalog_reading = False
-        """A background read of the catalog is under way (see ``catalog.read_soon``)."""
+        self.catalog_reading: anyio.Event | None = None
+        """Set when the read of the catalog under way ends; None when none is (see
+        ``catalog.refresh_menu``)."""
         self.account: AccountCheck | None = None
         """What Muse last said of its credential (None: not asked yet, or asked in vain)."""
         self.asking_muse = anyio.Lock()

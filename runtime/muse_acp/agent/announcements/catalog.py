@@ -7,10 +7,10 @@ next start when it changed (``host.executable_memory``) and sends ``config_optio
 to every open session whose options changed, after ``fit_session_effort`` dropped (stored, and
 told in the chat) an effort the session's model does not offer. ``recall_catalog`` takes the
 catalog remembered from an earlier start, ``stale`` until a host lists it again.
-``refresh_menu`` reads and adopts it when none is known or the known one is stale, and no read
-is under way, after a load or resume, before a turn that would send an effort, or through
-``read_soon`` once a session's host is ready; its failures are logged, never shown. So keeping
-the catalog fresh never costs a process of its own.
+``refresh_menu`` reads and adopts it, when none is known or it is stale and no read is under
+way, after a load or resume or through ``read_soon`` (failures logged); before a turn sending
+an effort, ``catalog_for_turn`` does, or waits for the read under way within the read budget,
+and ``check_turn_effort`` drops an effort the model lacks (or tells that none could check it).
 ``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal;
 ``store_dropped_effort`` stores a drop found as a session's records were restored."""
 
@@ -24,6 +24,7 @@ import anyio
 from pydantic import ValidationError
 
 from muse_acp.agent.context import AgentContext
+from muse_acp.agent.errors.notices import Notice
 from muse_acp.agent.handshake.startup import RECALL_BUDGET
 from muse_acp.agent.hosting.hosts import ask
 from muse_acp.agent.options.config_options import (
@@ -33,6 +34,7 @@ from muse_acp.agent.options.config_options import (
     SessionSettings,
     config_options,
     fit_effort,
+    turn_effort,
 )
 from muse_acp.agent.options.preferences import SettingsChange
 from muse_acp.agent.options.remembered import to_stored
@@ -44,6 +46,8 @@ from muse_acp_wire import acp, msp
 
 __all__ = [
     "adopt_catalog",
+    "catalog_for_turn",
+    "check_turn_effort",
     "fall_back_model",
     "fit_session_effort",
     "list_models",
@@ -144,7 +148,7 @@ async def recall_catalog(ctx: AgentContext) -> None:
 
 def _wanted(ctx: AgentContext) -> bool:
     """A read of the catalog would tell something new, and none is under way."""
-    return (ctx.catalog is None or ctx.catalog_stale) and not ctx.catalog_reading
+    return (ctx.catalog is None or ctx.catalog_stale) and ctx.catalog_reading is None
 
 
 async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
@@ -152,7 +156,7 @@ async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
     failure is logged and the menu keeps what it has (see the module contract)."""
     if not _wanted(ctx):
         return
-    ctx.catalog_reading = True
+    ctx.catalog_reading = reading = anyio.Event()
     try:
         outcome = await read_catalog(ctx, session)
         if ctx.catalog is None or ctx.catalog_stale:  # a /models first has the newer list
@@ -162,7 +166,22 @@ async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
     except ConnectionClosed:
         logger.debug("the client left before the model menu could be announced")
     finally:
-        ctx.catalog_reading = False
+        ctx.catalog_reading = None
+        reading.set()
+
+
+async def catalog_for_turn(ctx: AgentContext, session: AcpSession) -> None:
+    """Before a turn that would send an effort: the catalog as fresh as a read makes it, by
+    ``refresh_menu``, or by waiting for the read under way, within the read budget (past it,
+    the turn goes on with what is known; ``check_turn_effort`` says so)."""
+    reading = ctx.catalog_reading
+    if reading is None:
+        await refresh_menu(ctx, session)
+        return
+    with anyio.move_on_after(ctx.config.deadlines.read) as waited:
+        await reading.wait()
+    if waited.cancelled_caught:
+        logger.info("Muse's model list was not read in time to check the reasoning effort")
 
 
 def read_soon(ctx: AgentContext, session: AcpSession) -> None:
@@ -188,6 +207,27 @@ async def fit_session_effort(
     await session.tell(dropped.notice())
     if announce:
         await _announce(ctx, session)
+
+
+async def check_turn_effort(ctx: AgentContext, session: AcpSession) -> None:
+    """Before a turn, after ``catalog_for_turn``: drop an effort the model lacks as
+    ``fit_session_effort`` does (announced), and tell the user when the effort goes out checked
+    against no list Muse gave this start (none could be read in time, or only a remembered one
+    is known)."""
+    await fit_session_effort(ctx, session, announce=True)
+    effort = turn_effort(session.settings)
+    if effort is None or (ctx.catalog is not None and not ctx.catalog_stale):
+        return
+    against = (
+        "without checking that the model offers it"
+        if ctx.catalog is None
+        else "checked only against the model list remembered from an earlier start"
+    )
+    text = (
+        f"Muse's model list could not be read before this turn, so the reasoning effort "
+        f"{EFFORTS[effort]} is sent {against}. Run /models to read the list again."
+    )
+    await session.tell(Notice("warning", "Reasoning effort not checked", text))
 
 
 async def store_dropped_effort(

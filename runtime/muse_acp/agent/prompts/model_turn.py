@@ -4,23 +4,23 @@ design (``/review``).
 Contract: ``run_turn`` gets the session's execution host ready (a cancel while it starts
 resolves ``cancelled``; a model Muse refuses puts the session back on the model it last
 accepted, then fails), drops an effort the session's model does not offer, reading the catalog
-first when none is known (``catalog.fit_session_effort``), writes ``turn/start``
-(``submission``), then runs one ``ActiveTurn`` until it settles (``run_submitted``, where an
-``early_prompt`` comes in) and returns its stop reason. ``extra_flags`` restrict that one
-turn's host further than the session's mode does (a review runs with writes and shell
-disabled); the host restarts whenever its flags change. Turns Muse runs first are followed: one
-it kept waiting on the user (``waiting_turn``), one it started by itself right after a resume (a
-goal's), one it runs ahead of this one's (``lead_turn``). A host the turn left in an unknown
-state is closed; on a kept one the session's events go on being relayed after the turn
-(``background``). Apart for commands' sake."""
+first when none is known or waiting for the read under way (``catalog.catalog_for_turn``,
+``check_turn_effort``), writes ``turn/start`` (``submission``), then runs one ``ActiveTurn``
+until it settles (``run_submitted``, where an ``early_prompt`` comes in) and returns its stop
+reason. ``extra_flags`` restrict that one turn's host further than the session's mode does (a
+review runs with writes and shell disabled); the host restarts whenever its flags change. Turns
+Muse runs first are followed: one it kept waiting on the user (``waiting_turn``), one it started
+by itself right after a resume (a goal's), one it runs ahead of this one's (``lead_turn``). A
+host the turn left in an unknown state is closed; on a kept one the session's events go on being
+relayed after the turn (``background``). Apart for commands' sake."""
 
 from __future__ import annotations
 
 from muse_acp.agent.announcements.catalog import (
+    catalog_for_turn,
+    check_turn_effort,
     fall_back_model,
-    fit_session_effort,
     read_soon,
-    refresh_menu,
 )
 from muse_acp.agent.announcements.session_state import SessionState
 from muse_acp.agent.context import AgentContext
@@ -64,7 +64,7 @@ async def run_turn(
             await fall_back_model(ctx, session)
             raise
         if session.settings.effort is not None:
-            await refresh_menu(ctx, session)  # the model's tiers decide whether it is sent
+            await catalog_for_turn(ctx, session)  # the model's tiers decide whether it is sent
     if starting.cancelled_caught:
         return "cancelled"
     kept = session.execution.take_resumed_turn()
@@ -74,7 +74,7 @@ async def run_turn(
         return "cancelled"
     if work.cancel_requested:
         return "cancelled"
-    await fit_session_effort(ctx, session, announce=True)
+    await check_turn_effort(ctx, session)
     # Muse may start a turn by itself once the host resumed the session (its goal is active):
     # followed as a kept one (else it would be invisible, and this turn queued behind it).
     started = muse_started(early)
