@@ -74,33 +74,31 @@ def test_a_process_that_took_the_runs_id_is_left_alone(
 
 
 _ORPHAN = """
-import signal, sys
-def answer(*_):
-    sys.stdout.write("alive\\n")
-    sys.exit(0)
-signal.signal(signal.SIGTERM, answer)
-sys.stdout.write("ready\\n")
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+sys.stdout.write(f"{os.getpid()}\\n")
 sys.stdout.flush()
-while True:
-    signal.pause()
+signal.sigwait({signal.SIGTERM})
+sys.stdout.write("alive\\n")
 """
-"""A group member that says ``alive`` when asked to end by SIGTERM; a SIGKILL sent before it
-wins, so it then ends saying nothing."""
+"""A group member that says its id once it holds SIGTERM, then ``alive`` when one comes; a
+SIGKILL sent before it wins, so it then ends saying nothing. The signal is blocked and waited
+for, so one sent at any moment after the id is said stays pending until taken: a Python handler
+with ``signal.pause()`` loses a signal landing just before the pause, and the member then waits
+for good. Only the member writes before ``alive``, so its id is the first line, whatever the
+order the two processes run in."""
 
 
 def test_a_group_whose_leader_is_gone_is_left_alone(tmp_path: Path) -> None:
     # An unrelated daemon's group: its leader started a member and exited, and the leader's id
     # is the one a crashed muse-acp recorded for its run (ids are reused).
-    spawn = (
-        f"import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', {_ORPHAN!r}]).pid)"
-    )
+    spawn = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {_ORPHAN!r}])"
     leader = subprocess.Popen(
         [sys.executable, "-c", spawn], start_new_session=True, stdout=subprocess.PIPE, bufsize=0
     )
     try:
         assert leader.stdout is not None
-        member = int(leader.stdout.readline())
-        assert leader.stdout.readline() == b"ready\n"
+        member = int(leader.stdout.readline())  # said once it holds SIGTERM
         leader.wait(timeout=WAIT)
         assert start_time(leader.pid) is None
         folder = _run_folder(tmp_path, _ended_pid(), {"pid": leader.pid, "startTime": 123})
