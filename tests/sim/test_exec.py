@@ -175,3 +175,33 @@ async def test_a_stopped_run_records_its_cancellation(
     found = records(output.decode())
     assert found[-2]["payload_type"] == "approval_wait.effect.started"
     assert found[-1]["payload_type"] == "run.terminal.cancelled"
+
+
+@pytest.mark.anyio
+async def test_a_stop_signal_that_is_pending_when_a_run_starts_waiting_still_stops_it(
+    tmp_path: Path,
+) -> None:
+    """Started with SIGTERM blocked (a launcher's mask is inherited), the signal sent while the
+    run waits on an approval stays pending: the run takes it all the same."""
+    run = [sys.executable, "-m", "muse_acp.sim", "exec", "--json", "sim:approve make"]
+    blocked = (
+        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}); "
+        f"os.execv(sys.executable, {run!r})"
+    )
+    output = bytearray()
+    with anyio.fail_after(WAIT):
+        async with await anyio.open_process(
+            [sys.executable, "-c", blocked],
+            env=sim_env(tmp_path, "1.2.1", None),
+            stderr=subprocess.DEVNULL,
+        ) as process:
+            assert process.stdout is not None
+            signalled = False
+            async for chunk in process.stdout:
+                output += chunk
+                waiting = b"approval_wait.effect.started" in output and output.endswith(b"\n")
+                if waiting and not signalled:
+                    process.send_signal(signal.SIGTERM)
+                    signalled = True
+            assert await process.wait() == 143
+    assert records(output.decode())[-1]["payload_type"] == "run.terminal.cancelled"

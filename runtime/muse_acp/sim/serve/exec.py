@@ -116,8 +116,14 @@ class _Run:
         self.record(f"run.terminal.{outcome}", payload.model_dump())
 
     def wait_until_stopped(self) -> None:
-        while True:
-            signal.pause()
+        """Wait for SIGTERM or SIGINT, then stop as the handler does. The signals are blocked and
+        taken (``sigwait``), not waited for with ``pause``: Python runs a handler between two
+        instructions, so one arriving just before ``pause`` would be handled only once ``pause``
+        returned, which nothing else would make it do."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPED)
+        signum = signal.sigwait(_STOPPED)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPED)
+        signal.raise_signal(signum)  # the handler records the cancel and exits
 
     def step(self, directive: Directive) -> int | None:
         """Play one directive; an exit status ends the run there."""
