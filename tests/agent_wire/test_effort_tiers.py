@@ -14,6 +14,7 @@ import pytest
 from acp import RequestError
 
 from muse_acp.agent.announcements import catalog
+from muse_acp.agent.commands import commands
 from muse_acp.host.executable_memory import Remembered
 
 from .harness import WAIT, Agent, World, make_world, running_agent
@@ -347,3 +348,44 @@ async def test_a_catalog_read_that_outlasts_the_read_budget_leaves_the_effort_un
         assert "reasoning effort 'max' is not a tier" in str(loaded.outcome)
     else:
         assert loaded.outcome.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_turn_waits_for_the_models_command_read_in_another_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    entered, released, reading = anyio.Event(), anyio.Event(), catalog.read_catalog
+
+    async def held(*args: Any) -> Any:
+        entered.set()
+        await released.wait()
+        return await reading(*args)
+
+    monkeypatch.setattr(commands, "read_catalog", held)
+    async with running_agent(world) as agent:
+        listing, other = await agent.new_session(), await agent.new_session()
+        with anyio.fail_after(WAIT):
+            await agent.prompt(listing, "hello")
+            await agent.prompt(other, "hello")
+            await _set(agent, other, "reasoningEffort", "high")
+            before = len(world.host_requests("turn/start"))
+            answers: dict[str, Any] = {}
+
+            async def prompt(session: str, text: str) -> None:
+                answers[session] = await agent.prompt(session, text)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(prompt, listing, "/models")
+                await entered.wait()
+                tasks.start_soon(prompt, other, "while the menu is read")
+                await anyio.wait_all_tasks_blocked()
+                written = len(world.host_requests("turn/start")) - before
+                released.set()
+    # The effort went out checked against the list /models read, not before it was read.
+    assert written == 0
+    assert answers[other].stop_reason == answers[listing].stop_reason == "end_turn"
+    assert len(world.host_requests("turn/start")) == before + 1
+    assert _turn_effort(agent) == "high"
+    assert "Model menu refreshed" in agent.client.text(listing)
+    assert UNCHECKED.replace("Max", "High") not in agent.client.text(other)

@@ -107,8 +107,10 @@ class AgentContext:
         self.catalog_stale = False
         """The catalog was remembered from an earlier start: a host has not listed it since."""
         self.catalog_reading: anyio.Event | None = None
-        """Set when the read of the catalog under way ends; None when none is (see
-        ``catalog.refresh_menu``)."""
+        """Set when the reads of the catalog under way have all ended; None when none is (owned
+        by ``catalog.reading_catalog``)."""
+        self.catalog_readers = 0
+        """How many reads of the catalog are under way (owned by ``catalog.reading_catalog``)."""
         self.account: AccountCheck | None = None
         """What Muse last said of its credential (None: not asked yet, or asked in vain)."""
         self.asking_muse = anyio.Lock()

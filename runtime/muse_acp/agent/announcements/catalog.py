@@ -3,20 +3,22 @@
 Contract: ``read_catalog`` asks for ``model/list`` within the read budget, on the session's
 running execution host (held for the read) or the agent's catalog host, raising the mapped host
 failure. ``adopt_catalog`` makes a list the agent's catalog, remembers it for the executable's
-next start when it changed (``host.executable_memory``) and sends ``config_option_update``
-to every open session whose options changed, after ``fit_session_effort`` dropped (stored, and
-told in the chat) an effort the session's model does not offer. ``recall_catalog`` takes the
-catalog remembered from an earlier start, ``stale`` until a host lists it again.
-``refresh_menu`` reads and adopts it, when none is known or it is stale and no read is under
-way, after a load or resume or through ``read_soon`` (failures logged); before a turn sending
-an effort, ``catalog_for_turn`` does, or waits for the read under way within the read budget,
-and ``check_turn_effort`` drops an effort the model lacks (or tells that none could check it).
-``fall_back_model`` puts a session back on the model Muse last accepted, after a refusal;
-``store_dropped_effort`` stores a drop found as a session's records were restored."""
+next start when it changed (``host.executable_memory``) and announces each session's changed
+options, after ``fit_session_effort`` dropped (stored, told) an effort its model does not offer.
+``recall_catalog`` takes the one remembered from an earlier start, ``stale`` until listed again.
+Each read that may adopt its list (``/models``, before a session opens, ``refresh_menu``) runs
+under ``reading_catalog`` until adopted. ``refresh_menu`` reads and adopts it, when none is known
+or it is stale and no read is under way, after a load or resume or through ``read_soon``; before
+a turn sending an effort, ``catalog_for_turn`` does, or waits for the reads under way within the
+read budget, and ``check_turn_effort`` drops an effort the model lacks (or tells that none could
+check it). ``fall_back_model`` puts a session back on the model Muse last accepted, after a
+refusal; ``store_dropped_effort`` stores a drop found as a session's records were restored."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Final
 
@@ -53,6 +55,7 @@ __all__ = [
     "list_models",
     "read_catalog",
     "read_soon",
+    "reading_catalog",
     "recall_catalog",
     "refresh_menu",
     "store_dropped_effort",
@@ -151,28 +154,43 @@ def _wanted(ctx: AgentContext) -> bool:
     return (ctx.catalog is None or ctx.catalog_stale) and ctx.catalog_reading is None
 
 
+@asynccontextmanager
+async def reading_catalog(ctx: AgentContext) -> AsyncIterator[None]:
+    """A read of the catalog, with the adoption of its list, is under way for the block:
+    ``ctx.catalog_reading`` is set once every read that overlaps it has ended, however it
+    ends, so a turn waits for all of them (``catalog_for_turn``)."""
+    if ctx.catalog_reading is None:
+        ctx.catalog_reading = anyio.Event()
+    reading = ctx.catalog_reading
+    ctx.catalog_readers += 1
+    try:
+        yield
+    finally:
+        ctx.catalog_readers -= 1
+        if ctx.catalog_readers == 0:
+            ctx.catalog_reading = None
+            reading.set()
+
+
 async def refresh_menu(ctx: AgentContext, session: AcpSession) -> None:
     """Read the catalog and announce it, unless it is known and fresh or being read already; a
     failure is logged and the menu keeps what it has (see the module contract)."""
     if not _wanted(ctx):
         return
-    ctx.catalog_reading = reading = anyio.Event()
     try:
-        outcome = await read_catalog(ctx, session)
-        if ctx.catalog is None or ctx.catalog_stale:  # a /models first has the newer list
-            await adopt_catalog(ctx, outcome)
+        async with reading_catalog(ctx):
+            outcome = await read_catalog(ctx, session)
+            if ctx.catalog is None or ctx.catalog_stale:  # a /models first has the newer list
+                await adopt_catalog(ctx, outcome)
     except RpcError as error:
         logger.info("the model menu keeps the current model for now: %s", error.message)
     except ConnectionClosed:
         logger.debug("the client left before the model menu could be announced")
-    finally:
-        ctx.catalog_reading = None
-        reading.set()
 
 
 async def catalog_for_turn(ctx: AgentContext, session: AcpSession) -> None:
     """Before a turn that would send an effort: the catalog as fresh as a read makes it, by
-    ``refresh_menu``, or by waiting for the read under way, within the read budget (past it,
+    ``refresh_menu``, or by waiting for the reads under way, within the read budget (past it,
     the turn goes on with what is known; ``check_turn_effort`` says so)."""
     reading = ctx.catalog_reading
     if reading is None:

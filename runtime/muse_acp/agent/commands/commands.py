@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Final, TypeVar
 
 from muse_acp import __version__
-from muse_acp.agent.announcements.catalog import adopt_catalog, read_catalog
+from muse_acp.agent.announcements.catalog import adopt_catalog, read_catalog, reading_catalog
 from muse_acp.agent.announcements.session_state import read_plan_usage
 from muse_acp.agent.commands import account
 from muse_acp.agent.commands.background_tasks import TASKS_HINT, run_tasks
@@ -164,14 +164,15 @@ async def _read_catalog(ctx: AgentContext, session: AcpSession) -> msp.ModelList
 async def _models(
     ctx: AgentContext, session: AcpSession, work: SessionWork, _: str | None
 ) -> acp.StopReason:
-    outcome = await _interruptible(work, lambda: _read_catalog(ctx, session))
-    if outcome is None:
-        return "cancelled"
-    if isinstance(outcome, str):
-        await _reply(session, f"The model menu was not refreshed and is unchanged: {outcome}.")
-        return "end_turn"
-    async with work.commit():
-        await adopt_catalog(ctx, outcome)
+    async with reading_catalog(ctx):  # a turn elsewhere checks its effort against this list
+        outcome = await _interruptible(work, lambda: _read_catalog(ctx, session))
+        if outcome is None:
+            return "cancelled"
+        if isinstance(outcome, str):
+            await _reply(session, f"The model menu was not refreshed and is unchanged: {outcome}.")
+            return "end_turn"
+        async with work.commit():
+            await adopt_catalog(ctx, outcome)
     count = len(outcome.models)
     if count == 0:
         text = "Muse lists no models right now. Check that Muse is signed in, then run /models."

@@ -18,9 +18,15 @@ asks none of this.
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from typing import Final
 
-from muse_acp.agent.announcements.catalog import adopt_catalog, list_models, recall_catalog
+from muse_acp.agent.announcements.catalog import (
+    adopt_catalog,
+    list_models,
+    reading_catalog,
+    recall_catalog,
+)
 from muse_acp.agent.commands.account import read_account_and_models
 from muse_acp.agent.context import AccountCheck, AgentContext
 from muse_acp.agent.errors import failures
@@ -47,9 +53,12 @@ async def prepare(ctx: AgentContext, cwd: str) -> None:
     async with ctx.asking_muse:
         await recall_catalog(ctx)
         if ctx.account is None:
-            await _check_account(ctx, models=ctx.catalog is None)
+            models = ctx.catalog is None
+            async with reading_catalog(ctx) if models else nullcontext():
+                await _check_account(ctx, models=models)
         if ctx.catalog is None:
-            await _read_models(ctx, cwd)
+            async with reading_catalog(ctx):
+                await _read_models(ctx, cwd)
     if ctx.account is not None and ctx.account.signed_out:
         refused = failures.signed_out()
         data = dict(refused.data) if isinstance(refused.data, dict) else {}
