@@ -11,11 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from muse_acp.agent.handshake import startup
 from muse_acp.agent.handshake.early import answer_first
 from muse_acp.agent.handshake.startup import Startup
 from muse_acp.config import load_config
 from muse_acp.host import binary
-from muse_acp.host.executable_memory import memory_dir, recall
+from muse_acp.host.binary import MuseBinary
+from muse_acp.host.executable_memory import memory_dir, recall, remember_probe
 from muse_acp.sim.in_process import SimLauncher
 
 from .harness import WAIT, World, make_world, running_agent
@@ -37,13 +39,43 @@ def _stamp(path: Path) -> tuple[int, int]:
     return stat.st_ino, stat.st_mtime_ns
 
 
-async def _start(world: World) -> None:
+class ProbeWrites:
+    """Counts the calls of ``remember_probe`` that ``Startup`` made and that have returned (in
+    their worker thread), so a test can wait for a start's own: a request only waits for the
+    probe to settle, and the memory is written after, beside the requests."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.done = 0
+        self._changed = anyio.Event()
+
+        def counted(folder: Path, probed: MuseBinary) -> None:
+            try:
+                remember_probe(folder, probed)
+            finally:
+                anyio.from_thread.run_sync(self._note)
+
+        monkeypatch.setattr(startup, "remember_probe", counted)
+
+    def _note(self) -> None:
+        self.done += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def reach(self, count: int) -> None:
+        with anyio.fail_after(WAIT):
+            while self.done < count:
+                await self._changed.wait()
+
+
+async def _start(world: World, writes: ProbeWrites) -> None:
     """A start of muse-acp as a new process: initialize, then a request, which waits until the
-    probe has settled (and is remembered)."""
+    probe has settled; then until the start's call to remember it has returned."""
     binary._cache.clear()  # as a new process would start
+    before = writes.done
     async with running_agent(world) as agent:
         with anyio.fail_after(WAIT):
             await agent.conn.list_sessions(cwd=str(world.workspace))
+        await writes.reach(before + 1)
 
 
 async def _start_answered_early(world: World) -> None:
@@ -72,10 +104,11 @@ async def _start_answered_early(world: World) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_a_start_that_finds_its_probe_remembered_writes_nothing_and_an_update_is_written(
-    tmp_path: Path, version: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
+    writes = ProbeWrites(monkeypatch)
     world = make_world(tmp_path, version)
-    await _start(world)
+    await _start(world, writes)
     probe_file = _probe_file(world)
     first = _stamp(probe_file)
     remembered = recall(memory_dir(world.data_dir), str(world.muse_bin)).probe
@@ -83,7 +116,7 @@ async def test_a_start_that_finds_its_probe_remembered_writes_nothing_and_an_upd
     assert remembered.version == version
 
     world.first_start = True  # from here on only the agent's own starts touch the memory
-    await _start(world)
+    await _start(world, writes)
     assert _stamp(probe_file) == first
     await _start_answered_early(world)
     assert _stamp(probe_file) == first
@@ -93,7 +126,7 @@ async def test_a_start_that_finds_its_probe_remembered_writes_nothing_and_an_upd
     world.version = updated
     stat = world.muse_bin.stat()
     os.utime(world.muse_bin, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    await _start(world)
+    await _start(world, writes)
     assert _stamp(probe_file) != first
     after_update = recall(memory_dir(world.data_dir), str(world.muse_bin)).probe
     assert after_update is not None
@@ -101,5 +134,5 @@ async def test_a_start_that_finds_its_probe_remembered_writes_nothing_and_an_upd
     # And the start after that finds it remembered, answered early or not.
     second = _stamp(probe_file)
     await _start_answered_early(world)
-    await _start(world)
+    await _start(world, writes)
     assert _stamp(probe_file) == second
