@@ -128,18 +128,25 @@ def _stored_effort(tmp_path: Path, session: str) -> str | None:
     return effort
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
-    tmp_path: Path, version: str
-) -> None:
-    # The effort was stored while Muse offered every effort; then Muse was updated.
-    world = make_world(tmp_path, "1.3.0" if version in TIERED else version)
+async def _max_stored_before_the_update(world: World) -> str:
+    """A session whose effort Max was stored while Muse offered every effort (1.3.0 for a
+    version with tiers), then Muse updated to ``world.version``: the session's id."""
+    target, world.version = world.version, "1.3.0" if world.version in TIERED else world.version
     async with running_agent(world) as agent:
         session = await agent.new_session()
         with anyio.fail_after(WAIT):
             await agent.prompt(session, "hello")
             await _set(agent, session, "reasoningEffort", "max")
-    world.version = version
+    world.version = target
+    return session
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_stored_effort_the_updated_muse_lacks_is_reported_at_load(
+    tmp_path: Path, version: str
+) -> None:
+    world = make_world(tmp_path, version)
+    session = await _max_stored_before_the_update(world)
     async with running_agent(world) as agent:
         with anyio.fail_after(WAIT):
             loaded = await agent.conn.load_session(
@@ -269,13 +276,7 @@ async def _prompt_during_held_read(
     effort, loaded on ``world.version``; the catalog read that follows the load is held, and a
     prompt sent at once; the read is released once the prompt is as far as it goes (at once),
     else once it has been answered."""
-    target, world.version = world.version, "1.3.0" if world.version in TIERED else world.version
-    async with running_agent(world) as agent:
-        session = await agent.new_session()
-        with anyio.fail_after(WAIT):
-            await agent.prompt(session, "hello")
-            await _set(agent, session, "reasoningEffort", "max")
-    world.version = target
+    session = await _max_stored_before_the_update(world)
     released, reading = anyio.Event(), catalog.read_catalog
 
     async def held(*args: Any) -> Any:
